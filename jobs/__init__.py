@@ -1,0 +1,14 @@
+"""Runs: records, state in Redis, the queue and the job entry point. Knows nothing about Slack."""
+from __future__ import annotations
+
+from .executor import execute
+from .inline import run_inline
+from .models import Run, RunState, RunStatus
+from .queue import enqueue, job_timeout_for
+from .runtime import JobRuntime, configure
+from .store import RunNotFound, RunStore
+
+__all__ = [
+    "JobRuntime", "Run", "RunNotFound", "RunState", "RunStatus", "RunStore", "configure",
+    "enqueue", "execute", "job_timeout_for", "run_inline",
+]

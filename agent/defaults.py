@@ -1,0 +1,46 @@
+"""Every default of the research engine, named, each with the reason for its value."""
+from __future__ import annotations
+
+# Models: a capable main model, a fast cheap one for page extraction.
+MAIN_MODEL = "claude-sonnet-5-5"
+SMALL_MODEL = "claude-haiku-5-5"
+
+# Output room per main-model turn: enough for a long section, small enough to stream quickly.
+MAIN_MAX_TOKENS = 8_000
+# Extraction answers are a handful of verbatim passages.
+EXTRACT_MAX_TOKENS = 2_000
+
+# Simple caps for now (issue 5 replaces them with the full ledger).
+STANDARD_MAX_REQUESTS = 60
+DEEP_MAX_REQUESTS = 150
+STANDARD_WALL_SECONDS = 60 * 60
+DEEP_WALL_SECONDS = 90 * 60
+# Requests kept back from exploration so the agent can always write its answer.
+FINALIZATION_RESERVE_REQUESTS = 2
+# A single model request that takes longer than this is abandoned.
+REQUEST_TIMEOUT_SECONDS = 300.0
+# A single tool call that takes longer than this is abandoned with an error result.
+TOOL_DEADLINE_SECONDS = 90.0
+# How many times the SDK retries 408/409/429/5xx before the run gives up on the model.
+MODEL_MAX_RETRIES = 2
+# A final answer citing unknown markers is sent back for a rewrite at most this often.
+FINAL_ANSWER_REWRITES = 1
+
+# Page fetching.
+FETCH_MAX_BYTES = 5_000_000  # larger pages are cut here; the result says so
+FETCH_CONNECT_TIMEOUT = 10.0
+FETCH_READ_TIMEOUT = 20.0
+FETCH_TOTAL_SECONDS = 45.0  # a page that trickles in slower than this is given up
+FETCH_MAX_REDIRECTS = 5
+# Page text handed to one extraction call (~12k tokens); longer pages are cut for now.
+EXTRACT_INPUT_CHARS = 48_000
+# Verbatim excerpts kept per page: more is rarely denser.
+MAX_EXCERPTS = 8
+
+# Search.
+SEARCH_RESULTS = 8
+SEARCH_TIMEOUT_SECONDS = 15.0
+USER_AGENT = "Deepthread/0.1 (research bot)"
+
+# A question longer than this is refused with advice (long material goes in a file).
+MAX_QUESTION_CHARS = 4_000

@@ -1,0 +1,74 @@
+"""RunEvents: everything the engine tells the outside world, as pydantic models.
+
+The job layer applies them to run state; the engine never knows who listens.
+"""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, Field
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Source(BaseModel):
+    """One citable passage: a search snippet or a verbatim page excerpt."""
+
+    marker: str  # "s12" — written by the agent as [s12]
+    url: str
+    title: str
+    passage: str
+    kind: Literal["snippet", "excerpt"] = "excerpt"
+    retrieved_at: datetime = Field(default_factory=utcnow)
+
+
+class Progress(BaseModel):
+    type: Literal["progress"] = "progress"
+    phase: str  # "researching", "writing", "finishing"
+    activity: str  # "Reading vanguard.com for the 2024 expense ratio"
+
+
+class SourceAdded(BaseModel):
+    type: Literal["source_added"] = "source_added"
+    source: Source
+
+
+class SectionWritten(BaseModel):
+    type: Literal["section_written"] = "section_written"
+    section_id: str
+    title: str
+    body: str
+
+
+class SectionRevised(BaseModel):
+    type: Literal["section_revised"] = "section_revised"
+    section_id: str
+    body: str
+    reason: str
+
+
+class UsageRecorded(BaseModel):
+    """Totals after each model request (not deltas: applying twice is harmless)."""
+
+    type: Literal["usage"] = "usage"
+    requests: int
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int = 0
+    cache_creation_tokens: int = 0
+
+
+class Finished(BaseModel):
+    type: Literal["finished"] = "finished"
+    status: Literal["completed", "failed", "stopped"]
+    summary: str  # the model's final answer, with [sN] markers; may be empty on failure
+    reason: str = ""  # why a run did not complete normally, in words a user understands
+
+
+RunEvent = Annotated[
+    Union[Progress, SourceAdded, SectionWritten, SectionRevised, UsageRecorded, Finished],
+    Field(discriminator="type"),
+]

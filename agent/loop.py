@@ -1,0 +1,190 @@
+"""The ReAct loop: the model calls tools until it answers; the answer is the report's summary."""
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from anthropic import AsyncAnthropic
+from pydantic import ValidationError
+
+from . import defaults
+from .budget import BudgetTracker
+from .citations import SourceRegistry, UnknownCitation, strip_unknown_markers
+from .config import AgentConfig
+from .events import Finished, Progress, SourceAdded, UsageRecorded
+from .model import ModelClient, ModelUnavailable
+from .prompts import load
+from .task import ResearchTask, first_message
+from .tools import Tool, ToolContext, ToolResult, default_tools
+from .tools.base import Emit
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Outcome:
+    status: str  # completed | failed
+    summary: str
+    reason: str
+
+
+def _text_of(content: list[Any]) -> str:
+    return "\n".join(block.text for block in content if block.type == "text").strip()
+
+
+def _with_cache_breakpoint(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Mark the end of the conversation so the next turn reads it from cache."""
+    last = dict(messages[-1])
+    content = last["content"]
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else [dict(b) for b in content]
+    blocks[-1]["cache_control"] = {"type": "ephemeral"}
+    last["content"] = blocks
+    return messages[:-1] + [last]
+
+
+class ResearchLoop:
+    def __init__(self, task: ResearchTask, config: AgentConfig, ctx: ToolContext, tools: list[Tool]) -> None:
+        self.task = task
+        self.config = config
+        self.ctx = ctx
+        self.tools = {tool.name: tool for tool in tools}
+        self.tracker = BudgetTracker(task.budget)
+        self.system = [{"type": "text", "text": load("system"), "cache_control": {"type": "ephemeral"}}]
+        self.tool_schemas = [tool.schema() for tool in tools]
+        self.messages: list[dict[str, Any]] = []
+        self._announced_sources = len(ctx.registry)
+
+    async def run(self) -> Outcome:
+        emit = self.ctx.emit
+        await emit(Progress(phase="researching", activity="Planning the research"))
+        pending: list[dict[str, Any]] = [{"type": "text", "text": first_message(self.task)}]
+        rewrites_left = defaults.FINAL_ANSWER_REWRITES
+        while True:
+            limit = self.tracker.exhausted()
+            if limit:
+                return Outcome("completed", "", f"{limit} before a final answer was written")
+            finalize = self.tracker.should_finalize()
+            sections = [f"{s.section_id} {s.title}" for s in self.ctx.sections.values()]
+            pending.append({"type": "text", "text": self.tracker.block(len(self.ctx.registry), sections, finalize)})
+            self.messages.append({"role": "user", "content": pending})
+            if finalize:
+                await emit(Progress(phase="finishing", activity="Writing the summary"))
+            self.tracker.requests += 1
+            message = await self.ctx.model.turn(
+                system=self.system,
+                tools=self.tool_schemas,
+                messages=_with_cache_breakpoint(self.messages),
+                max_tokens=self.config.main_max_tokens,
+                tool_choice={"type": "none"} if finalize else None,
+            )
+            await self._record_usage()
+            content = [block.model_dump(exclude_none=True) for block in message.content]
+            if not content:
+                content = [{"type": "text", "text": "(no answer)"}]
+            self.messages.append({"role": "assistant", "content": content})
+            calls = [block for block in message.content if block.type == "tool_use"]
+            if message.stop_reason == "refusal":
+                return Outcome("failed", "", "the model declined to continue with this request")
+            if calls:
+                pending = await self._run_tools(calls)
+                continue
+            if message.stop_reason == "pause_turn":
+                pending = [{"type": "text", "text": "Continue."}]
+                continue
+            answer = _text_of(message.content)
+            try:
+                self.ctx.registry.check(answer)
+            except UnknownCitation as exc:
+                if rewrites_left > 0 and self.tracker.requests_left() > 0:
+                    rewrites_left -= 1
+                    pending = [{"type": "text", "text": f"Your answer was not accepted: {exc} Rewrite it."}]
+                    continue
+                answer = strip_unknown_markers(answer, {s.marker for s in self.ctx.registry.all()})
+            return Outcome("completed", answer, "")
+
+    async def _record_usage(self) -> None:
+        u = self.ctx.model.usage
+        await self.ctx.emit(UsageRecorded(
+            requests=u.requests, input_tokens=u.input_tokens, output_tokens=u.output_tokens,
+            cache_read_tokens=u.cache_read_tokens, cache_creation_tokens=u.cache_creation_tokens,
+        ))
+
+    async def _run_tools(self, calls: list[Any]) -> list[dict[str, Any]]:
+        """Run one batch of calls concurrently; answer them together, in call order."""
+        prepared: list[tuple[Any, Tool | None, Any, str | None]] = []
+        for call in calls:
+            tool = self.tools.get(call.name)
+            if tool is None:
+                names = ", ".join(self.tools)
+                prepared.append((call, None, None, f"There is no tool named {call.name!r}. Available tools: {names}."))
+                continue
+            try:
+                prepared.append((call, tool, tool.Input.model_validate(call.input), None))
+            except ValidationError as exc:
+                problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'input'}: {e['msg']}" for e in exc.errors())
+                prepared.append((call, tool, None, f"Invalid input for {call.name}: {problems}. Call it again with corrected arguments."))
+        activity = "; ".join(tool.progress(args) for _, tool, args, err in prepared if tool and err is None)
+        if activity:
+            await self.ctx.emit(Progress(phase="researching", activity=activity))
+        results = await asyncio.gather(*(self._run_one(tool, args, err) for _, tool, args, err in prepared))
+        await self._announce_sources()
+        return [
+            {"type": "tool_result", "tool_use_id": call.id, "content": result.text, **({"is_error": True} if result.is_error else {})}
+            for (call, *_), result in zip(prepared, results)
+        ]
+
+    async def _run_one(self, tool: Tool | None, args: Any, error: str | None) -> ToolResult:
+        if error is not None or tool is None:
+            return ToolResult(error or "unknown tool", is_error=True)
+        try:
+            return await asyncio.wait_for(tool.run(args, self.ctx), self.config.tool_deadline)
+        except TimeoutError:
+            return ToolResult(
+                f"{tool.name} did not finish within {self.config.tool_deadline:.0f} s and was abandoned; "
+                "try another source or a simpler request.",
+                is_error=True,
+            )
+        except ModelUnavailable:
+            raise
+        except Exception as exc:  # a tool bug must not end the run; the model can route around it
+            log.exception("tool %s failed", tool.name)
+            return ToolResult(f"{tool.name} failed unexpectedly ({type(exc).__name__}); try another approach.", is_error=True)
+
+    async def _announce_sources(self) -> None:
+        sources = self.ctx.registry.all()
+        for source in sources[self._announced_sources:]:
+            await self.ctx.emit(SourceAdded(source=source))
+        self._announced_sources = len(sources)
+
+
+async def research(
+    task: ResearchTask,
+    config: AgentConfig,
+    *,
+    anthropic: AsyncAnthropic,
+    emit: Emit,
+    tools: list[Tool] | None = None,
+    registry: SourceRegistry | None = None,
+) -> Outcome:
+    """Research `task` to the end, emitting RunEvents; always emits exactly one Finished."""
+    model = ModelClient(
+        anthropic.with_options(max_retries=config.model_max_retries),
+        main_model=config.main_model, small_model=config.small_model, timeout=config.request_timeout,
+    )
+    timeout = httpx.Timeout(config.fetch.read_timeout, connect=config.fetch.connect_timeout)
+    async with httpx.AsyncClient(timeout=timeout, headers={"User-Agent": defaults.USER_AGENT}) as http:
+        ctx = ToolContext(
+            config=config, registry=registry or SourceRegistry(), http=http, model=model,
+            emit=emit, goal_question=task.question,
+        )
+        loop = ResearchLoop(task, config, ctx, tools if tools is not None else default_tools())
+        try:
+            outcome = await loop.run()
+        except ModelUnavailable as exc:
+            outcome = Outcome("failed", "", f"the run stopped early: {exc}")
+        await loop._announce_sources()
+    await emit(Finished(status=outcome.status, summary=outcome.summary, reason=outcome.reason))  # type: ignore[arg-type]
+    return outcome

@@ -1,0 +1,112 @@
+"""The model boundary: one place that talks to the Messages API and turns failures into values."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import anthropic
+from anthropic import AsyncAnthropic
+from anthropic.types import Message
+
+
+class ModelUnavailable(Exception):
+    """The model could not answer after the SDK's retries; the message is for users."""
+
+
+@dataclass
+class Usage:
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_creation_tokens: int = 0
+
+    def add(self, message: Message) -> None:
+        u = message.usage
+        self.requests += 1
+        self.input_tokens += u.input_tokens or 0
+        self.output_tokens += u.output_tokens or 0
+        self.cache_read_tokens += u.cache_read_input_tokens or 0
+        self.cache_creation_tokens += u.cache_creation_input_tokens or 0
+
+
+def describe_api_error(exc: anthropic.APIError) -> str:
+    """Say what failed in words a Slack user can act on, without leaking request details."""
+    if isinstance(exc, anthropic.APITimeoutError):
+        return "the model did not answer in time, even after retries"
+    if isinstance(exc, anthropic.APIConnectionError):
+        return "the model service could not be reached, even after retries"
+    if isinstance(exc, anthropic.AuthenticationError):
+        return "the model service rejected the API key (check ANTHROPIC_API_KEY)"
+    if isinstance(exc, anthropic.PermissionDeniedError):
+        return "the API key is not allowed to use this model (check DEEPTHREAD_MODEL)"
+    if isinstance(exc, anthropic.NotFoundError):
+        return "the model was not found (check DEEPTHREAD_MODEL / DEEPTHREAD_SMALL_MODEL)"
+    if isinstance(exc, anthropic.RateLimitError):
+        return "the model service kept rate-limiting us (or a spend limit was reached)"
+    if isinstance(exc, anthropic.BadRequestError):
+        return f"the model service refused a request as invalid ({_message_of(exc)})"
+    if isinstance(exc, anthropic.APIStatusError):
+        if exc.status_code == 529:
+            return "the model service stayed overloaded after several retries"
+        return f"the model service kept failing (HTTP {exc.status_code} after retries)"
+    return f"the model call failed ({type(exc).__name__})"
+
+
+def _message_of(exc: anthropic.APIStatusError) -> str:
+    body = exc.body if isinstance(exc.body, dict) else {}
+    error = body.get("error") if isinstance(body.get("error"), dict) else body
+    return str(error.get("message", exc.message))[:200]
+
+
+class ModelClient:
+    """Main-model turns (streamed) and small-model calls, with usage counted in one place."""
+
+    def __init__(self, client: AsyncAnthropic, *, main_model: str, small_model: str, timeout: float) -> None:
+        self._client = client
+        self.main_model = main_model
+        self.small_model = small_model
+        self._timeout = timeout
+        self.usage = Usage()
+
+    async def turn(
+        self,
+        *,
+        system: list[dict[str, Any]] | str,
+        tools: list[dict[str, Any]],
+        messages: list[dict[str, Any]],
+        max_tokens: int,
+        tool_choice: dict[str, Any] | None = None,
+    ) -> Message:
+        kwargs: dict[str, Any] = {
+            "model": self.main_model,
+            "system": system,
+            "tools": tools,
+            "messages": messages,
+            "max_tokens": max_tokens,
+            "timeout": self._timeout,
+        }
+        if tool_choice is not None:
+            kwargs["tool_choice"] = tool_choice
+        try:
+            # Streamed: long outputs are refused without streaming, and a stream shows liveness.
+            async with self._client.messages.stream(**kwargs) as stream:
+                message = await stream.get_final_message()
+        except anthropic.APIError as exc:
+            raise ModelUnavailable(describe_api_error(exc)) from exc
+        self.usage.add(message)
+        return message
+
+    async def small(self, *, system: str, prompt: str, max_tokens: int) -> str:
+        try:
+            message = await self._client.messages.create(
+                model=self.small_model,
+                system=system,
+                messages=[{"role": "user", "content": prompt}],
+                max_tokens=max_tokens,
+                timeout=self._timeout,
+            )
+        except anthropic.APIError as exc:
+            raise ModelUnavailable(describe_api_error(exc)) from exc
+        self.usage.add(message)
+        return "".join(block.text for block in message.content if block.type == "text")

@@ -1,0 +1,90 @@
+"""The sectioned report and its assembly: [sN] markers become numbered footnotes."""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from pydantic import BaseModel, Field
+
+from .citations import MARKER_RE
+from .events import Source
+
+
+class Revision(BaseModel):
+    body: str
+    reason: str
+
+
+class Section(BaseModel):
+    section_id: str
+    title: str
+    body: str
+    revisions: list[Revision] = Field(default_factory=list)  # earlier bodies, oldest first
+
+
+class Footnote(BaseModel):
+    number: int
+    source: Source
+
+
+class AssembledReport(BaseModel):
+    """Report text with footnote numbers instead of markers; same numbering everywhere."""
+
+    summary: str
+    sections: list[tuple[Section, str]]  # (section, body with [n] footnotes)
+    footnotes: list[Footnote]
+
+
+def assemble(summary: str, sections: Sequence[Section], sources: Mapping[str, Source]) -> AssembledReport:
+    """Number sources in order of first citation: summary first, then sections in order."""
+    numbers: dict[str, int] = {}
+
+    def renumber(text: str) -> str:
+        def repl(match: "re.Match[str]") -> str:
+            marker = f"s{match.group(1)}"
+            if marker not in sources:
+                return ""  # never show a raw marker to a reader
+            if marker not in numbers:
+                numbers[marker] = len(numbers) + 1
+            return f"[{numbers[marker]}]"
+
+        return MARKER_RE.sub(repl, text)
+
+    new_summary = renumber(summary)
+    new_sections = [(section, renumber(section.body)) for section in sections]
+    footnotes = [Footnote(number=n, source=sources[m]) for m, n in numbers.items()]
+    return AssembledReport(summary=new_summary, sections=new_sections, footnotes=footnotes)
+
+
+def domain_of(url: str) -> str:
+    from urllib.parse import urlsplit
+
+    host = urlsplit(url).hostname or url
+    return host.removeprefix("www.")
+
+
+def shorten(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def to_markdown(title: str, report: AssembledReport, footer: str = "") -> str:
+    """The whole report as one Markdown document (terminal mode, file exports)."""
+    lines = [f"# {title}", ""]
+    if report.summary.strip():
+        lines += ["## Summary", "", report.summary.strip(), ""]
+    for section, body in report.sections:
+        marker = f" _(revised ×{len(section.revisions)})_" if section.revisions else ""
+        lines += [f"## {section.title}{marker}", "", body.strip(), ""]
+    if report.footnotes:
+        lines += ["## Sources", ""]
+        for note in report.footnotes:
+            s = note.source
+            lines.append(
+                f"{note.number}. [{s.title}]({s.url}) · {domain_of(s.url)} · "
+                f"\"{shorten(s.passage, 160)}\" · fetched {s.retrieved_at:%Y-%m-%d}"
+            )
+        lines.append("")
+    if footer:
+        lines += ["---", footer, ""]
+    return "\n".join(lines)

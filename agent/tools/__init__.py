@@ -1,0 +1,14 @@
+"""The research tools. Names are a contract (DESIGN.md); descriptions are prompt."""
+from __future__ import annotations
+
+from .base import Tool, ToolContext, ToolResult
+from .read_page import ReadPage
+from .report_tools import ReviseSection, WriteSection
+from .web_search import WebSearch
+
+__all__ = ["Tool", "ToolContext", "ToolResult", "default_tools"]
+
+
+def default_tools() -> list[Tool]:
+    # Fresh instances per run: tools may keep per-run memory (repeated queries).
+    return [WebSearch(), ReadPage(), WriteSection(), ReviseSection()]

@@ -1,0 +1,49 @@
+"""Building the Bolt app and its Slack client from settings."""
+from __future__ import annotations
+
+import logging
+
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.authorization import AuthorizeResult
+from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler, async_default_handlers
+from slack_sdk.web.async_client import AsyncWebClient
+
+from .listeners import register
+from .services import Services
+from .settings import Settings
+
+log = logging.getLogger(__name__)
+
+# 429s are retried after Retry-After this many times before the publisher retries later itself.
+RATE_LIMIT_RETRIES = 3
+
+
+def slack_client(settings: Settings) -> AsyncWebClient:
+    handlers = async_default_handlers() + [AsyncRateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES)]
+    return AsyncWebClient(token=settings.secret("slack_bot_token"), base_url=settings.slack_api_url,
+                          retry_handlers=handlers)
+
+
+async def identify(client: AsyncWebClient) -> AuthorizeResult:
+    """Ask Slack who we are once at start-up (also proves the token works)."""
+    answer = await client.auth_test()
+    return AuthorizeResult(
+        enterprise_id=answer.get("enterprise_id"), team_id=answer.get("team_id"),
+        bot_token=client.token, bot_id=answer.get("bot_id"), bot_user_id=answer.get("user_id"),
+    )
+
+
+def build_app(settings: Settings, services: Services, client: AsyncWebClient, identity: AuthorizeResult) -> AsyncApp:
+    async def authorize(**_: object) -> AuthorizeResult:
+        return identity  # one workspace, one token: no auth.test per event
+
+    app = AsyncApp(
+        client=client,
+        signing_secret=settings.secret("slack_signing_secret") or "",
+        authorize=authorize,
+        # Socket Mode frames are not signed; HTTP requests are.
+        request_verification_enabled=settings.slack_app_token is None,
+        ignoring_self_events_enabled=True,
+    )
+    register(app, services)
+    return app

@@ -1,0 +1,133 @@
+"""The `deepthread` command: serve, worker, up, ask, doctor."""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from agent.defaults import MAX_QUESTION_CHARS
+
+from .doctor import check
+from .settings import Settings
+
+log = logging.getLogger("deepthread")
+
+
+def load_settings() -> Settings:
+    try:
+        return Settings()
+    except ValidationError as exc:
+        for error in exc.errors():
+            name = str(error["loc"][0]).upper() if error["loc"] else "setting"
+            print(f"{name}: {error['msg']}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def require(settings: Settings, command: str) -> None:
+    problems = check(settings, command)
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    if problems:
+        raise SystemExit(2)
+
+
+def cmd_doctor(settings: Settings, _: argparse.Namespace) -> int:
+    problems = check(settings, "doctor")
+    for problem in problems:
+        print(problem)
+    if not problems:
+        mode = "Socket Mode" if settings.slack_app_token else f"HTTP mode on port {settings.port}"
+        print(f"Configuration looks complete: {mode}, search via {settings.search}, model {settings.model}.")
+    return 1 if problems else 0
+
+
+def cmd_serve(settings: Settings, _: argparse.Namespace) -> int:
+    require(settings, "serve")
+    from .runner import serve
+
+    return asyncio.run(serve(settings))
+
+
+def cmd_worker(settings: Settings, args: argparse.Namespace) -> int:
+    require(settings, "worker")
+    from .runner import work
+
+    return work(settings, burst=args.burst)
+
+
+def cmd_up(settings: Settings, _: argparse.Namespace) -> int:
+    require(settings, "up")
+    from .local_redis import LocalRedis
+
+    local = None
+    if not settings.redis_url:
+        local = LocalRedis().start()
+        settings = settings.model_copy(update={"redis_url": local.url})
+        print(f"Started a local redis-server at {local.url}", file=sys.stderr)
+    env = {**os.environ, "REDIS_URL": settings.redis_url or ""}
+    worker = subprocess.Popen([sys.executable, "-m", "bot.cli", "worker"], env=env)
+    try:
+        from .runner import serve
+
+        return asyncio.run(serve(settings))
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        try:
+            worker.wait(30)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+        if local:
+            local.stop()
+
+
+def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:
+    question = " ".join(args.question).strip()
+    if not question:
+        print('Give a question, e.g. deepthread ask "what is the expense ratio of VTI?"', file=sys.stderr)
+        return 2
+    if len(question) > MAX_QUESTION_CHARS:
+        print(f"The question is {len(question):,} characters; the limit is {MAX_QUESTION_CHARS:,}.", file=sys.stderr)
+        return 2
+    require(settings, "ask")
+    from .terminal import ask
+
+    return asyncio.run(ask(question, settings.job_runtime(), Path(args.out) if args.out else None, args.profile))
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="deepthread", description="A Slack research bot.")
+    sub = p.add_subparsers(dest="command", required=True)
+    sub.add_parser("serve", help="run the Slack app (Socket Mode if SLACK_APP_TOKEN is set, else HTTP on PORT)")
+    w = sub.add_parser("worker", help="run an RQ worker that executes research runs")
+    w.add_argument("--burst", action="store_true", help="exit when the queue is empty")
+    sub.add_parser("up", help="serve + worker (+ a local redis-server when REDIS_URL is unset)")
+    a = sub.add_parser("ask", help="research one question in the terminal and write a Markdown report")
+    a.add_argument("question", nargs="+")
+    a.add_argument("--out", help="report file (default: deepthread-report-<question>.md)")
+    a.add_argument("--profile", choices=["standard", "deep"], default="standard")
+    sub.add_parser("doctor", help="check the configuration")
+    return p
+
+
+COMMANDS = {"serve": cmd_serve, "worker": cmd_worker, "up": cmd_up, "ask": cmd_ask, "doctor": cmd_doctor}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    logging.basicConfig(level=os.environ.get("DEEPTHREAD_LOG_LEVEL", "INFO"),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # The SDKs log request details at DEBUG; keep them quiet so tokens never reach the log.
+    for noisy in ("httpx", "httpcore", "slack_sdk", "anthropic"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    return COMMANDS[args.command](load_settings(), args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,96 @@
+"""Configuration checks: one line per problem, each saying what to set."""
+from __future__ import annotations
+
+import ipaddress
+import shutil
+
+from redis import Redis
+from redis.exceptions import RedisError
+
+from .settings import Settings
+
+PROVIDERS_AVAILABLE = ("duckduckgo", "searxng")
+PROVIDERS_PLANNED = ("brave", "tavily")
+
+
+def slack_problems(settings: Settings) -> list[str]:
+    problems = []
+    token = settings.secret("slack_bot_token")
+    if not token:
+        problems.append("SLACK_BOT_TOKEN is not set: copy the Bot User OAuth Token (xoxb-…) from your Slack app's "
+                        "OAuth & Permissions page and export it")
+    elif not token.startswith("xoxb-"):
+        problems.append("SLACK_BOT_TOKEN does not look like a bot token: it should start with xoxb-")
+    app_token = settings.secret("slack_app_token")
+    if app_token and not app_token.startswith("xapp-"):
+        problems.append("SLACK_APP_TOKEN should be an app-level token starting with xapp- (with connections:write)")
+    if not app_token and not settings.secret("slack_signing_secret"):
+        problems.append("SLACK_SIGNING_SECRET is not set: HTTP mode needs it (Basic Information → Signing Secret); "
+                        "or set SLACK_APP_TOKEN to use Socket Mode")
+    return problems
+
+
+def model_problems(settings: Settings) -> list[str]:
+    if not settings.secret("anthropic_api_key"):
+        return ["ANTHROPIC_API_KEY is not set: create a key in the Anthropic console and export it"]
+    return []
+
+
+def search_problems(settings: Settings) -> list[str]:
+    provider = settings.search
+    if provider in PROVIDERS_PLANNED:
+        return [f"DEEPTHREAD_SEARCH={provider} is not available in this version yet: use duckduckgo (no key) or searxng"]
+    if provider not in PROVIDERS_AVAILABLE:
+        return [f"DEEPTHREAD_SEARCH={provider} is not a known provider: use duckduckgo (default, no key) or searxng"]
+    if provider == "searxng" and not settings.searxng_url:
+        return ["DEEPTHREAD_SEARCH=searxng needs SEARXNG_URL, e.g. SEARXNG_URL=http://localhost:8888"]
+    return []
+
+
+def fetch_problems(settings: Settings) -> list[str]:
+    problems = []
+    for entry in filter(None, (e.strip() for e in settings.fetch_allow.split(","))):
+        if "/" in entry:
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError:
+                problems.append(f"DEEPTHREAD_FETCH_ALLOW entry {entry!r} is not a valid CIDR (e.g. 10.0.0.0/8)")
+    return problems
+
+
+def redis_problems(settings: Settings, *, can_start_local: bool) -> list[str]:
+    if not settings.redis_url:
+        if can_start_local and shutil.which("redis-server"):
+            return []
+        if can_start_local:
+            return ["REDIS_URL is not set and redis-server is not installed: install it (apt-get install redis-server) "
+                    "or set REDIS_URL=redis://host:6379/0"]
+        return ["REDIS_URL is not set: set it (e.g. redis://localhost:6379/0), or run `deepthread up`, "
+                "which starts a local Redis for you"]
+    try:
+        Redis.from_url(settings.redis_url, socket_connect_timeout=2).ping()
+    except (RedisError, ValueError) as exc:
+        return [f"REDIS_URL={_redact(settings.redis_url)} is not reachable ({type(exc).__name__}): start Redis there, "
+                "or unset REDIS_URL and use `deepthread up`"]
+    return []
+
+
+def _redact(url: str) -> str:
+    # redis://:password@host → keep the password out of logs
+    if "@" in url:
+        scheme, _, rest = url.partition("://")
+        return f"{scheme}://…@{rest.split('@', 1)[1]}"
+    return url
+
+
+def check(settings: Settings, command: str) -> list[str]:
+    """Problems that stop `command` from working."""
+    if command == "serve":
+        return slack_problems(settings) + redis_problems(settings, can_start_local=False)
+    if command == "worker":
+        return model_problems(settings) + search_problems(settings) + fetch_problems(settings) + redis_problems(settings, can_start_local=False)
+    if command == "ask":
+        return model_problems(settings) + search_problems(settings) + fetch_problems(settings)
+    # up and doctor need everything
+    return (slack_problems(settings) + model_problems(settings) + search_problems(settings)
+            + fetch_problems(settings) + redis_problems(settings, can_start_local=True))

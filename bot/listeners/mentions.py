@@ -1,0 +1,90 @@
+"""@deepthread <question>: start a run, answer in the thread, pin the report, enqueue."""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from pydantic import ValidationError
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from agent.defaults import MAX_QUESTION_CHARS
+from jobs import Run, enqueue
+
+from ..publisher import remember_rendered
+from ..render import render_help, render_progress, render_report
+from ..services import EVENT_DEDUPE_TTL_SECONDS, Services
+from ..slack_events import MentionEvent, question_of
+
+log = logging.getLogger(__name__)
+
+
+def register(app: AsyncApp, services: Services) -> None:
+    @app.event("app_mention")
+    async def on_mention(event: dict[str, Any], body: dict[str, Any], client: AsyncWebClient) -> None:
+        await handle_mention(services, client, event, body)
+
+
+async def handle_mention(services: Services, client: AsyncWebClient, event: dict[str, Any], body: dict[str, Any]) -> None:
+    try:
+        mention = MentionEvent.model_validate(event)
+    except ValidationError as exc:
+        log.warning("ignored a malformed app_mention: %s", exc.errors()[:3])
+        return
+    if mention.bot_id or (services.bot_user_id and mention.user == services.bot_user_id):
+        return  # our own or another bot's message
+    event_id = body.get("event_id") or f"{mention.channel}:{mention.ts}"
+    if not services.store.claim_event(f"event:{event_id}", EVENT_DEDUPE_TTL_SECONDS):
+        log.info("dropped a repeated delivery of %s", event_id)
+        return
+    question = question_of(mention.text, services.bot_user_id)
+    if not question:
+        await _reply(client, mention, render_help())
+        return
+    if len(question) > MAX_QUESTION_CHARS:
+        await _reply(client, mention,
+                     f"That question is {len(question):,} characters; I take up to {MAX_QUESTION_CHARS:,}. "
+                     "Ask the question in a sentence or two and share long material as a file in the thread.")
+        return
+    await start_run(services, client, Run(
+        team=body.get("team_id"), channel=mention.channel, thread_ts=mention.thread,
+        requester=mention.user, question=question,
+    ))
+
+
+async def _reply(client: AsyncWebClient, mention: MentionEvent, text: str) -> None:
+    try:
+        await client.chat_postMessage(channel=mention.channel, thread_ts=mention.thread, text=text)
+    except SlackApiError as exc:
+        log.warning("could not reply in %s: %s", mention.channel, exc.response.get("error"))
+
+
+async def start_run(services: Services, client: AsyncWebClient, run: Run) -> None:
+    store = services.store
+    state = store.create(run)
+    progress, report = render_progress(state), render_report(state)
+    try:
+        posted = await client.chat_postMessage(channel=run.channel, thread_ts=run.thread_ts,
+                                               text=progress.text, blocks=progress.blocks)
+        pinned = await client.chat_postMessage(channel=run.channel, thread_ts=run.thread_ts,
+                                               text=report.text, blocks=report.blocks, unfurl_links=False)
+    except SlackApiError as exc:
+        error = exc.response.get("error")
+        log.error("could not post run %s messages in %s: %s", run.id, run.channel, error)
+        store.mark_failed(run.id, f"could not post in this channel ({error}); invite the bot and ask again")
+        return
+    await pin(client, run.channel or "", pinned["ts"])
+    store.set_messages(run.id, progress=posted["ts"], report=pinned["ts"])
+    remember_rendered(services.redis, run.id, progress=progress.digest(), report=report.digest())
+    enqueue(services.redis, run)
+    log.info("run %s started in %s", run.id, run.channel)
+
+
+async def pin(client: AsyncWebClient, channel: str, ts: str) -> None:
+    try:
+        await client.pins_add(channel=channel, timestamp=ts)
+    except SlackApiError as exc:
+        error = exc.response.get("error")
+        if error != "already_pinned":  # an unpinned report still works; say why in the log
+            log.warning("could not pin the report in %s: %s", channel, error)

@@ -1,0 +1,472 @@
+"""Render the research agent's Markdown as Slack ``mrkdwn`` and split it into messages.
+
+The conversion walks markdown-it-py's token tree, so Markdown syntax is never
+pattern-matched in the raw source; only the text *inside* tokens is escaped.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import unicodedata
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+from markdown_it import MarkdownIt
+from markdown_it.tree import SyntaxTreeNode
+
+__all__ = ["split_text", "to_mrkdwn"]
+
+# Spaces per nesting level: Slack has no list markup, so indentation is the nesting.
+LIST_INDENT = 4
+# Top-level bullet, and the hollow one for deeper levels so nesting reads at a glance.
+BULLET = "•"
+NESTED_BULLET = "◦"
+# Slack has no rule markup; a line of em dashes reads as one.
+HORIZONTAL_RULE = "———"
+# Slack's code-block delimiter; it must never occur inside code or text we emit.
+FENCE = "```"
+# Modifier-letter grave accent looks like a backtick but Slack does not treat it as one.
+BACKTICK_LOOKALIKE = "ˋ"
+# Replace `|` and `>` in link text: Slack ends the link label at either.
+LINK_TEXT_PIPE = "∣"
+LINK_TEXT_GT = "›"
+# Placed after "@" so "@channel" stays readable but no longer notifies anyone.
+ZERO_WIDTH_JOINER = "\u200d"
+# Smallest chunk split_text accepts: a re-opened fence, its closing line and some text.
+MIN_SPLIT_LIMIT = 32
+# A preferred break leaving a chunk under half full wastes a message; look further.
+SPLIT_MIN_FILL = 0.5
+
+_PARSER = MarkdownIt("commonmark").enable("table").enable("strikethrough")
+
+_FOOTNOTE = re.compile(r"\[(\d{1,6})\]")
+# Not after a word character, so e-mail addresses like "ops@here.com" stay intact.
+_BROADCAST = re.compile(r"(?<![\w.])@(?=(?:channel|here|everyone)\b)", re.IGNORECASE)
+_BACKTICK_RUN = re.compile(r"`{3,}")
+_HTML_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
+# Characters that end or corrupt a Slack `<url|label>`; whitespace would end the URL.
+_URL_UNSAFE = re.compile(r"[|<>\s]")
+# Unbreakable spans of emitted mrkdwn: `<...>` links and mentions, `&...;` entities.
+_ATOM = re.compile(r"<[^<>]*>|&#?[A-Za-z0-9]+;")
+
+
+def to_mrkdwn(markdown: str, footnote_urls: Mapping[int, str] | None = None) -> str:
+    """Convert Markdown to Slack mrkdwn.
+
+    With ``footnote_urls``, each ``[n]`` in ordinary text whose ``n`` is a key
+    becomes a link to that URL.
+    """
+    tree = SyntaxTreeNode(_PARSER.parse(markdown))
+    ctx = _Ctx(footnotes=footnote_urls or {})
+    return "\n".join(_blocks(tree.children, ctx, depth=0, separator=[""])).strip("\n")
+
+
+# --- escaping ---------------------------------------------------------------------
+
+
+def _escape(text: str) -> str:
+    """Escape Slack's three control characters; everything else is shown as is."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _lookalike_backticks(match: re.Match[str]) -> str:
+    return BACKTICK_LOOKALIKE * len(match.group())
+
+
+def _code_text(code: str) -> str:
+    """Code keeps its characters, except fences (which would end the block) and &<>."""
+    return _escape(_BACKTICK_RUN.sub(_lookalike_backticks, code))
+
+
+def _plain_text(text: str) -> str:
+    """Ordinary text: escaped, fences defused, broadcast mentions made inert."""
+    text = _BACKTICK_RUN.sub(_lookalike_backticks, text)
+    return _BROADCAST.sub("@" + ZERO_WIDTH_JOINER, _escape(text))
+
+
+def _link_label(text: str) -> str:
+    return text.replace("|", LINK_TEXT_PIPE).replace(">", LINK_TEXT_GT)
+
+
+def _url(url: str) -> str:
+    """Make a URL safe inside `<url|label>`: percent-encode delimiters, escape `&`."""
+    encoded = _URL_UNSAFE.sub(
+        lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), url
+    )
+    return encoded.replace("&", "&amp;")
+
+
+# --- inline content ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Ctx:
+    footnotes: Mapping[int, str]
+    # Table cells sit in a code block, where Slack shows markup literally.
+    plain: bool = False
+    in_link: bool = False
+    in_strong: bool = False
+    in_em: bool = False
+    in_strike: bool = False
+
+
+def _inline(nodes: list[SyntaxTreeNode], ctx: _Ctx) -> str:
+    out: list[str] = []
+    pending: list[str] = []  # adjacent text nodes, joined so "[1]" is never split
+
+    def flush() -> None:
+        if pending:
+            out.append(_text("".join(pending), ctx))
+            pending.clear()
+
+    for node in nodes:
+        if node.type == "text":
+            pending.append(node.content)
+            continue
+        flush()
+        out.append(_inline_node(node, ctx))
+    flush()
+    return "".join(out)
+
+
+def _text(text: str, ctx: _Ctx) -> str:
+    if ctx.plain:
+        return text  # escaped by the table after padding, so widths stay true
+    if ctx.in_link:
+        return _plain_text(_link_label(text))
+    if not ctx.footnotes:
+        return _plain_text(text)
+    out: list[str] = []
+    last = 0
+    for match in _FOOTNOTE.finditer(text):
+        url = ctx.footnotes.get(int(match.group(1)))
+        if url is None:
+            continue
+        out.append(_plain_text(text[last : match.start()]))
+        out.append(f"<{_url(url)}|{match.group()}>")
+        last = match.end()
+    out.append(_plain_text(text[last:]))
+    return "".join(out)
+
+
+def _wrap(marker: str, inner: str) -> str:
+    # Slack shows a lone pair of markers literally, so drop empty spans.
+    return f"{marker}{inner}{marker}" if inner else ""
+
+
+def _inline_node(node: SyntaxTreeNode, ctx: _Ctx) -> str:
+    kind = node.type
+    if kind == "strong":
+        inner = _inline(node.children, replace(ctx, in_strong=True))
+        return inner if ctx.plain or ctx.in_strong else _wrap("*", inner)
+    if kind == "em":
+        inner = _inline(node.children, replace(ctx, in_em=True))
+        return inner if ctx.plain or ctx.in_em else _wrap("_", inner)
+    if kind == "s":
+        inner = _inline(node.children, replace(ctx, in_strike=True))
+        return inner if ctx.plain or ctx.in_strike else _wrap("~", inner)
+    if kind == "code_inline":
+        if ctx.plain:
+            return node.content
+        # Slack inline code cannot contain a backtick at all.
+        code = node.content.replace("`", BACKTICK_LOOKALIKE)
+        if ctx.in_link:
+            code = _link_label(code)
+        return _wrap("`", _escape(code))
+    if kind == "softbreak":
+        return " "  # a soft break is a space; Slack would show a newline literally
+    if kind == "hardbreak":
+        return _line_break(ctx)
+    if kind == "link":
+        return _link(node, ctx)
+    if kind == "image":
+        return _image(node, ctx)
+    if kind == "html_inline":
+        if _HTML_BREAK.fullmatch(node.content.strip()):
+            return _line_break(ctx)
+        # Raw HTML (and Slack syntax such as "<!channel>") is shown, never interpreted.
+        return _text(node.content.replace("\n", " "), ctx)
+    if node.children:
+        return _inline(node.children, ctx)
+    return _text(node.content, ctx)
+
+
+def _line_break(ctx: _Ctx) -> str:
+    # A newline would end a link label or a table row.
+    return " " if ctx.plain or ctx.in_link else "\n"
+
+
+def _link(node: SyntaxTreeNode, ctx: _Ctx) -> str:
+    href = str(node.attrs.get("href", ""))
+    if ctx.plain:
+        label = _inline(node.children, ctx).strip()
+        if not label or node.info == "auto" or label == href:
+            return href
+        return f"{label} ({href})"
+    if node.info == "auto" and not href.startswith("mailto:"):
+        return f"<{_url(href)}>"
+    label = _inline(node.children, replace(ctx, in_link=True)).strip()
+    if node.info == "auto":
+        label = label.removeprefix("mailto:")  # "<mailto:a@b>" shows the bare address
+    return f"<{_url(href)}|{label}>" if label else f"<{_url(href)}>"
+
+
+def _image(node: SyntaxTreeNode, ctx: _Ctx) -> str:
+    src = str(node.attrs.get("src", ""))
+    plain_alt = _inline(node.children, replace(ctx, plain=True)).strip()
+    if ctx.plain:
+        return plain_alt or src
+    if ctx.in_link:
+        return _plain_text(_link_label(plain_alt))  # a link cannot nest in a link
+    if not plain_alt:
+        return f"<{_url(src)}>"
+    return f"<{_url(src)}|{_plain_text(_link_label(plain_alt))}>"
+
+
+# --- blocks -----------------------------------------------------------------------
+
+
+@dataclass
+class _Block:
+    lines: list[str]
+    # Code and tables stay at column 0 inside lists, so the code itself is not shifted.
+    preformatted: bool = False
+
+
+def _blocks(
+    nodes: list[SyntaxTreeNode], ctx: _Ctx, depth: int, separator: list[str]
+) -> list[str]:
+    """Render sibling blocks, with ``separator`` lines between them."""
+    lines: list[str] = []
+    for node in nodes:
+        block = _block(node, ctx, depth)
+        if not block.lines:
+            continue
+        if lines:
+            lines.extend(separator)
+        lines.extend(block.lines)
+    return lines
+
+
+def _block(node: SyntaxTreeNode, ctx: _Ctx, depth: int) -> _Block:
+    kind = node.type
+    if kind == "paragraph":
+        return _Block(_inline(node.children[0].children, ctx).split("\n"))
+    if kind == "heading":
+        inner = _inline(node.children[0].children, replace(ctx, in_strong=True))
+        inner = inner.replace("\n", " ").strip()
+        return _Block([f"*{inner}*"] if inner else [])
+    if kind in ("fence", "code_block"):
+        code = node.content.rstrip("\n")
+        if not code.strip():
+            return _Block([])
+        return _Block([FENCE, *_code_text(code).split("\n"), FENCE], preformatted=True)
+    if kind == "blockquote":
+        quoted = _blocks(node.children, ctx, depth, separator=[""])
+        return _Block([f"> {line}" if line else ">" for line in quoted])
+    if kind in ("bullet_list", "ordered_list"):
+        return _Block(_list(node, ctx, depth))
+    if kind == "hr":
+        return _Block([HORIZONTAL_RULE])
+    if kind == "table":
+        return _Block(_table(node, ctx), preformatted=True)
+    if kind == "html_block":
+        return _Block(_text(node.content.rstrip("\n"), ctx).split("\n"))
+    return _Block(_blocks(node.children, ctx, depth, separator=[""]))
+
+
+def _list(node: SyntaxTreeNode, ctx: _Ctx, depth: int) -> list[str]:
+    lines: list[str] = []
+    number = int(node.attrs.get("start", 1))
+    indent = " " * (LIST_INDENT * depth)
+    for item in node.children:
+        if node.type == "ordered_list":
+            marker = f"{indent}{number}{item.markup or '.'}"
+            number += 1
+        else:
+            marker = indent + (BULLET if depth == 0 else NESTED_BULLET)
+        hanging = " " * (len(marker) + 1)  # continuation lines align with the text
+        item_lines: list[str] = []
+        marked = False
+        for child in item.children:
+            if child.type in ("bullet_list", "ordered_list"):
+                nested = _list(child, ctx, depth + 1)  # indents itself
+                if not marked:
+                    item_lines.append(marker)
+                    marked = True
+                item_lines.extend(nested)
+                continue
+            block = _block(child, ctx, depth)
+            if not block.lines:
+                continue
+            body = block.lines
+            if block.preformatted:
+                if not marked:
+                    item_lines.append(marker)
+                    marked = True
+                item_lines.extend(body)
+                continue
+            if not marked:
+                item_lines.append(f"{marker} {body[0]}")
+                marked = True
+                body = body[1:]
+            item_lines.extend(hanging + line if line else "" for line in body)
+        lines.extend(item_lines if marked else [marker])
+    return lines
+
+
+def _display_width(text: str) -> int:
+    """Columns a monospace font gives the text: CJK is double, marks are zero."""
+    width = 0
+    for char in text:
+        if unicodedata.combining(char) or unicodedata.category(char) == "Cf":
+            continue
+        width += 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+    return width
+
+
+def _pad(text: str, width: int, align: str) -> str:
+    gap = width - _display_width(text)
+    if align == "right":
+        return " " * gap + text
+    if align == "center":
+        return " " * (gap // 2) + text + " " * (gap - gap // 2)
+    return text + " " * gap
+
+
+def _table(node: SyntaxTreeNode, ctx: _Ctx) -> list[str]:
+    plain = replace(ctx, plain=True)
+    rows: list[list[str]] = []
+    aligns: list[str] = []
+    for section in node.children:
+        for row in section.children:
+            cells: list[str] = []
+            for cell in row.children:
+                inline = cell.children[0].children if cell.children else []
+                cells.append(_inline(inline, plain).strip())
+                if len(aligns) < len(cells):
+                    style = str(cell.attrs.get("style", ""))
+                    aligns.append(style.removeprefix("text-align:") or "left")
+            rows.append(cells)
+    if not rows:
+        return []
+    columns = max(len(row) for row in rows)
+    aligns += ["left"] * (columns - len(aligns))
+    rows = [row + [""] * (columns - len(row)) for row in rows]
+    widths = [max(_display_width(row[i]) for row in rows) for i in range(columns)]
+
+    def line(row: list[str]) -> str:
+        cells = (_pad(cell, widths[i], aligns[i]) for i, cell in enumerate(row))
+        return _plain_text(" | ".join(cells).rstrip())
+
+    rule = "-+-".join("-" * width for width in widths)
+    return [FENCE, line(rows[0]), rule, *(line(row) for row in rows[1:]), FENCE]
+
+
+# --- splitting --------------------------------------------------------------------
+
+# Break kinds, most preferred first: paragraph, line, word.
+_BREAKS = ("\n\n", "\n", " ")
+
+
+def split_text(text: str, limit: int) -> list[str]:
+    """Split mrkdwn into chunks of at most ``limit`` characters.
+
+    Breaks fall on paragraph breaks, then line breaks, then spaces (the break
+    itself is dropped), never inside a `<...>` link or an `&...;` entity. A code
+    block cut by a break is closed at the end of one chunk and re-opened at the
+    start of the next. Returns no chunks for empty text.
+    """
+    if limit < MIN_SPLIT_LIMIT:
+        raise ValueError(f"limit must be at least {MIN_SPLIT_LIMIT}, got {limit}")
+    layout = _Layout(text)
+    reserve = len(FENCE) + 1  # room for a closing "\n```" on every chunk
+    chunks: list[str] = []
+    start = _skip_newlines(text, 0)
+    while start < len(text):
+        prefix = FENCE + "\n" if layout.in_code(start) else ""
+        if len(prefix) + len(text) - start <= limit:
+            chunks.append(prefix + text[start:])
+            break
+        cut, resume = layout.find_cut(start, limit - len(prefix) - reserve)
+        suffix = "\n" + FENCE if layout.in_code(cut) else ""
+        body = text[start:cut]
+        if body.strip():
+            chunks.append(prefix + body + suffix)
+        start = _skip_newlines(text, resume)
+    return chunks
+
+
+class _Layout:
+    """Where a mrkdwn text may be cut, and whether a position is inside code."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        # Fences are the only backtick runs we emit; alternate runs open and close.
+        self._fence_ends = [m.end() for m in _BACKTICK_RUN.finditer(text)]
+        spans = sorted(
+            [m.span() for m in _ATOM.finditer(text)]
+            + [m.span() for m in _BACKTICK_RUN.finditer(text)]
+        )
+        merged: list[tuple[int, int]] = []
+        for span_start, span_end in spans:
+            if merged and span_start < merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], span_end))
+            else:
+                merged.append((span_start, span_end))
+        self._atom_starts = [span[0] for span in merged]
+        self._atom_ends = [span[1] for span in merged]
+
+    def in_code(self, pos: int) -> bool:
+        return bisect.bisect_right(self._fence_ends, pos) % 2 == 1
+
+    def splits_atom(self, pos: int) -> bool:
+        i = bisect.bisect_left(self._atom_starts, pos) - 1
+        return i >= 0 and pos < self._atom_ends[i]
+
+    def empties_code(self, cut: int, resume: int) -> bool:
+        """Whether the cut leaves a code block with no code on one side."""
+        resume = _skip_newlines(self.text, resume)
+        opened_just_before = self.in_code(cut) and self.text.endswith(FENCE, 0, cut)
+        closes_just_after = self.in_code(resume) and self.text.startswith(FENCE, resume)
+        return opened_just_before or closes_just_after
+
+    def find_cut(self, start: int, budget: int) -> tuple[int, int]:
+        """Where the chunk starting at ``start`` ends, and where the next one starts."""
+        text = self.text
+        window_end = start + budget
+        for min_fill in (SPLIT_MIN_FILL, 0.0):
+            floor = start + max(1, int(budget * min_fill))
+            for brk in _BREAKS:
+                pos = text.rfind(brk, start, window_end + len(brk))
+                while pos >= floor:
+                    resume = pos + len(brk)
+                    if not (
+                        self.splits_atom(pos)
+                        or self.splits_atom(resume)
+                        or self.empties_code(pos, resume)
+                    ):
+                        return pos, resume
+                    pos = text.rfind(brk, start, pos + len(brk) - 1)
+        # No break fits: cut mid-word, but not through an atom or a character cluster.
+        cut = window_end
+        while cut > start + 1 and (self.splits_atom(cut) or _splits_cluster(text, cut)):
+            cut -= 1
+        if cut <= start + 1:
+            cut = window_end  # a single atom longer than the budget cannot stay whole
+        return cut, cut
+
+
+def _splits_cluster(text: str, pos: int) -> bool:
+    """Whether cutting at pos would separate a mark or joiner from its character."""
+    after, before = text[pos], text[pos - 1]
+    if unicodedata.combining(after) or ZERO_WIDTH_JOINER in (after, before):
+        return True
+    return "\ufe00" <= after <= "\ufe0f"  # variation selectors
+
+
+def _skip_newlines(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos] == "\n":
+        pos += 1
+    return pos

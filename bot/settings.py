@@ -1,0 +1,63 @@
+"""Configuration, read once from the environment at the CLI edge (names: DESIGN.md §4)."""
+from __future__ import annotations
+
+from pydantic import AliasChoices, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from agent import AgentConfig, FetchConfig, SearchConfig
+from agent import defaults as agent_defaults
+from jobs import JobRuntime
+
+SLACK_DEFAULT_API_URL = "https://slack.com/api/"
+
+
+def _env(name: str) -> AliasChoices:
+    return AliasChoices(name)
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(extra="ignore", populate_by_name=True)
+
+    slack_bot_token: SecretStr | None = Field(default=None, validation_alias=_env("SLACK_BOT_TOKEN"))
+    slack_signing_secret: SecretStr | None = Field(default=None, validation_alias=_env("SLACK_SIGNING_SECRET"))
+    slack_app_token: SecretStr | None = Field(default=None, validation_alias=_env("SLACK_APP_TOKEN"))
+    slack_api_url: str = Field(default=SLACK_DEFAULT_API_URL, validation_alias=_env("SLACK_API_URL"))
+
+    anthropic_api_key: SecretStr | None = Field(default=None, validation_alias=_env("ANTHROPIC_API_KEY"))
+    anthropic_base_url: str | None = Field(default=None, validation_alias=_env("ANTHROPIC_BASE_URL"))
+    model: str = Field(default=agent_defaults.MAIN_MODEL, validation_alias=_env("DEEPTHREAD_MODEL"))
+    small_model: str = Field(default=agent_defaults.SMALL_MODEL, validation_alias=_env("DEEPTHREAD_SMALL_MODEL"))
+
+    redis_url: str | None = Field(default=None, validation_alias=_env("REDIS_URL"))
+
+    search: str = Field(default="duckduckgo", validation_alias=_env("DEEPTHREAD_SEARCH"))
+    brave_api_key: SecretStr | None = Field(default=None, validation_alias=_env("BRAVE_API_KEY"))
+    tavily_api_key: SecretStr | None = Field(default=None, validation_alias=_env("TAVILY_API_KEY"))
+    searxng_url: str | None = Field(default=None, validation_alias=_env("SEARXNG_URL"))
+    # Not in the DESIGN table: lets tests point the keyless provider at a local fake.
+    duckduckgo_url: str | None = Field(default=None, validation_alias=_env("DEEPTHREAD_DUCKDUCKGO_URL"))
+    fetch_allow: str = Field(default="", validation_alias=_env("DEEPTHREAD_FETCH_ALLOW"))
+
+    port: int = Field(default=3000, validation_alias=_env("PORT"))
+    context_tokens: int | None = Field(default=None, validation_alias=_env("DEEPTHREAD_CONTEXT_TOKENS"))
+    stop_reaction: str = Field(default="octagonal_sign", validation_alias=_env("DEEPTHREAD_STOP_REACTION"))
+
+    def secret(self, name: str) -> str | None:
+        value = getattr(self, name)
+        return value.get_secret_value() if value is not None else None
+
+    def agent_config(self) -> AgentConfig:
+        search = SearchConfig(
+            provider=self.search if self.search in ("duckduckgo", "searxng", "brave", "tavily") else "duckduckgo",  # type: ignore[arg-type]
+            searxng_url=self.searxng_url,
+            brave_api_key=self.secret("brave_api_key"),
+            tavily_api_key=self.secret("tavily_api_key"),
+            **({"duckduckgo_url": self.duckduckgo_url} if self.duckduckgo_url else {}),
+        )
+        allow = [a.strip() for a in self.fetch_allow.split(",") if a.strip()]
+        return AgentConfig(main_model=self.model, small_model=self.small_model, search=search,
+                           fetch=FetchConfig(allow=allow))
+
+    def job_runtime(self) -> JobRuntime:
+        return JobRuntime(agent=self.agent_config(), anthropic_api_key=self.secret("anthropic_api_key"),
+                          anthropic_base_url=self.anthropic_base_url)

@@ -1,0 +1,34 @@
+"""The Slack events we accept, as pydantic models: anything else is ignored, never a crash."""
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, ConfigDict
+
+_LEADING_MENTION = re.compile(r"^\s*(<@[A-Z0-9]+(?:\|[^>]*)?>[\s,:]*)+")
+
+
+class MentionEvent(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    type: str
+    user: str
+    text: str = ""
+    ts: str
+    channel: str
+    thread_ts: str | None = None
+    bot_id: str | None = None
+    subtype: str | None = None
+
+    @property
+    def thread(self) -> str:
+        """The thread to answer in: the mention's thread, or a new one under the mention."""
+        return self.thread_ts or self.ts
+
+
+def question_of(text: str, bot_user_id: str | None) -> str:
+    """The mention's text without the leading @bot mention(s)."""
+    text = _LEADING_MENTION.sub("", text, count=1)
+    if bot_user_id:
+        text = text.replace(f"<@{bot_user_id}>", "")
+    return text.strip()

@@ -1,0 +1,34 @@
+"""Enqueueing runs on the RQ queue, with a timeout taken from the run's budget."""
+from __future__ import annotations
+
+from redis import Redis
+from rq import Queue
+from rq.job import Job
+
+from agent import PROFILES
+
+from . import keys
+from .executor import execute
+from .models import Run
+
+# Headroom past the wall-time budget for finalization and state writes before RQ kills the job.
+JOB_TIMEOUT_GRACE_SECONDS = 300
+RESULT_TTL_SECONDS = 24 * 3600
+
+
+def job_timeout_for(run: Run) -> int:
+    budget = PROFILES.get(run.profile, PROFILES["standard"])
+    return int(budget.wall_seconds) + JOB_TIMEOUT_GRACE_SECONDS
+
+
+def enqueue(redis: Redis, run: Run) -> Job:
+    queue = Queue(keys.QUEUE, connection=redis)
+    return queue.enqueue(
+        execute,
+        run.id,
+        job_id=keys.job_id(run.id),
+        job_timeout=job_timeout_for(run),
+        result_ttl=RESULT_TTL_SECONDS,
+        failure_ttl=RESULT_TTL_SECONDS,
+        description=f"research run {run.id}",
+    )

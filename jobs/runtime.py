@@ -1,0 +1,31 @@
+"""What a worker process needs to run jobs, set once at start-up by the CLI.
+
+RQ forks a work-horse per job; the horse inherits this module's state, so secrets never
+travel through Redis with the job.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from agent import AgentConfig
+
+
+@dataclass
+class JobRuntime:
+    agent: AgentConfig = field(default_factory=AgentConfig)
+    anthropic_api_key: str | None = field(default=None, repr=False)
+    anthropic_base_url: str | None = None
+
+
+_runtime: JobRuntime | None = None
+
+
+def configure(runtime: JobRuntime) -> None:
+    global _runtime
+    _runtime = runtime
+
+
+def current() -> JobRuntime:
+    if _runtime is None:
+        raise RuntimeError("the worker was started without configuration; start it with `deepthread worker`")
+    return _runtime

@@ -1,0 +1,45 @@
+"""Applying RunEvents to run state: a pure function, the one place state changes shape."""
+from __future__ import annotations
+
+from agent import Finished, Progress, RunEvent, Section, SectionRevised, SectionWritten, SourceAdded, UsageRecorded
+from agent.events import utcnow
+from agent.report import Revision
+
+from .models import RunState, RunStatus, Usage
+
+
+def apply_event(state: RunState, event: RunEvent) -> RunState:
+    """Return the state after `event`; unknown section ids are ignored, never fatal."""
+    state = state.model_copy(deep=False)
+    if isinstance(event, Progress):
+        state.phase, state.activity = event.phase, event.activity
+        if state.status == RunStatus.queued:
+            state.status = RunStatus.running
+    elif isinstance(event, SourceAdded):
+        state.sources = {**state.sources, event.source.marker: event.source}
+    elif isinstance(event, SectionWritten):
+        state.sections = [s for s in state.sections if s.section_id != event.section_id] + [
+            Section(section_id=event.section_id, title=event.title, body=event.body)
+        ]
+    elif isinstance(event, SectionRevised):
+        sections = []
+        for s in state.sections:
+            if s.section_id == event.section_id:
+                s = s.model_copy(update={
+                    "body": event.body,
+                    "revisions": [*s.revisions, Revision(body=s.body, reason=event.reason)],
+                })
+            sections.append(s)
+        state.sections = sections
+    elif isinstance(event, UsageRecorded):
+        state.usage = Usage(**event.model_dump(exclude={"type"}))
+    elif isinstance(event, Finished):
+        state.status = RunStatus(event.status)
+        state.summary = event.summary
+        state.reason = event.reason
+        state.phase = event.status
+        state.activity = ""
+        state.finished_at = utcnow()
+    state.version += 1
+    state.updated_at = utcnow()
+    return state

@@ -1,0 +1,93 @@
+"""Shared fixtures: a real redis-server, and the fake Slack / Anthropic / web servers."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from redis import Redis
+
+from tests.fakes.anthropic import FakeAnthropic
+from tests.fakes.policies import ResearchPolicy
+from tests.fakes.server import ServerThread, free_port
+from tests.fakes.slack import FakeSlack
+from tests.fakes.web import FakeWeb
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = Path(__file__).resolve().parent / "pages"
+# Real saved pages, used in addition when the shared folder is beside the checkout.
+SHARED_PAGES = ROOT.parent / "shared" / "fixtures" / "pages"
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[str]:
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.fail("redis-server is not installed: run .ci/run, or apt-get install redis-server")
+    port = free_port()
+    workdir = tempfile.mkdtemp(prefix="deepthread-test-redis-")
+    process = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", workdir],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    client = Redis(port=port)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            client.ping()
+            break
+        except Exception:
+            if time.monotonic() > deadline:
+                process.kill()
+                pytest.fail("redis-server did not start")
+            time.sleep(0.05)
+    yield f"redis://127.0.0.1:{port}"
+    process.terminate()
+    process.wait(10)
+    shutil.rmtree(workdir, ignore_errors=True)
+
+
+_next_db = iter(range(1, 16))
+
+
+@pytest.fixture
+def redis_url(redis_server: str) -> Iterator[str]:
+    """A flushed database of the session's redis-server for one test."""
+    url = f"{redis_server}/{next(_next_db, 15)}"
+    client = Redis.from_url(url)
+    client.flushdb()
+    yield url
+    client.flushdb()
+
+
+@pytest.fixture
+def redis(redis_url: str) -> Redis:
+    return Redis.from_url(redis_url)
+
+
+@pytest.fixture
+def fake_model() -> Iterator[FakeAnthropic]:
+    fake = FakeAnthropic(ResearchPolicy())
+    with ServerThread(fake.app()) as server:
+        fake.url = server.url  # type: ignore[attr-defined]
+        yield fake
+
+
+@pytest.fixture
+def fake_slack() -> Iterator[FakeSlack]:
+    fake = FakeSlack()
+    with ServerThread(fake.app()) as server:
+        fake.url = server.url  # type: ignore[attr-defined]
+        yield fake
+
+
+@pytest.fixture
+def fake_web() -> Iterator[FakeWeb]:
+    web = FakeWeb.from_directory(PAGES, prefix="/pages/")
+    with ServerThread(web.app()) as server:
+        web.url = server.url  # type: ignore[attr-defined]
+        yield web

@@ -1,0 +1,102 @@
+"""Scripted model policies: they read the request like a model would and answer with tools.
+
+The research policy is stateless: it decides from the conversation it is sent, so it
+works the same whether the loop runs in-process or in a worker subprocess.
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from .anthropic import Reply, text_reply, tool_reply
+
+MARKER = re.compile(r"\[s\d+\]")
+URL = re.compile(r"^\s+(https?://\S+)$", re.M)
+SENTENCE = re.compile(r"[^.!?\n]+[.!?]")
+
+
+def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
+    content = message["content"]
+    return [{"type": "text", "text": content}] if isinstance(content, str) else content
+
+
+def _text(message: dict[str, Any]) -> str:
+    parts = []
+    for block in _blocks(message):
+        if block["type"] == "text":
+            parts.append(block["text"])
+        elif block["type"] == "tool_result":
+            content = block.get("content", "")
+            parts.append(content if isinstance(content, str) else " ".join(c.get("text", "") for c in content))
+    return "\n".join(parts)
+
+
+def _system_text(request: dict[str, Any]) -> str:
+    system = request.get("system", "")
+    return system if isinstance(system, str) else " ".join(b.get("text", "") for b in system)
+
+
+def is_extraction(request: dict[str, Any]) -> bool:
+    return "You read one web page" in _system_text(request)
+
+
+def question_of(request: dict[str, Any]) -> str:
+    first = _text(request["messages"][0])
+    match = re.search(r"<task>\n(.*?)\n</task>", first, re.S)
+    return match.group(1) if match else first
+
+
+def extract(request: dict[str, Any], *, fabricate: bool = False) -> Reply:
+    """Answer a read_page extraction: sentences of the page sharing words with the goal."""
+    prompt = _text(request["messages"][-1])
+    goal = re.search(r"<goal>(.*?)</goal>", prompt, re.S)
+    page = re.search(r"<page>\n(.*)\n</page>", prompt, re.S)
+    words = {w for w in re.findall(r"\w{4,}", (goal.group(1) if goal else "").lower())}
+    sentences = [s.strip() for s in SENTENCE.findall(page.group(1) if page else "")]
+    picked = [s for s in sentences if words & set(re.findall(r"\w{4,}", s.lower()))][:3]
+    if fabricate:
+        picked.append("This sentence appears nowhere on the page and must be dropped.")
+    answer = {"relevance": "high" if picked else "none", "judgement": "Scripted reading.", "excerpts": picked}
+    return text_reply(json.dumps(answer))
+
+
+class ResearchPolicy:
+    """search → read the top pages in parallel → write a section → answer with citations."""
+
+    def __init__(self, pages_per_search: int = 2) -> None:
+        self.pages_per_search = pages_per_search
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        if is_extraction(request):
+            return extract(request)
+        messages = request["messages"]
+        last = messages[-1]
+        previous_calls = [b["name"] for b in _blocks(messages[-2]) if b["type"] == "tool_use"] if len(messages) > 1 else []
+        results = _text(last)
+        forced = (request.get("tool_choice") or {}).get("type") == "none" or "FINAL TURN" in results
+        question = question_of(request)
+        if forced:
+            return self.final(messages)
+        if not previous_calls:
+            return tool_reply(("web_search", {"query": " ".join(question.split()[:5])}))
+        if previous_calls[0] == "web_search":
+            urls = URL.findall(results)[: self.pages_per_search]
+            if not urls:
+                return self.final(messages)
+            return tool_reply(*[("read_page", {"url": u, "goal": question}) for u in urls])
+        if previous_calls[0] == "read_page":
+            excerpts = re.findall(r'(\[s\d+\]) "([^"]+)"', results)
+            if not excerpts:
+                return self.final(messages)
+            body = "\n".join(f"- {text} {marker}" for marker, text in excerpts[:4])
+            return tool_reply(("write_section", {"title": "Findings", "body": body}))
+        return self.final(messages)
+
+    def final(self, messages: list[dict[str, Any]]) -> Reply:
+        seen = []
+        for message in messages:
+            if message["role"] == "user":
+                seen += [m for m in MARKER.findall(_text(message)) if m not in seen]
+        cited = " ".join(seen[-2:]) if seen else ""
+        return text_reply(f"In short: the sources agree on the figures above. {cited}".strip())
