@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=os.environ.get("DEEPTHREAD_LOG_LEVEL", "INFO"),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # The SDKs log request details at DEBUG; keep them quiet so tokens never reach the log.
-    for noisy in ("httpx", "httpcore", "slack_sdk", "anthropic"):
+    for noisy in ("httpx", "httpx2", "httpcore", "slack_sdk", "anthropic"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     return COMMANDS[args.command](load_settings(), args)
 

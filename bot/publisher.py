@@ -2,7 +2,8 @@
 
 All Slack writes for a run go through here: it follows the updates stream, coalesces
 bursts, re-renders the whole state and calls chat.update only when the rendering changed.
-On start it re-renders every active run, so nothing is lost when the bot restarts.
+It remembers how far it has read only once everything read was synced, and resumes
+from there (plus every active run) on start, so a restart loses nothing.
 """
 from __future__ import annotations
 
@@ -32,6 +33,9 @@ CONCURRENT_SYNCS = 4
 PERMANENT_ERRORS = {"message_not_found", "cant_update_message", "edit_window_closed", "channel_not_found", "is_archived"}
 
 
+CURSOR_KEY = f"{PREFIX}:publisher:cursor"  # last stream id whose runs are all in Slack
+
+
 def rendered_key(run_id: str) -> str:
     return f"{PREFIX}:rendered:{run_id}"
 
@@ -52,21 +56,20 @@ class Publisher:
         self._semaphore = asyncio.Semaphore(CONCURRENT_SYNCS)
 
     async def run(self) -> None:
-        last_id = await self._stream_tail()
+        cursor = await self.async_redis.get(CURSOR_KEY)
+        last_id = cursor.decode() if cursor else "0-0"
         self._pending.update(self.store.active_ids())  # re-render whatever was in flight
         while True:
             try:
                 last_id = await self._read(last_id)
                 await self._flush()
+                if not self._pending:
+                    await self.async_redis.set(CURSOR_KEY, last_id)
             except asyncio.CancelledError:
                 raise
             except Exception:  # the publisher must outlive any single bad run or Redis blip
                 log.exception("publisher cycle failed; continuing")
                 await asyncio.sleep(1)
-
-    async def _stream_tail(self) -> str:
-        latest = await self.async_redis.xrevrange(UPDATES_STREAM, count=1)
-        return latest[0][0].decode() if latest else "0-0"
 
     async def _read(self, last_id: str) -> str:
         block = READ_BLOCK_MS if not self._pending else 50

@@ -79,7 +79,8 @@ def _status_line(state: RunState) -> str:
     if state.status == RunStatus.queued:
         return "Queued"
     if state.status == RunStatus.running:
-        return f"In progress · {_plural(n, 'section')} so far · updated {state.updated_at:%H:%M} UTC"
+        updated = f" · updated {state.report_updated_at:%H:%M} UTC" if state.report_updated_at else ""
+        return f"In progress · {_plural(n, 'section')} so far{updated}"
     if state.status == RunStatus.completed:
         return f"Final · {_plural(n, 'section')} · finished {state.updated_at:%Y-%m-%d %H:%M} UTC"
     word = "Stopped" if state.status == RunStatus.stopped else "Incomplete"

@@ -68,6 +68,7 @@ class RunState(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     started_at: datetime | None = None
     updated_at: datetime = Field(default_factory=utcnow)
+    report_updated_at: datetime | None = None  # last change a reader of the report would see
     finished_at: datetime | None = None
 
     def section(self, section_id: str) -> Section | None:

@@ -42,4 +42,6 @@ def apply_event(state: RunState, event: RunEvent) -> RunState:
         state.finished_at = utcnow()
     state.version += 1
     state.updated_at = utcnow()
+    if isinstance(event, (SectionWritten, SectionRevised, Finished)):
+        state.report_updated_at = state.updated_at
     return state

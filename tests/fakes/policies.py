@@ -13,7 +13,8 @@ from .anthropic import Reply, text_reply, tool_reply
 
 MARKER = re.compile(r"\[s\d+\]")
 URL = re.compile(r"^\s+(https?://\S+)$", re.M)
-SENTENCE = re.compile(r"[^.!?\n]+[.!?]")
+# A sentence ends at . ! or ? followed by whitespace, so "0.03%" stays whole.
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
@@ -53,7 +54,7 @@ def extract(request: dict[str, Any], *, fabricate: bool = False) -> Reply:
     goal = re.search(r"<goal>(.*?)</goal>", prompt, re.S)
     page = re.search(r"<page>\n(.*)\n</page>", prompt, re.S)
     words = {w for w in re.findall(r"\w{4,}", (goal.group(1) if goal else "").lower())}
-    sentences = [s.strip() for s in SENTENCE.findall(page.group(1) if page else "")]
+    sentences = [s.strip() for s in SENTENCE_END.split(page.group(1) if page else "") if s.strip()]
     picked = [s for s in sentences if words & set(re.findall(r"\w{4,}", s.lower()))][:3]
     if fabricate:
         picked.append("This sentence appears nowhere on the page and must be dropped.")

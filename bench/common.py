@@ -1,0 +1,137 @@
+"""What every benchmark shares: firing signed requests concurrently, percentiles, a baseline server.
+
+Run as `python -m bench.common baseline PORT` to serve the baseline: a bare aiohttp app that
+answers POST /slack/events with 200 at once (no Bolt, no Redis), so a bench can report a ratio.
+"""
+from __future__ import annotations
+
+import asyncio
+import math
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+BASELINE_PATH = "/slack/events"
+# A request that takes longer than this is recorded as a failure, not waited on forever.
+REQUEST_TIMEOUT_SECONDS = 30.0
+START_TIMEOUT_SECONDS = 20.0
+
+
+@dataclass(frozen=True)
+class Request:
+    body: bytes
+    headers: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Result:
+    status: int  # 0 when the request failed without an HTTP answer
+    seconds: float
+    error: str = ""
+
+
+def percentile(values: Sequence[float], p: float) -> float:
+    """Nearest-rank percentile (p in 0..100); NaN for no values."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    rank = max(1, math.ceil(p / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+async def fire(url: str, requests: Sequence[Request], concurrency: int) -> list[Result]:
+    """POST every request at once over at most `concurrency` connections; time each to its answer."""
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(limits=limits, timeout=REQUEST_TIMEOUT_SECONDS) as client:
+
+        async def one(request: Request) -> Result:
+            started = time.perf_counter()
+            try:
+                response = await client.post(url, content=request.body, headers=request.headers)
+            except httpx.HTTPError as exc:
+                return Result(0, time.perf_counter() - started, type(exc).__name__)
+            return Result(response.status_code, time.perf_counter() - started)
+
+        return list(await asyncio.gather(*(one(r) for r in requests)))
+
+
+def wait_healthy(url: str, process: subprocess.Popen[bytes], what: str, log: Path | None = None) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_SECONDS
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            detail = f":\n{log.read_text()}" if log and log.exists() else ""
+            raise RuntimeError(f"{what} exited with code {process.returncode}{detail}")
+        try:
+            if httpx.get(url, timeout=0.5).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.05)
+    raise RuntimeError(f"{what} did not answer {url} within {START_TIMEOUT_SECONDS:.0f} s")
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    """Terminate a child we started, then kill it if it lingers."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@contextmanager
+def baseline_server(port: int) -> Iterator[str]:
+    """The baseline in a subprocess (its own interpreter, like `deepthread serve`); yields its events URL."""
+    process = subprocess.Popen([sys.executable, "-m", "bench.common", "baseline", str(port)], cwd=ROOT,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        wait_healthy(f"{base}/healthz", process, "the baseline server")
+        yield base + BASELINE_PATH
+    finally:
+        stop(process)
+
+
+@contextmanager
+def terminate_raises() -> Iterator[None]:
+    """SIGTERM unwinds like Ctrl-C, so every `finally` that stops a child still runs."""
+    def interrupt(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _serve_baseline(port: int) -> None:
+    from aiohttp import web
+
+    async def ack(request: web.Request) -> web.Response:
+        await request.read()
+        return web.Response(status=200)
+
+    async def health(_: web.Request) -> web.Response:
+        return web.json_response({"ok": True})
+
+    app = web.Application()
+    app.router.add_post(BASELINE_PATH, ack)
+    app.router.add_get("/healthz", health)
+    web.run_app(app, host="127.0.0.1", port=port, access_log=None, print=None)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3 or sys.argv[1] != "baseline":
+        raise SystemExit("usage: python -m bench.common baseline PORT")
+    _serve_baseline(int(sys.argv[2]))

@@ -1,0 +1,92 @@
+"""Starting the real `deepthread` processes for end-to-end tests, and waiting on them."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+import httpx
+
+from tests.fakes.server import free_port
+
+SIGNING_SECRET = "test-signing-secret"
+DEEPTHREAD = [sys.executable, "-m", "bot.cli"]
+ROOT = Path(__file__).resolve().parent.parent
+# Variables our code reads: cleared so a developer's shell cannot leak into a test.
+OUR_VARIABLES = (
+    "SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN", "SLACK_API_URL", "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL", "DEEPTHREAD_MODEL", "DEEPTHREAD_SMALL_MODEL", "REDIS_URL", "DEEPTHREAD_SEARCH",
+    "BRAVE_API_KEY", "TAVILY_API_KEY", "SEARXNG_URL", "DEEPTHREAD_FETCH_ALLOW", "PORT", "DEEPTHREAD_CONTEXT_TOKENS",
+)
+
+T = TypeVar("T")
+
+
+def wait_for(condition: Callable[[], T], timeout: float = 20.0, what: str = "condition") -> T:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(0.05)
+
+
+def environment(**values: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in OUR_VARIABLES}
+    env.update(values)
+    env["PYTHONPATH"] = str(ROOT)
+    return env
+
+
+@dataclass
+class Stack:
+    events_url: str
+    env: dict[str, str]
+    logs: Path
+
+
+@contextmanager
+def running(args: list[str], env: dict[str, str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    with log.open("wb") as out:
+        process = subprocess.Popen(DEEPTHREAD + args, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
+        try:
+            yield process
+        finally:
+            process.terminate()
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+@contextmanager
+def deepthread_stack(tmp: Path, *, redis_url: str, slack_url: str, model_url: str, web_url: str) -> Iterator[Stack]:
+    """`deepthread serve` (HTTP mode) and one `deepthread worker`, as separate processes."""
+    port = free_port()
+    env = environment(
+        SLACK_BOT_TOKEN="xoxb-test-token", SLACK_SIGNING_SECRET=SIGNING_SECRET, SLACK_API_URL=f"{slack_url}/api/",
+        ANTHROPIC_API_KEY="test-key", ANTHROPIC_BASE_URL=model_url, REDIS_URL=redis_url,
+        DEEPTHREAD_SEARCH="searxng", SEARXNG_URL=web_url, DEEPTHREAD_FETCH_ALLOW="127.0.0.1", PORT=str(port),
+    )
+    with running(["serve"], env, tmp / "serve.log") as serve, running(["worker"], env, tmp / "worker.log"):
+        base = f"http://127.0.0.1:{port}"
+
+        def healthy() -> bool:
+            if serve.poll() is not None:
+                raise AssertionError("deepthread serve exited:\n" + (tmp / "serve.log").read_text())
+            try:
+                return httpx.get(f"{base}/healthz", timeout=0.5).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        wait_for(healthy, 20, "deepthread serve to listen")
+        yield Stack(events_url=f"{base}/slack/events", env=env, logs=tmp)
