@@ -15,8 +15,10 @@ class SearchConfig(BaseModel):
     searxng_url: str | None = None
     brave_api_key: str | None = Field(default=None, repr=False)
     tavily_api_key: str | None = Field(default=None, repr=False)
-    # Overridable so tests can point the keyless provider at a local fake.
+    # Endpoints are overridable so tests can point each provider at a local fake.
     duckduckgo_url: str = "https://html.duckduckgo.com/html/"
+    brave_url: str = "https://api.search.brave.com/res/v1/web/search"
+    tavily_url: str = "https://api.tavily.com/search"
     results: int = defaults.SEARCH_RESULTS
     timeout_seconds: float = defaults.SEARCH_TIMEOUT_SECONDS
 

@@ -17,6 +17,7 @@ from .config import AgentConfig
 from .events import Finished, Progress, SourceAdded, UsageRecorded
 from .model import ModelClient, ModelUnavailable
 from .prompts import load
+from .results import Locator, ResultStore, StoredResult
 from .task import ResearchTask, first_message
 from .tools import Tool, ToolContext, ToolResult, default_tools
 from .tools.base import Emit
@@ -131,10 +132,25 @@ class ResearchLoop:
             await self.ctx.emit(Progress(phase="researching", activity=activity))
         results = await asyncio.gather(*(self._run_one(tool, args, err) for _, tool, args, err in prepared))
         await self._announce_sources()
-        return [
-            {"type": "tool_result", "tool_use_id": call.id, "content": result.text, **({"is_error": True} if result.is_error else {})}
-            for (call, *_), result in zip(prepared, results)
-        ]
+        blocks = []
+        for (call, *_), result in zip(prepared, results):
+            result_id = await self._store(call, result)
+            block = {"type": "tool_result", "tool_use_id": call.id, "content": f"[{result_id}]\n{result.text}"}
+            if result.is_error:
+                block["is_error"] = True
+            blocks.append(block)
+        return blocks
+
+    async def _store(self, call: Any, result: ToolResult) -> str:
+        """Every result is stored under its own id before the model sees it."""
+        result_id = self.ctx.result_ids.next()
+        arguments = call.input if isinstance(call.input, dict) else {}
+        what = f"{call.name} " + ", ".join(f"{k}={str(v)[:80]!r}" for k, v in arguments.items())
+        await self.ctx.results.put(StoredResult(
+            id=result_id, kind=call.name, arguments=arguments, text=result.text, is_error=result.is_error,
+            locator=Locator(what=what, start=0, end=len(result.text), total=len(result.text)),
+        ))
+        return result_id
 
     async def _run_one(self, tool: Tool | None, args: Any, error: str | None) -> ToolResult:
         if error is not None or tool is None:
@@ -168,6 +184,7 @@ async def research(
     emit: Emit,
     tools: list[Tool] | None = None,
     registry: SourceRegistry | None = None,
+    results: ResultStore | None = None,
 ) -> Outcome:
     """Research `task` to the end, emitting RunEvents; always emits exactly one Finished."""
     model = ModelClient(
@@ -180,6 +197,8 @@ async def research(
             config=config, registry=registry or SourceRegistry(), http=http, model=model,
             emit=emit, goal_question=task.question,
         )
+        if results is not None:
+            ctx.results = results
         loop = ResearchLoop(task, config, ctx, tools if tools is not None else default_tools())
         try:
             outcome = await loop.run()

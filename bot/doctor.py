@@ -9,8 +9,16 @@ from redis.exceptions import RedisError
 
 from .settings import Settings
 
-PROVIDERS_AVAILABLE = ("duckduckgo", "searxng")
-PROVIDERS_PLANNED = ("brave", "tavily")
+PROVIDERS_AVAILABLE = ("duckduckgo", "searxng", "brave", "tavily")
+PROVIDERS_PLANNED: tuple[str, ...] = ()
+# Where an operator gets each provider's key, for the one-line "not set" problem.
+PROVIDER_KEYS = {
+    "brave": ("BRAVE_API_KEY", "brave_api_key",
+              "create one in the Brave Search API dashboard (https://api-dashboard.search.brave.com → API Keys; "
+              "it needs a Search plan)"),
+    "tavily": ("TAVILY_API_KEY", "tavily_api_key",
+               "copy it (tvly-…) from the Tavily dashboard (https://app.tavily.com → API Keys)"),
+}
 
 
 def slack_problems(settings: Settings) -> list[str]:
@@ -41,9 +49,15 @@ def search_problems(settings: Settings) -> list[str]:
     if provider in PROVIDERS_PLANNED:
         return [f"DEEPTHREAD_SEARCH={provider} is not available in this version yet: use duckduckgo (no key) or searxng"]
     if provider not in PROVIDERS_AVAILABLE:
-        return [f"DEEPTHREAD_SEARCH={provider} is not a known provider: use duckduckgo (default, no key) or searxng"]
+        return [f"DEEPTHREAD_SEARCH={provider} is not a known provider: use duckduckgo (default, no key), searxng, "
+                "brave or tavily"]
     if provider == "searxng" and not settings.searxng_url:
         return ["DEEPTHREAD_SEARCH=searxng needs SEARXNG_URL, e.g. SEARXNG_URL=http://localhost:8888"]
+    if provider in PROVIDER_KEYS:
+        env, field, where = PROVIDER_KEYS[provider]
+        if not (settings.secret(field) or "").strip():
+            return [f"{env} is not set: DEEPTHREAD_SEARCH={provider} needs it; {where} and export it, "
+                    "or use DEEPTHREAD_SEARCH=duckduckgo (no key)"]
     return []
 
 

@@ -36,6 +36,8 @@ class Settings(BaseSettings):
     searxng_url: str | None = Field(default=None, validation_alias=_env("SEARXNG_URL"))
     # Not in the DESIGN table: lets tests point the keyless provider at a local fake.
     duckduckgo_url: str | None = Field(default=None, validation_alias=_env("DEEPTHREAD_DUCKDUCKGO_URL"))
+    brave_url: str | None = Field(default=None, validation_alias=_env("DEEPTHREAD_BRAVE_URL"))
+    tavily_url: str | None = Field(default=None, validation_alias=_env("DEEPTHREAD_TAVILY_URL"))
     fetch_allow: str = Field(default="", validation_alias=_env("DEEPTHREAD_FETCH_ALLOW"))
 
     port: int = Field(default=3000, validation_alias=_env("PORT"))
@@ -52,7 +54,8 @@ class Settings(BaseSettings):
             searxng_url=self.searxng_url,
             brave_api_key=self.secret("brave_api_key"),
             tavily_api_key=self.secret("tavily_api_key"),
-            **({"duckduckgo_url": self.duckduckgo_url} if self.duckduckgo_url else {}),
+            **{name: url for name, url in (("duckduckgo_url", self.duckduckgo_url), ("brave_url", self.brave_url),
+                                             ("tavily_url", self.tavily_url)) if url},
         )
         allow = [a.strip() for a in self.fetch_allow.split(",") if a.strip()]
         return AgentConfig(main_model=self.model, small_model=self.small_model, search=search,
@@ -60,4 +63,4 @@ class Settings(BaseSettings):
 
     def job_runtime(self) -> JobRuntime:
         return JobRuntime(agent=self.agent_config(), anthropic_api_key=self.secret("anthropic_api_key"),
-                          anthropic_base_url=self.anthropic_base_url)
+                          anthropic_base_url=self.anthropic_base_url, redis_url=self.redis_url)

@@ -7,9 +7,11 @@ from datetime import date
 
 from anthropic import AsyncAnthropic
 from redis import Redis
+from redis.asyncio import Redis as AsyncRedis
 from rq import get_current_job
 
 from agent import PROFILES, ResearchTask, RunEvent, research
+from agent.results import RedisResultStore
 
 from .models import RunState, RunStatus
 from .runtime import JobRuntime, current
@@ -42,8 +44,15 @@ async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime) -> Ru
         # Redis writes are sub-millisecond; doing them inline keeps event order exact.
         holder["state"] = store.apply(holder["state"], event)
 
-    async with anthropic_client(runtime) as client:
-        await research(task_for(state), runtime.agent, anthropic=client, emit=emit)
+    if not runtime.redis_url:
+        raise RuntimeError("the worker runtime has no redis_url; start workers with `deepthread worker`")
+    async_redis = AsyncRedis.from_url(runtime.redis_url)
+    try:
+        async with anthropic_client(runtime) as client:
+            await research(task_for(state), runtime.agent, anthropic=client, emit=emit,
+                           results=RedisResultStore(async_redis, state.run.id))
+    finally:
+        await async_redis.aclose()
     return holder["state"]
 
 

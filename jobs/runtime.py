@@ -15,6 +15,8 @@ class JobRuntime:
     agent: AgentConfig = field(default_factory=AgentConfig)
     anthropic_api_key: str | None = field(default=None, repr=False)
     anthropic_base_url: str | None = None
+    # The async side of the agent (result store) opens its own connection to the same Redis.
+    redis_url: str | None = None
 
 
 _runtime: JobRuntime | None = None

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .base import Tool, ToolContext, ToolResult
+from .fetch_result import FetchResult
 from .read_page import ReadPage
 from .report_tools import ReviseSection, WriteSection
 from .web_search import WebSearch
@@ -11,4 +12,4 @@ __all__ = ["Tool", "ToolContext", "ToolResult", "default_tools"]
 
 def default_tools() -> list[Tool]:
     # Fresh instances per run: tools may keep per-run memory (repeated queries).
-    return [WebSearch(), ReadPage(), WriteSection(), ReviseSection()]
+    return [WebSearch(), ReadPage(), FetchResult(), WriteSection(), ReviseSection()]

@@ -13,6 +13,8 @@ from ..config import AgentConfig
 from ..events import RunEvent
 from ..model import ModelClient
 from ..report import Section
+from ..results import MemoryResultStore, ResultIds, ResultStore
+from .links import LinkTable
 
 Emit = Callable[[RunEvent], Awaitable[None]]
 
@@ -36,6 +38,9 @@ class ToolContext:
     emit: Emit
     goal_question: str
     sections: dict[str, Section] = field(default_factory=dict)
+    results: ResultStore = field(default_factory=MemoryResultStore)
+    result_ids: ResultIds = field(default_factory=ResultIds)
+    links: LinkTable = field(default_factory=LinkTable)
 
 
 class Tool:

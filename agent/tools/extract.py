@@ -2,20 +2,37 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import re
+from dataclasses import dataclass
 
 import trafilatura
 
 from .fetch import Fetched
+from .links import LinkTable
+from .page_text import PageText, page_text
 
 TEXT_TYPES = ("text/plain", "text/markdown", "text/csv")
-HTML_TYPES = ("text/html", "application/xhtml+xml", "")
+HTML_TYPES = ("text/html", "application/xhtml+xml")
 JSON_TYPES = ("application/json",)
+PDF_TYPES = ("application/pdf", "application/x-pdf")
+# Longer PDFs are read up to here; the result says how many pages were read.
+PDF_MAX_PAGES = 300
+# A text page with this share of control bytes is binary whatever its headers say.
+BINARY_CONTROL_SHARE = 0.05
 
 
 class UnreadableContent(Exception):
     """The resource is of a kind we cannot read; the message says what to do."""
+
+
+@dataclass
+class Extracted:
+    title: str
+    text: PageText
+    kind: str  # html, pdf, text, json
+    note: str = ""  # e.g. "first 300 of 2,415 pages"
 
 
 def _decode(body: bytes, charset: str | None) -> str:
@@ -29,33 +46,97 @@ def _decode(body: bytes, charset: str | None) -> str:
     return body.decode("utf-8", errors="replace")
 
 
+def _looks_binary(body: bytes) -> bool:
+    sample = body[:4096]
+    if not sample:
+        return False
+    controls = sum(1 for b in sample if b < 9 or 13 < b < 32)
+    return b"\x00" in sample or controls / len(sample) > BINARY_CONTROL_SHARE
+
+
 def _title_of(html: bytes) -> str:
     match = re.search(rb"<title[^>]*>(.*?)</title>", html[:200_000], re.I | re.S)
     if not match:
         return ""
-    return " ".join(_decode(match.group(1), None).split())[:200]
+    import html as html_lib
+
+    return html_lib.unescape(" ".join(_decode(match.group(1), None).split()))[:200]
 
 
-def _extract_sync(page: Fetched) -> tuple[str, str]:
+def _plain(text: str) -> PageText:
+    return PageText(linked=text, plain=text, link_ids=[])
+
+
+def _sniff(page: Fetched) -> str:
     media = page.content_type
-    if media in HTML_TYPES or media.endswith("+xml") and "html" in media:
-        text = trafilatura.extract(page.body, include_comments=False, include_tables=True)
-        if not text:
-            raise UnreadableContent("no readable article text was found on this page; try another source")
-        return _title_of(page.body), text
-    if media in TEXT_TYPES or media.startswith("text/"):
-        return "", _decode(page.body, page.charset)
+    head = page.body[:1024].lstrip()
+    if media in PDF_TYPES or head.startswith(b"%PDF-"):
+        return "pdf"
+    if media in HTML_TYPES or (media in ("", "application/octet-stream", "text/plain") and head[:15].lower().startswith((b"<!doctype html", b"<html"))):
+        return "html"
     if media in JSON_TYPES or media.endswith("+json"):
+        return "json"
+    if media in TEXT_TYPES or media.startswith("text/"):
+        return "text"
+    return "other"
+
+
+def _pdf(page: Fetched) -> Extracted:
+    from pypdf import PdfReader
+    from pypdf.errors import PdfReadError
+
+    try:
+        reader = PdfReader(io.BytesIO(page.body))
+        if reader.is_encrypted:
+            reader.decrypt("")
+        pages = reader.pages
+        total = len(pages)
+        parts = []
+        for number in range(min(total, PDF_MAX_PAGES)):
+            text = pages[number].extract_text() or ""
+            if text.strip():
+                parts.append(f"[page {number + 1}]\n{text.strip()}")
+    except (PdfReadError, ValueError, KeyError, TypeError) as exc:
+        raise UnreadableContent(f"this PDF could not be parsed ({type(exc).__name__}); look for an HTML version") from None
+    if not parts:
+        raise UnreadableContent("this PDF has no extractable text (it may be scanned images); look for an HTML version")
+    title = ""
+    try:
+        title = str((reader.metadata or {}).get("/Title") or "")
+    except Exception:  # broken metadata must not cost us the text
+        pass
+    note = f"first {PDF_MAX_PAGES} of {total} pages" if total > PDF_MAX_PAGES else f"{total} pages"
+    return Extracted(title=title, text=_plain("\n\n".join(parts)), kind="pdf", note=note)
+
+
+def _extract_sync(page: Fetched, links: LinkTable) -> Extracted:
+    kind = _sniff(page)
+    if kind == "pdf":
+        return _pdf(page)
+    if kind in ("html", "text", "json") and _looks_binary(page.body):
+        raise UnreadableContent("this URL serves binary data, not a readable page; try another source")
+    if kind == "html":
+        xml = trafilatura.extract(page.body, output_format="xml", include_links=True, include_tables=True,
+                                  include_comments=False, url=page.url)
+        if not xml:
+            raise UnreadableContent("no readable article text was found on this page; try another source")
+        text = page_text(xml, page.url, links)
+        if not text.plain.strip():
+            raise UnreadableContent("no readable article text was found on this page; try another source")
+        return Extracted(title=_title_of(page.body), text=text, kind="html")
+    if kind == "json":
         raw = _decode(page.body, page.charset)
         try:
-            return "", json.dumps(json.loads(raw), indent=1, ensure_ascii=False)
+            raw = json.dumps(json.loads(raw), indent=1, ensure_ascii=False)
         except ValueError:
-            return "", raw
-    if media == "application/pdf":
-        raise UnreadableContent("PDF reading is not available yet; search for an HTML version of this document")
-    raise UnreadableContent(f"this URL serves {media or 'unknown content'}, not a readable page; try another source")
+            pass
+        return Extracted(title="", text=_plain(raw), kind="json")
+    if kind == "text":
+        return Extracted(title="", text=_plain(_decode(page.body, page.charset)), kind="text")
+    raise UnreadableContent(
+        f"this URL serves {page.content_type or 'an unknown kind of content'}, not a readable page; try another source"
+    )
 
 
-async def extract_text(page: Fetched) -> tuple[str, str]:
-    """(title, text) of a fetched page."""
-    return await asyncio.to_thread(_extract_sync, page)
+async def extract_text(page: Fetched, links: LinkTable) -> Extracted:
+    return await asyncio.to_thread(_extract_sync, page, links)

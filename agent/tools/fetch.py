@@ -2,13 +2,18 @@
 from __future__ import annotations
 
 import asyncio
+import ipaddress
+import zlib
 from dataclasses import dataclass
-from urllib.parse import urljoin
+from urllib.parse import urljoin, urlsplit, urlunsplit
 
 import httpx
 
 from ..config import FetchConfig
-from .netguard import BlockedURL, check_url
+from .netguard import BlockedURL, resolve_checked
+
+# Only encodings we can inflate with a hard output cap; brotli/zstd are not advertised.
+ACCEPT_ENCODING = "gzip, deflate"
 
 
 class FetchError(Exception):
@@ -34,24 +39,62 @@ def _media_type(header: str) -> tuple[str, str | None]:
     return parts[0].lower(), charset
 
 
+def _pinned(url: str, address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> tuple[str, dict[str, str], dict[str, str]]:
+    """The request URL with the checked address as its host, plus the Host header and SNI name."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    ip = f"[{address}]" if address.version == 6 else str(address)
+    netloc = f"{ip}:{parts.port}" if parts.port else ip
+    host_header = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit(parts._replace(netloc=netloc)), {"Host": host_header}, {"sni_hostname": host}
+
+
+class _Inflater:
+    """Decompresses with a hard cap on output, so a gzip bomb costs at most the cap."""
+
+    def __init__(self, encoding: str) -> None:
+        encoding = encoding.strip().lower()
+        if encoding in ("", "identity"):
+            self._z = None
+        elif encoding in ("gzip", "x-gzip", "deflate"):
+            self._z = zlib.decompressobj(zlib.MAX_WBITS | 32)  # gzip or zlib header, detected
+            self._raw_fallback = encoding == "deflate"
+        else:
+            raise FetchError(f"the server sent {encoding}-compressed content, which cannot be read; try another source")
+
+    def feed(self, chunk: bytes, room: int) -> bytes:
+        if self._z is None:
+            return chunk[:room]
+        try:
+            return self._z.decompress(chunk, room)
+        except zlib.error:
+            if getattr(self, "_raw_fallback", False):  # some servers send raw deflate
+                self._z = zlib.decompressobj(-zlib.MAX_WBITS)
+                self._raw_fallback = False
+                return self._z.decompress(chunk, room)
+            raise FetchError("the page's compressed body is corrupt; try another source") from None
+
+
 async def fetch(client: httpx.AsyncClient, url: str, config: FetchConfig) -> Fetched:
     try:
         async with asyncio.timeout(config.total_seconds):
             return await _fetch(client, url, config)
     except TimeoutError:
-        raise FetchError(
-            f"the page took longer than {config.total_seconds:.0f} s to arrive; try another source"
-        ) from None
+        raise FetchError(f"the page took longer than {config.total_seconds:.0f} s to arrive; try another source") from None
 
 
 async def _fetch(client: httpx.AsyncClient, url: str, config: FetchConfig) -> Fetched:
     for _hop in range(config.max_redirects + 1):
         try:
-            await check_url(url, config.allow)
+            address = await resolve_checked(url, config.allow)
         except BlockedURL as exc:
             raise FetchError(f"cannot read {url}: {exc}") from None
+        target, headers, extensions = _pinned(url, address)
+        headers["Accept-Encoding"] = ACCEPT_ENCODING
         try:
-            async with client.stream("GET", url, follow_redirects=False) as response:
+            request = client.build_request("GET", target, headers=headers, extensions=extensions)
+            response = await client.send(request, stream=True, follow_redirects=False)
+            try:
                 if response.is_redirect:
                     location = response.headers.get("location")
                     if not location:
@@ -59,22 +102,23 @@ async def _fetch(client: httpx.AsyncClient, url: str, config: FetchConfig) -> Fe
                     url = urljoin(url, location)
                     continue
                 if response.status_code >= 400:
-                    raise FetchError(
-                        f"{url} answered HTTP {response.status_code}; try another result or the site's home page"
-                    )
+                    raise FetchError(f"{url} answered HTTP {response.status_code}; try another result or the site's home page")
                 media, charset = _media_type(response.headers.get("content-type", ""))
+                inflater = _Inflater(response.headers.get("content-encoding", ""))
                 chunks: list[bytes] = []
                 size = 0
                 truncated = False
-                # iter_bytes decompresses, so the cap also bounds gzip bombs.
-                async for chunk in response.aiter_bytes():
-                    chunks.append(chunk)
-                    size += len(chunk)
-                    if size >= config.max_bytes:
+                async for raw in response.aiter_raw():
+                    data = inflater.feed(raw, config.max_bytes - size + 1)
+                    chunks.append(data)
+                    size += len(data)
+                    if size > config.max_bytes:
                         truncated = True
                         break
                 body = b"".join(chunks)[: config.max_bytes]
-                return Fetched(str(response.url), response.status_code, media, charset, body, truncated)
+                return Fetched(url, response.status_code, media, charset, body, truncated)
+            finally:
+                await response.aclose()
         except httpx.TimeoutException:
             raise FetchError(f"{url} did not answer in time; try another source") from None
         except httpx.HTTPError as exc:

@@ -1,51 +1,86 @@
-"""read_page(url, goal): fetch a page and return only the cited passages that serve the goal."""
+"""read_page(url, goal): fetch a page and return only the cited passages that serve the goal.
+
+Routing: a short page is read in one extraction call; a long page or a PDF is split on its
+structure (headings, paragraphs) and its parts are read in parallel, then merged.
+"""
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from .. import defaults
 from ..model import ModelUnavailable
 from ..prompts import load
 from ..report import domain_of
+from ..results import Locator, StoredResult
 from .base import Tool, ToolContext, ToolResult
-from .extract import UnreadableContent, extract_text
+from .extract import Extracted, UnreadableContent, extract_text
 from .fetch import FetchError, fetch
+from .links import LINK_MARKER_RE, domain, marker, parse_link_id, strip_markers
 
-# Unparsable extraction answers are retried this often before giving up on the page.
+# Unparsable extraction answers are retried this often before giving up on a part.
 EXTRACTION_ATTEMPTS = 2
+# Up to this much text is read in one call (~12k tokens): most articles fit.
+DIRECT_CHARS = 48_000
+# Long pages are read in parts of about this size, at most MAX_PARTS of them.
+PART_CHARS = 24_000
+MAX_PARTS = 8
+# Extraction calls in flight for one page; more would only queue at the model.
+PARALLEL_PARTS = 4
+# Links suggested back to the agent per page.
+MAX_LINKS = 5
 
 
 class ReadPageInput(BaseModel):
-    url: str = Field(description="Full http(s) URL of the page, usually taken from a web_search result.")
-    goal: str = Field(
-        description="What you need from this page, as a specific question or list of facts "
-        "(e.g. 'the 2024 expense ratio of SCHB and the date it took effect')."
-    )
+    url: str = Field(description="A full http(s) URL, or the id of a link from an earlier read_page "
+                                 "result (the 12 in 【12†anchor】).")
+    goal: str = Field(description="What you need from this page, as a specific question or list of facts "
+                                  "(e.g. 'the 2024 expense ratio of SCHB and the date it took effect').")
+
+    @field_validator("goal")
+    @classmethod
+    def _goal_given(cls, value: str) -> str:
+        if len(value.strip()) < 3:
+            raise ValueError("goal is empty: say what you need from the page")
+        return value.strip()
 
 
 class Extraction(BaseModel):
     relevance: str = "partial"
     judgement: str = ""
     excerpts: list[str] = Field(default_factory=list)
+    links: list[int] = Field(default_factory=list)
+
+    @field_validator("links", mode="before")
+    @classmethod
+    def _ids(cls, value: object) -> list[int]:
+        ids = []
+        for item in value if isinstance(value, list) else []:
+            found = parse_link_id(str(item))
+            if found is not None:
+                ids.append(found)
+        return ids
 
 
 def _normalise(text: str) -> str:
     return " ".join(text.split())
 
 
-def verified_excerpts(candidates: list[str], page_text: str) -> list[str]:
-    """Keep only passages that really are in the page (whitespace-insensitive)."""
-    page = _normalise(page_text)
+def verified_excerpts(candidates: list[str], plain_text: str) -> list[str]:
+    """Keep only passages that really are in the page (whitespace- and marker-insensitive)."""
+    page = _normalise(plain_text)
     kept: list[str] = []
     for candidate in candidates:
-        passage = _normalise(candidate).strip(" .…\"'")
+        passage = _normalise(strip_markers(candidate)).strip(" …\"'")
         if len(passage) < 12 or passage in kept:
             continue
         if passage in page:
             kept.append(passage)
+        elif passage.rstrip(".") in page:  # a full stop added by the model
+            kept.append(passage.rstrip("."))
     return kept[: defaults.MAX_EXCERPTS]
 
 
@@ -56,71 +91,180 @@ def parse_extraction(answer: str) -> Extraction:
     return Extraction.model_validate(json.loads(match.group(0)))
 
 
+def split_parts(text: str, size: int = PART_CHARS) -> list[str]:
+    """Split on headings and paragraphs into parts of at most `size` characters."""
+    blocks = re.split(r"\n{2,}", text)
+    parts: list[str] = []
+    current = ""
+    for block in blocks:
+        while len(block) > size:  # a giant paragraph: cut at a space
+            cut = block.rfind(" ", 0, size) if block.rfind(" ", 0, size) > size // 2 else size
+            block_head, block = block[:cut], block[cut:].lstrip()
+            if current:
+                parts.append(current)
+                current = ""
+            parts.append(block_head)
+        starts_section = block.startswith("#") or block.startswith("[page ")
+        if current and (len(current) + len(block) + 2 > size or (starts_section and len(current) > size // 2)):
+            parts.append(current)
+            current = ""
+        current = f"{current}\n\n{block}" if current else block
+    if current:
+        parts.append(current)
+    return parts
+
+
 class ReadPage(Tool):
     name = "read_page"
     Input = ReadPageInput
     description = (
-        "Read one web page and get back only the passages that serve your goal, each verbatim "
-        "and prefixed with a citation marker like [s7] that you can cite in the report. "
-        "Use it after web_search to verify a lead: snippets are leads, pages are evidence. "
-        "Not for searching (use web_search) and not for pages you have already read with the "
-        "same goal. Say precisely what you need in `goal`; a vague goal returns vague passages. "
-        "Handles HTML, plain text and JSON; pages behind logins, PDFs and binary files cannot "
-        "be read. Long pages are cut to their first ~48,000 characters, and the result says so."
+        "Read one web page or PDF and get back only the passages that serve your goal, each "
+        "verbatim and prefixed with a citation marker like [s7] that you can cite in the report, "
+        "plus up to 5 links worth following, shown as 【12†anchor†domain】: pass 12 as `url` to "
+        "read that link next. Use it after web_search to verify a lead: snippets are leads, "
+        "pages are evidence. Not for searching (use web_search), not for re-reading a page with "
+        "the same goal, and not for arithmetic (use calculator). Say precisely what you need in "
+        "`goal`; a vague goal returns vague passages. Reads HTML, PDF, plain text and JSON; pages "
+        "behind logins and binary files cannot be read. Long pages are read in parts (up to "
+        "~190,000 characters); the page's full text is stored and the result names its id for "
+        "fetch_result."
     )
+
+    def __init__(self) -> None:
+        self._seen: set[tuple[str, str]] = set()
 
     def progress(self, args: BaseModel) -> str:
         assert isinstance(args, ReadPageInput)
-        return f"Reading {domain_of(args.url)}: {args.goal}"
+        target = args.url if parse_link_id(args.url) is None else f"link {args.url}"
+        return f"Reading {domain_of(target) if '://' in target else target}: {args.goal}"
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
         assert isinstance(args, ReadPageInput)
+        url = self._resolve(args.url, ctx)
+        if isinstance(url, ToolResult):
+            return url
+        key = (url, " ".join(args.goal.lower().split()))
+        if key in self._seen:
+            return ToolResult(
+                "You already read this page with this goal; its passages are in an earlier result. "
+                "Read another source, follow one of its links, or ask for something different.",
+                is_error=True,
+            )
+        self._seen.add(key)
         try:
-            page = await fetch(ctx.http, args.url, ctx.config.fetch)
-            title, text = await extract_text(page)
+            page = await fetch(ctx.http, url, ctx.config.fetch)
+            extracted = await extract_text(page, ctx.links)
         except (FetchError, UnreadableContent) as exc:
             return ToolResult(f"Could not read this page: {exc}.", is_error=True)
-        title = title or domain_of(page.url)
-        cut = len(text) > defaults.EXTRACT_INPUT_CHARS
-        window = text[: defaults.EXTRACT_INPUT_CHARS]
+        return await self._read(ctx, args.goal, page.url, page.truncated, extracted)
+
+    def _resolve(self, value: str, ctx: ToolContext) -> str | ToolResult:
+        link_id = parse_link_id(value)
+        if link_id is not None:
+            url = ctx.links.get(link_id)
+            if url is None:
+                known = f"1–{len(ctx.links.urls)}" if ctx.links.urls else "none yet"
+                return ToolResult(f"There is no link {link_id} (link ids issued so far: {known}). "
+                                  "Pass a full URL or a link id from a read_page result.", is_error=True)
+            return url
+        value = value.strip()
+        if not re.match(r"^https?://", value, re.I):
+            return ToolResult(f"{value!r} is neither a URL nor a link id. Pass a full http(s) URL, or the "
+                              "number of a 【12†…】 link from a read_page result.", is_error=True)
+        return value
+
+    async def _read(self, ctx: ToolContext, goal: str, url: str, truncated: bool, extracted: Extracted) -> ToolResult:
+        text = extracted.text
+        title = extracted.title or domain_of(url)
+        page_id = ctx.result_ids.next()
+        await ctx.results.put(StoredResult(
+            id=page_id, kind="page", arguments={"url": url}, text=text.plain,
+            locator=Locator(what=url, start=0, end=len(text.plain), total=len(text.plain)),
+        ))
+        if len(text.linked) <= DIRECT_CHARS:
+            parts, route = [text.linked], "direct"
+        else:
+            all_parts = split_parts(text.linked)
+            parts = all_parts[:MAX_PARTS]
+            route = f"in {len(parts)} parts read in parallel"
+            if len(all_parts) > MAX_PARTS:
+                route += f" (the first {len(parts)} of {len(all_parts)}; the rest is in fetch_result('{page_id}'))"
         try:
-            extraction = await self._extract(ctx, args.goal, window)
+            extraction = await self._extract_parts(ctx, goal, parts)
         except ModelUnavailable as exc:
             return ToolResult(f"Could not read this page: {exc}. Try again later or use another source.", is_error=True)
         except ValueError:
-            return ToolResult(
-                "Could not read this page: the extraction step gave no usable answer twice. "
-                "Try another source for the same facts.",
-                is_error=True,
-            )
-        excerpts = verified_excerpts(extraction.excerpts, window)
-        header = [
-            f"Page: {title} — {domain_of(page.url)}",
-            f"URL: {page.url}",
-            f"Read: {'first ' + format(len(window), ',') + ' of ' if cut else ''}{len(text):,} characters of text"
-            + (" (byte cap reached while downloading)" if page.truncated else ""),
+            return ToolResult("Could not read this page: the extraction step gave no usable answer twice. "
+                              "Try another source for the same facts.", is_error=True)
+        excerpts = verified_excerpts(extraction.excerpts, text.plain)
+        kind = {"pdf": "PDF", "html": "page", "text": "text", "json": "JSON"}[extracted.kind]
+        lines = [
+            f"Page: {title} — {domain_of(url)}",
+            f"URL: {url}",
+            f"Read: {kind}, {len(text.plain):,} characters{', ' + extracted.note if extracted.note else ''}, {route}"
+            + (" (download cut at the size cap)" if truncated else ""),
+            f"Full text: fetch_result('{page_id}')",
         ]
-        if not excerpts:
-            judgement = extraction.judgement or "the page does not address the goal"
-            return ToolResult(
-                "\n".join(header + [f"Nothing on this page serves the goal: {judgement}",
-                                    "Try another search result or a different query."])
-            )
-        lines = header + [f"Judgement: {extraction.judgement}" if extraction.judgement else "", "Excerpts:"]
-        for passage in excerpts:
-            source, _new = ctx.registry.add(page.url, title, passage, kind="excerpt")
-            lines.append(f'[{source.marker}] "{passage}"')
-        return ToolResult("\n".join(line for line in lines if line))
+        if extraction.judgement:
+            lines.append(f"Judgement: {extraction.judgement}")
+        if excerpts:
+            lines.append("Excerpts:")
+            for passage in excerpts:
+                source, _new = ctx.registry.add(url, title, passage, kind="excerpt")
+                lines.append(f'[{source.marker}] "{passage}"')
+        else:
+            lines.append("Nothing on this page serves the goal. Try a link below, another search result or a different query.")
+        links = self._links(ctx, extraction.links, set(text.link_ids), url)
+        if links:
+            lines.append("Links worth following: " + " ".join(links))
+        return ToolResult("\n".join(lines))
 
-    async def _extract(self, ctx: ToolContext, goal: str, text: str) -> Extraction:
-        prompt = f"<goal>{goal}</goal>\n<page>\n{text}\n</page>"
+    def _links(self, ctx: ToolContext, proposed: list[int], on_page: set[int], page_url: str) -> list[str]:
+        shown = []
+        for link_id in dict.fromkeys(proposed):
+            target = ctx.links.get(link_id)
+            if link_id in on_page and target:
+                shown.append(marker(link_id, _anchor_of(link_id, ctx) or domain(target), target, page_url))
+            if len(shown) == MAX_LINKS:
+                break
+        return shown
+
+    async def _extract_parts(self, ctx: ToolContext, goal: str, parts: list[str]) -> Extraction:
+        semaphore = asyncio.Semaphore(PARALLEL_PARTS)
+
+        async def one(part: str, index: int) -> Extraction | None:
+            where = f' part="{index + 1} of {len(parts)}"' if len(parts) > 1 else ""
+            async with semaphore:
+                try:
+                    return await self._extract(ctx, goal, part, where)
+                except ValueError:
+                    return None  # one unreadable part must not sink the others
+
+        results = await asyncio.gather(*(one(part, i) for i, part in enumerate(parts)))
+        found = [r for r in results if r is not None]
+        if not found:
+            raise ValueError("no part could be read")
+        if len(found) == 1:
+            return found[0]
+        relevant = [r for r in found if r.relevance != "none"]
+        return Extraction(
+            relevance="high" if any(r.relevance == "high" for r in found) else ("partial" if relevant else "none"),
+            judgement=" ".join(r.judgement for r in (relevant or found[:1]) if r.judgement),
+            excerpts=[e for r in found for e in r.excerpts],
+            links=[link for r in found for link in r.links],
+        )
+
+    async def _extract(self, ctx: ToolContext, goal: str, text: str, where: str) -> Extraction:
+        prompt = f"<goal>{goal}</goal>\n<page{where}>\n{text}\n</page>"
         last_error: Exception | None = None
         for _ in range(EXTRACTION_ATTEMPTS):
-            answer = await ctx.model.small(
-                system=load("read_page"), prompt=prompt, max_tokens=defaults.EXTRACT_MAX_TOKENS
-            )
+            answer = await ctx.model.small(system=load("read_page"), prompt=prompt, max_tokens=defaults.EXTRACT_MAX_TOKENS)
             try:
                 return parse_extraction(answer)
             except (ValueError, ValidationError) as exc:
                 last_error = exc
         raise ValueError(str(last_error))
+
+
+def _anchor_of(link_id: int, ctx: ToolContext) -> str:
+    return ctx.links.anchors.get(link_id, "")

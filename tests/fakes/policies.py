@@ -52,7 +52,7 @@ def extract(request: dict[str, Any], *, fabricate: bool = False) -> Reply:
     """Answer a read_page extraction: sentences of the page sharing words with the goal."""
     prompt = _text(request["messages"][-1])
     goal = re.search(r"<goal>(.*?)</goal>", prompt, re.S)
-    page = re.search(r"<page>\n(.*)\n</page>", prompt, re.S)
+    page = re.search(r"<page[^>]*>\n(.*)\n</page>", prompt, re.S)
     words = {w for w in re.findall(r"\w{4,}", (goal.group(1) if goal else "").lower())}
     sentences = [s.strip() for s in SENTENCE_END.split(page.group(1) if page else "") if s.strip()]
     picked = [s for s in sentences if words & set(re.findall(r"\w{4,}", s.lower()))][:3]

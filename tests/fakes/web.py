@@ -1,8 +1,12 @@
 """A small web server with a search engine over its own pages, plus hostile routes.
 
-Search answers in two real shapes: SearXNG's JSON (`/search?q=…&format=json`) and
-DuckDuckGo's HTML endpoint (`/html/?q=…`). Results rank the served HTML pages by how many
-distinct query words their visible text contains.
+Search answers in four real shapes: SearXNG's JSON (`/search?q=…&format=json`),
+DuckDuckGo's HTML endpoint (`/html/?q=…`), the Brave Web Search API
+(`GET /brave/res/v1/web/search?q=…&count=…`, key in `X-Subscription-Token`) and the Tavily
+Search API (`POST /tavily/search`, JSON body, key as `Authorization: Bearer tvly-…`). The
+two keyed APIs check the key and answer a wrong or missing one, rate limits and plan limits
+with the status codes and error bodies the real services use. Results rank the served HTML
+pages by how many distinct query words their visible text contains.
 
 Hostile routes: `/slow`, `/huge`, `/binary`, `/redirect/<n>`, `/redirect-to?url=…`,
 `/gzip-bomb`, `/latin1`.
@@ -16,8 +20,10 @@ import html
 import random
 import re
 import threading
+import uuid
 import zlib
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -31,6 +37,29 @@ HUGE_CHUNK = 64 * 1024
 GZIP_BOMB_BYTES = 200 * 1024 * 1024
 BINARY_BYTES = 64 * 1024
 SLOW_PREFIX = b"<!doctype html><html><head><title>Slow</title></head><body>"
+
+# Keys the keyed search APIs accept (override per instance: `fake.brave_key = …`).
+BRAVE_KEY = "BSA-fake-brave-subscription-token"
+TAVILY_KEY = "tvly-fake-0123456789abcdef"
+BRAVE_MAX_COUNT = 20  # Brave: count is 1–20, default 20
+BRAVE_MAX_QUERY_CHARS = 400  # Brave: q at most 400 characters and 50 words
+BRAVE_MAX_QUERY_WORDS = 50
+# A Free-plan-like Brave subscription: 1 request/second, 2,000 a month.
+BRAVE_RATE_PER_SECOND = 1
+BRAVE_MONTHLY_QUOTA = 2000
+BRAVE_MONTH_SECONDS = 2_592_000
+TAVILY_DEFAULT_RESULTS = 5  # Tavily: max_results is 0–20, default 5
+TAVILY_MAX_RESULTS = 20
+TAVILY_DEPTHS = ("basic", "advanced", "fast", "ultra-fast")
+TAVILY_TOPICS = ("general", "news", "finance")
+# Tavily's documented error messages, by status.
+TAVILY_ERRORS = {
+    400: "Bad Request",
+    401: "Unauthorized: missing or invalid API key.",
+    429: "Your request has been blocked due to excessive requests. Please reduce rate of requests.",
+    432: "This request exceeds your plan's set usage limit. Please upgrade your plan or contact support@tavily.com",
+    433: "This request exceeds the pay-as-you-go limit. You can increase your limit on the Tavily dashboard.",
+}
 
 _TITLE = re.compile(rb"<title[^>]*>(.*?)</title>", re.I | re.S)
 _CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_-]+)""", re.I)
@@ -46,6 +75,7 @@ class Page:
     title: str | None = None
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
+    published: str | None = None  # ISO date; Brave reports it as page_age, Tavily news as published_date
 
     def __post_init__(self) -> None:
         if isinstance(self.body, str):
@@ -59,6 +89,7 @@ class SearchResult:
     url: str  # absolute, or a path on this server ("/pages/x.html")
     title: str
     content: str
+    published: str | None = None  # ISO date, when the page states one
 
 
 @dataclass
@@ -72,6 +103,13 @@ class _Failure:
     times: int
     status: int
     retry_after: int | None
+    quota: bool = False
+
+
+@dataclass
+class _Stall:
+    times: int
+    seconds: float
 
 
 class FakeWeb:
@@ -86,6 +124,10 @@ class FakeWeb:
         self._hits: list[str] = []
         self._requests: list[tuple[str, str]] = []
         self._search_failures: list[_Failure] = []
+        self._search_stalls: list[_Stall] = []
+        self.brave_key = BRAVE_KEY
+        self.tavily_key = TAVILY_KEY
+        self._brave_used = 0  # successful Brave requests, counted against the monthly quota
         self._canned: list[_Canned] = []
         self._text_cache: dict[str, str] = {}
 
@@ -114,18 +156,30 @@ class FakeWeb:
             self._text_cache.pop(path, None)
         return path
 
-    def add_result(self, url: str, title: str, content: str, *, match: str | None = None) -> None:
+    def add_result(self, url: str, title: str, content: str, *, match: str | None = None,
+                   published: str | None = None) -> None:
         """A canned result, listed first for queries containing the word `match` (all if None).
 
         Use it to send a client to a hostile route or to a host this server does not serve.
         """
         with self._lock:
-            self._canned.append(_Canned(SearchResult(url, title, content), match.lower() if match else None))
+            self._canned.append(_Canned(SearchResult(url, title, content, published), match.lower() if match else None))
 
-    def search_fail_next(self, status: int, times: int = 1, retry_after: int | None = None) -> None:
-        """The next `times` search requests (either endpoint) answer `status`."""
+    def search_fail_next(self, status: int, times: int = 1, retry_after: int | None = None, *,
+                         quota: bool = False) -> None:
+        """The next `times` search requests (any endpoint) answer `status`.
+
+        The keyed APIs check the key first, as the real ones do, so a request with a wrong
+        key gets the key error and does not use up a failure. A Brave 429 is a per-second
+        rate limit unless `quota` (then the monthly quota is used up).
+        """
         with self._lock:
-            self._search_failures.append(_Failure(times, status, retry_after))
+            self._search_failures.append(_Failure(times, status, retry_after, quota))
+
+    def search_stall_next(self, seconds: float, times: int = 1) -> None:
+        """The next `times` search requests (any endpoint) wait `seconds` before answering."""
+        with self._lock:
+            self._search_stalls.append(_Stall(times, seconds))
 
     # -------------------------------------------------------- introspection
 
@@ -142,7 +196,7 @@ class FakeWeb:
             return list(self._requests)
 
     def search(self, query: str, base_url: str = "") -> list[SearchResult]:
-        """The results both search endpoints would list for `query`."""
+        """The results every search endpoint would list for `query`."""
         words = _query_words(query)
         if not words:
             return []
@@ -161,9 +215,9 @@ class FakeWeb:
                 occurrences = sum(1 for t in tokens if t in words)
                 scored.append((-distinct, -occurrences, path, page, text))
         scored.sort(key=lambda s: (s[0], s[1], s[2]))
-        results = [SearchResult(_absolute(c.url, base_url), c.title, c.content) for c in canned]
+        results = [SearchResult(_absolute(c.url, base_url), c.title, c.content, c.published) for c in canned]
         for _, _, path, page, text in scored:
-            results.append(SearchResult(base_url + path, page.title or path, _snippet(text, words)))
+            results.append(SearchResult(base_url + path, page.title or path, _snippet(text, words), page.published))
         return results[: self.max_results]
 
     # ---------------------------------------------------------------- server
@@ -176,6 +230,8 @@ class FakeWeb:
         r.add_route("POST", "/html/", self._handle_ddg)
         r.add_route("GET", "/html", self._handle_ddg)
         r.add_route("POST", "/html", self._handle_ddg)
+        r.add_get("/brave/res/v1/web/search", self._handle_brave)
+        r.add_post("/tavily/search", self._handle_tavily)
         r.add_get("/slow", self._handle_slow)
         r.add_get("/huge", self._handle_huge)
         r.add_get("/binary", self._handle_binary)
@@ -205,7 +261,7 @@ class FakeWeb:
 
     # ---------------------------------------------------------------- search
 
-    def _take_search_failure(self) -> web.Response | None:
+    def _next_search_failure(self) -> _Failure | None:
         with self._lock:
             if not self._search_failures:
                 return None
@@ -213,10 +269,27 @@ class FakeWeb:
             failure.times -= 1
             if failure.times <= 0:
                 self._search_failures.pop(0)
-        headers = {"Retry-After": str(failure.retry_after)} if failure.retry_after is not None else {}
-        return web.Response(status=failure.status, text=f"{failure.status} search unavailable", headers=headers)
+        return failure
+
+    def _take_search_failure(self) -> web.Response | None:
+        failure = self._next_search_failure()
+        if failure is None:
+            return None
+        return web.Response(status=failure.status, text=f"{failure.status} search unavailable",
+                            headers=_retry_after_header(failure))
+
+    async def _stall(self) -> None:
+        with self._lock:
+            if not self._search_stalls:
+                return
+            stall = self._search_stalls[0]
+            stall.times -= 1
+            if stall.times <= 0:
+                self._search_stalls.pop(0)
+        await asyncio.sleep(stall.seconds)
 
     async def _handle_searxng(self, request: web.Request) -> web.Response:
+        await self._stall()
         failed = self._take_search_failure()
         if failed is not None:
             return failed
@@ -252,6 +325,7 @@ class FakeWeb:
         })
 
     async def _handle_ddg(self, request: web.Request) -> web.Response:
+        await self._stall()
         failed = self._take_search_failure()
         if failed is not None:
             return failed
@@ -263,6 +337,121 @@ class FakeWeb:
         results = await asyncio.to_thread(self.search, query, base)
         words = _query_words(query)
         return web.Response(text=_ddg_page(query, results, words), content_type="text/html", charset="utf-8")
+
+    async def _handle_brave(self, request: web.Request) -> web.Response:
+        """Brave Web Search: key check, parameter validation, rate-limit headers, `<strong>` snippets."""
+        await self._stall()
+        token = request.headers.get("X-Subscription-Token")
+        if not token:
+            # Brave validates the header like a parameter: a missing token is a 422 VALIDATION.
+            return _brave_error(422, "VALIDATION", "Unable to validate request parameter(s)", {
+                "errors": [{"type": "missing", "loc": ["header", "x-subscription-token"], "msg": "Field required",
+                            "input": None}]})
+        if token != self.brave_key:
+            return _brave_error(422, "SUBSCRIPTION_TOKEN_INVALID", "The provided subscription token is invalid.",
+                                {"component": "authentication"})
+        failure = self._next_search_failure()
+        if failure is not None:
+            return self._brave_failure(failure)
+        query = request.query.get("q", "")
+        count_text = request.query.get("count", str(BRAVE_MAX_COUNT))
+        problem = None
+        if not query.strip() or len(query) > BRAVE_MAX_QUERY_CHARS or len(query.split()) > BRAVE_MAX_QUERY_WORDS:
+            problem = {"type": "string_too_long" if query.strip() else "missing", "loc": ["query", "q"],
+                       "msg": "Query can not be empty, longer than 400 characters or 50 words", "input": query}
+        elif not count_text.isdigit() or not 1 <= int(count_text) <= BRAVE_MAX_COUNT:
+            problem = {"type": "less_than_equal", "loc": ["query", "count"],
+                       "msg": "Input should be less than or equal to 20", "input": count_text}
+        if problem is not None:
+            return _brave_error(422, "VALIDATION", "Unable to validate request parameter(s)", {"errors": [problem]})
+        base = f"{request.scheme}://{request.host}"
+        results = (await asyncio.to_thread(self.search, query, base))[: int(count_text)]
+        with self._lock:
+            self._brave_used += 1
+            used = self._brave_used
+        words = _query_words(query)
+        body: dict[str, Any] = {
+            "type": "search",
+            "query": {"original": query, "show_strict_warning": False, "is_navigational": False,
+                      "is_news_breaking": False, "spellcheck_off": True, "country": "us", "bad_results": False,
+                      "should_fallback": False, "postal_code": "", "city": "", "header_country": "",
+                      "more_results_available": False, "state": ""},
+            "mixed": {"type": "mixed", "main": [{"type": "web", "index": i, "all": False}
+                                                for i in range(len(results))], "top": [], "side": []},
+        }
+        if results:  # with no matches Brave leaves the "web" block out entirely
+            body["web"] = {"type": "search", "family_friendly": True,
+                           "results": [_brave_result(r, words) for r in results]}
+        return web.json_response(body, headers=_brave_rate_headers(0, BRAVE_MONTHLY_QUOTA - used))
+
+    def _brave_failure(self, failure: _Failure) -> web.Response:
+        if failure.status == 429:
+            with self._lock:
+                left = BRAVE_MONTHLY_QUOTA - self._brave_used
+            if failure.quota:
+                reset = failure.retry_after if failure.retry_after is not None else BRAVE_MONTH_SECONDS // 2
+                headers = _brave_rate_headers(1, 0, second_reset=1, month_reset=reset)
+                response = _brave_error(429, "QUOTA_LIMITED", "Request quota limit exceeded for plan.",
+                                        {"component": "rate_limiter", "plan": "Free", "quota_limit": BRAVE_MONTHLY_QUOTA,
+                                         "quota_current": BRAVE_MONTHLY_QUOTA})
+            else:
+                reset = failure.retry_after if failure.retry_after is not None else 1
+                headers = _brave_rate_headers(0, left, second_reset=reset)
+                response = _brave_error(429, "RATE_LIMITED", "Request rate limit exceeded for plan.",
+                                        {"component": "rate_limiter", "plan": "Free",
+                                         "rate_limit": BRAVE_RATE_PER_SECOND, "rate_current": BRAVE_RATE_PER_SECOND})
+            response.headers.update(headers)
+            response.headers.update(_retry_after_header(failure))
+            return response
+        return web.Response(status=failure.status, text=f"{failure.status} search unavailable",
+                            headers=_retry_after_header(failure))
+
+    async def _handle_tavily(self, request: web.Request) -> web.Response:
+        """Tavily Search: Bearer key (or the legacy `api_key` body field), JSON in, JSON out."""
+        await self._stall()
+        try:
+            payload = await request.json()
+        except ValueError:
+            payload = None
+        if not isinstance(payload, dict):
+            return _tavily_error(400, "Invalid request body: expected a JSON object.")
+        auth = request.headers.get("Authorization", "")
+        key = auth[len("Bearer "):].strip() if auth.startswith("Bearer ") else payload.get("api_key")
+        if key != self.tavily_key:
+            return _tavily_error(401)
+        failure = self._next_search_failure()
+        if failure is not None:
+            if failure.status in TAVILY_ERRORS:
+                response = _tavily_error(failure.status)
+                response.headers.update(_retry_after_header(failure))
+                return response
+            return web.Response(status=failure.status, text="Internal Server Error" if failure.status == 500
+                                else f"{failure.status} search unavailable", headers=_retry_after_header(failure))
+        query = payload.get("query")
+        max_results = payload.get("max_results", TAVILY_DEFAULT_RESULTS)
+        depth = payload.get("search_depth", "basic")
+        topic = payload.get("topic", "general")
+        if not isinstance(query, str) or not query.strip():
+            return _tavily_error(400, "Query is missing or empty.")
+        if isinstance(max_results, bool) or not isinstance(max_results, int) or not 0 <= max_results <= TAVILY_MAX_RESULTS:
+            return _tavily_error(400, f"max_results must be between 0 and {TAVILY_MAX_RESULTS}.")
+        if depth not in TAVILY_DEPTHS:
+            return _tavily_error(400, f"Invalid search_depth. Must be one of: {', '.join(TAVILY_DEPTHS)}.")
+        if topic not in TAVILY_TOPICS:
+            return _tavily_error(400, f"Invalid topic. Must be one of: {', '.join(TAVILY_TOPICS)}.")
+        base = f"{request.scheme}://{request.host}"
+        results = (await asyncio.to_thread(self.search, query, base))[:max_results]
+        items = []
+        for i, r in enumerate(results):
+            item: dict[str, Any] = {"url": r.url, "title": r.title, "content": r.content,
+                                    "score": round(0.92 * 0.85 ** i, 8), "raw_content": None}
+            if topic == "news" and r.published:  # Tavily dates results only for the news topic
+                item["published_date"] = _rfc1123(r.published)
+            items.append(item)
+        return web.json_response({
+            "query": query, "follow_up_questions": None, "answer": None, "images": [], "results": items,
+            "response_time": 0.42, "request_id": str(uuid.uuid4()),
+        })
 
     def _visible_text(self, path: str, page: Page) -> str:
         with self._lock:
@@ -398,16 +587,81 @@ def _snippet(text: str, words: list[str]) -> str:
     return ("…" if start > 0 else "") + snippet + ("…" if end < len(text) else "")
 
 
+def _retry_after_header(failure: _Failure) -> dict[str, str]:
+    return {"Retry-After": str(failure.retry_after)} if failure.retry_after is not None else {}
+
+
+def _brave_error(status: int, code: str, detail: str, meta: dict[str, Any]) -> web.Response:
+    """Brave's ErrorResponse: {"type": "ErrorResponse", "error": {id, status, code, detail, meta}, "time"}."""
+    return web.json_response({
+        "type": "ErrorResponse",
+        "error": {"id": str(uuid.uuid4()), "status": status, "code": code, "detail": detail, "meta": meta},
+        "time": 1_700_000_000,
+    }, status=status)
+
+
+def _brave_rate_headers(second_left: int, month_left: int, *, second_reset: int = 1,
+                        month_reset: int = BRAVE_MONTH_SECONDS // 2) -> dict[str, str]:
+    """Brave's X-RateLimit-* headers: one comma-separated entry per window (second, month)."""
+    return {
+        "X-RateLimit-Limit": f"{BRAVE_RATE_PER_SECOND}, {BRAVE_MONTHLY_QUOTA}",
+        "X-RateLimit-Policy": f"{BRAVE_RATE_PER_SECOND};w=1, {BRAVE_MONTHLY_QUOTA};w={BRAVE_MONTH_SECONDS}",
+        "X-RateLimit-Remaining": f"{max(second_left, 0)}, {max(month_left, 0)}",
+        "X-RateLimit-Reset": f"{second_reset}, {month_reset}",
+    }
+
+
+def _brave_result(r: SearchResult, words: list[str]) -> dict[str, Any]:
+    """One Brave web result: HTML display strings, query words in <strong> in the description."""
+    parts = urlsplit(r.url)
+    item: dict[str, Any] = {
+        "title": html.escape(r.title, quote=False),  # display strings are HTML, as in Brave's answers
+        "url": r.url,
+        "is_source_local": False,
+        "is_source_both": False,
+        "description": _bold(r.content, words, tag="strong"),
+        "profile": {"name": parts.hostname or "", "url": r.url, "long_name": parts.hostname or "", "img": ""},
+        "language": "en",
+        "family_friendly": True,
+        "type": "search_result",
+        "subtype": "generic",
+        "is_live": False,
+        "meta_url": {"scheme": parts.scheme, "netloc": parts.netloc, "hostname": parts.hostname or "",
+                     "favicon": "", "path": parts.path or "/"},
+    }
+    if r.published:
+        day = date.fromisoformat(r.published[:10])
+        item["page_age"] = f"{day.isoformat()}T00:00:00"
+        item["age"] = f"{_MONTHS[day.month - 1]} {day.day}, {day.year}"
+    return item
+
+
+def _tavily_error(status: int, message: str | None = None) -> web.Response:
+    """Tavily's error body: {"detail": {"error": "…"}}."""
+    return web.json_response({"detail": {"error": message or TAVILY_ERRORS.get(status, "Error")}}, status=status)
+
+
+def _rfc1123(iso_day: str) -> str:
+    day = date.fromisoformat(iso_day[:10])
+    return f"{_WEEKDAYS[day.weekday()]}, {day.day:02d} {_MONTHS[day.month - 1][:3]} {day.year} 00:00:00 GMT"
+
+
+# English names regardless of the process locale (strftime's %a/%B are locale-dependent).
+_WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+           "November", "December")
+
+
 def _absolute(url: str, base: str) -> str:
     return base + url if url.startswith("/") else url
 
 
-def _bold(snippet: str, words: list[str]) -> str:
+def _bold(snippet: str, words: list[str], tag: str = "b") -> str:
     escaped = html.escape(snippet)
     if not words:
         return escaped
     pattern = re.compile(r"\b(" + "|".join(re.escape(w) for w in words) + r")\b", re.I)
-    return pattern.sub(r"<b>\1</b>", escaped)
+    return pattern.sub(rf"<{tag}>\1</{tag}>", escaped)
 
 
 def _ddg_page(query: str, results: list[SearchResult], words: list[str]) -> str:

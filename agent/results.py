@@ -1,0 +1,79 @@
+"""The result store: every tool result, and every page read, under its own id with a locator.
+
+Results live outside the prompt; the model gets them back by id with fetch_result. Redis in
+a worker (survives the process), memory in the terminal mode.
+"""
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any, Protocol
+
+from pydantic import BaseModel, Field
+from redis.asyncio import Redis
+
+from .events import utcnow
+
+# Results outlive their run long enough for continuations and `inspect` (issue 4 revisits).
+RESULT_TTL_SECONDS = 30 * 24 * 3600
+
+
+class Locator(BaseModel):
+    """What was read, which range of it this text is, and whether more follows."""
+
+    what: str  # 'web_search "vti fees"' or a URL
+    start: int = 0
+    end: int = 0
+    total: int = 0
+    more: bool = False
+
+
+class StoredResult(BaseModel):
+    id: str
+    kind: str  # a tool name, or "page" for the full text of a page read
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    text: str
+    is_error: bool = False
+    locator: Locator
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class ResultStore(Protocol):
+    async def put(self, result: StoredResult) -> None: ...
+
+    async def get(self, result_id: str) -> StoredResult | None: ...
+
+
+class MemoryResultStore:
+    def __init__(self) -> None:
+        self._results: dict[str, StoredResult] = {}
+
+    async def put(self, result: StoredResult) -> None:
+        self._results[result.id] = result
+
+    async def get(self, result_id: str) -> StoredResult | None:
+        return self._results.get(result_id)
+
+
+class RedisResultStore:
+    def __init__(self, redis: Redis, run_id: str) -> None:
+        self._redis = redis
+        self._prefix = f"deepthread:result:{run_id}:"
+
+    async def put(self, result: StoredResult) -> None:
+        await self._redis.set(self._prefix + result.id, result.model_dump_json(), ex=RESULT_TTL_SECONDS)
+
+    async def get(self, result_id: str) -> StoredResult | None:
+        raw = await self._redis.get(self._prefix + result_id)
+        return StoredResult.model_validate(json.loads(raw)) if raw else None
+
+
+class ResultIds:
+    """Sequential ids (r_0001, …): stable, short, and readable in a stub."""
+
+    def __init__(self, issued: int = 0) -> None:
+        self.issued = issued
+
+    def next(self) -> str:
+        self.issued += 1
+        return f"r_{self.issued:04x}"

@@ -1,0 +1,69 @@
+"""Compact link markers: a page's links become 【12†anchor†domain】 so the agent can follow
+one by id (read_page(url="12")) without full URLs bloating the context."""
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass, field
+from urllib.parse import urljoin, urlsplit, urlunsplit
+
+# 【12†anchor】 for a link on the same site, 【12†anchor†domain】 for another site.
+LINK_MARKER_RE = re.compile(r"【(\d+)†([^†】]*)(?:†[^】]*)?】")
+LINK_ID_RE = re.compile(r"^\s*【?\s*L?(\d+)\s*(?:†[^】]*)?】?\s*$")
+ANCHOR_CHARS = 60  # anchor text kept in a marker; enough to judge where it leads
+
+
+def domain(url: str) -> str:
+    return (urlsplit(url).hostname or "").removeprefix("www.")
+
+
+@dataclass
+class LinkTable:
+    """Run-wide link ids: the same URL keeps its id across pages."""
+
+    urls: list[str] = field(default_factory=list)
+    anchors: dict[int, str] = field(default_factory=dict)  # the first anchor text seen per link
+    _ids: dict[str, int] = field(default_factory=dict)
+    # Pages are extracted in worker threads, several at once.
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, url: str, anchor: str = "") -> int:
+        with self._lock:
+            if url not in self._ids:
+                self.urls.append(url)
+                self._ids[url] = len(self.urls)
+                self.anchors[len(self.urls)] = " ".join(anchor.split())[:ANCHOR_CHARS]
+            return self._ids[url]
+
+    def get(self, link_id: int) -> str | None:
+        return self.urls[link_id - 1] if 1 <= link_id <= len(self.urls) else None
+
+
+def resolve_href(href: str, page_url: str) -> str | None:
+    """An absolute http(s) URL for a link, or None for anchors, scripts and mail links."""
+    href = href.strip()
+    if not href or href.startswith("#"):
+        return None
+    absolute = urljoin(page_url, href)
+    parts = urlsplit(absolute)
+    if parts.scheme not in ("http", "https"):
+        return None
+    return urlunsplit(parts._replace(fragment=""))
+
+
+def marker(link_id: int, anchor: str, url: str, page_url: str) -> str:
+    anchor = " ".join(anchor.replace("†", " ").replace("】", " ").split())[:ANCHOR_CHARS] or "link"
+    target = domain(url)
+    if target and target != domain(page_url):
+        return f"【{link_id}†{anchor}†{target}】"
+    return f"【{link_id}†{anchor}】"
+
+
+def strip_markers(text: str) -> str:
+    """The plain reading of linked text: each marker becomes its anchor text."""
+    return LINK_MARKER_RE.sub(lambda m: m.group(2), text)
+
+
+def parse_link_id(value: str) -> int | None:
+    match = LINK_ID_RE.match(value)
+    return int(match.group(1)) if match else None
