@@ -14,6 +14,17 @@ from .settings import Settings
 
 log = logging.getLogger(__name__)
 
+
+class _OwnClientNotice(logging.Filter):
+    """Bolt warns that SLACK_BOT_TOKEN goes unused when it is given a client and `authorize`;
+    that is our design (one client with retry handlers, no auth.test per event), not a fault."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "`token`" not in record.getMessage()
+
+
+logging.getLogger("slack_bolt.AsyncApp").addFilter(_OwnClientNotice())
+
 # 429s are retried after Retry-After this many times before the publisher retries later itself.
 RATE_LIMIT_RETRIES = 3
 

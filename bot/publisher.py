@@ -58,7 +58,7 @@ class Publisher:
     async def run(self) -> None:
         cursor = await self.async_redis.get(CURSOR_KEY)
         last_id = cursor.decode() if cursor else "0-0"
-        self._pending.update(self.store.active_ids())  # re-render whatever was in flight
+        self._pending.update(await asyncio.to_thread(self.store.active_ids))  # re-render whatever was in flight
         while True:
             try:
                 last_id = await self._read(last_id)
@@ -87,7 +87,8 @@ class Publisher:
         due = []
         for run_id in list(self._pending):
             try:
-                state = self.store.get(run_id)
+                # Store reads block; keep them off the loop that also acks Slack events.
+                state = await asyncio.to_thread(self.store.get, run_id)
             except RunNotFound:
                 self._pending.discard(run_id)
                 continue
@@ -112,7 +113,8 @@ class Publisher:
         if not run.channel:
             return True
         ok = True
-        stored = {k.decode(): v.decode() for k, v in self.redis.hgetall(rendered_key(run.id)).items()}
+        raw = await asyncio.to_thread(self.redis.hgetall, rendered_key(run.id))
+        stored = {k.decode(): v.decode() for k, v in raw.items()}
         for name, ts, message in (
             ("progress", run.progress_message, render_progress(state)),
             ("report", run.report_message, render_report(state)),
@@ -123,7 +125,7 @@ class Publisher:
             if stored.get(name) == digest:
                 continue
             if await self._update(run.channel, ts, message, run.id, name):
-                self.redis.hset(rendered_key(run.id), name, digest)
+                await asyncio.to_thread(self.redis.hset, rendered_key(run.id), name, digest)
             else:
                 ok = False
         return ok

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.tools import calculator as calculator_module
+from agent.tools import calc_engine, calculator as calculator_module
 from agent.tools.calculator import (
     MAX_DEPTH,
     MAX_EXPRESSION_CHARS,
@@ -325,6 +325,8 @@ def test_syntax_errors_name_the_token_and_its_position(expression: str, expected
         ("log10(-1)", "log10() needs a positive number, but '-1' at position 7 is -1"),
         ("(-8) ^ (1 / 3)", "negative number to a fractional power"),
         ("0 ^ 0", "'0 ^ 0' at position 1 has no numeric result"),
+        ("1e40 // 3", "'1e40 // 3' at position 1 has no numeric result"),  # 40-digit quotient: not exact
+        ("1e999 % 7", "has no numeric result"),
     ],
 )
 def test_undefined_operations_name_the_offending_part(expression: str, expected: str) -> None:
@@ -474,7 +476,7 @@ def test_progress_line_shows_the_expression_briefly() -> None:
 
 
 def test_module_never_references_eval_exec_or_compile() -> None:
-    source = Path(calculator_module.__file__).read_text(encoding="utf-8")
+    source = "".join(Path(m.__file__).read_text(encoding="utf-8") for m in (calculator_module, calc_engine))
     assert not re.search(r"\b(eval|exec|compile|__import__)\b", source)
     names = {
         node.id if isinstance(node, ast.Name) else node.attr

@@ -270,8 +270,16 @@ async def test_duckduckgo_redirect_links_are_decoded_to_the_real_pages(fake_web:
     hits = await search(http, duckduckgo_config(fake_web), "tracking error")
 
     assert hits[0].url == fake_web.url + "/pages/tracking-error.html"  # type: ignore[attr-defined]
-    assert all(h.url.startswith(fake_web.url) and "duckduckgo.com" not in h.url for h in hits)  # type: ignore[attr-defined]
+    base = fake_web.url  # type: ignore[attr-defined]
+    assert all(h.url.startswith(base) and "duckduckgo.com" not in h.url for h in hits)
     assert "Tracking Error" in hits[0].title and "<b>" not in hits[0].title
+
+
+async def test_a_blank_duckduckgo_page_is_a_search_failed(fake_web: FakeWeb, http: httpx.AsyncClient) -> None:
+    fake_web.add_page("/blank/", Page(b"   \n", content_type="text/html"))
+    config = SearchConfig(provider="duckduckgo", duckduckgo_url=fake_web.url + "/blank/")  # type: ignore[attr-defined]
+    message = await failure(http, config)
+    assert message.startswith("DuckDuckGo answered with an empty or unreadable page; try again")
 
 
 async def test_searxng_without_searxng_url_asks_the_operator_to_set_it(http: httpx.AsyncClient) -> None:

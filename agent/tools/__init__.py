@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .base import Tool, ToolContext, ToolResult
+from .calculator import Calculator
 from .fetch_result import FetchResult
 from .read_page import ReadPage
 from .report_tools import ReviseSection, WriteSection
@@ -12,4 +13,4 @@ __all__ = ["Tool", "ToolContext", "ToolResult", "default_tools"]
 
 def default_tools() -> list[Tool]:
     # Fresh instances per run: tools may keep per-run memory (repeated queries).
-    return [WebSearch(), ReadPage(), FetchResult(), WriteSection(), ReviseSection()]
+    return [WebSearch(), ReadPage(), Calculator(), FetchResult(), WriteSection(), ReviseSection()]

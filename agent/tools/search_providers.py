@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
+from lxml import etree
 from lxml import html as lxml_html
 
 from ..config import SearchConfig
@@ -141,7 +142,8 @@ async def _send(client: httpx.AsyncClient, provider: str, method: str, url: str,
                                        "which is not a search result; try again later")
             return _Reply(response.status_code, response.headers, bytes(body))
     except httpx.TimeoutException:
-        raise SearchFailed(f"{provider} did not answer within {timeout:g} s; try again, or use a shorter query") from None
+        raise SearchFailed(f"{provider} did not answer within {timeout:g} s; try again, "
+                           "or use a shorter query") from None
     except httpx.HTTPError as exc:
         raise SearchFailed(f"{provider} could not be reached ({type(exc).__name__}); try again in a minute, "
                            "or read pages you already have") from None
@@ -288,7 +290,11 @@ def _ddg_target(href: str) -> str:
 
 async def duckduckgo(client: httpx.AsyncClient, config: SearchConfig, query: str) -> list[SearchHit]:
     reply = await _get(client, "DuckDuckGo", config.duckduckgo_url, config, params={"q": query})
-    tree = lxml_html.fromstring(reply.body or b"<html/>")
+    try:
+        tree = lxml_html.fromstring(reply.body or b"<html/>")
+    except (etree.LxmlError, ValueError):
+        raise SearchFailed("DuckDuckGo answered with an empty or unreadable page; try again in a minute, "
+                           "or read pages you already have") from None
     hits: list[SearchHit] = []
     for result in tree.xpath('//div[contains(concat(" ", normalize-space(@class), " "), " result ")]'):
         links = result.xpath('.//a[contains(@class, "result__a")]')

@@ -1,6 +1,7 @@
 """@deepthread <question>: start a run, answer in the thread, pin the report, enqueue."""
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -35,7 +36,8 @@ async def handle_mention(services: Services, client: AsyncWebClient, event: dict
     if mention.bot_id or (services.bot_user_id and mention.user == services.bot_user_id):
         return  # our own or another bot's message
     event_id = body.get("event_id") or f"{mention.channel}:{mention.ts}"
-    if not services.store.claim_event(f"event:{event_id}", EVENT_DEDUPE_TTL_SECONDS):
+    # Redis calls go to a thread: the event loop must stay free to ack other events.
+    if not await asyncio.to_thread(services.store.claim_event, f"event:{event_id}", EVENT_DEDUPE_TTL_SECONDS):
         log.info("dropped a repeated delivery of %s", event_id)
         return
     question = question_of(mention.text, services.bot_user_id)
@@ -62,7 +64,7 @@ async def _reply(client: AsyncWebClient, mention: MentionEvent, text: str) -> No
 
 async def start_run(services: Services, client: AsyncWebClient, run: Run) -> None:
     store = services.store
-    state = store.create(run)
+    state = await asyncio.to_thread(store.create, run)
     progress, report = render_progress(state), render_report(state)
     try:
         posted = await client.chat_postMessage(channel=run.channel, thread_ts=run.thread_ts,
@@ -72,12 +74,17 @@ async def start_run(services: Services, client: AsyncWebClient, run: Run) -> Non
     except SlackApiError as exc:
         error = exc.response.get("error")
         log.error("could not post run %s messages in %s: %s", run.id, run.channel, error)
-        store.mark_failed(run.id, f"could not post in this channel ({error}); invite the bot and ask again")
+        await asyncio.to_thread(store.mark_failed, run.id,
+                                f"could not post in this channel ({error}); invite the bot and ask again")
         return
     await pin(client, run.channel or "", pinned["ts"])
-    store.set_messages(run.id, progress=posted["ts"], report=pinned["ts"])
-    remember_rendered(services.redis, run.id, progress=progress.digest(), report=report.digest())
-    enqueue(services.redis, run)
+
+    def record_and_enqueue() -> None:
+        store.set_messages(run.id, progress=posted["ts"], report=pinned["ts"])
+        remember_rendered(services.redis, run.id, progress=progress.digest(), report=report.digest())
+        enqueue(services.redis, run)
+
+    await asyncio.to_thread(record_and_enqueue)
     log.info("run %s started in %s", run.id, run.channel)
 
 

@@ -58,7 +58,13 @@ def extract(request: dict[str, Any], *, fabricate: bool = False) -> Reply:
     picked = [s for s in sentences if words & set(re.findall(r"\w{4,}", s.lower()))][:3]
     if fabricate:
         picked.append("This sentence appears nowhere on the page and must be dropped.")
-    answer = {"relevance": "high" if picked else "none", "judgement": "Scripted reading.", "excerpts": picked}
+    text = page.group(1) if page else ""
+    links = [int(i) for i, anchor in re.findall(r"【(\d+)†([^†】]*)", text)
+             if words & set(re.findall(r"\w{4,}", anchor.lower()))]
+    # Excerpts are quoted the way a model would: link markers reduced to their anchor text.
+    picked = [re.sub(r"【\d+†([^†】]*)(?:†[^】]*)?】", r"\1", p) for p in picked]
+    answer = {"relevance": "high" if picked else "none", "judgement": "Scripted reading.", "excerpts": picked,
+              "links": links[:5]}
     return text_reply(json.dumps(answer))
 
 

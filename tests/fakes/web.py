@@ -392,8 +392,8 @@ class FakeWeb:
                 reset = failure.retry_after if failure.retry_after is not None else BRAVE_MONTH_SECONDS // 2
                 headers = _brave_rate_headers(1, 0, second_reset=1, month_reset=reset)
                 response = _brave_error(429, "QUOTA_LIMITED", "Request quota limit exceeded for plan.",
-                                        {"component": "rate_limiter", "plan": "Free", "quota_limit": BRAVE_MONTHLY_QUOTA,
-                                         "quota_current": BRAVE_MONTHLY_QUOTA})
+                                        {"component": "rate_limiter", "plan": "Free",
+                                         "quota_limit": BRAVE_MONTHLY_QUOTA, "quota_current": BRAVE_MONTHLY_QUOTA})
             else:
                 reset = failure.retry_after if failure.retry_after is not None else 1
                 headers = _brave_rate_headers(0, left, second_reset=reset)
@@ -433,7 +433,9 @@ class FakeWeb:
         topic = payload.get("topic", "general")
         if not isinstance(query, str) or not query.strip():
             return _tavily_error(400, "Query is missing or empty.")
-        if isinstance(max_results, bool) or not isinstance(max_results, int) or not 0 <= max_results <= TAVILY_MAX_RESULTS:
+        in_range = isinstance(max_results, int) and not isinstance(max_results, bool) \
+            and 0 <= max_results <= TAVILY_MAX_RESULTS
+        if not in_range:
             return _tavily_error(400, f"max_results must be between 0 and {TAVILY_MAX_RESULTS}.")
         if depth not in TAVILY_DEPTHS:
             return _tavily_error(400, f"Invalid search_depth. Must be one of: {', '.join(TAVILY_DEPTHS)}.")
