@@ -141,3 +141,20 @@ def test_ask_writes_a_report_whose_citations_resolve(tmp_path: Path, fake_model,
     listed = dict(re.findall(r"^(\d+)\. \[[^\]]*\]\((http[^)]+)\)", report, re.M))
     assert cited and cited == {int(n) for n in listed}, "every footnote has a source and vice versa"
     assert all(url.startswith(f"{fake_web.url}/pages/") for url in listed.values())
+
+
+def test_own_messages_edits_and_reactions_are_acknowledged_and_ignored(stack: Stack, fake_slack: FakeSlack) -> None:
+    from tests.fakes.slack import message_event, reaction_added_event
+
+    noise = [
+        message_event("my own progress text", channel=CHANNEL, user="UBOT", bot_id="BBOT"),
+        message_event("edited", channel=CHANNEL, subtype="message_changed"),
+        message_event("gone", channel=CHANNEL, subtype="message_deleted"),
+        message_event("a plain thread reply", channel=CHANNEL, thread_ts="1700000000.000001"),
+        reaction_added_event("thumbsup", item_channel=CHANNEL, item_ts="1700000000.000001"),
+        {"type": "event_callback", "event_id": "EvBROKEN", "team_id": "T0TEST", "event": {"type": "app_mention"}},
+    ]
+    for envelope in noise:
+        assert post_event(stack, envelope).status_code == 200
+    time.sleep(1.0)
+    assert [m for m, _ in fake_slack.calls if m != "auth.test"] == [], "nothing was posted, pinned or updated"

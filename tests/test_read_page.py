@@ -228,3 +228,14 @@ async def test_real_saved_pages_extract_with_their_expected_text() -> None:
             passed += " ".join(snippet.split()) not in text
     print(f"real pages: {passed}/{total} snippet checks pass")
     assert total >= 100 and passed / total >= 0.93, f"{passed}/{total}"
+
+
+SHARED_PDF = SHARED_PAGES.parent / "pdf" / "R-intro.pdf"
+
+
+@pytest.mark.skipif(not SHARED_PDF.exists(), reason="../shared/fixtures/pdf absent: real-PDF reading check not run")
+async def test_real_113_page_pdf_is_read_in_parts(ctx: ToolContext, fake_web: FakeWeb, fake_model) -> None:
+    fake_web.add_page("/R-intro.pdf", Page(SHARED_PDF.read_bytes(), content_type="application/pdf"))
+    text = await read(ctx, f"{fake_web.url}/R-intro.pdf", "how R vectors and assignment work")
+    assert "Read: PDF" in text and "113 pages" in text and "parts read in parallel" in text, text[:400]
+    assert re.search(r'\[s\d+\] "', text), "verbatim passages from the PDF"
