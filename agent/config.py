@@ -54,5 +54,9 @@ class AgentConfig(BaseModel):
     request_timeout: float = defaults.REQUEST_TIMEOUT_SECONDS
     tool_deadline: float = defaults.TOOL_DEADLINE_SECONDS
     model_max_retries: int = defaults.MODEL_MAX_RETRIES
+    # The context budget the loop manages to (DEEPTHREAD_CONTEXT_TOKENS).
+    context_tokens: int = defaults.CONTEXT_TOKENS
+    # Elision and compaction; off only to measure what they save.
+    manage_context: bool = True
     search: SearchConfig = Field(default_factory=SearchConfig)
     fetch: FetchConfig = Field(default_factory=FetchConfig)

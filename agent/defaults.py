@@ -44,3 +44,34 @@ USER_AGENT = "Deepthread/0.1 (research bot)"
 
 # A question longer than this is refused with advice (long material goes in a file).
 MAX_QUESTION_CHARS = 4_000
+
+# Context management (DESIGN.md "Elision", "Compaction").
+# The context budget when DEEPTHREAD_CONTEXT_TOKENS is unset: the models' standard window.
+CONTEXT_TOKENS = 200_000
+# Elide a result only when it is more than this many steps old…
+ELIDE_AFTER_STEPS = 3
+# …and larger than this (a stub costs ~100 tokens; smaller results are not worth the cache rewrite).
+ELIDE_MIN_TOKENS = 2_000
+# A result whose markers or id were used in this many latest assistant turns stays verbatim.
+CITED_RECENTLY_TURNS = 3
+# A batch of elisions runs only when it frees this many tokens…
+ELISION_BATCH_MIN_TOKENS = 6_000
+# …and at least this share of what follows its first edit (the part whose cache it rewrites),
+ELISION_BATCH_MIN_SHARE = 0.25
+# …unless the context is already this full, when any saving beats the cache.
+ELISION_PRESSURE_SHARE = 0.5
+# Compaction: start at this share of the context budget, aim back to about TARGET.
+COMPACT_AT_SHARE = 0.75
+COMPACT_TARGET_SHARE = 0.30
+# The verbatim tail kept after a compaction is at most this share of the budget.
+TAIL_MAX_SHARE = 0.20
+# A summary is adopted only if the real request shrinks by at least this share.
+COMPACT_MIN_SAVING = 0.25
+# After this many failed or useless summaries in a row, the run stops trying.
+COMPACT_MAX_FAILURES = 3
+# A compaction is deferred at most this often (then it goes ahead, or the context would overflow).
+COMPACT_MAX_DEFERRALS = 2
+# Room for the summary itself.
+SUMMARY_MAX_TOKENS = 4_000
+# The pinned manifest keeps at most this many exact identifiers (newest kept).
+MANIFEST_MAX_ITEMS = 120

@@ -14,6 +14,9 @@ from . import defaults
 from .budget import BudgetTracker
 from .citations import SourceRegistry, UnknownCitation, strip_unknown_markers
 from .config import AgentConfig
+from .context.history import History, ResultRecord
+from .context.manager import ContextManager
+from .context.requestlog import RequestLog
 from .events import Finished, Progress, SourceAdded, UsageRecorded
 from .model import ModelClient, ModelUnavailable
 from .prompts import load
@@ -36,16 +39,6 @@ def _text_of(content: list[Any]) -> str:
     return "\n".join(block.text for block in content if block.type == "text").strip()
 
 
-def _with_cache_breakpoint(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Mark the end of the conversation so the next turn reads it from cache."""
-    last = dict(messages[-1])
-    content = last["content"]
-    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else [dict(b) for b in content]
-    blocks[-1]["cache_control"] = {"type": "ephemeral"}
-    last["content"] = blocks
-    return messages[:-1] + [last]
-
-
 class ResearchLoop:
     def __init__(self, task: ResearchTask, config: AgentConfig, ctx: ToolContext, tools: list[Tool]) -> None:
         self.task = task
@@ -53,47 +46,64 @@ class ResearchLoop:
         self.ctx = ctx
         self.tools = {tool.name: tool for tool in tools}
         self.tracker = BudgetTracker(task.budget)
+        # Tools, then system, form the stable front of every request (cache breakpoint here).
         self.system = [{"type": "text", "text": load("system"), "cache_control": {"type": "ephemeral"}}]
         self.tool_schemas = [tool.schema() for tool in tools]
-        self.messages: list[dict[str, Any]] = []
+        self.context = ContextManager(
+            History(first_message(task)), ctx.model, config.context_tokens, ctx.emit,
+            spend_request=self._spend_summary_request, enabled=config.manage_context,
+        )
+        self.notes: list[str] = []  # user notes arriving mid-run (steering) are pinned with the task
         self._announced_sources = len(ctx.registry)
+
+    @property
+    def history(self) -> History:
+        return self.context.history
+
+    def _spend_summary_request(self) -> bool:
+        if self.tracker.requests_left() <= self.task.budget.reserve_requests + 1:
+            return False  # the reserve is for the answer, not for tidying notes
+        self.tracker.requests += 1
+        return True
+
+    def _sections(self) -> list[str]:
+        return [f"{s.section_id} {s.title}" for s in self.ctx.sections.values()]
 
     async def run(self) -> Outcome:
         emit = self.ctx.emit
         await emit(Progress(phase="researching", activity="Planning the research"))
-        pending: list[dict[str, Any]] = [{"type": "text", "text": first_message(self.task)}]
         rewrites_left = defaults.FINAL_ANSWER_REWRITES
+        last_stop: str | None = None
         while True:
             limit = self.tracker.exhausted()
             if limit:
                 return Outcome("completed", "", f"{limit} before a final answer was written")
-            finalize = self.tracker.should_finalize()
-            sections = [f"{s.section_id} {s.title}" for s in self.ctx.sections.values()]
-            pending.append({"type": "text", "text": self.tracker.block(len(self.ctx.registry), sections, finalize)})
-            self.messages.append({"role": "user", "content": pending})
+            await self.context.prepare(system=self.system, tools=self.tool_schemas, last_stop_reason=last_stop,
+                                       notes=self.notes, sections=self._sections())
+            finalize = self.tracker.should_finalize() or (
+                "the context budget is nearly full" if self.context.exhausted() else None)
+            self.history.add_text(self.tracker.block(len(self.ctx.registry), self._sections(), finalize))
             if finalize:
                 await emit(Progress(phase="finishing", activity="Writing the summary"))
             self.tracker.requests += 1
+            self.context.sent()
             message = await self.ctx.model.turn(
-                system=self.system,
-                tools=self.tool_schemas,
-                messages=_with_cache_breakpoint(self.messages),
-                max_tokens=self.config.main_max_tokens,
-                tool_choice={"type": "none"} if finalize else None,
+                system=self.system, tools=self.tool_schemas, messages=self.history.messages(),
+                max_tokens=self.config.main_max_tokens, tool_choice={"type": "none"} if finalize else None,
             )
+            self.context.observe(message.usage)
+            last_stop = message.stop_reason
             await self._record_usage()
             content = [block.model_dump(exclude_none=True) for block in message.content]
-            if not content:
-                content = [{"type": "text", "text": "(no answer)"}]
-            self.messages.append({"role": "assistant", "content": content})
+            self.history.add_assistant(content or [{"type": "text", "text": "(no answer)"}])
             calls = [block for block in message.content if block.type == "tool_use"]
             if message.stop_reason == "refusal":
                 return Outcome("failed", "", "the model declined to continue with this request")
             if calls:
-                pending = await self._run_tools(calls)
+                self.history.add_results(await self._run_tools(calls))
                 continue
             if message.stop_reason == "pause_turn":
-                pending = [{"type": "text", "text": "Continue."}]
+                self.history.add_text("Continue.")
                 continue
             answer = _text_of(message.content)
             try:
@@ -101,7 +111,7 @@ class ResearchLoop:
             except UnknownCitation as exc:
                 if rewrites_left > 0 and self.tracker.requests_left() > 0:
                     rewrites_left -= 1
-                    pending = [{"type": "text", "text": f"Your answer was not accepted: {exc} Rewrite it."}]
+                    self.history.add_text(f"Your answer was not accepted: {exc} Rewrite it.")
                     continue
                 answer = strip_unknown_markers(answer, {s.marker for s in self.ctx.registry.all()})
             return Outcome("completed", answer, "")
@@ -113,7 +123,7 @@ class ResearchLoop:
             cache_read_tokens=u.cache_read_tokens, cache_creation_tokens=u.cache_creation_tokens,
         ))
 
-    async def _run_tools(self, calls: list[Any]) -> list[dict[str, Any]]:
+    async def _run_tools(self, calls: list[Any]) -> list[ResultRecord]:
         """Run one batch of calls concurrently; answer them together, in call order."""
         prepared: list[tuple[Any, Tool | None, Any, str | None]] = []
         for call in calls:
@@ -132,16 +142,10 @@ class ResearchLoop:
             await self.ctx.emit(Progress(phase="researching", activity=activity))
         results = await asyncio.gather(*(self._run_one(tool, args, err) for _, tool, args, err in prepared))
         await self._announce_sources()
-        blocks = []
-        for (call, *_), result in zip(prepared, results):
-            result_id = await self._store(call, result)
-            block = {"type": "tool_result", "tool_use_id": call.id, "content": f"[{result_id}]\n{result.text}"}
-            if result.is_error:
-                block["is_error"] = True
-            blocks.append(block)
-        return blocks
+        step = self.history.next_step - 1
+        return [await self._store(call, result, step) for (call, *_), result in zip(prepared, results)]
 
-    async def _store(self, call: Any, result: ToolResult) -> str:
+    async def _store(self, call: Any, result: ToolResult, step: int) -> ResultRecord:
         """Every result is stored under its own id before the model sees it."""
         result_id = self.ctx.result_ids.next()
         arguments = call.input if isinstance(call.input, dict) else {}
@@ -150,7 +154,8 @@ class ResearchLoop:
             id=result_id, kind=call.name, arguments=arguments, text=result.text, is_error=result.is_error,
             locator=Locator(what=what, start=0, end=len(result.text), total=len(result.text)),
         ))
-        return result_id
+        return ResultRecord(tool_use_id=call.id, result_id=result_id, tool=call.name, arguments=arguments,
+                            text=f"[{result_id}]\n{result.text}", is_error=result.is_error, step=step)
 
     async def _run_one(self, tool: Tool | None, args: Any, error: str | None) -> ToolResult:
         if error is not None or tool is None:
@@ -185,11 +190,13 @@ async def research(
     tools: list[Tool] | None = None,
     registry: SourceRegistry | None = None,
     results: ResultStore | None = None,
+    request_log: RequestLog | None = None,
 ) -> Outcome:
     """Research `task` to the end, emitting RunEvents; always emits exactly one Finished."""
     model = ModelClient(
         anthropic.with_options(max_retries=config.model_max_retries),
         main_model=config.main_model, small_model=config.small_model, timeout=config.request_timeout,
+        log=request_log,
     )
     timeout = httpx.Timeout(config.fetch.read_timeout, connect=config.fetch.connect_timeout)
     async with httpx.AsyncClient(timeout=timeout, headers={"User-Agent": defaults.USER_AGENT}) as http:

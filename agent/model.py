@@ -1,4 +1,5 @@
-"""The model boundary: one place that talks to the Messages API and turns failures into values."""
+"""The model boundary: one place that talks to the Messages API, counts usage, logs each
+request as dispatched, and turns failures into values."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -7,6 +8,8 @@ from typing import Any
 import anthropic
 from anthropic import AsyncAnthropic
 from anthropic.types import Message
+
+from .context.requestlog import RequestLog, RequestRecord, describe
 
 
 class ModelUnavailable(Exception):
@@ -62,11 +65,14 @@ def _message_of(exc: anthropic.APIStatusError) -> str:
 class ModelClient:
     """Main-model turns (streamed) and small-model calls, with usage counted in one place."""
 
-    def __init__(self, client: AsyncAnthropic, *, main_model: str, small_model: str, timeout: float) -> None:
+    def __init__(self, client: AsyncAnthropic, *, main_model: str, small_model: str, timeout: float,
+                 log: RequestLog | None = None) -> None:
         self._client = client
         self.main_model = main_model
         self.small_model = small_model
         self._timeout = timeout
+        self._log = log
+        self._logged = 0
         self.usage = Usage()
 
     async def turn(
@@ -77,36 +83,56 @@ class ModelClient:
         messages: list[dict[str, Any]],
         max_tokens: int,
         tool_choice: dict[str, Any] | None = None,
+        kind: str = "turn",
     ) -> Message:
-        kwargs: dict[str, Any] = {
-            "model": self.main_model,
-            "system": system,
-            "tools": tools,
-            "messages": messages,
-            "max_tokens": max_tokens,
-            "timeout": self._timeout,
-        }
+        body: dict[str, Any] = {"model": self.main_model, "system": system, "tools": tools, "messages": messages,
+                                "max_tokens": max_tokens}
         if tool_choice is not None:
-            kwargs["tool_choice"] = tool_choice
+            body["tool_choice"] = tool_choice
         try:
             # Streamed: long outputs are refused without streaming, and a stream shows liveness.
-            async with self._client.messages.stream(**kwargs) as stream:
+            async with self._client.messages.stream(**body, timeout=self._timeout) as stream:
                 message = await stream.get_final_message()
         except anthropic.APIError as exc:
+            await self._record(kind, body, None, describe_api_error(exc))
             raise ModelUnavailable(describe_api_error(exc)) from exc
         self.usage.add(message)
+        await self._record(kind, body, message)
         return message
 
     async def small(self, *, system: str, prompt: str, max_tokens: int) -> str:
+        body: dict[str, Any] = {"model": self.small_model, "system": system, "max_tokens": max_tokens,
+                                "messages": [{"role": "user", "content": prompt}]}
         try:
-            message = await self._client.messages.create(
-                model=self.small_model,
-                system=system,
-                messages=[{"role": "user", "content": prompt}],
-                max_tokens=max_tokens,
-                timeout=self._timeout,
-            )
+            message = await self._client.messages.create(**body, timeout=self._timeout)
         except anthropic.APIError as exc:
+            await self._record("extract", body, None, describe_api_error(exc))
             raise ModelUnavailable(describe_api_error(exc)) from exc
         self.usage.add(message)
+        await self._record("extract", body, message)
         return "".join(block.text for block in message.content if block.type == "text")
+
+    async def count_tokens(self, *, system: Any, tools: list[dict[str, Any]], messages: list[dict[str, Any]]) -> int:
+        """The real size of a request, asked of the API (no model call, no cost)."""
+        try:
+            counted = await self._client.messages.count_tokens(
+                model=self.main_model, system=system, tools=tools, messages=messages)  # type: ignore[arg-type]
+        except anthropic.APIError as exc:
+            raise ModelUnavailable(describe_api_error(exc)) from exc
+        return counted.input_tokens
+
+    async def _record(self, kind: str, body: dict[str, Any], message: Message | None, error: str | None = None) -> None:
+        if self._log is None:
+            return
+        self._logged += 1
+        usage = message.usage if message is not None else None
+        record = RequestRecord(
+            n=self._logged, kind=kind, model=body["model"],
+            input_tokens=(usage.input_tokens or 0) if usage else 0,
+            output_tokens=(usage.output_tokens or 0) if usage else 0,
+            cache_read_tokens=(usage.cache_read_input_tokens or 0) if usage else 0,
+            cache_creation_tokens=(usage.cache_creation_input_tokens or 0) if usage else 0,
+            stop_reason=message.stop_reason if message is not None else None, error=error,
+            **(describe(body) if kind == "turn" or kind == "summary" else {}),
+        )
+        await self._log.record(record, body)

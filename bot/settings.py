@@ -58,8 +58,9 @@ class Settings(BaseSettings):
                                              ("tavily_url", self.tavily_url)) if url},
         )
         allow = [a.strip() for a in self.fetch_allow.split(",") if a.strip()]
+        extra = {"context_tokens": self.context_tokens} if self.context_tokens else {}
         return AgentConfig(main_model=self.model, small_model=self.small_model, search=search,
-                           fetch=FetchConfig(allow=allow))
+                           fetch=FetchConfig(allow=allow), **extra)
 
     def job_runtime(self) -> JobRuntime:
         return JobRuntime(agent=self.agent_config(), anthropic_api_key=self.secret("anthropic_api_key"),

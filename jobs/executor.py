@@ -11,6 +11,7 @@ from redis.asyncio import Redis as AsyncRedis
 from rq import get_current_job
 
 from agent import PROFILES, ResearchTask, RunEvent, research
+from agent.context.requestlog import RedisRequestLog
 from agent.results import RedisResultStore
 
 from .models import RunState, RunStatus
@@ -50,7 +51,8 @@ async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime) -> Ru
     try:
         async with anthropic_client(runtime) as client:
             await research(task_for(state), runtime.agent, anthropic=client, emit=emit,
-                           results=RedisResultStore(async_redis, state.run.id))
+                           results=RedisResultStore(async_redis, state.run.id),
+                           request_log=RedisRequestLog(async_redis, state.run.id))
     finally:
         await async_redis.aclose()
     return holder["state"]

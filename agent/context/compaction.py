@@ -1,0 +1,96 @@
+"""Compaction: the middle of the history becomes a structured summary, only when it must.
+
+Lossy, so held back: it starts at COMPACT_AT_SHARE of the budget, summarises only settled
+steps (a tool call always stays with its result), never re-summarises a summary, measures
+the saving on the real request before adopting it, and leaves the context untouched when
+the summary fails or saves too little.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from pydantic import BaseModel, Field, ValidationError
+
+from .. import defaults
+from ..prompts import load
+from .history import History
+
+REINJECTION = (
+    "<summary of steps {first}–{last}>\n"
+    "Your own handoff notes for steps {first}–{last}, which were removed to make room. Build on "
+    "them: do not redo finished work and do not reopen settled questions. Every handle ([sN] "
+    "or r_…) stays valid; fetch_result brings back any result by id.\n{body}\n</summary>"
+)
+
+
+class Fact(BaseModel):
+    claim: str
+    handle: str = ""
+
+
+class DeadEnd(BaseModel):
+    approach: str
+    why_failed: str = ""
+
+
+class CompactionSummary(BaseModel):
+    established_facts: list[Fact] = Field(default_factory=list)
+    exact_identifiers: list[str] = Field(default_factory=list)
+    dead_ends: list[DeadEnd] = Field(default_factory=list)
+    open_questions: list[str] = Field(default_factory=list)
+    current_state: str
+    next_action: str
+
+
+def parse_summary(text: str) -> CompactionSummary:
+    match = re.search(r"\{.*\}", text, re.S)
+    if not match:
+        raise ValueError("no JSON object in the summary")
+    try:
+        return CompactionSummary.model_validate(json.loads(match.group(0)))
+    except (ValidationError, json.JSONDecodeError) as exc:
+        raise ValueError(f"summary does not match the schema: {exc}") from None
+
+
+def tail_start(history: History, budget_tokens: int, chars_per_token: int = 4) -> int:
+    """Index into history.steps where the verbatim tail begins (≥ 1 step kept, ≤ TAIL_MAX_SHARE)."""
+    limit = defaults.TAIL_MAX_SHARE * budget_tokens
+    total = 0
+    start = len(history.steps)
+    for i in range(len(history.steps) - 1, -1, -1):
+        total += history.steps[i].chars() / chars_per_token
+        if total > limit and start < len(history.steps):
+            break
+        start = i
+    return start
+
+
+def instruction(history: History, start: int) -> str:
+    steps = history.steps
+    return load("compaction").format(
+        first_step=steps[0].index, last_step=steps[start - 1].index, tail_steps=len(steps) - start
+    )
+
+
+def render_summary(summary: CompactionSummary, first: int, last: int) -> str:
+    return REINJECTION.format(first=first, last=last, body=summary.model_dump_json(indent=1))
+
+
+@dataclass
+class CompactionState:
+    failures: int = 0  # in a row
+    deferrals: int = 0
+    done: int = 0
+
+    @property
+    def disabled(self) -> bool:
+        return self.failures >= defaults.COMPACT_MAX_FAILURES
+
+
+def defer_reason(last_stop_reason: str | None) -> str | None:
+    """A turn cut off before its action (max_tokens, pause_turn) must finish before we summarise it."""
+    if last_stop_reason in ("max_tokens", "pause_turn"):
+        return f"the last turn stopped ({last_stop_reason}) before taking the action it was working toward"
+    return None

@@ -1,0 +1,196 @@
+"""The conversation as steps, and its projection into Messages API requests.
+
+A step is one assistant turn and the user message that answers it (tool results, then
+text such as the budget block). Each step serialises itself once and again only when it
+changes (an elision), so building a request never re-serialises what cannot have changed.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from ..citations import MARKER_RE
+from .tokens import CHARS_PER_TOKEN, estimate_chars
+
+EPHEMERAL = {"type": "ephemeral"}
+RESULT_ID_RE = re.compile(r"\br_[0-9a-f]{4,}\b")
+DOMAIN_RE = re.compile(r"https?://(?:www\.)?([^/\s:]+)")
+
+
+def _text(text: str, cache: bool = False) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "text", "text": text}
+    if cache:
+        block["cache_control"] = EPHEMERAL
+    return block
+
+
+@dataclass(eq=False)
+class ResultRecord:
+    tool_use_id: str
+    result_id: str
+    tool: str
+    arguments: dict[str, Any]
+    text: str  # exactly what the model saw, id header included
+    is_error: bool
+    step: int
+    stub: str | None = None  # once written, never changes: the cached prefix depends on it
+
+    @cached_property
+    def tokens(self) -> int:
+        return len(self.text) // CHARS_PER_TOKEN
+
+    @cached_property
+    def markers(self) -> list[str]:
+        return list(dict.fromkeys(f"s{m}" for m in MARKER_RE.findall(self.text)))
+
+    @cached_property
+    def domains(self) -> list[str]:
+        counts: dict[str, int] = {}
+        for host in DOMAIN_RE.findall(self.text):
+            counts[host] = counts.get(host, 0) + 1
+        return sorted(counts, key=lambda h: -counts[h])
+
+    def block(self) -> dict[str, Any]:
+        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": self.tool_use_id,
+                                 "content": self.stub if self.stub is not None else self.text}
+        if self.is_error:
+            block["is_error"] = True
+        return block
+
+
+@dataclass(eq=False)
+class Step:
+    index: int  # global and monotonic: ages are measured in steps
+    assistant: list[dict[str, Any]]
+    results: list[ResultRecord] = field(default_factory=list)
+    extra: list[str] = field(default_factory=list)
+    _pair: tuple[dict[str, Any], dict[str, Any]] | None = field(default=None, repr=False)
+    _chars: int | None = field(default=None, repr=False)
+
+    def invalidate(self) -> None:
+        self._pair = None
+        self._chars = None
+
+    def messages(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        if self._pair is None:
+            user = [r.block() for r in self.results] + [_text(t) for t in self.extra]
+            self._pair = ({"role": "assistant", "content": self.assistant}, {"role": "user", "content": user})
+        return self._pair
+
+    def chars(self) -> int:
+        if self._chars is None:
+            assistant, user = self.messages()
+            self._chars = estimate_chars(assistant["content"]) + estimate_chars(user["content"])
+        return self._chars
+
+    def mentions(self) -> str:
+        """The assistant's text and tool inputs, where it cites markers and result ids."""
+        return " ".join(str(block.get("text") or block.get("input") or "") for block in self.assistant)
+
+
+class History:
+    def __init__(self, opening: str) -> None:
+        self.opening = opening
+        self.opening_extra: list[str] = []
+        self.pinned: str | None = None  # replaces the opening at the first compaction
+        self.summaries: list[str] = []
+        self.steps: list[Step] = []
+        self._head: dict[str, Any] | None = None
+        self._steps_chars = 0
+        self._next_index = 0
+
+    # --- building ---------------------------------------------------------------------
+    def add_text(self, text: str) -> None:
+        """Append text to the user message the next request ends with."""
+        if self.steps:
+            step = self.steps[-1]
+            self._steps_chars -= step.chars()
+            step.extra.append(text)
+            step.invalidate()
+            self._steps_chars += step.chars()
+        else:
+            self.opening_extra.append(text)
+            self._head = None
+
+    def add_assistant(self, content: list[dict[str, Any]]) -> Step:
+        step = Step(index=self._next_index, assistant=content)
+        self._next_index += 1
+        self.steps.append(step)
+        self._steps_chars += step.chars()
+        return step
+
+    def add_results(self, records: list[ResultRecord]) -> None:
+        step = self.steps[-1]
+        self._steps_chars -= step.chars()
+        step.results.extend(records)
+        step.invalidate()
+        self._steps_chars += step.chars()
+
+    @property
+    def next_step(self) -> int:
+        return self._next_index
+
+    # --- rewriting --------------------------------------------------------------------
+    def elide(self, stubs: dict[ResultRecord, str]) -> None:
+        touched: set[int] = set()
+        for record, stub in stubs.items():
+            if record.stub is None:
+                record.stub = stub
+                touched.add(record.step)
+        for step in self.steps:
+            if step.index in touched:
+                self._steps_chars -= step.chars()
+                step.invalidate()
+                self._steps_chars += step.chars()
+
+    def compacted(self, tail_start: int, summary: str, pinned: str) -> History:
+        """A new history: steps[:tail_start] replaced by a summary, the pinned region rewritten.
+        This one is left as it was, so a summary that does not pay can simply be dropped."""
+        new = History(self.opening)
+        new.pinned = pinned
+        new.summaries = [*self.summaries, summary]
+        new.steps = self.steps[tail_start:]
+        new._steps_chars = sum(step.chars() for step in new.steps)
+        new._next_index = self._next_index
+        return new
+
+    # --- projection -------------------------------------------------------------------
+    def head(self) -> dict[str, Any]:
+        if self._head is None:
+            if self.pinned is None:
+                blocks = [_text(self.opening, cache=True)] + [_text(t) for t in self.opening_extra]
+            else:
+                blocks = [_text(self.pinned, cache=True)]
+                blocks += [_text(s, cache=i == len(self.summaries) - 1) for i, s in enumerate(self.summaries)]
+            self._head = {"role": "user", "content": blocks}
+        return self._head
+
+    def messages(self, extra_text: str | None = None) -> list[dict[str, Any]]:
+        """The request's messages, the last block marked for caching. Shares unchanged dicts."""
+        messages = [self.head()]
+        for step in self.steps:
+            messages.extend(step.messages())
+        last = dict(messages[-1])
+        blocks = [dict(b) for b in last["content"]]
+        if extra_text:
+            blocks.append(_text(extra_text))
+        if not any("cache_control" in b for b in blocks):
+            blocks[-1] = {**blocks[-1], "cache_control": EPHEMERAL}
+        last["content"] = blocks
+        messages[-1] = last
+        return messages
+
+    def chars(self) -> int:
+        return estimate_chars(self.head()["content"]) + self._steps_chars
+
+    def latest_by_tool(self) -> dict[str, ResultRecord]:
+        latest: dict[str, ResultRecord] = {}
+        for step in self.steps:
+            for record in step.results:
+                latest[record.tool] = record
+        return latest
+
+    def recent_mentions(self, turns: int) -> str:
+        return " ".join(step.mentions() for step in self.steps[-turns:])
