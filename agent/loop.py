@@ -105,6 +105,11 @@ class ResearchLoop:
             if message.stop_reason == "pause_turn":
                 self.history.add_text("Continue.")
                 continue
+            if message.stop_reason == "max_tokens" and self.tracker.requests_left() > 0:
+                self.history.add_text(
+                    "Your last turn was cut off at the output limit. If you were about to call a tool, call "
+                    "it now; if you were writing your answer, write it again, shorter.")
+                continue
             answer = _text_of(message.content)
             try:
                 self.ctx.registry.check(answer)

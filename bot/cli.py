@@ -101,6 +101,17 @@ def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:
     return asyncio.run(ask(question, settings.job_runtime(), Path(args.out) if args.out else None, args.profile))
 
 
+def cmd_inspect(settings: Settings, args: argparse.Namespace) -> int:
+    if not settings.redis_url:
+        print("REDIS_URL is not set: point it at the Redis the workers use", file=sys.stderr)
+        return 2
+    from redis import Redis
+
+    from .inspect import inspect
+
+    return inspect(Redis.from_url(settings.redis_url), args.run_id, args.request, sys.stdout)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="deepthread", description="A Slack research bot.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -113,10 +124,14 @@ def parser() -> argparse.ArgumentParser:
     a.add_argument("--out", help="report file (default: deepthread-report-<question>.md)")
     a.add_argument("--profile", choices=["standard", "deep"], default="standard")
     sub.add_parser("doctor", help="check the configuration")
+    i = sub.add_parser("inspect", help="list a run's model requests as dispatched, or print one in full")
+    i.add_argument("run_id")
+    i.add_argument("request", nargs="?", type=int, help="print this request (1-based) in full, as JSON")
     return p
 
 
-COMMANDS = {"serve": cmd_serve, "worker": cmd_worker, "up": cmd_up, "ask": cmd_ask, "doctor": cmd_doctor}
+COMMANDS = {"serve": cmd_serve, "worker": cmd_worker, "up": cmd_up, "ask": cmd_ask, "doctor": cmd_doctor,
+            "inspect": cmd_inspect}
 
 
 def main(argv: list[str] | None = None) -> int:

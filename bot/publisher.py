@@ -55,11 +55,14 @@ class Publisher:
         self._last_sync: dict[str, float] = {}
         self._semaphore = asyncio.Semaphore(CONCURRENT_SYNCS)
 
-    async def run(self) -> None:
+    async def run(self, stop: asyncio.Event | None = None) -> None:
+        """Sync until `stop` is set. Stopping between reads, never by cancelling one: a
+        cancelled blocking XREAD can leave redis-py's asyncio connection stuck."""
+        stop = stop or asyncio.Event()
         cursor = await self.async_redis.get(CURSOR_KEY)
         last_id = cursor.decode() if cursor else "0-0"
         self._pending.update(await asyncio.to_thread(self.store.active_ids))  # re-render whatever was in flight
-        while True:
+        while not stop.is_set():
             try:
                 last_id = await self._read(last_id)
                 await self._flush()

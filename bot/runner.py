@@ -4,12 +4,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+from typing import Any
 
 from aiohttp import web
 from redis import Redis
 from redis.asyncio import Redis as AsyncRedis
 from rq import Queue, Worker
 from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
 
 import jobs
 from jobs import RunStore
@@ -43,22 +45,17 @@ async def serve(settings: Settings) -> int:
     services = Services(redis=redis, store=store, bot_user_id=identity.bot_user_id,
                         stop_reaction=settings.stop_reaction)
     app = build_app(settings, services, client, identity)
-    publisher = asyncio.create_task(Publisher(redis, async_redis, store, client).run(), name="publisher")
-
     stop = asyncio.Event()
+    publisher = asyncio.create_task(Publisher(redis, async_redis, store, client).run(stop), name="publisher")
+
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
 
     app_token = settings.secret("slack_app_token")
+    code = 0
     if app_token:
-        from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
-
-        handler = AsyncSocketModeHandler(app, app_token)
-        await handler.connect_async()
-        log.info("deepthread is connected to Slack in Socket Mode")
-        await stop.wait()
-        await handler.close_async()
+        code = await _socket_mode(app, client, app_token, stop)
     else:
         runner = web.AppRunner(web_app(app), access_log=None)
         await runner.setup()
@@ -66,9 +63,46 @@ async def serve(settings: Settings) -> int:
         log.info("deepthread is listening on port %s at /slack/events", settings.port)
         await stop.wait()
         await runner.cleanup()
-    publisher.cancel()
+    stop.set()
     await asyncio.gather(publisher, return_exceptions=True)
     await async_redis.aclose()
+    return code
+
+
+# Slack errors that mean the app-level token will never work: stop with one clear line.
+APP_TOKEN_REJECTED = {"invalid_auth", "not_authed", "not_allowed_token_type", "token_revoked", "token_expired",
+                      "account_inactive"}
+
+
+async def _socket_mode(app: Any, client: AsyncWebClient, app_token: str, stop: asyncio.Event) -> int:
+    """Serve over Socket Mode until `stop`; 2 when Slack rejects the app-level token."""
+    from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+
+    # Prove the token once, as identify() does for the bot token: the socket client itself
+    # would retry a rejected token forever.
+    try:
+        first_url = (await client.apps_connections_open(app_token=app_token))["url"]
+    except SlackApiError as exc:
+        error = exc.response.get("error")
+        if error in APP_TOKEN_REJECTED:
+            log.error("Slack rejected SLACK_APP_TOKEN (%s): use an app-level token (xapp-…) with connections:write",
+                      error)
+            return 2
+        first_url = None  # Slack is having trouble: the client keeps retrying
+    handler = AsyncSocketModeHandler(app, app_token)
+    if first_url:
+        handler.client.wss_uri = first_url  # a connection URL works once: do not waste this one
+    connecting = asyncio.create_task(handler.connect_async())
+    stopping = asyncio.create_task(stop.wait())
+    # Connecting may retry for a long time; a stop signal must still end the process.
+    await asyncio.wait({connecting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    if not stop.is_set():
+        log.info("deepthread is connected to Slack in Socket Mode")
+        await stop.wait()
+    connecting.cancel()
+    stopping.cancel()
+    await asyncio.gather(connecting, stopping, return_exceptions=True)
+    await handler.close_async()
     return 0
 
 

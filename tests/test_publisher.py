@@ -74,7 +74,8 @@ async def test_publisher_loop_flushes_the_final_state(redis: Redis, redis_url: s
     store = RunStore(redis)
     state = await posted_run(store, client)
     publisher = Publisher(redis, AsyncRedis.from_url(redis_url), store, client)
-    task = asyncio.create_task(publisher.run())
+    stop = asyncio.Event()
+    task = asyncio.create_task(publisher.run(stop))
     try:
         for n in range(1, 6):  # a burst: coalesced, yet the final state must land
             state = store.apply(state, SourceAdded(source=source(n)))
@@ -87,7 +88,8 @@ async def test_publisher_loop_flushes_the_final_state(redis: Redis, redis_url: s
             await asyncio.sleep(0.05)
         assert "Final" in str(report.blocks) and "All cheap" in str(report.blocks)
     finally:
-        task.cancel()
+        stop.set()
+        await asyncio.wait_for(task, 5)
 
 
 async def test_huge_report_stays_within_slack_limits(redis: Redis, redis_url: str, client, fake_slack) -> None:

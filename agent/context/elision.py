@@ -20,7 +20,7 @@ from ..citations import MARKER_RE
 class ElisionPlan:
     stubs: dict[ResultRecord, str]
     freed_tokens: int
-    rewritten_tokens: int  # tokens from the first edited step to the end (their cache is rewritten)
+    rewritten_tokens: int  # tokens whose cache an edit rewrites: everything after the head's breakpoint
 
 
 def eligible(history: History) -> list[ResultRecord]:
@@ -46,11 +46,11 @@ def plan(history: History, budget_tokens: int, context_tokens: int) -> ElisionPl
         return None
     stubs = {record: stub_for(record) for record in candidates}
     freed = sum(record.tokens - len(stub) // CHARS_PER_TOKEN for record, stub in stubs.items())
-    first = min(record.step for record in candidates)
-    rewritten = sum(step.chars() for step in history.steps if step.index >= first) // CHARS_PER_TOKEN
+    # The cache is read only up to a breakpoint, and the last one before any step is the head's:
+    # an edit anywhere in the steps rewrites the cache of all of them.
+    rewritten = sum(step.chars() for step in history.steps) // CHARS_PER_TOKEN
     pressure = context_tokens >= defaults.ELISION_PRESSURE_SHARE * budget_tokens
-    if freed < defaults.ELISION_BATCH_MIN_TOKENS and not pressure:
-        return None
-    if rewritten and freed / rewritten < defaults.ELISION_BATCH_MIN_SHARE and not pressure:
+    share = defaults.ELISION_PRESSURE_MIN_SHARE if pressure else defaults.ELISION_BATCH_MIN_SHARE
+    if freed < defaults.ELISION_BATCH_MIN_TOKENS or (rewritten and freed / rewritten < share):
         return None
     return ElisionPlan(stubs=stubs, freed_tokens=freed, rewritten_tokens=rewritten)

@@ -66,24 +66,31 @@ class Step:
     assistant: list[dict[str, Any]]
     results: list[ResultRecord] = field(default_factory=list)
     extra: list[str] = field(default_factory=list)
-    _pair: tuple[dict[str, Any], dict[str, Any]] | None = field(default=None, repr=False)
-    _chars: int | None = field(default=None, repr=False)
+    _assistant_message: dict[str, Any] | None = field(default=None, repr=False)
+    _user_message: dict[str, Any] | None = field(default=None, repr=False)
+    _assistant_chars: int | None = field(default=None, repr=False)
+    _user_chars: int | None = field(default=None, repr=False)
 
     def invalidate(self) -> None:
-        self._pair = None
-        self._chars = None
+        """The user side changed (results added or elided, text appended); the assistant turn never does."""
+        self._user_message = None
+        self._user_chars = None
 
     def messages(self) -> tuple[dict[str, Any], dict[str, Any]]:
-        if self._pair is None:
+        if self._assistant_message is None:
+            self._assistant_message = {"role": "assistant", "content": self.assistant}
+        if self._user_message is None:
             user = [r.block() for r in self.results] + [_text(t) for t in self.extra]
-            self._pair = ({"role": "assistant", "content": self.assistant}, {"role": "user", "content": user})
-        return self._pair
+            self._user_message = {"role": "user", "content": user}
+        return self._assistant_message, self._user_message
 
     def chars(self) -> int:
-        if self._chars is None:
-            assistant, user = self.messages()
-            self._chars = estimate_chars(assistant["content"]) + estimate_chars(user["content"])
-        return self._chars
+        assistant, user = self.messages()
+        if self._assistant_chars is None:
+            self._assistant_chars = estimate_chars(assistant["content"])
+        if self._user_chars is None:
+            self._user_chars = estimate_chars(user["content"])
+        return self._assistant_chars + self._user_chars
 
     def mentions(self) -> str:
         """The assistant's text and tool inputs, where it cites markers and result ids."""

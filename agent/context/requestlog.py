@@ -139,3 +139,14 @@ class RedisRequestLog(ContentAddressedLog):
 def assemble(record: RequestRecord, parts: dict[str, str]) -> dict[str, Any]:
     system, tools, *messages = [json.loads(parts[key]) for key in record.parts]
     return {"model": record.model, "system": system, "tools": tools, "messages": messages}
+
+
+def load_records(redis: Any, run_id: str) -> list[RequestRecord]:
+    """Read a run's request log (sync client: this is for the CLI)."""
+    return [RequestRecord.model_validate_json(raw) for raw in redis.lrange(f"deepthread:requests:{run_id}", 0, -1)]
+
+
+def load_body(redis: Any, run_id: str, record: RequestRecord) -> dict[str, Any]:
+    values = redis.hmget(f"deepthread:request-parts:{run_id}", record.parts)
+    parts = {key: (raw.decode() if isinstance(raw, bytes) else raw) for key, raw in zip(record.parts, values) if raw}
+    return assemble(record, parts)

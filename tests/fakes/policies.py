@@ -107,3 +107,56 @@ class ResearchPolicy:
                 seen += [m for m in MARKER.findall(_text(message)) if m not in seen]
         cited = " ".join(seen[-2:]) if seen else ""
         return text_reply(f"In short: the sources agree on the figures above. {cited}".strip())
+
+
+def is_summary_request(request: dict[str, Any]) -> bool:
+    last = request["messages"][-1]
+    return any(b.get("type") == "text" and b["text"].startswith("Pause the research")
+               for b in _blocks(last))
+
+
+def summary_reply(request: dict[str, Any]) -> Reply:
+    markers = MARKER.findall(_text(request["messages"][-1]))[-3:]
+    summary = {
+        "established_facts": [{"claim": f"Figure established in scripted step ({m})", "handle": m} for m in markers],
+        "exact_identifiers": ["0.03%", "2024-06-30", "VTI"],
+        "dead_ends": [{"approach": "searching forums", "why_failed": "no primary sources"}],
+        "open_questions": ["ITOT tracking difference for 2025"],
+        "current_state": "Sections drafted on fees; tracking data being verified.",
+        "next_action": "Read the next fact sheet.",
+    }
+    return text_reply(json.dumps(summary))
+
+
+class LongRunPolicy:
+    """A long research session: searches, parallel page reads, a section every few turns,
+    a fetch_result of an elided result now and then, then an answer after `turns` turns."""
+
+    def __init__(self, turns: int, summary: Any = summary_reply) -> None:
+        self.turns = turns
+        self.turn = 0
+        self.summary = summary
+        self.fetched: list[str] = []
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        if is_summary_request(request):
+            return self.summary(request)
+        forced = (request.get("tool_choice") or {}).get("type") == "none"
+        self.turn += 1
+        k = self.turn
+        if forced or k >= self.turns:
+            return ResearchPolicy().final(request["messages"])
+        last = _text(request["messages"][-1])
+        recent = MARKER.findall(last)
+        if k % 10 == 0 and recent:
+            body = " ".join(f"Claim {k}.{i} {m}." for i, m in enumerate(recent[:4]))
+            return tool_reply(("write_section", {"title": f"Finding {k}", "body": body}))
+        if k % 17 == 0:
+            stub = re.search(r"\[(r_[0-9a-f]+) \| [^\n]*?fetch_result", json.dumps(request["messages"]))
+            if stub:
+                self.fetched.append(stub.group(1))
+                return tool_reply(("fetch_result", {"id": stub.group(1), "length": 2000}))
+        if k % 3 == 1:
+            return tool_reply(("web_search", {"query": f"topic {k} fees"}))
+        return tool_reply(("read_page", {"url": f"https://vanguard.com/doc/{k}", "goal": f"figure {k}"}),
+                          ("read_page", {"url": f"https://schwab.com/doc/{k}", "goal": f"figure {k}"}))

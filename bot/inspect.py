@@ -1,0 +1,76 @@
+"""`deepthread inspect RUN_ID`: every model request of a run as it was dispatched."""
+from __future__ import annotations
+
+import json
+from typing import TextIO
+
+from redis import Redis
+
+from agent.context.requestlog import RequestRecord, load_body, load_records
+from agent.pricing import TokenCounts, cost_usd
+from jobs import RunNotFound, RunStore
+
+
+def _k(n: int) -> str:
+    return f"{n:,}"
+
+
+def summary_table(records: list[RequestRecord]) -> list[str]:
+    header = f"{'#':>4}  {'kind':<8} {'context':>9} {'cached':>9} {'written':>8} {'new':>8} {'out':>6}  {'stubs':>5}  summaries / budget"
+    lines = [header]
+    for r in records:
+        budget = r.budget_block.splitlines()[1] if r.budget_block.count("\n") >= 1 else ""
+        extra = ", ".join(r.summaries) + (" · " if r.summaries and budget else "") + budget
+        if r.error:
+            extra = f"FAILED: {r.error}"
+        lines.append(
+            f"{r.n:>4}  {r.kind:<8} {_k(r.context_tokens):>9} {_k(r.cache_read_tokens):>9} "
+            f"{_k(r.cache_creation_tokens):>8} {_k(r.input_tokens):>8} {_k(r.output_tokens):>6}  "
+            f"{len(r.stubs):>5}  {extra[:110]}"
+        )
+    return lines
+
+
+def totals(records: list[RequestRecord]) -> list[str]:
+    by_model: dict[str, TokenCounts] = {}
+    for r in records:
+        c = by_model.setdefault(r.model, TokenCounts())
+        c.input += r.input_tokens
+        c.output += r.output_tokens
+        c.cache_read += r.cache_read_tokens
+        c.cache_creation += r.cache_creation_tokens
+    lines = []
+    total_cost = 0.0
+    for model, c in by_model.items():
+        context = c.input + c.cache_read + c.cache_creation
+        share = c.cache_read / context if context else 0.0
+        cost = cost_usd(model, c)
+        total_cost += cost
+        lines.append(f"{model}: input {_k(context)} tokens ({share:.0%} from cache, {_k(c.cache_creation)} written, "
+                     f"{_k(c.input)} uncached) · output {_k(c.output)} · est. ${cost:.2f}")
+    kinds = {k: sum(1 for r in records if r.kind == k) for k in dict.fromkeys(r.kind for r in records)}
+    lines.append(f"{len(records)} requests ({', '.join(f'{n} {k}' for k, n in kinds.items())}) · est. ${total_cost:.2f} in all")
+    return lines
+
+
+def inspect(redis: Redis, run_id: str, request: int | None, out: TextIO) -> int:
+    records = load_records(redis, run_id)
+    if not records:
+        print(f"No model requests are logged for run {run_id}. Check the id (it is in the report footer).", file=out)
+        return 1
+    if request is not None:
+        if not 1 <= request <= len(records):
+            print(f"Request {request} does not exist: this run has requests 1–{len(records)}.", file=out)
+            return 2
+        record = records[request - 1]
+        print(json.dumps({"record": record.model_dump(mode="json", exclude={"parts"}),
+                          "request": load_body(redis, run_id, record)}, indent=2, ensure_ascii=False), file=out)
+        return 0
+    try:
+        state = RunStore(redis).get(run_id)
+        print(f"Run {run_id} · {state.status.value} · {state.run.question[:80]!r}", file=out)
+    except RunNotFound:
+        print(f"Run {run_id}: its run state has expired; the request log follows", file=out)
+    for line in summary_table(records) + [""] + totals(records):
+        print(line, file=out)
+    return 0
