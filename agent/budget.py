@@ -50,7 +50,8 @@ class BudgetTracker:
             f"Model requests: {self.requests} of {self.budget.max_requests} used, {self.requests_left()} left "
             f"({self.budget.reserve_requests} kept for the final answer).",
             f"Time: {minutes:.0f} of {total_minutes:.0f} min used.",
-            f"Sources registered: {sources}. Sections written: {', '.join(sections) or 'none'}.",
+            f"Sources registered: {sources}. Sections written: {len(sections)}"
+            + (f" (latest: {sections[-1]})." if sections else "."),
         ]
         if finalize_reason:
             lines.append(

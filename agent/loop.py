@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +56,8 @@ class ResearchLoop:
         )
         self.notes: list[str] = []  # user notes arriving mid-run (steering) are pinned with the task
         self._announced_sources = len(ctx.registry)
+        # Seconds spent building each request (elision, projection; not summaries): must not grow with history.
+        self.projection_seconds: list[float] = []
 
     @property
     def history(self) -> History:
@@ -78,6 +81,8 @@ class ResearchLoop:
             limit = self.tracker.exhausted()
             if limit:
                 return Outcome("completed", "", f"{limit} before a final answer was written")
+            started = time.perf_counter()
+            compactions = self.context.compaction.done + self.context.compaction.failures
             await self.context.prepare(system=self.system, tools=self.tool_schemas, last_stop_reason=last_stop,
                                        notes=self.notes, sections=self._sections())
             finalize = self.tracker.should_finalize() or (
@@ -87,8 +92,11 @@ class ResearchLoop:
                 await emit(Progress(phase="finishing", activity="Writing the summary"))
             self.tracker.requests += 1
             self.context.sent()
+            messages = self.history.messages()
+            if self.context.compaction.done + self.context.compaction.failures == compactions:
+                self.projection_seconds.append(time.perf_counter() - started)
             message = await self.ctx.model.turn(
-                system=self.system, tools=self.tool_schemas, messages=self.history.messages(),
+                system=self.system, tools=self.tool_schemas, messages=messages,
                 max_tokens=self.config.main_max_tokens, tool_choice={"type": "none"} if finalize else None,
             )
             self.context.observe(message.usage)
@@ -196,6 +204,7 @@ async def research(
     registry: SourceRegistry | None = None,
     results: ResultStore | None = None,
     request_log: RequestLog | None = None,
+    projection_seconds: list[float] | None = None,
 ) -> Outcome:
     """Research `task` to the end, emitting RunEvents; always emits exactly one Finished."""
     model = ModelClient(
@@ -212,6 +221,8 @@ async def research(
         if results is not None:
             ctx.results = results
         loop = ResearchLoop(task, config, ctx, tools if tools is not None else default_tools())
+        if projection_seconds is not None:
+            loop.projection_seconds = projection_seconds  # benchmarks read the per-turn cost
         try:
             outcome = await loop.run()
         except ModelUnavailable as exc:

@@ -20,7 +20,7 @@ from ..citations import MARKER_RE
 class ElisionPlan:
     stubs: dict[ResultRecord, str]
     freed_tokens: int
-    rewritten_tokens: int  # tokens whose cache an edit rewrites: everything after the head's breakpoint
+    rewritten_tokens: int  # tokens whose cache the batch rewrites: the unsettled steps after the anchor
 
 
 def eligible(history: History) -> list[ResultRecord]:
@@ -29,7 +29,7 @@ def eligible(history: History) -> list[ResultRecord]:
     mentions = history.recent_mentions(defaults.CITED_RECENTLY_TURNS)
     cited = {f"s{m}" for m in MARKER_RE.findall(mentions)} | {m for m in RESULT_ID_RE.findall(mentions)}
     found = []
-    for step in history.steps:
+    for step in history.unsettled_steps():
         if current - step.index <= defaults.ELIDE_AFTER_STEPS:
             break  # steps are in order: the rest are younger
         for record in step.results:
@@ -44,11 +44,11 @@ def plan(history: History, budget_tokens: int, context_tokens: int) -> ElisionPl
     candidates = eligible(history)
     if not candidates:
         return None
-    stubs = {record: stub_for(record) for record in candidates}
+    stubs = {record: record.proposed_stub(stub_for) for record in candidates}
     freed = sum(record.tokens - len(stub) // CHARS_PER_TOKEN for record, stub in stubs.items())
-    # The cache is read only up to a breakpoint, and the last one before any step is the head's:
-    # an edit anywhere in the steps rewrites the cache of all of them.
-    rewritten = sum(step.chars() for step in history.steps) // CHARS_PER_TOKEN
+    # The prefix up to the settled-steps anchor is read from cache; everything after it is
+    # written again, so that is what a batch must pay for.
+    rewritten = sum(step.chars() for step in history.unsettled_steps()) // CHARS_PER_TOKEN
     pressure = context_tokens >= defaults.ELISION_PRESSURE_SHARE * budget_tokens
     share = defaults.ELISION_PRESSURE_MIN_SHARE if pressure else defaults.ELISION_BATCH_MIN_SHARE
     if freed < defaults.ELISION_BATCH_MIN_TOKENS or (rewritten and freed / rewritten < share):

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from .. import defaults
 from ..citations import MARKER_RE
 from .tokens import CHARS_PER_TOKEN, estimate_chars
 
@@ -36,6 +37,7 @@ class ResultRecord:
     is_error: bool
     step: int
     stub: str | None = None  # once written, never changes: the cached prefix depends on it
+    _proposed: str | None = field(default=None, repr=False)
 
     @cached_property
     def tokens(self) -> int:
@@ -51,6 +53,12 @@ class ResultRecord:
         for host in DOMAIN_RE.findall(self.text):
             counts[host] = counts.get(host, 0) + 1
         return sorted(counts, key=lambda h: -counts[h])
+
+    def proposed_stub(self, make: Any) -> str:
+        """The stub this result would get, computed once (candidates wait for a worthwhile batch)."""
+        if self._proposed is None:
+            self._proposed = make(self)
+        return self._proposed
 
     def block(self) -> dict[str, Any]:
         block: dict[str, Any] = {"type": "tool_result", "tool_use_id": self.tool_use_id,
@@ -98,6 +106,11 @@ class Step:
 
 
 class History:
+    """Cache breakpoints (at most 4): the system prompt (set by the loop), the end of the head
+    (pinned task and summaries), an anchor at the end of the settled steps (those elision
+    will never edit again), and the end of the conversation. The anchor is what keeps an
+    elision batch from rewriting the cache of everything before it."""
+
     def __init__(self, opening: str) -> None:
         self.opening = opening
         self.opening_extra: list[str] = []
@@ -105,8 +118,12 @@ class History:
         self.summaries: list[str] = []
         self.steps: list[Step] = []
         self._head: dict[str, Any] | None = None
+        self._head_chars = 0
         self._steps_chars = 0
         self._next_index = 0
+        self._latest: dict[str, ResultRecord] = {}
+        self._settled = 0  # steps[:_settled] hold nothing elision could still change
+        self._anchor_hold: int | None = None  # after an elision: anchor before the edit, for this turn
 
     # --- building ---------------------------------------------------------------------
     def add_text(self, text: str) -> None:
@@ -122,6 +139,7 @@ class History:
             self._head = None
 
     def add_assistant(self, content: list[dict[str, Any]]) -> Step:
+        self._anchor_hold = None
         step = Step(index=self._next_index, assistant=content)
         self._next_index += 1
         self.steps.append(step)
@@ -134,6 +152,8 @@ class History:
         step.results.extend(records)
         step.invalidate()
         self._steps_chars += step.chars()
+        for record in records:
+            self._latest[record.tool] = record
 
     @property
     def next_step(self) -> int:
@@ -141,11 +161,16 @@ class History:
 
     # --- rewriting --------------------------------------------------------------------
     def elide(self, stubs: dict[ResultRecord, str]) -> None:
+        new = {record: stub for record, stub in stubs.items() if record.stub is None}
+        if not new:
+            return  # a stub, once written, never changes
+        # This turn's request anchors where the previous one did: the prefix before the first
+        # edit is read from cache there, and only what follows is written again.
+        self._anchor_hold = self.settled()
         touched: set[int] = set()
-        for record, stub in stubs.items():
-            if record.stub is None:
-                record.stub = stub
-                touched.add(record.step)
+        for record, stub in new.items():
+            record.stub = stub
+            touched.add(record.step)
         for step in self.steps:
             if step.index in touched:
                 self._steps_chars -= step.chars()
@@ -161,17 +186,35 @@ class History:
         new.steps = self.steps[tail_start:]
         new._steps_chars = sum(step.chars() for step in new.steps)
         new._next_index = self._next_index
+        new._latest = dict(self._latest)
         return new
+
+    def settled(self) -> int:
+        """How many leading steps elision can no longer change. Only ever advances, so the
+        amortised cost per turn is constant."""
+        while self._settled < len(self.steps):
+            step = self.steps[self._settled]
+            if self._next_index - step.index <= defaults.ELIDE_AFTER_STEPS:
+                break
+            if any(r.stub is None and r.tokens > defaults.ELIDE_MIN_TOKENS for r in step.results):
+                break
+            self._settled += 1
+        return self._settled
+
+    def unsettled_steps(self) -> list[Step]:
+        return self.steps[self.settled():]
 
     # --- projection -------------------------------------------------------------------
     def head(self) -> dict[str, Any]:
         if self._head is None:
             if self.pinned is None:
-                blocks = [_text(self.opening, cache=True)] + [_text(t) for t in self.opening_extra]
+                blocks = [_text(self.opening)] + [_text(t) for t in self.opening_extra]
             else:
-                blocks = [_text(self.pinned, cache=True)]
-                blocks += [_text(s, cache=i == len(self.summaries) - 1) for i, s in enumerate(self.summaries)]
+                blocks = [_text(self.pinned)] + [_text(s) for s in self.summaries]
+            # Pinned region and summaries change together (at a compaction): one breakpoint at the end.
+            blocks[-1]["cache_control"] = EPHEMERAL
             self._head = {"role": "user", "content": blocks}
+            self._head_chars = estimate_chars(blocks)
         return self._head
 
     def messages(self, extra_text: str | None = None) -> list[dict[str, Any]]:
@@ -179,6 +222,12 @@ class History:
         messages = [self.head()]
         for step in self.steps:
             messages.extend(step.messages())
+        anchor = (self._anchor_hold if self._anchor_hold is not None else self.settled()) - 1
+        if 0 <= anchor < len(self.steps) - 1:
+            position = 2 + 2 * anchor  # head, then (assistant, user) per step
+            anchored = dict(messages[position])
+            anchored["content"] = [*anchored["content"][:-1], {**anchored["content"][-1], "cache_control": EPHEMERAL}]
+            messages[position] = anchored
         last = dict(messages[-1])
         blocks = [dict(b) for b in last["content"]]
         if extra_text:
@@ -190,14 +239,11 @@ class History:
         return messages
 
     def chars(self) -> int:
-        return estimate_chars(self.head()["content"]) + self._steps_chars
+        self.head()
+        return self._head_chars + self._steps_chars
 
     def latest_by_tool(self) -> dict[str, ResultRecord]:
-        latest: dict[str, ResultRecord] = {}
-        for step in self.steps:
-            for record in step.results:
-                latest[record.tool] = record
-        return latest
+        return self._latest
 
     def recent_mentions(self, turns: int) -> str:
         return " ".join(step.mentions() for step in self.steps[-turns:])
