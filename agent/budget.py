@@ -1,62 +1,169 @@
-"""The budget the loop manages to, and the block that tells the model where it stands.
+"""The budget ledger: what a run has spent, against which limits, and the one place that
+decides whether it may go on exploring, must write its answer now, or must end.
 
-Simple caps for now (requests, wall time); issue 5 grows this into the full ledger.
-One place, `BudgetTracker.should_finalize`, decides that exploration is over.
+Persisted with the run (a checkpoint carries it), so a resumed run keeps what it spent.
+Active time is the union of model and tool intervals: parallel work is counted once.
 """
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
 
+from pydantic import BaseModel, Field
+
+from . import defaults
 from .config import Budget
+from .pricing import TokenCounts, cost_usd
 
-# Exploration ends when this share of the wall-time budget is gone, leaving room to write.
-FINALIZE_AT_WALL_SHARE = 0.9
+Clock = Callable[[], float]
 
 
 @dataclass
-class BudgetTracker:
+class Decision:
+    kind: Literal["explore", "finalize", "end"]
+    reason: str = ""  # names the limit: "wall-time limit (120 min)"
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.0f} min" if seconds >= 60 else f"{seconds:.0f} s"
+
+
+class Ledger(BaseModel):
     budget: Budget
-    started: float = field(default_factory=time.monotonic)
+    revision: int = 1  # bumped by every upgrade; deadlines, admission and the block read the same one
+    started_at: float  # epoch seconds: wall time survives a restart
     requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    active_closed: float = 0.0
+    busy_since: float | None = None  # set while any model or tool interval is open
+    open_intervals: int = 0
+    corrections: dict[str, int] = Field(default_factory=dict)
 
-    def elapsed(self) -> float:
-        return time.monotonic() - self.started
+    @classmethod
+    def start(cls, budget: Budget, clock: Clock = time.time) -> Ledger:
+        return cls(budget=budget, started_at=clock())
 
-    def requests_left(self) -> int:
-        return self.budget.max_requests - self.requests
+    # --- spending ---------------------------------------------------------------------
+    def begin(self, now: float) -> None:
+        if self.open_intervals == 0:
+            self.busy_since = now
+        self.open_intervals += 1
 
-    def exhausted(self) -> str | None:
-        """The limit that forbids any further request, named, or None."""
-        if self.requests >= self.budget.max_requests:
-            return f"request limit ({self.budget.max_requests} model requests) reached"
-        if self.elapsed() >= self.budget.wall_seconds:
-            return f"wall-time limit ({self.budget.wall_seconds / 60:.0f} min) reached"
+    def end(self, now: float) -> None:
+        self.open_intervals = max(0, self.open_intervals - 1)
+        if self.open_intervals == 0 and self.busy_since is not None:
+            self.active_closed += max(0.0, now - self.busy_since)
+            self.busy_since = None
+
+    def close_after_crash(self, at: float) -> None:
+        """An interval left open by a crash is counted up to `at`, never refunded."""
+        if self.busy_since is not None:
+            self.active_closed += max(0.0, at - self.busy_since)
+        self.busy_since, self.open_intervals = None, 0
+
+    def charge(self, model: str, input_tokens: int, output_tokens: int, cache_read: int, cache_creation: int,
+               count_request: bool = True) -> None:
+        """Tokens and cost of every model call; the request limit counts main-model turns only
+        (page extraction calls are part of the tool that made them)."""
+        if count_request:
+            self.requests += 1
+        self.input_tokens += input_tokens + cache_read + cache_creation
+        self.output_tokens += output_tokens
+        self.cost_usd += cost_usd(model, TokenCounts(input_tokens, output_tokens, cache_read, cache_creation))
+
+    def upgrade(self, budget: Budget) -> None:
+        self.budget = budget
+        self.revision += 1
+
+    def correction_refusal(self, section_id: str) -> str | None:
+        """Why another correction is not allowed, or None."""
+        per_section, per_run = self.budget.corrections_per_section, self.budget.corrections_per_run
+        if sum(self.corrections.values()) >= per_run:
+            return (f"the run's correction capacity ({per_run} revisions) is used up. Keep the section as it is "
+                    "and state the remaining doubt in your final answer instead.")
+        if self.corrections.get(section_id, 0) >= per_section:
+            return (f"{section_id} has been revised {per_section} times already, its limit. Put the new evidence "
+                    "in your final answer or in a new section about the open point.")
         return None
 
-    def should_finalize(self) -> str | None:
-        """Why exploration must stop now (the reserve is for writing), or None."""
-        if self.requests_left() <= self.budget.reserve_requests:
-            return f"only {self.requests_left()} model requests left, kept for the final answer"
-        if self.elapsed() >= self.budget.wall_seconds * FINALIZE_AT_WALL_SHARE:
-            return f"{(self.budget.wall_seconds - self.elapsed()) / 60:.0f} min of time left"
-        return None
+    def record_correction(self, section_id: str) -> None:
+        self.corrections[section_id] = self.corrections.get(section_id, 0) + 1
 
-    def block(self, sources: int, sections: list[str], finalize_reason: str | None) -> str:
-        minutes = self.elapsed() / 60
-        total_minutes = self.budget.wall_seconds / 60
+    # --- reading ----------------------------------------------------------------------
+    def active(self, now: float) -> float:
+        return self.active_closed + (now - self.busy_since if self.busy_since is not None else 0.0)
+
+    def wall(self, now: float) -> float:
+        return now - self.started_at
+
+    def _limits(self, now: float) -> list[tuple[str, float, float, float]]:
+        """(name, used, limit, room kept back for writing) for every limit in force."""
+        b = self.budget
+        limits = [
+            (f"request limit ({b.max_requests} model requests)", self.requests, b.max_requests, b.reserve_requests),
+            (f"active-time limit ({_minutes(b.active_seconds)})", self.active(now), b.active_seconds, b.reserve_seconds),
+            (f"wall-time limit ({_minutes(b.wall_seconds)})", self.wall(now), b.wall_seconds, b.reserve_seconds),
+        ]
+        spend = 1 - defaults.FINALIZE_AT_SPEND_SHARE
+        if b.max_input_tokens is not None:
+            limits.append((f"input-token limit ({b.max_input_tokens:,})", self.input_tokens, b.max_input_tokens,
+                           b.max_input_tokens * spend))
+        if b.max_output_tokens is not None:
+            limits.append((f"output-token limit ({b.max_output_tokens:,})", self.output_tokens, b.max_output_tokens,
+                           b.max_output_tokens * spend))
+        if b.max_cost_usd is not None:
+            limits.append((f"cost limit (${b.max_cost_usd:.2f})", self.cost_usd, b.max_cost_usd, b.max_cost_usd * spend))
+        return limits
+
+    def decide(self, now: float) -> Decision:
+        """The one place that decides whether the run explores, finalizes, or ends."""
+        for name, used, limit, _ in self._limits(now):
+            if used >= limit:
+                return Decision("end", name)
+        for name, used, limit, reserve in self._limits(now):
+            if used >= limit - reserve:
+                return Decision("finalize", name)
+        return Decision("explore")
+
+    def seconds_to_finalize(self, now: float) -> float:
+        """How long exploration may still run before a time limit's reserve is reached."""
+        b = self.budget
+        return max(0.0, min(b.active_seconds - b.reserve_seconds - self.active(now),
+                            b.wall_seconds - b.reserve_seconds - self.wall(now)))
+
+    def seconds_to_end(self, now: float) -> float:
+        b = self.budget
+        return max(0.0, min(b.active_seconds - self.active(now), b.wall_seconds - self.wall(now)))
+
+    def time_limit_name(self, now: float) -> str:
+        b = self.budget
+        active_left = b.active_seconds - self.active(now)
+        wall_left = b.wall_seconds - self.wall(now)
+        return (f"active-time limit ({_minutes(b.active_seconds)})" if active_left <= wall_left
+                else f"wall-time limit ({_minutes(b.wall_seconds)})")
+
+    def block(self, now: float, sources: int, sections: list[str], finalize: str | None) -> str:
+        b = self.budget
         lines = [
             "<budget>",
-            f"Model requests: {self.requests} of {self.budget.max_requests} used, {self.requests_left()} left "
-            f"({self.budget.reserve_requests} kept for the final answer).",
-            f"Time: {minutes:.0f} of {total_minutes:.0f} min used.",
+            f"Model requests: {self.requests} of {b.max_requests} used, {b.max_requests - self.requests} left "
+            f"({b.reserve_requests} kept for the final answer).",
+            f"Time: {self.active(now) / 60:.0f} of {b.active_seconds / 60:.0f} min active, "
+            f"{self.wall(now) / 60:.0f} of {b.wall_seconds / 60:.0f} min wall.",
+            f"Profile: {b.profile} (budget revision {self.revision}).",
             f"Sources registered: {sources}. Sections written: {len(sections)}"
             + (f" (latest: {sections[-1]})." if sections else "."),
         ]
-        if finalize_reason:
+        if b.max_cost_usd is not None:
+            lines.insert(3, f"Estimated cost: ${self.cost_usd:.2f} of ${b.max_cost_usd:.2f}.")
+        if finalize:
             lines.append(
-                f"FINAL TURN ({finalize_reason}): call no tools. Write your final answer now from "
-                "what you have, with citations, and name what could not be established."
+                f"FINAL TURN ({finalize}): call no tools. Write your final answer now from what you have, "
+                "with citations, and name what could not be established."
             )
         lines.append("</budget>")
         return "\n".join(lines)

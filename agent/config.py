@@ -34,17 +34,58 @@ class FetchConfig(BaseModel):
 
 
 class Budget(BaseModel):
-    """Simple caps; the full ledger (active time, tokens, corrections) comes later."""
+    """The limits one run works within. None means no limit of that kind."""
 
+    profile: str = "standard"
     max_requests: int = defaults.STANDARD_MAX_REQUESTS
-    wall_seconds: float = defaults.STANDARD_WALL_SECONDS
+    active_seconds: float = defaults.STANDARD_ACTIVE_SECONDS
+    wall_seconds: float = defaults.WALL_SAFETY_SECONDS
+    max_input_tokens: int | None = None
+    max_output_tokens: int | None = None
+    max_cost_usd: float | None = None
+    corrections_per_section: int = defaults.STANDARD_CORRECTIONS_PER_SECTION
+    corrections_per_run: int = defaults.STANDARD_CORRECTIONS_PER_RUN
     reserve_requests: int = defaults.FINALIZATION_RESERVE_REQUESTS
+    reserve_seconds: float = defaults.FINALIZATION_RESERVE_SECONDS
 
 
 PROFILES: dict[str, Budget] = {
     "standard": Budget(),
-    "deep": Budget(max_requests=defaults.DEEP_MAX_REQUESTS, wall_seconds=defaults.DEEP_WALL_SECONDS),
+    "deep": Budget(profile="deep", max_requests=defaults.DEEP_MAX_REQUESTS, active_seconds=defaults.DEEP_ACTIVE_SECONDS,
+                   corrections_per_section=defaults.DEEP_CORRECTIONS_PER_SECTION,
+                   corrections_per_run=defaults.DEEP_CORRECTIONS_PER_RUN),
 }
+
+
+class Caps(BaseModel):
+    """Operator caps from configuration: they win over every profile, zero included."""
+
+    max_requests: int | None = None
+    active_minutes: float | None = None
+    wall_minutes: float | None = None
+    max_input_tokens: int | None = None
+    max_output_tokens: int | None = None
+    max_cost_usd: float | None = None
+
+    def apply(self, budget: Budget) -> Budget:
+        def lower(current: float | None, cap: float | None) -> float | None:
+            if cap is None:
+                return current
+            return cap if current is None else min(current, cap)
+
+        return budget.model_copy(update={
+            "max_requests": int(lower(budget.max_requests, self.max_requests) or 0),
+            "active_seconds": lower(budget.active_seconds, None if self.active_minutes is None else self.active_minutes * 60),
+            "wall_seconds": lower(budget.wall_seconds, None if self.wall_minutes is None else self.wall_minutes * 60),
+            "max_input_tokens": lower(budget.max_input_tokens, self.max_input_tokens),
+            "max_output_tokens": lower(budget.max_output_tokens, self.max_output_tokens),
+            "max_cost_usd": lower(budget.max_cost_usd, self.max_cost_usd),
+        })
+
+
+def budget_for(profile: str, caps: Caps | None = None) -> Budget:
+    budget = PROFILES.get(profile, PROFILES["standard"])
+    return (caps or Caps()).apply(budget)
 
 
 class AgentConfig(BaseModel):
@@ -58,5 +99,6 @@ class AgentConfig(BaseModel):
     context_tokens: int = defaults.CONTEXT_TOKENS
     # Elision and compaction; off only to measure what they save.
     manage_context: bool = True
+    caps: Caps = Field(default_factory=Caps)
     search: SearchConfig = Field(default_factory=SearchConfig)
     fetch: FetchConfig = Field(default_factory=FetchConfig)

@@ -10,13 +10,24 @@ MAIN_MAX_TOKENS = 8_000
 # Extraction answers are a handful of verbatim passages.
 EXTRACT_MAX_TOKENS = 2_000
 
-# Simple caps for now (issue 5 replaces them with the full ledger).
-STANDARD_MAX_REQUESTS = 60
-DEEP_MAX_REQUESTS = 150
-STANDARD_WALL_SECONDS = 60 * 60
-DEEP_WALL_SECONDS = 90 * 60
+# Budgets (DESIGN.md "Budgets": defaults from the research this design is based on).
+STANDARD_MAX_REQUESTS = 80
+DEEP_MAX_REQUESTS = 200
+STANDARD_ACTIVE_SECONDS = 60 * 60  # active time: model and tool work, parallel work counted once
+DEEP_ACTIVE_SECONDS = 90 * 60  # the deep profile's target
+WALL_SAFETY_SECONDS = 120 * 60  # wall time, whatever the profile
+STANDARD_CORRECTIONS_PER_SECTION, STANDARD_CORRECTIONS_PER_RUN = 2, 8
+DEEP_CORRECTIONS_PER_SECTION, DEEP_CORRECTIONS_PER_RUN = 6, 24
 # Requests kept back from exploration so the agent can always write its answer.
 FINALIZATION_RESERVE_REQUESTS = 2
+# Time kept back from exploration for the final answer (one request, streamed).
+FINALIZATION_RESERVE_SECONDS = 180
+# Exploration stops when this share of a token or cost cap is spent; the rest is for writing.
+FINALIZE_AT_SPEND_SHARE = 0.9
+# After a stop, the final answer must come within this long, or the run ends with what it has.
+STOP_FINALIZE_SECONDS = 60
+# How often a running loop looks for a stop while it waits on the model or tools.
+STOP_POLL_SECONDS = 0.5
 # A single model request that takes longer than this is abandoned.
 REQUEST_TIMEOUT_SECONDS = 300.0
 # A single tool call that takes longer than this is abandoned with an error result.

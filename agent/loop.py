@@ -4,17 +4,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 from anthropic import AsyncAnthropic
 from pydantic import ValidationError
 
 from . import defaults
-from .budget import BudgetTracker
+from .budget import Clock, Ledger
 from .citations import SourceRegistry, UnknownCitation, strip_unknown_markers
 from .config import AgentConfig
+from .control import MemoryControl, RunControl, StopRequest
 from .context.history import History, ResultRecord
 from .context.manager import ContextManager
 from .context.requestlog import RequestLog
@@ -27,13 +29,23 @@ from .tools import Tool, ToolContext, ToolResult, default_tools
 from .tools.base import Emit
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass
 class Outcome:
-    status: str  # completed | failed
+    status: str  # completed | failed | stopped
     summary: str
     reason: str
+
+
+class Interrupted(Exception):
+    """A model or tool await was cut short: by a stop, or by a time limit's reserve."""
+
+    def __init__(self, reason: str, stop: StopRequest | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.stop = stop
 
 
 def _text_of(content: list[Any]) -> str:
@@ -41,12 +53,16 @@ def _text_of(content: list[Any]) -> str:
 
 
 class ResearchLoop:
-    def __init__(self, task: ResearchTask, config: AgentConfig, ctx: ToolContext, tools: list[Tool]) -> None:
+    def __init__(self, task: ResearchTask, config: AgentConfig, ctx: ToolContext, tools: list[Tool],
+                 control: RunControl, clock: Clock, ledger: Ledger | None = None) -> None:
         self.task = task
         self.config = config
         self.ctx = ctx
         self.tools = {tool.name: tool for tool in tools}
-        self.tracker = BudgetTracker(task.budget)
+        self.control = control
+        self.clock = clock
+        self.ledger = ledger or Ledger.start(task.budget, clock)
+        ctx.ledger = self.ledger
         # Tools, then system, form the stable front of every request (cache breakpoint here).
         self.system = [{"type": "text", "text": load("system"), "cache_control": {"type": "ephemeral"}}]
         self.tool_schemas = [tool.schema() for tool in tools]
@@ -58,19 +74,51 @@ class ResearchLoop:
         self._announced_sources = len(ctx.registry)
         # Seconds spent building each request (elision, projection; not summaries): must not grow with history.
         self.projection_seconds: list[float] = []
+        self.limit_note: str | None = None  # the limit that cut exploration short, with its stage
 
     @property
     def history(self) -> History:
         return self.context.history
 
     def _spend_summary_request(self) -> bool:
-        if self.tracker.requests_left() <= self.task.budget.reserve_requests + 1:
-            return False  # the reserve is for the answer, not for tidying notes
-        self.tracker.requests += 1
-        return True
+        # The reserve is for the answer, not for tidying notes.
+        return self.ledger.decide(self.clock()).kind == "explore" and (
+            self.ledger.budget.max_requests - self.ledger.requests > self.ledger.budget.reserve_requests + 1)
 
     def _sections(self) -> list[str]:
         return [f"{s.section_id} {s.title}" for s in self.ctx.sections.values()]
+
+    async def _apply_control(self) -> StopRequest | None:
+        update = await self.control.poll()
+        if update.budget is not None:
+            self.ledger.upgrade(update.budget)
+            await self.ctx.emit(Progress(phase="researching",
+                                         activity=f"Budget raised to {update.budget.profile} (revision {self.ledger.revision})"))
+        for note in update.notes:
+            self.notes.append(f"{note.author}: {note.text}")
+            self.history.add_text(f"<user_note from=\"{note.author}\">{note.text}</user_note>\n"
+                                  "Take this into account from now on; it is a constraint like the original ones.")
+        return update.stop
+
+    async def _guarded(self, work: Awaitable[T], stage: str, deadline: float) -> T:
+        """Await `work`, cutting it short on a stop or when `deadline` seconds have passed."""
+        task = asyncio.ensure_future(work)
+        started = self.clock()
+        try:
+            while True:
+                remaining = deadline - (self.clock() - started)
+                if remaining <= 0:
+                    raise Interrupted(f"{self.ledger.time_limit_name(self.clock())} reached while {stage}")
+                done, _ = await asyncio.wait({task}, timeout=min(remaining, defaults.STOP_POLL_SECONDS))
+                if done:
+                    return task.result()
+                stop = await self.control.stop_requested()
+                if stop is not None:
+                    raise Interrupted(f"stopped by {stop.by} while {stage}", stop=stop)
+        finally:
+            if not task.done():
+                task.cancel()  # in-flight model and HTTP calls are cancelled with it
+                await asyncio.gather(task, return_exceptions=True)
 
     async def run(self) -> Outcome:
         emit = self.ctx.emit
@@ -78,27 +126,43 @@ class ResearchLoop:
         rewrites_left = defaults.FINAL_ANSWER_REWRITES
         last_stop: str | None = None
         while True:
-            limit = self.tracker.exhausted()
-            if limit:
-                return Outcome("completed", "", f"{limit} before a final answer was written")
-            started = time.perf_counter()
-            compactions = self.context.compaction.done + self.context.compaction.failures
-            await self.context.prepare(system=self.system, tools=self.tool_schemas, last_stop_reason=last_stop,
-                                       notes=self.notes, sections=self._sections())
-            finalize = self.tracker.should_finalize() or (
-                "the context budget is nearly full" if self.context.exhausted() else None)
-            self.history.add_text(self.tracker.block(len(self.ctx.registry), self._sections(), finalize))
+            stop = await self._apply_control()
+            if stop is not None:
+                return await self._finish_after_stop(stop)
+            decision = self.ledger.decide(self.clock())
+            if decision.kind == "end":
+                reason = self.limit_note or f"{decision.reason} reached"
+                return Outcome("failed", "", f"{reason} before a final answer was written")
+            finalize: str | None = None
+            if decision.kind == "finalize":
+                finalize = self.limit_note or f"{decision.reason} nearly reached"
+            elif self.context.exhausted():
+                finalize = "the context budget is nearly full"
+            if finalize is None:
+                started = time.perf_counter()
+                compactions = self.context.compaction.done + self.context.compaction.failures
+                await self.context.prepare(system=self.system, tools=self.tool_schemas, last_stop_reason=last_stop,
+                                           notes=self.notes, sections=self._sections())
+            self.history.add_text(self.ledger.block(self.clock(), len(self.ctx.registry), self._sections(), finalize))
             if finalize:
-                await emit(Progress(phase="finishing", activity="Writing the summary"))
-            self.tracker.requests += 1
+                await emit(Progress(phase="finishing", activity=f"Writing the summary ({finalize})"))
             self.context.sent()
             messages = self.history.messages()
-            if self.context.compaction.done + self.context.compaction.failures == compactions:
+            if finalize is None and self.context.compaction.done + self.context.compaction.failures == compactions:
                 self.projection_seconds.append(time.perf_counter() - started)
-            message = await self.ctx.model.turn(
-                system=self.system, tools=self.tool_schemas, messages=messages,
-                max_tokens=self.config.main_max_tokens, tool_choice={"type": "none"} if finalize else None,
-            )
+            now = self.clock()
+            deadline = self.ledger.seconds_to_end(now) if finalize else self.ledger.seconds_to_finalize(now)
+            try:
+                message = await self._guarded(self._turn(messages, finalize is not None, deadline),
+                                              "waiting for the model", deadline)
+            except Interrupted as cut:
+                if cut.stop is not None:
+                    return await self._finish_after_stop(cut.stop)
+                if finalize:
+                    return Outcome("failed", "", f"{cut.reason} before a final answer was written")
+                self.limit_note = cut.reason
+                self.history.add_text(f"(Your last request was cut short: {cut.reason}.)")
+                continue
             self.context.observe(message.usage)
             last_stop = message.stop_reason
             await self._record_usage()
@@ -108,12 +172,24 @@ class ResearchLoop:
             if message.stop_reason == "refusal":
                 return Outcome("failed", "", "the model declined to continue with this request")
             if calls:
-                self.history.add_results(await self._run_tools(calls))
+                stage = self.tools[calls[0].name].stage if calls[0].name in self.tools else "running a tool"
+                try:
+                    records = await self._guarded(self._run_tools(calls), stage,
+                                                  self.ledger.seconds_to_finalize(self.clock()))
+                except Interrupted as cut:
+                    # Every call still gets its result (the API requires the pairing).
+                    records = await self._cancelled_results(calls, cut.reason)
+                    self.history.add_results(records)
+                    if cut.stop is not None:
+                        return await self._finish_after_stop(cut.stop)
+                    self.limit_note = cut.reason
+                    continue
+                self.history.add_results(records)
                 continue
             if message.stop_reason == "pause_turn":
                 self.history.add_text("Continue.")
                 continue
-            if message.stop_reason == "max_tokens" and self.tracker.requests_left() > 0:
+            if message.stop_reason == "max_tokens" and not finalize:
                 self.history.add_text(
                     "Your last turn was cut off at the output limit. If you were about to call a tool, call "
                     "it now; if you were writing your answer, write it again, shorter.")
@@ -122,12 +198,45 @@ class ResearchLoop:
             try:
                 self.ctx.registry.check(answer)
             except UnknownCitation as exc:
-                if rewrites_left > 0 and self.tracker.requests_left() > 0:
+                if rewrites_left > 0 and self.ledger.decide(self.clock()).kind != "end":
                     rewrites_left -= 1
                     self.history.add_text(f"Your answer was not accepted: {exc} Rewrite it.")
                     continue
                 answer = strip_unknown_markers(answer, {s.marker for s in self.ctx.registry.all()})
-            return Outcome("completed", answer, "")
+            # An answer written under a limit says which one; a normal answer needs no note.
+            return Outcome("completed", answer, (self.limit_note or finalize or "") if finalize else "")
+
+    async def _turn(self, messages: list[dict[str, Any]], final: bool, deadline: float) -> Any:
+        self.ledger.begin(self.clock())
+        try:
+            return await self.ctx.model.turn(
+                system=self.system, tools=self.tool_schemas, messages=messages,
+                max_tokens=self.config.main_max_tokens, tool_choice={"type": "none"} if final else None,
+                timeout=max(1.0, min(self.config.request_timeout, deadline)),
+            )
+        finally:
+            self.ledger.end(self.clock())
+
+    async def _finish_after_stop(self, stop: StopRequest) -> Outcome:
+        """A short, bounded finalization from what the run has; sections already written stay."""
+        reason = f"stopped by {stop.by} at {stop.at:%H:%M} UTC"
+        await self.ctx.emit(Progress(phase="finishing", activity=f"Stopping ({reason}): writing the summary"))
+        if self.ledger.requests >= self.ledger.budget.max_requests:
+            return Outcome("stopped", "", reason)
+        self.history.add_text(f"STOP: the run was {reason}. Call no tools. Write your final answer now from what "
+                              "you have, with citations, and say what remains open.")
+        try:
+            async with asyncio.timeout(defaults.STOP_FINALIZE_SECONDS):
+                message = await self._turn(self.history.messages(), True, defaults.STOP_FINALIZE_SECONDS)
+        except (TimeoutError, ModelUnavailable):
+            return Outcome("stopped", "", reason)
+        await self._record_usage()
+        answer = strip_unknown_markers(_text_of(message.content), {s.marker for s in self.ctx.registry.all()})
+        return Outcome("stopped", answer, reason)
+
+    async def _cancelled_results(self, calls: list[Any], reason: str) -> list[ResultRecord]:
+        step = self.history.next_step - 1
+        return [await self._store(call, ToolResult(f"Not completed: {reason}.", is_error=True), step) for call in calls]
 
     async def _record_usage(self) -> None:
         u = self.ctx.model.usage
@@ -153,7 +262,7 @@ class ResearchLoop:
         activity = "; ".join(tool.progress(args) for _, tool, args, err in prepared if tool and err is None)
         if activity:
             await self.ctx.emit(Progress(phase="researching", activity=activity))
-        results = await asyncio.gather(*(self._run_one(tool, args, err) for _, tool, args, err in prepared))
+        results = await asyncio.gather(*(self._timed(tool, args, err) for _, tool, args, err in prepared))
         await self._announce_sources()
         step = self.history.next_step - 1
         return [await self._store(call, result, step) for (call, *_), result in zip(prepared, results)]
@@ -169,6 +278,14 @@ class ResearchLoop:
         ))
         return ResultRecord(tool_use_id=call.id, result_id=result_id, tool=call.name, arguments=arguments,
                             text=f"[{result_id}]\n{result.text}", is_error=result.is_error, step=step)
+
+    async def _timed(self, tool: Tool | None, args: Any, error: str | None) -> ToolResult:
+        """A tool call is an activity interval: parallel calls overlap and count once."""
+        self.ledger.begin(self.clock())
+        try:
+            return await self._run_one(tool, args, error)
+        finally:
+            self.ledger.end(self.clock())
 
     async def _run_one(self, tool: Tool | None, args: Any, error: str | None) -> ToolResult:
         if error is not None or tool is None:
@@ -205,12 +322,22 @@ async def research(
     results: ResultStore | None = None,
     request_log: RequestLog | None = None,
     projection_seconds: list[float] | None = None,
+    control: RunControl | None = None,
+    ledger: Ledger | None = None,
+    clock: Clock = time.time,
 ) -> Outcome:
     """Research `task` to the end, emitting RunEvents; always emits exactly one Finished."""
+    ledger = ledger or Ledger.start(task.budget, clock)
+
+    def charge(message: Any, is_turn: bool) -> None:
+        u = message.usage
+        ledger.charge(message.model, u.input_tokens or 0, u.output_tokens or 0, u.cache_read_input_tokens or 0,
+                      u.cache_creation_input_tokens or 0, count_request=is_turn)
+
     model = ModelClient(
         anthropic.with_options(max_retries=config.model_max_retries),
         main_model=config.main_model, small_model=config.small_model, timeout=config.request_timeout,
-        log=request_log,
+        log=request_log, on_usage=charge,
     )
     timeout = httpx.Timeout(config.fetch.read_timeout, connect=config.fetch.connect_timeout)
     async with httpx.AsyncClient(timeout=timeout, headers={"User-Agent": defaults.USER_AGENT}) as http:
@@ -220,7 +347,8 @@ async def research(
         )
         if results is not None:
             ctx.results = results
-        loop = ResearchLoop(task, config, ctx, tools if tools is not None else default_tools())
+        loop = ResearchLoop(task, config, ctx, tools if tools is not None else default_tools(),
+                            control or MemoryControl(), clock, ledger)
         if projection_seconds is not None:
             loop.projection_seconds = projection_seconds  # benchmarks read the per-turn cost
         try:

@@ -2,6 +2,7 @@
 request as dispatched, and turns failures into values."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,8 +67,10 @@ class ModelClient:
     """Main-model turns (streamed) and small-model calls, with usage counted in one place."""
 
     def __init__(self, client: AsyncAnthropic, *, main_model: str, small_model: str, timeout: float,
-                 log: RequestLog | None = None) -> None:
+                 log: RequestLog | None = None, on_usage: Callable[[Message, bool], None] | None = None) -> None:
         self._client = client
+        # Told of every response: (message, is a main-model turn) — the ledger charges it.
+        self._on_usage = on_usage
         self.main_model = main_model
         self.small_model = small_model
         self._timeout = timeout
@@ -78,6 +81,7 @@ class ModelClient:
     async def turn(
         self,
         *,
+        timeout: float | None = None,
         system: list[dict[str, Any]] | str,
         tools: list[dict[str, Any]],
         messages: list[dict[str, Any]],
@@ -91,12 +95,14 @@ class ModelClient:
             body["tool_choice"] = tool_choice
         try:
             # Streamed: long outputs are refused without streaming, and a stream shows liveness.
-            async with self._client.messages.stream(**body, timeout=self._timeout) as stream:
+            async with self._client.messages.stream(**body, timeout=timeout or self._timeout) as stream:
                 message = await stream.get_final_message()
         except anthropic.APIError as exc:
             await self._record(kind, body, None, describe_api_error(exc))
             raise ModelUnavailable(describe_api_error(exc)) from exc
         self.usage.add(message)
+        if self._on_usage:
+            self._on_usage(message, kind == "turn")
         await self._record(kind, body, message)
         return message
 
@@ -109,6 +115,8 @@ class ModelClient:
             await self._record("extract", body, None, describe_api_error(exc))
             raise ModelUnavailable(describe_api_error(exc)) from exc
         self.usage.add(message)
+        if self._on_usage:
+            self._on_usage(message, False)
         await self._record("extract", body, message)
         return "".join(block.text for block in message.content if block.type == "text")
 

@@ -1,10 +1,79 @@
-"""Slack's message limits, named once (PLATFORM-NOTES.md)."""
+"""Slack's message limits and Web API rate tiers, named once (PLATFORM-NOTES.md).
+
+`violations` checks a rendered message against every message limit, so the renderer,
+the tests and the benchmark all agree on what "fits" means.
+"""
 from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+# --- one message ----------------------------------------------------------------------
 
 MAX_BLOCKS = 50  # blocks per message
 SECTION_TEXT_CHARS = 3_000  # text of one section block
-# Cumulative block text near 13k is refused (msg_blocks_too_long); stay clear of it.
+CONTEXT_TEXT_CHARS = 3_000  # text of one context element (a text object's limit)
+# All `markdown` blocks of one payload share this budget (we render mrkdwn sections instead,
+# but `violations` checks it so a future markdown block cannot slip past).
+MARKDOWN_BLOCKS_CHARS = 12_000
+MESSAGE_TEXT_CHARS = 40_000  # the top-level `text` is truncated past this
+# Undocumented: all text in one message's blocks together is refused near 13k
+# (`msg_blocks_too_long`).
+BLOCKS_TOTAL_CHARS = 13_000
+# What the renderer allows itself of BLOCKS_TOTAL_CHARS: headroom for a limit Slack does not publish.
 BLOCK_TEXT_BUDGET = 11_500
-MESSAGE_TEXT_CHARS = 40_000  # `text` is truncated past this
 # The top-level `text` is a notification fallback when blocks are sent; keep it short.
 FALLBACK_TEXT_CHARS = 2_000
+
+# --- Web API rate tiers, per workspace and method ---------------------------------------
+
+TIER_3_PER_MINUTE = 50  # chat.update, files.delete
+TIER_4_PER_MINUTE = 100  # files.getUploadURLExternal, files.completeUploadExternal
+# Share of a tier we allow ourselves: Slack's window and ours never line up exactly.
+RATE_HEADROOM = 0.9
+
+
+def _texts(node: Any) -> Iterator[str]:
+    """Every string under a "text" key, at any depth: what Slack counts toward the total."""
+    if isinstance(node, list):
+        for item in node:
+            yield from _texts(item)
+    elif isinstance(node, dict):
+        for key, value in node.items():
+            if key == "text" and isinstance(value, str):
+                yield value
+            else:
+                yield from _texts(value)
+
+
+def block_text_chars(blocks: list[dict[str, Any]]) -> int:
+    return sum(len(text) for text in _texts(blocks))
+
+
+def violations(text: str, blocks: list[dict[str, Any]]) -> list[str]:
+    """Every Slack message limit this message breaks, in words; empty when Slack accepts it."""
+    found: list[str] = []
+    if len(text) > MESSAGE_TEXT_CHARS:
+        found.append(f"text is {len(text):,} chars (limit {MESSAGE_TEXT_CHARS:,})")
+    if len(blocks) > MAX_BLOCKS:
+        found.append(f"{len(blocks)} blocks (limit {MAX_BLOCKS})")
+    markdown = 0
+    for i, block in enumerate(blocks):
+        kind = block.get("type")
+        if kind == "section":
+            size = len(block.get("text", {}).get("text", ""))
+            if size > SECTION_TEXT_CHARS:
+                found.append(f"section block {i} has {size:,} chars (limit {SECTION_TEXT_CHARS:,})")
+        elif kind == "context":
+            for element in block.get("elements", []):
+                size = len(element.get("text", ""))
+                if size > CONTEXT_TEXT_CHARS:
+                    found.append(f"context block {i} has {size:,} chars (limit {CONTEXT_TEXT_CHARS:,})")
+        elif kind == "markdown":
+            markdown += len(block.get("text", ""))
+    if markdown > MARKDOWN_BLOCKS_CHARS:
+        found.append(f"markdown blocks have {markdown:,} chars (limit {MARKDOWN_BLOCKS_CHARS:,})")
+    total = block_text_chars(blocks)
+    if total > BLOCKS_TOTAL_CHARS:
+        found.append(f"blocks hold {total:,} chars of text (limit ~{BLOCKS_TOTAL_CHARS:,})")
+    return found

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from markdown_it import MarkdownIt
 from markdown_it.tree import SyntaxTreeNode
 
-__all__ = ["split_text", "to_mrkdwn"]
+__all__ = ["escape_text", "link", "paragraph_texts", "split_text", "to_mrkdwn"]
 
 # Spaces per nesting level: Slack has no list markup, so indentation is the nesting.
 LIST_INDENT = 4
@@ -60,6 +60,45 @@ def to_mrkdwn(markdown: str, footnote_urls: Mapping[int, str] | None = None) -> 
     tree = SyntaxTreeNode(_PARSER.parse(markdown))
     ctx = _Ctx(footnotes=footnote_urls or {})
     return "\n".join(_blocks(tree.children, ctx, depth=0, separator=[""])).strip("\n")
+
+
+# --- public helpers ----------------------------------------------------------------
+
+
+def escape_text(text: str) -> str:
+    """Plain text made safe for mrkdwn: `&<>` escaped, fences defused, broadcasts made inert."""
+    return _plain_text(text)
+
+
+def link(url: str, label: str) -> str:
+    """A Slack link whose URL and label cannot end it early or inject markup."""
+    label = _plain_text(_link_label(label)).strip()
+    return f"<{_url(url)}|{label}>" if label else f"<{_url(url)}>"
+
+
+def paragraph_texts(markdown: str) -> list[str]:
+    """The words of each paragraph (in lists and quotes too), markup dropped, in order.
+
+    For previews such as a section's first sentence: nothing here is escaped.
+    """
+    out: list[str] = []
+    tokens = _PARSER.parse(markdown)
+    for i, token in enumerate(tokens):
+        # Paragraphs and headings only: table cells are not sentences.
+        if token.type != "inline" or not token.children or i == 0:
+            continue
+        if tokens[i - 1].type not in ("paragraph_open", "heading_open"):
+            continue
+        words = []
+        for child in token.children:
+            if child.type in ("text", "code_inline"):
+                words.append(child.content)
+            elif child.type in ("softbreak", "hardbreak"):
+                words.append(" ")
+        text = " ".join("".join(words).split())
+        if text:
+            out.append(text)
+    return out
 
 
 # --- escaping ---------------------------------------------------------------------

@@ -5,6 +5,7 @@ from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from agent import AgentConfig, FetchConfig, SearchConfig
+from agent.config import Caps
 from agent import defaults as agent_defaults
 from jobs import JobRuntime
 
@@ -43,6 +44,13 @@ class Settings(BaseSettings):
     port: int = Field(default=3000, validation_alias=_env("PORT"))
     context_tokens: int | None = Field(default=None, validation_alias=_env("DEEPTHREAD_CONTEXT_TOKENS"))
     stop_reaction: str = Field(default="octagonal_sign", validation_alias=_env("DEEPTHREAD_STOP_REACTION"))
+    # Operator caps: they win over every profile, zero included.
+    max_requests: int | None = Field(default=None, ge=0, validation_alias=_env("DEEPTHREAD_MAX_REQUESTS"))
+    max_active_minutes: float | None = Field(default=None, ge=0, validation_alias=_env("DEEPTHREAD_MAX_ACTIVE_MINUTES"))
+    max_wall_minutes: float | None = Field(default=None, ge=0, validation_alias=_env("DEEPTHREAD_MAX_WALL_MINUTES"))
+    max_cost_usd: float | None = Field(default=None, ge=0, validation_alias=_env("DEEPTHREAD_MAX_COST_USD"))
+    max_input_tokens: int | None = Field(default=None, ge=0, validation_alias=_env("DEEPTHREAD_MAX_INPUT_TOKENS"))
+    admins: str = Field(default="", validation_alias=_env("DEEPTHREAD_ADMINS"))
 
     def secret(self, name: str) -> str | None:
         value = getattr(self, name)
@@ -59,8 +67,11 @@ class Settings(BaseSettings):
         )
         allow = [a.strip() for a in self.fetch_allow.split(",") if a.strip()]
         extra = {"context_tokens": self.context_tokens} if self.context_tokens else {}
+        caps = Caps(max_requests=self.max_requests, active_minutes=self.max_active_minutes,
+                    wall_minutes=self.max_wall_minutes, max_cost_usd=self.max_cost_usd,
+                    max_input_tokens=self.max_input_tokens)
         return AgentConfig(main_model=self.model, small_model=self.small_model, search=search,
-                           fetch=FetchConfig(allow=allow), **extra)
+                           fetch=FetchConfig(allow=allow), caps=caps, **extra)
 
     def job_runtime(self) -> JobRuntime:
         return JobRuntime(agent=self.agent_config(), anthropic_api_key=self.secret("anthropic_api_key"),

@@ -10,7 +10,8 @@ from redis import Redis
 from redis.asyncio import Redis as AsyncRedis
 from rq import get_current_job
 
-from agent import PROFILES, ResearchTask, RunEvent, research
+from agent import ResearchTask, RunEvent, research
+from agent.config import budget_for
 from agent.context.requestlog import RedisRequestLog
 from agent.results import RedisResultStore
 
@@ -21,7 +22,7 @@ from .store import RunStore
 log = logging.getLogger(__name__)
 
 
-def task_for(state: RunState) -> ResearchTask:
+def task_for(state: RunState, runtime: JobRuntime | None = None) -> ResearchTask:
     run = state.run
     where = f"Slack channel {run.channel}, thread {run.thread_ts}" if run.channel else "terminal"
     return ResearchTask(
@@ -30,7 +31,7 @@ def task_for(state: RunState) -> ResearchTask:
         requester=f"<@{run.requester}>" if run.requester else "",
         where=where,
         today=date.today(),
-        budget=PROFILES.get(run.profile, PROFILES["standard"]),
+        budget=budget_for(run.profile, runtime.agent.caps if runtime else None),
     )
 
 
@@ -50,7 +51,7 @@ async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime) -> Ru
     async_redis = AsyncRedis.from_url(runtime.redis_url)
     try:
         async with anthropic_client(runtime) as client:
-            await research(task_for(state), runtime.agent, anthropic=client, emit=emit,
+            await research(task_for(state, runtime), runtime.agent, anthropic=client, emit=emit,
                            results=RedisResultStore(async_redis, state.run.id),
                            request_log=RedisRequestLog(async_redis, state.run.id))
     finally:

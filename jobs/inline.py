@@ -19,5 +19,5 @@ async def run_inline(run: Run, runtime: JobRuntime, on_change: Callable[[RunStat
         on_change(holder["state"])
 
     async with anthropic_client(runtime) as client:
-        await research(task_for(holder["state"]), runtime.agent, anthropic=client, emit=emit)
+        await research(task_for(holder["state"], runtime), runtime.agent, anthropic=client, emit=emit)
     return holder["state"]

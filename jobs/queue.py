@@ -5,7 +5,7 @@ from redis import Redis
 from rq import Queue
 from rq.job import Job
 
-from agent import PROFILES
+from agent.config import budget_for
 
 from . import keys
 from .executor import execute
@@ -17,8 +17,8 @@ RESULT_TTL_SECONDS = 24 * 3600
 
 
 def job_timeout_for(run: Run) -> int:
-    budget = PROFILES.get(run.profile, PROFILES["standard"])
-    return int(budget.wall_seconds) + JOB_TIMEOUT_GRACE_SECONDS
+    # The deep profile's wall time: an upgrade mid-run must not be cut short by RQ.
+    return int(max(budget_for(run.profile).wall_seconds, budget_for("deep").wall_seconds)) + JOB_TIMEOUT_GRACE_SECONDS
 
 
 def enqueue(redis: Redis, run: Run) -> Job:

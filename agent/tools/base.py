@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 import httpx
 from pydantic import BaseModel
 
+from ..budget import Ledger
 from ..citations import SourceRegistry
 from ..config import AgentConfig
 from ..events import RunEvent
@@ -41,12 +42,15 @@ class ToolContext:
     results: ResultStore = field(default_factory=MemoryResultStore)
     result_ids: ResultIds = field(default_factory=ResultIds)
     links: LinkTable = field(default_factory=LinkTable)
+    ledger: Ledger | None = None  # correction capacity is read from it
 
 
 class Tool:
     name: ClassVar[str]
     description: ClassVar[str]
     Input: ClassVar[type[BaseModel]]
+    # What the run is doing while this tool runs, for "limit reached while …" messages.
+    stage: ClassVar[str] = "running a tool"
 
     def schema(self) -> dict[str, Any]:
         schema = self.Input.model_json_schema()

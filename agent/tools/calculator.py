@@ -25,6 +25,7 @@ class CalculatorInput(BaseModel):
 
 class Calculator(Tool):
     name = "calculator"
+    stage = "calculating"
     Input = CalculatorInput
     description = (
         "Exact arithmetic and date arithmetic on figures you already have: totals, ratios, "

@@ -22,6 +22,7 @@ class FetchResultInput(BaseModel):
 
 class FetchResult(Tool):
     name = "fetch_result"
+    stage = "re-reading a stored result"
     Input = FetchResultInput
     description = (
         "Bring back, by id, a tool result you saw earlier (its id, like r_0004, heads every "

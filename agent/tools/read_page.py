@@ -116,6 +116,7 @@ def split_parts(text: str, size: int = PART_CHARS) -> list[str]:
 
 class ReadPage(Tool):
     name = "read_page"
+    stage = "reading a page"
     Input = ReadPageInput
     description = (
         "Read one web page or PDF and get back only the passages that serve your goal, each "

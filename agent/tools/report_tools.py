@@ -47,6 +47,7 @@ def _check_body(body: str, ctx: ToolContext) -> ToolResult | list[str]:
 
 class WriteSection(Tool):
     name = "write_section"
+    stage = "writing the report"
     Input = WriteSectionInput
     description = (
         "Add a new section to the pinned report the team reads in Slack. Write a section once "
@@ -84,6 +85,7 @@ class WriteSection(Tool):
 
 class ReviseSection(Tool):
     name = "revise_section"
+    stage = "writing the report"
     Input = ReviseSectionInput
     description = (
         "Replace the body of a report section you wrote earlier, when new evidence corrects or "
@@ -105,9 +107,14 @@ class ReviseSection(Tool):
                 "Use write_section for a new one.",
                 is_error=True,
             )
+        refusal = ctx.ledger.correction_refusal(section.section_id) if ctx.ledger else None
+        if refusal:
+            return ToolResult(f"Not revised: {refusal}", is_error=True)
         checked = _check_body(args.body, ctx)
         if isinstance(checked, ToolResult):
             return checked
+        if ctx.ledger:
+            ctx.ledger.record_correction(section.section_id)
         reason = " ".join(args.reason.split()) or "revised"
         section.revisions.append(Revision(body=section.body, reason=reason))
         section.body = args.body

@@ -25,6 +25,7 @@ class WebSearchInput(BaseModel):
 
 class WebSearch(Tool):
     name = "web_search"
+    stage = "searching the web"
     Input = WebSearchInput
     description = (
         "Search the web. Returns up to 8 results, each with title, domain, URL and a snippet "

@@ -1,0 +1,56 @@
+"""How the outside world steers a running loop: stop it, give it more budget, add a note.
+
+The engine only reads; the job layer implements it (Redis), tests use the in-memory one.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Protocol
+
+from pydantic import BaseModel, Field
+
+from .config import Budget
+from .events import utcnow
+
+
+class StopRequest(BaseModel):
+    by: str  # who asked, e.g. "<@U0ANA>"
+    at: datetime = Field(default_factory=utcnow)
+
+
+class Note(BaseModel):
+    author: str
+    text: str
+
+
+class ControlUpdate(BaseModel):
+    stop: StopRequest | None = None
+    budget: Budget | None = None  # a new effective budget (an upgrade), when it changed
+    notes: list[Note] = Field(default_factory=list)  # notes not delivered before
+
+
+class RunControl(Protocol):
+    async def poll(self) -> ControlUpdate:
+        """Everything new since the last poll (called at every step)."""
+        ...
+
+    async def stop_requested(self) -> StopRequest | None:
+        """Cheap check, called often while the loop waits on the model or tools."""
+        ...
+
+
+class MemoryControl:
+    """In-process control: tests and the terminal mode."""
+
+    def __init__(self) -> None:
+        self.stop: StopRequest | None = None
+        self.budget: Budget | None = None
+        self.pending: list[Note] = []
+
+    async def poll(self) -> ControlUpdate:
+        update = ControlUpdate(stop=self.stop, budget=self.budget, notes=self.pending)
+        self.budget, self.pending = None, []
+        return update
+
+    async def stop_requested(self) -> StopRequest | None:
+        return self.stop
