@@ -42,6 +42,11 @@ class Ledger(BaseModel):
     busy_since: float | None = None  # set while any model or tool interval is open
     open_intervals: int = 0
     corrections: dict[str, int] = Field(default_factory=dict)
+    # The last main turn's size: the final answer needs about as much again, so token and
+    # cost limits keep at least that much back.
+    last_turn_input: int = 0
+    last_turn_output: int = 0
+    last_turn_cost: float = 0.0
 
     @classmethod
     def start(cls, budget: Budget, clock: Clock = time.time) -> Ledger:
@@ -69,11 +74,14 @@ class Ledger(BaseModel):
                count_request: bool = True) -> None:
         """Tokens and cost of every model call; the request limit counts main-model turns only
         (page extraction calls are part of the tool that made them)."""
+        cost = cost_usd(model, TokenCounts(input_tokens, output_tokens, cache_read, cache_creation))
         if count_request:
             self.requests += 1
+            self.last_turn_input = input_tokens + cache_read + cache_creation
+            self.last_turn_output, self.last_turn_cost = output_tokens, cost
         self.input_tokens += input_tokens + cache_read + cache_creation
         self.output_tokens += output_tokens
-        self.cost_usd += cost_usd(model, TokenCounts(input_tokens, output_tokens, cache_read, cache_creation))
+        self.cost_usd += cost
 
     def upgrade(self, budget: Budget) -> None:
         self.budget = budget
@@ -109,14 +117,16 @@ class Ledger(BaseModel):
             (f"wall-time limit ({_minutes(b.wall_seconds)})", self.wall(now), b.wall_seconds, b.reserve_seconds),
         ]
         spend = 1 - defaults.FINALIZE_AT_SPEND_SHARE
+        again = defaults.FINAL_TURN_SIZE_FACTOR
         if b.max_input_tokens is not None:
             limits.append((f"input-token limit ({b.max_input_tokens:,})", self.input_tokens, b.max_input_tokens,
-                           b.max_input_tokens * spend))
+                           max(b.max_input_tokens * spend, self.last_turn_input * again)))
         if b.max_output_tokens is not None:
             limits.append((f"output-token limit ({b.max_output_tokens:,})", self.output_tokens, b.max_output_tokens,
-                           b.max_output_tokens * spend))
+                           max(b.max_output_tokens * spend, self.last_turn_output * again)))
         if b.max_cost_usd is not None:
-            limits.append((f"cost limit (${b.max_cost_usd:.2f})", self.cost_usd, b.max_cost_usd, b.max_cost_usd * spend))
+            limits.append((f"cost limit (${b.max_cost_usd:.2f})", self.cost_usd, b.max_cost_usd,
+                           max(b.max_cost_usd * spend, self.last_turn_cost * again)))
         return limits
 
     def decide(self, now: float) -> Decision:

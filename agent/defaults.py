@@ -24,6 +24,8 @@ FINALIZATION_RESERVE_REQUESTS = 2
 FINALIZATION_RESERVE_SECONDS = 180
 # Exploration stops when this share of a token or cost cap is spent; the rest is for writing.
 FINALIZE_AT_SPEND_SHARE = 0.9
+# …and at least this multiple of the last turn's size (the final turn is about as large, plus the answer).
+FINAL_TURN_SIZE_FACTOR = 2.0
 # After a stop, the final answer must come within this long, or the run ends with what it has.
 STOP_FINALIZE_SECONDS = 60
 # How often a running loop looks for a stop while it waits on the model or tools.

@@ -1,23 +1,65 @@
-"""Run state → the two Slack messages (progress and report). Pure and deterministic.
+"""Run state → what Slack shows: the progress message, the pinned report (plus the full
+report as a Markdown file when it outgrows one message) and the assistant thread status.
 
-Deterministic from state alone (no clock reads), so a hash of the output tells the
-publisher whether Slack needs an update, and a restart renders the same bytes again.
+Pure and deterministic from state alone (no clock reads), so a hash of the output tells
+the publisher whether Slack needs an update, and a restart renders the same bytes again.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from agent import assemble
-from agent.report import domain_of, shorten
+from agent.report import AssembledReport, Footnote, domain_of, shorten, to_markdown
 from jobs import RunState, RunStatus
 
 from . import limits
-from .mrkdwn import split_text, to_mrkdwn
+from .mrkdwn import escape_text, link, paragraph_texts, split_text, to_mrkdwn
 
+__all__ = [
+    "Attachment", "ReportRendering", "SlackMessage", "render_help", "render_progress", "render_report",
+    "render_report_parts", "render_status",
+]
+
+TITLE_CHARS = 250  # the question as the report's title
+ACTIVITY_CHARS = 300  # "Now: …" in the progress message
 PASSAGE_CHARS = 140  # quoted passage per source line: enough to recognise it
+SOURCE_TITLE_CHARS = 80
+# When the full report is a little too long, sources shrink to these before the report spills.
+COMPACT_PASSAGE_CHARS = 60
+COMPACT_SOURCE_TITLE_CHARS = 50
+# A spilled report's index shows each section's first sentence, shortened in these steps
+# until the index fits (0: titles only).
+INDEX_SENTENCE_STEPS = (200, 120, 80, 40, 0)
+# Least room the index keeps when a huge summary competes for the message.
+MIN_INDEX_CHARS = 1_500
+STATUS_CHARS = 60  # assistant thread status: one short line under the thread
+FILE_TITLE_CHARS = 80
+# Bold in mrkdwn cannot contain a bare asterisk; this one looks alike and does not end it.
+ASTERISK_LOOKALIKE = "∗"
+# Phase → (icon, words) for the progress headline; unknown phases are shown as they are.
+PHASES = {
+    "researching": ("🔎", "Researching"),
+    "compacting": ("🗜️", "Compacting notes before continuing"),
+    "finishing": ("✍️", "Writing the summary"),
+    "writing": ("✍️", "Writing"),
+}
+# Phase → assistant status ("<app> is researching…").
+STATUS_BY_PHASE = {
+    "researching": "is researching…",
+    "compacting": "is compacting its notes…",
+    "finishing": "is writing the summary…",
+    "writing": "is writing the report…",
+}
+
+_FOOTNOTE_MARK = re.compile(r"\s*\[\d+\]")
+# A sentence ends at . ! or ? followed by a space and a capital, digit or quote, or the end.
+_SENTENCE_END = re.compile(r"[.!?…](?=\s+[A-Z0-9\"“'(]|\s*$)")
+_SLACK_USER_ID = re.compile(r"[UW][A-Z0-9]{2,}")
 
 
 @dataclass
@@ -29,6 +71,31 @@ class SlackMessage:
         raw = json.dumps({"text": self.text, "blocks": self.blocks}, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(raw.encode()).hexdigest()
 
+    def violations(self) -> list[str]:
+        return limits.violations(self.text, self.blocks)
+
+
+@dataclass(frozen=True)
+class Attachment:
+    """The full report as a Markdown file, for a report too big for one message."""
+
+    filename: str
+    title: str
+    content: str
+
+    def digest(self) -> str:
+        raw = json.dumps([self.filename, self.title, self.content], ensure_ascii=False)
+        return hashlib.sha256(raw.encode()).hexdigest()
+
+
+@dataclass
+class ReportRendering:
+    message: SlackMessage
+    attachment: Attachment | None  # None: the whole report is in the message
+
+
+# --- small pieces ------------------------------------------------------------------------
+
 
 def _section(text: str) -> dict[str, Any]:
     return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
@@ -38,40 +105,83 @@ def _context(text: str) -> dict[str, Any]:
     return {"type": "context", "elements": [{"type": "mrkdwn", "text": text}]}
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+def _bold(text: str) -> str:
+    inner = escape_text(text).replace("*", ASTERISK_LOOKALIKE)
+    return f"*{inner}*" if inner.strip() else ""
+
+
 def _minutes(state: RunState) -> int:
     end = state.finished_at or state.updated_at
     return max(0, int((end - state.run.created_at).total_seconds() // 60))
 
 
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+def _requester(state: RunState) -> str:
+    user = state.run.requester or ""
+    if _SLACK_USER_ID.fullmatch(user):
+        return f"<@{user}>"
+    return escape_text(user)
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
+def _revised(section_revisions: int) -> str:
+    return f"  _revised ×{section_revisions}_" if section_revisions else ""
+
+
+# --- progress ----------------------------------------------------------------------------
+
+
+def _budget_left(state: RunState) -> str:
+    """'standard budget, 54 min · 38 requests left', from what run state carries."""
+    phrase = f"{escape_text(state.run.profile)} budget"
+    # `budget_left` (minutes, requests) is optional run state: shown when the job layer provides it.
+    left = getattr(state, "budget_left", None)
+    parts = []
+    minutes = getattr(left, "minutes", None)
+    requests = getattr(left, "requests", None)
+    if minutes is not None:
+        parts.append(f"{max(0, int(minutes))} min")
+    if requests is not None:
+        parts.append(_plural(max(0, int(requests)), "request"))
+    return f"{phrase}, {' · '.join(parts)} left" if parts else phrase
 
 
 def render_progress(state: RunState) -> SlackMessage:
-    minutes = _minutes(state)
-    facts = f"{minutes} min · {_plural(state.usage.requests, 'model request')} · {_plural(len(state.sources), 'source')}"
+    """Phase, what is being checked now, sources so far, model requests, minutes, budget."""
+    facts = (f"{_minutes(state)} min · {_plural(len(state.sources), 'source')} · "
+             f"{_plural(state.usage.requests, 'model request')}")
     status = state.status
     if status == RunStatus.queued:
-        head = "⏳ Queued: research starts as soon as a worker is free"
-        lines = [head]
+        lines = [f"⏳ Queued: research starts as soon as a worker is free · {_budget_left(state)}"]
     elif status == RunStatus.running:
-        lines = [f"🔎 Researching · {facts}"]
+        icon, words = PHASES.get(state.phase, ("🔎", escape_text(state.phase.capitalize() or "Researching")))
+        lines = [f"{icon} {words} · {facts}", f"Budget: {_budget_left(state)}"]
         if state.activity:
-            lines.append(f"Now: {_escape(shorten(state.activity, 300))}")
+            lines.append(f"Now: {escape_text(shorten(state.activity, ACTIVITY_CHARS))}")
     elif status == RunStatus.completed:
         lines = [f"✅ Done · {facts} · the pinned report is final"]
         if state.reason:
-            lines.append(f"Note: {_escape(state.reason)}")
+            lines.append(f"Note: {escape_text(shorten(state.reason, ACTIVITY_CHARS))}")
     else:
         word = "Stopped" if status == RunStatus.stopped else "Ended early"
-        lines = [f"⚠️ {word} · {facts}", f"Why: {_escape(state.reason or 'unknown')}",
+        lines = [f"⚠️ {word} · {facts}", f"Why: {escape_text(shorten(state.reason or 'unknown', ACTIVITY_CHARS))}",
                  "Sections written so far are kept in the pinned report."]
     text = "\n".join(lines)
     return SlackMessage(text=text, blocks=[_section(text)])
+
+
+def render_status(state: RunState) -> str:
+    """The assistant thread status: a few words while the run is active, empty once it ended."""
+    if state.status.finished:
+        return ""
+    if state.status == RunStatus.queued:
+        return "is waiting for a worker…"
+    return STATUS_BY_PHASE.get(state.phase) or shorten(f"is {state.phase or 'researching'}…", STATUS_CHARS)
+
+
+# --- the report --------------------------------------------------------------------------
 
 
 def _status_line(state: RunState) -> str:
@@ -84,61 +194,209 @@ def _status_line(state: RunState) -> str:
     if state.status == RunStatus.completed:
         return f"Final · {_plural(n, 'section')} · finished {state.updated_at:%Y-%m-%d %H:%M} UTC"
     word = "Stopped" if state.status == RunStatus.stopped else "Incomplete"
-    return f"{word}: {_escape(state.reason)}"
+    return f"{word}: {escape_text(shorten(state.reason, ACTIVITY_CHARS))}"
 
 
-class _BlockBudget:
-    """Adds blocks while Slack's per-message limits allow; counts what did not fit."""
+def _footer(state: RunState) -> str:
+    parts = [f"Asked by {_requester(state)}"] if state.run.requester else []
+    parts += [f"{_minutes(state)} min", _plural(state.usage.requests, "model request"), f"run {state.run.id}"]
+    if state.run.parent_run_id:
+        parts.append(f"continues run {escape_text(state.run.parent_run_id)}")
+    return " · ".join(parts)
+
+
+def _source_line(note: Footnote, title_chars: int, passage_chars: int) -> str:
+    s = note.source
+    return (f"[{note.number}] {link(s.url, shorten(s.title, title_chars) or domain_of(s.url))} · "
+            f"{escape_text(domain_of(s.url))} · “{escape_text(shorten(s.passage, passage_chars))}” · "
+            f"fetched {s.retrieved_at:%Y-%m-%d}")
+
+
+class _Blocks:
+    """Blocks with the count of text Slack adds up toward its cumulative limit."""
 
     def __init__(self) -> None:
         self.blocks: list[dict[str, Any]] = []
         self.chars = 0
-        self.dropped = 0
 
-    def add(self, block: dict[str, Any], reserve: int = 1) -> bool:
-        text = block.get("text", {}).get("text", "") if block["type"] == "section" else block["elements"][0]["text"]
-        if len(self.blocks) + 1 + reserve > limits.MAX_BLOCKS or self.chars + len(text) > limits.BLOCK_TEXT_BUDGET:
-            self.dropped += 1
-            return False
-        self.blocks.append(block)
-        self.chars += len(text)
-        return True
+    def text(self, mrkdwn: str) -> None:
+        for chunk in split_text(mrkdwn, limits.SECTION_TEXT_CHARS):
+            self.blocks.append(_section(chunk))
+            self.chars += len(chunk)
 
-    def add_text(self, text: str) -> None:
-        for chunk in split_text(text, limits.SECTION_TEXT_CHARS):
-            self.add(_section(chunk))
+    def context(self, mrkdwn: str) -> None:
+        chunk = shorten(mrkdwn, limits.CONTEXT_TEXT_CHARS) if len(mrkdwn) > limits.CONTEXT_TEXT_CHARS else mrkdwn
+        self.blocks.append(_context(chunk))
+        self.chars += len(chunk)
+
+    def extend(self, other: _Blocks) -> None:
+        self.blocks += other.blocks
+        self.chars += other.chars
+
+    def fits(self) -> bool:
+        return len(self.blocks) <= limits.MAX_BLOCKS and self.chars <= limits.BLOCK_TEXT_BUDGET
+
+
+def _measure(mrkdwn: str) -> _Blocks:
+    blocks = _Blocks()
+    blocks.text(mrkdwn)
+    return blocks
+
+
+def _head(state: RunState) -> _Blocks:
+    head = _Blocks()
+    head.text(f"📌 {_bold(shorten(state.run.question, TITLE_CHARS))}")
+    head.context(_status_line(state))
+    return head
+
+
+def _summary_text(report: AssembledReport, urls: dict[int, str]) -> str:
+    return f"*Summary*\n{to_mrkdwn(report.summary, urls)}" if report.summary.strip() else ""
+
+
+def _full_layout(state: RunState, report: AssembledReport, urls: dict[int, str], compact: bool) -> _Blocks:
+    out = _head(state)
+    summary = _summary_text(report, urls)
+    if summary:
+        out.text(summary)
+    elif not report.sections:
+        out.text("_The report fills in here as the research finds answers._")
+    for index, (section, body) in enumerate(report.sections, 1):
+        title = _bold(f"{index}. {section.title}")
+        out.text(f"{title}{_revised(len(section.revisions))}\n{to_mrkdwn(body, urls)}")
+    if report.footnotes:
+        title_chars, passage_chars = ((COMPACT_SOURCE_TITLE_CHARS, COMPACT_PASSAGE_CHARS) if compact
+                                      else (SOURCE_TITLE_CHARS, PASSAGE_CHARS))
+        out.text("\n".join(["*Sources*", *(_source_line(n, title_chars, passage_chars) for n in report.footnotes)]))
+    out.context(_footer(state))
+    return out
+
+
+def first_sentence(markdown: str, limit: int) -> str:
+    """The first sentence of a section body as plain words (footnote numbers dropped), shortened."""
+    if limit <= 0:
+        return ""
+    for paragraph in paragraph_texts(markdown):
+        text = _FOOTNOTE_MARK.sub("", paragraph).strip()
+        if not text:
+            continue
+        end = _SENTENCE_END.search(text)
+        return shorten(text[: end.end()] if end else text, limit)
+    return ""
+
+
+def _index(report: AssembledReport, sentence_chars: int, count: int) -> str:
+    lines = ["*Sections*"]
+    for number, (section, body) in enumerate(report.sections[:count], 1):
+        line = f"{number}. {_bold(section.title) or '_untitled_'}{_revised(len(section.revisions))}"
+        sentence = first_sentence(body, sentence_chars)
+        if sentence:
+            line += f" — {escape_text(sentence)}"
+        lines.append(line)
+    hidden = len(report.sections) - count
+    if hidden:
+        lines.append(f"… and {_plural(hidden, 'more section')}, in the file")
+    return "\n".join(lines)
+
+
+def _fit_index(report: AssembledReport, room_chars: int, room_blocks: int) -> _Blocks:
+    """The richest index that fits: shorter first sentences first, then fewer titles."""
+    def fits(candidate: _Blocks) -> bool:
+        return candidate.chars <= room_chars and len(candidate.blocks) <= room_blocks
+
+    total = len(report.sections)
+    for sentence_chars in INDEX_SENTENCE_STEPS:
+        candidate = _measure(_index(report, sentence_chars, total))
+        if fits(candidate):
+            return candidate
+    low, high = 0, total  # titles only: the longest prefix that fits (binary search)
+    while low < high:
+        mid = (low + high + 1) // 2
+        if fits(_measure(_index(report, 0, mid))):
+            low = mid
+        else:
+            high = mid - 1
+    return _measure(_index(report, 0, low))
+
+
+def _spill_notice(state: RunState, report: AssembledReport, attachment: Attachment, error: str | None) -> str:
+    size = f"{_plural(len(report.sections), 'section')}, {_plural(len(report.footnotes), 'source')}"
+    if error:
+        return (f"⚠️ This report ({size}) is too long for one Slack message and the full text could not be "
+                f"attached (Slack answered `{escape_text(error)}`). Below: the summary and an index of the sections.")
+    when = " It is refreshed as the research goes on." if not state.status.finished else ""
+    return (f"📎 *The full report ({size}) is in the attached file* `{escape_text(attachment.filename)}` "
+            f"in this thread: it is too long for one Slack message, so below are the summary and an index "
+            f"of the sections.{when}")
+
+
+def _spill_layout(state: RunState, report: AssembledReport, urls: dict[int, str], attachment: Attachment,
+                  error: str | None) -> _Blocks:
+    head = _head(state)
+    head.text(_spill_notice(state, report, attachment, error))
+    footer = _Blocks()
+    footer.context(_footer(state))
+    sources_total = f"*Sources*: {_plural(len(report.footnotes), 'source')} in all, listed in the file."
+    fixed_chars = head.chars + footer.chars + len(sources_total)
+    fixed_blocks = len(head.blocks) + len(footer.blocks) + 1
+
+    summary = _measure(_summary_text(report, urls) or "_The summary is written when the research finishes._")
+    room = limits.BLOCK_TEXT_BUDGET - fixed_chars
+    if summary.chars > room - MIN_INDEX_CHARS:  # only a pathological summary gets here
+        cut = split_text(_summary_text(report, urls), max(room - MIN_INDEX_CHARS - 80, 200))[0]
+        summary = _measure(f"{cut}\n… _the summary continues in the file_")
+    index = _fit_index(report, room - summary.chars, limits.MAX_BLOCKS - fixed_blocks - len(summary.blocks))
+
+    out = head
+    out.extend(summary)
+    out.extend(index)
+    # The summary's own sources (numbered first) in full when there is room; always the total.
+    cited = [n for n in report.footnotes if re.search(rf"\[{n.number}\]", report.summary)]
+    sources = _measure("\n".join(["*Sources* cited in the summary",
+                                  *(_source_line(n, COMPACT_SOURCE_TITLE_CHARS, COMPACT_PASSAGE_CHARS) for n in cited),
+                                  f"All {_plural(len(report.footnotes), 'source')} are listed in the file."]))
+    room_left = limits.BLOCK_TEXT_BUDGET - out.chars - footer.chars
+    if cited and sources.chars <= room_left and len(out.blocks) + len(sources.blocks) + 1 <= limits.MAX_BLOCKS:
+        out.extend(sources)
+    elif report.footnotes:
+        out.text(sources_total)
+    out.extend(footer)
+    return out
+
+
+def _attachment(state: RunState, report: AssembledReport) -> Attachment:
+    question = " ".join(state.run.question.split())
+    footer = f"{_status_line(state)} · {_plural(state.usage.requests, 'model request')} · run {state.run.id}"
+    return Attachment(
+        filename=f"deepthread-report-{state.run.id}.md",
+        title=f"Full report: {shorten(question, FILE_TITLE_CHARS)}",
+        content=to_markdown(question, report, footer),
+    )
+
+
+def render_report_parts(state: RunState, *, attachment_error: str | None = None) -> ReportRendering:
+    """The pinned report, and the file that holds the full report when the message cannot.
+
+    Tried in order: everything; everything with shorter source lines; the summary and a
+    section index in the message with the full report in the file. `attachment_error`
+    (what Slack answered when the file could not be uploaded) changes the notice.
+    """
+    report = assemble(state.summary, state.sections, state.sources)
+    urls = {note.number: note.source.url for note in report.footnotes}
+    attachment = None
+    for compact in (False, True):
+        layout = _full_layout(state, report, urls, compact)
+        if layout.fits():
+            break
+    else:
+        attachment = _attachment(state, report)
+        layout = _spill_layout(state, report, urls, attachment, attachment_error)
+    fallback = shorten(f"Report: {state.run.question}", limits.FALLBACK_TEXT_CHARS)
+    return ReportRendering(SlackMessage(text=fallback, blocks=layout.blocks), attachment)
 
 
 def render_report(state: RunState) -> SlackMessage:
-    report = assemble(state.summary, state.sections, state.sources)
-    urls = {note.number: note.source.url for note in report.footnotes}
-    title = shorten(state.run.question, 250)
-    budget = _BlockBudget()
-    budget.add(_section(f"📌 *{_escape(title)}*"))
-    budget.add(_context(_status_line(state)))
-    if report.summary.strip():
-        budget.add_text(f"*Summary*\n{to_mrkdwn(report.summary, urls)}")
-    elif not report.sections:
-        budget.add(_section("_The report fills in here as the research finds answers._"))
-    for index, (section, body) in enumerate(report.sections, 1):
-        revised = f"  _revised ×{len(section.revisions)}_" if section.revisions else ""
-        budget.add_text(f"*{index}. {_escape(section.title)}*{revised}\n{to_mrkdwn(body, urls)}")
-    if report.footnotes:
-        lines = ["*Sources*"]
-        for note in report.footnotes:
-            s = note.source
-            lines.append(
-                f"[{note.number}] <{s.url}|{_escape(shorten(s.title, 80)).replace('|', '∣')}> · {domain_of(s.url)} · "
-                f"“{_escape(shorten(s.passage, PASSAGE_CHARS))}” · fetched {s.retrieved_at:%Y-%m-%d}"
-            )
-        budget.add_text("\n".join(lines))
-    footer = f"Asked by <@{state.run.requester}> · " if state.run.requester else ""
-    footer += f"{_minutes(state)} min · {_plural(state.usage.requests, 'model request')} · run {state.run.id}"
-    if budget.dropped:
-        footer = f"⚠️ {budget.dropped} more block(s) did not fit in one Slack message · " + footer
-    budget.blocks.append(_context(footer))
-    fallback = shorten(f"Report: {state.run.question}", limits.FALLBACK_TEXT_CHARS)
-    return SlackMessage(text=fallback, blocks=budget.blocks)
+    return render_report_parts(state).message
 
 
 def render_help() -> str:
@@ -146,3 +404,8 @@ def render_help() -> str:
         "Ask me a research question and I will dig into it and keep a cited report pinned in "
         "this thread, e.g. `@deepthread compare the fees and tracking error of VTI, ITOT and SCHB`."
     )
+
+
+def section_titles(message: SlackMessage) -> Sequence[str]:
+    """The text of every section block (for tests and tools that read a rendering)."""
+    return [b["text"]["text"] for b in message.blocks if b["type"] == "section"]
