@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from . import defaults
 from .budget import Clock, Ledger
+from .checkpoint import CheckpointStore, history_meta, rebuild_history, step_record
 from .citations import SourceRegistry, UnknownCitation, strip_unknown_markers
 from .config import AgentConfig
 from .control import MemoryControl, RunControl, StopRequest
@@ -23,6 +24,7 @@ from .context.requestlog import RequestLog
 from .events import Finished, Progress, SourceAdded, UsageRecorded
 from .model import ModelClient, ModelUnavailable
 from .prompts import load
+from .report import Section
 from .results import Locator, ResultStore, StoredResult
 from .task import ResearchTask, first_message
 from .tools import Tool, ToolContext, ToolResult, default_tools
@@ -75,6 +77,10 @@ class ResearchLoop:
         # Seconds spent building each request (elision, projection; not summaries): must not grow with history.
         self.projection_seconds: list[float] = []
         self.limit_note: str | None = None  # the limit that cut exploration short, with its stage
+        self.rewrites_left = defaults.FINAL_ANSWER_REWRITES
+        self.last_stop: str | None = None
+        self.checkpoints: CheckpointStore | None = None
+        self._saved_steps: set[int] = set()
 
     @property
     def history(self) -> History:
@@ -123,9 +129,8 @@ class ResearchLoop:
     async def run(self) -> Outcome:
         emit = self.ctx.emit
         await emit(Progress(phase="researching", activity="Planning the research"))
-        rewrites_left = defaults.FINAL_ANSWER_REWRITES
-        last_stop: str | None = None
         while True:
+            await self.save_checkpoint()
             stop = await self._apply_control()
             if stop is not None:
                 return await self._finish_after_stop(stop)
@@ -141,7 +146,7 @@ class ResearchLoop:
             if finalize is None:
                 started = time.perf_counter()
                 compactions = self.context.compaction.done + self.context.compaction.failures
-                await self.context.prepare(system=self.system, tools=self.tool_schemas, last_stop_reason=last_stop,
+                await self.context.prepare(system=self.system, tools=self.tool_schemas, last_stop_reason=self.last_stop,
                                            notes=self.notes, sections=self._sections())
             self.history.add_text(self.ledger.block(self.clock(), len(self.ctx.registry), self._sections(), finalize))
             if finalize:
@@ -164,7 +169,7 @@ class ResearchLoop:
                 self.history.add_text(f"(Your last request was cut short: {cut.reason}.)")
                 continue
             self.context.observe(message.usage)
-            last_stop = message.stop_reason
+            self.last_stop = message.stop_reason
             await self._record_usage()
             content = [block.model_dump(exclude_none=True) for block in message.content]
             self.history.add_assistant(content or [{"type": "text", "text": "(no answer)"}])
@@ -198,13 +203,70 @@ class ResearchLoop:
             try:
                 self.ctx.registry.check(answer)
             except UnknownCitation as exc:
-                if rewrites_left > 0 and self.ledger.decide(self.clock()).kind != "end":
-                    rewrites_left -= 1
+                if self.rewrites_left > 0 and self.ledger.decide(self.clock()).kind != "end":
+                    self.rewrites_left -= 1
                     self.history.add_text(f"Your answer was not accepted: {exc} Rewrite it.")
                     continue
                 answer = strip_unknown_markers(answer, {s.marker for s in self.ctx.registry.all()})
             # An answer written under a limit says which one; a normal answer needs no note.
             return Outcome("completed", answer, (self.limit_note or finalize or "") if finalize else "")
+
+    # --- checkpoints ----------------------------------------------------------------------
+    async def save_checkpoint(self) -> None:
+        """After every turn: the steps that changed, and a small record of everything else."""
+        if self.checkpoints is None:
+            return
+        history = self.history
+        kept = {step.index for step in history.steps}
+        dropped = sorted(self._saved_steps - kept)  # summarised away by a compaction
+        steps = {step.index: step_record(step) for step in history.take_dirty()}
+        self._saved_steps = (self._saved_steps | set(steps)) - set(dropped)
+        compaction = self.context.compaction
+        meta = {
+            "history": history_meta(history), "dropped": dropped, "saved_at": self.clock(),
+            "ledger": self.ledger.model_dump(mode="json"),
+            "context": {"manifest": self.context.manifest.items, "failures": compaction.failures,
+                        "deferrals": compaction.deferrals, "done": compaction.done,
+                        "meter": [self.context.meter.last_actual, self.context.meter.chars_at_last]},
+            "tools": {name: tool.state() for name, tool in self.tools.items()},
+            "result_ids": self.ctx.result_ids.issued,
+            "links": {"urls": self.ctx.links.urls, "anchors": self.ctx.links.anchors},
+            "notes": self.notes, "limit_note": self.limit_note, "last_stop": self.last_stop,
+            "rewrites_left": self.rewrites_left, "control": self.control_state(),
+        }
+        await self.checkpoints.save(meta, steps)
+
+    def control_state(self) -> Any:
+        state = getattr(self.control, "state", None)
+        return state() if callable(state) else None
+
+    async def restore(self, meta: dict[str, Any], steps: dict[int, dict[str, Any]], active_until: float | None) -> None:
+        """Resume from a checkpoint; time spent since it (until the crash) is counted, not refunded."""
+        self.context.history = await rebuild_history(meta["history"], steps, self.ctx.results)
+        self._saved_steps = set(meta["history"]["steps"])
+        self.ledger = Ledger.model_validate(meta["ledger"])
+        self.ctx.ledger = self.ledger
+        if active_until is not None:
+            self.ledger.active_closed += max(0.0, active_until - meta["saved_at"])
+        context = meta["context"]
+        self.context.manifest.items = list(context["manifest"])
+        self.context.compaction.failures = context["failures"]
+        self.context.compaction.deferrals = context["deferrals"]
+        self.context.compaction.done = context["done"]
+        self.context.meter.last_actual, self.context.meter.chars_at_last = context["meter"]
+        for name, state in meta["tools"].items():
+            if name in self.tools:
+                self.tools[name].restore(state)
+        self.ctx.result_ids.issued = meta["result_ids"]
+        for url in meta["links"]["urls"]:
+            self.ctx.links.add(url)
+        self.ctx.links.anchors = {int(k): v for k, v in meta["links"]["anchors"].items()}
+        self.notes = list(meta["notes"])
+        self.limit_note, self.last_stop = meta["limit_note"], meta["last_stop"]
+        self.rewrites_left = meta["rewrites_left"]
+        restore = getattr(self.control, "restore", None)
+        if callable(restore):
+            restore(meta["control"])
 
     async def _turn(self, messages: list[dict[str, Any]], final: bool, deadline: float) -> Any:
         self.ledger.begin(self.clock())
@@ -325,14 +387,19 @@ async def research(
     control: RunControl | None = None,
     ledger: Ledger | None = None,
     clock: Clock = time.time,
+    checkpoints: CheckpointStore | None = None,
+    sections: list[Section] | None = None,
+    active_until: float | None = None,
 ) -> Outcome:
     """Research `task` to the end, emitting RunEvents; always emits exactly one Finished."""
     ledger = ledger or Ledger.start(task.budget, clock)
+    current: list[ResearchLoop] = []  # the ledger is the loop's, which a resume replaces
 
     def charge(message: Any, is_turn: bool) -> None:
         u = message.usage
-        ledger.charge(message.model, u.input_tokens or 0, u.output_tokens or 0, u.cache_read_input_tokens or 0,
-                      u.cache_creation_input_tokens or 0, count_request=is_turn)
+        (current[0].ledger if current else ledger).charge(
+            message.model, u.input_tokens or 0, u.output_tokens or 0, u.cache_read_input_tokens or 0,
+            u.cache_creation_input_tokens or 0, count_request=is_turn)
 
     model = ModelClient(
         anthropic.with_options(max_retries=config.model_max_retries),
@@ -349,8 +416,16 @@ async def research(
             ctx.results = results
         loop = ResearchLoop(task, config, ctx, tools if tools is not None else default_tools(),
                             control or MemoryControl(), clock, ledger)
+        current.append(loop)
         if projection_seconds is not None:
             loop.projection_seconds = projection_seconds  # benchmarks read the per-turn cost
+        for section in sections or []:
+            ctx.sections[section.section_id] = section.model_copy(deep=True)
+        loop.checkpoints = checkpoints
+        saved = await checkpoints.load() if checkpoints is not None else None
+        if saved is not None:
+            await loop.restore(*saved, active_until=active_until)
+            await emit(Progress(phase="researching", activity="Resuming from the last checkpoint"))
         try:
             outcome = await loop.run()
         except ModelUnavailable as exc:

@@ -9,13 +9,14 @@ from typing import Any
 from aiohttp import web
 from redis import Redis
 from redis.asyncio import Redis as AsyncRedis
-from rq import Queue, Worker
+from rq import Queue
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 import jobs
 from jobs import RunStore
 from jobs.keys import QUEUE
+from jobs.worker import SWEEP_INTERVAL_SECONDS, WORKER_TTL_SECONDS, DeepthreadWorker
 
 from .app import build_app, identify, slack_client
 from .publisher import Publisher
@@ -110,6 +111,7 @@ def work(settings: Settings, *, burst: bool = False) -> int:
     assert settings.redis_url
     redis = Redis.from_url(settings.redis_url)
     jobs.configure(settings.job_runtime())
-    worker = Worker([Queue(QUEUE, connection=redis)], connection=redis)
+    worker = DeepthreadWorker([Queue(QUEUE, connection=redis)], connection=redis,
+                              worker_ttl=WORKER_TTL_SECONDS, maintenance_interval=SWEEP_INTERVAL_SECONDS)
     worker.work(burst=burst, with_scheduler=not burst, logging_level="INFO")
     return 0

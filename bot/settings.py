@@ -51,6 +51,8 @@ class Settings(BaseSettings):
     max_cost_usd: float | None = Field(default=None, ge=0, validation_alias=_env("DEEPTHREAD_MAX_COST_USD"))
     max_input_tokens: int | None = Field(default=None, ge=0, validation_alias=_env("DEEPTHREAD_MAX_INPUT_TOKENS"))
     admins: str = Field(default="", validation_alias=_env("DEEPTHREAD_ADMINS"))
+    # How long a dead worker's run stays locked before another worker resumes it.
+    run_lock_seconds: float = Field(default=30.0, gt=0, validation_alias=_env("DEEPTHREAD_RUN_LOCK_SECONDS"))
 
     def secret(self, name: str) -> str | None:
         value = getattr(self, name)
@@ -75,4 +77,5 @@ class Settings(BaseSettings):
 
     def job_runtime(self) -> JobRuntime:
         return JobRuntime(agent=self.agent_config(), anthropic_api_key=self.secret("anthropic_api_key"),
-                          anthropic_base_url=self.anthropic_base_url, redis_url=self.redis_url)
+                          anthropic_base_url=self.anthropic_base_url, redis_url=self.redis_url,
+                          lock_seconds=self.run_lock_seconds)

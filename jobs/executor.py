@@ -1,8 +1,13 @@
-"""The RQ job: run the agent for one Run, applying every event to run state as it happens."""
+"""The RQ job: run the agent for one Run, applying every event to run state as it happens.
+
+One job at a time holds a run (a Redis lock its heartbeat refreshes); a job that finds a
+checkpoint resumes from it, so a worker that dies costs at most the turn it was on.
+"""
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from datetime import date
 
 from anthropic import AsyncAnthropic
@@ -10,11 +15,14 @@ from redis import Redis
 from redis.asyncio import Redis as AsyncRedis
 from rq import get_current_job
 
-from agent import ResearchTask, RunEvent, research
+from agent import ResearchTask, RunEvent, SourceRegistry, research
+from agent.checkpoint import RedisCheckpointStore
 from agent.config import budget_for
 from agent.context.requestlog import RedisRequestLog
 from agent.results import RedisResultStore
 
+from . import keys
+from .control import RedisRunControl, upgraded_profile
 from .models import RunState, RunStatus
 from .runtime import JobRuntime, current
 from .store import RunStore
@@ -22,7 +30,7 @@ from .store import RunStore
 log = logging.getLogger(__name__)
 
 
-def task_for(state: RunState, runtime: JobRuntime | None = None) -> ResearchTask:
+def task_for(state: RunState, runtime: JobRuntime | None = None, profile: str | None = None) -> ResearchTask:
     run = state.run
     where = f"Slack channel {run.channel}, thread {run.thread_ts}" if run.channel else "terminal"
     return ResearchTask(
@@ -31,7 +39,7 @@ def task_for(state: RunState, runtime: JobRuntime | None = None) -> ResearchTask
         requester=f"<@{run.requester}>" if run.requester else "",
         where=where,
         today=date.today(),
-        budget=budget_for(run.profile, runtime.agent.caps if runtime else None),
+        budget=budget_for(profile or run.profile, runtime.agent.caps if runtime else None),
     )
 
 
@@ -39,22 +47,43 @@ def anthropic_client(runtime: JobRuntime) -> AsyncAnthropic:
     return AsyncAnthropic(api_key=runtime.anthropic_api_key, base_url=runtime.anthropic_base_url)
 
 
-async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime) -> RunState:
+async def _heartbeat(redis: AsyncRedis, run_id: str, token: str, ttl: float) -> None:
+    """Keep the run's lock while this job lives, and note how far it got."""
+    while True:
+        await redis.set(keys.lock(run_id), token, ex=max(1, int(ttl)))
+        await redis.set(keys.alive(run_id), str(time.time()), ex=7 * 24 * 3600)
+        await asyncio.sleep(ttl / 3)
+
+
+async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime, token: str) -> RunState:
+    if not runtime.redis_url:
+        raise RuntimeError("the worker runtime has no redis_url; start workers with `deepthread worker`")
     holder = {"state": state}
 
     async def emit(event: RunEvent) -> None:
         # Redis writes are sub-millisecond; doing them inline keeps event order exact.
         holder["state"] = store.apply(holder["state"], event)
 
-    if not runtime.redis_url:
-        raise RuntimeError("the worker runtime has no redis_url; start workers with `deepthread worker`")
+    run_id = state.run.id
     async_redis = AsyncRedis.from_url(runtime.redis_url)
+    heartbeat = asyncio.create_task(_heartbeat(async_redis, run_id, token, runtime.lock_seconds))
+    alive = await async_redis.get(keys.alive(run_id))
     try:
         async with anthropic_client(runtime) as client:
-            await research(task_for(state, runtime), runtime.agent, anthropic=client, emit=emit,
-                           results=RedisResultStore(async_redis, state.run.id),
-                           request_log=RedisRequestLog(async_redis, state.run.id))
+            await research(
+                task_for(state, runtime, upgraded_profile(store.redis, run_id)), runtime.agent,
+                anthropic=client, emit=emit,
+                results=RedisResultStore(async_redis, run_id), request_log=RedisRequestLog(async_redis, run_id),
+                control=RedisRunControl(async_redis, run_id, runtime.agent.caps),
+                checkpoints=RedisCheckpointStore(async_redis, run_id),
+                registry=SourceRegistry(state.sources.values()), sections=state.sections,
+                active_until=float(alive) if alive else None,
+            )
+        await RedisCheckpointStore(async_redis, run_id).clear()
     finally:
+        heartbeat.cancel()
+        await asyncio.gather(heartbeat, return_exceptions=True)
+        await async_redis.delete(keys.lock(run_id))
         await async_redis.aclose()
     return holder["state"]
 
@@ -67,8 +96,14 @@ def execute(run_id: str) -> str:
     state = store.get(run_id)
     if state.status.finished:
         return state.status.value
+    runtime = current()
+    token = job.id if job is not None else "inline"
+    # Another live job holds this run (a duplicate from recovery): leave it alone.
+    if not redis.set(keys.lock(run_id), token, nx=True, ex=max(1, int(runtime.lock_seconds))):
+        log.info("run %s is held by another job; this one exits", run_id)
+        return "held"
     try:
-        state = asyncio.run(run_agent(store, state, current()))
+        state = asyncio.run(run_agent(store, state, runtime, token))
     except Exception as exc:
         log.exception("run %s crashed", run_id)
         state = store.mark_failed(run_id, f"internal error ({type(exc).__name__}); the operator can find details in the worker log")

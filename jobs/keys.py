@@ -23,3 +23,43 @@ def dedupe(name: str) -> str:
 
 def job_id(run_id: str) -> str:
     return f"run-{run_id}"
+
+
+def stop(run_id: str) -> str:
+    return f"{PREFIX}:run:{run_id}:stop"
+
+
+def upgrades(run_id: str) -> str:
+    return f"{PREFIX}:run:{run_id}:upgrades"
+
+
+def notes(run_id: str) -> str:
+    return f"{PREFIX}:run:{run_id}:notes"
+
+
+def lock(run_id: str) -> str:
+    """Held by the one job running this run; refreshed by its heartbeat."""
+    return f"{PREFIX}:run:{run_id}:lock"
+
+
+def alive(run_id: str) -> str:
+    """The running job's last heartbeat (epoch seconds): how far a crashed run got."""
+    return f"{PREFIX}:run:{run_id}:alive"
+
+
+def attempts(run_id: str) -> str:
+    return f"{PREFIX}:run:{run_id}:attempts"
+
+
+def current_job(run_id: str) -> str:
+    return f"{PREFIX}:run:{run_id}:job"
+
+
+def message_run(channel: str, ts: str) -> str:
+    """Which run a progress or report message belongs to (for reactions and buttons)."""
+    return f"{PREFIX}:message:{channel}:{ts}"
+
+
+def thread_profile(channel: str, thread_ts: str) -> str:
+    """An upgrade asked for after the thread's run ended applies to the next continuation."""
+    return f"{PREFIX}:thread:{channel}:{thread_ts}:profile"

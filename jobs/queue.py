@@ -21,12 +21,15 @@ def job_timeout_for(run: Run) -> int:
     return int(max(budget_for(run.profile).wall_seconds, budget_for("deep").wall_seconds)) + JOB_TIMEOUT_GRACE_SECONDS
 
 
-def enqueue(redis: Redis, run: Run) -> Job:
+def enqueue(redis: Redis, run: Run, attempt: int = 0) -> Job:
+    """Queue the run (again, after a crash, with attempt > 0: it resumes from its checkpoint)."""
     queue = Queue(keys.QUEUE, connection=redis)
+    job_id = keys.job_id(run.id) + (f"-r{attempt}" if attempt else "")
+    redis.set(keys.current_job(run.id), job_id, ex=7 * 24 * 3600)
     return queue.enqueue(
         execute,
         run.id,
-        job_id=keys.job_id(run.id),
+        job_id=job_id,
         job_timeout=job_timeout_for(run),
         result_ttl=RESULT_TTL_SECONDS,
         failure_ttl=RESULT_TTL_SECONDS,

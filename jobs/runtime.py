@@ -17,6 +17,9 @@ class JobRuntime:
     anthropic_base_url: str | None = None
     # The async side of the agent (result store) opens its own connection to the same Redis.
     redis_url: str | None = None
+    # A job holds its run's lock this long between heartbeats; a dead worker's run is
+    # recovered after at most this.
+    lock_seconds: float = 30.0
 
 
 _runtime: JobRuntime | None = None

@@ -124,6 +124,7 @@ class History:
         self._latest: dict[str, ResultRecord] = {}
         self._settled = 0  # steps[:_settled] hold nothing elision could still change
         self._anchor_hold: int | None = None  # after an elision: anchor before the edit, for this turn
+        self._dirty: set[int] = set()  # steps changed since the last checkpoint
 
     # --- building ---------------------------------------------------------------------
     def add_text(self, text: str) -> None:
@@ -134,6 +135,7 @@ class History:
             step.extra.append(text)
             step.invalidate()
             self._steps_chars += step.chars()
+            self._dirty.add(step.index)
         else:
             self.opening_extra.append(text)
             self._head = None
@@ -144,6 +146,7 @@ class History:
         self._next_index += 1
         self.steps.append(step)
         self._steps_chars += step.chars()
+        self._dirty.add(step.index)
         return step
 
     def add_results(self, records: list[ResultRecord]) -> None:
@@ -154,6 +157,7 @@ class History:
         self._steps_chars += step.chars()
         for record in records:
             self._latest[record.tool] = record
+        self._dirty.add(step.index)
 
     @property
     def next_step(self) -> int:
@@ -171,6 +175,7 @@ class History:
         for record, stub in new.items():
             record.stub = stub
             touched.add(record.step)
+        self._dirty |= touched
         for step in self.steps:
             if step.index in touched:
                 self._steps_chars -= step.chars()
@@ -188,6 +193,12 @@ class History:
         new._next_index = self._next_index
         new._latest = dict(self._latest)
         return new
+
+    def take_dirty(self) -> list[Step]:
+        """Steps changed since the last call (a checkpoint writes only these)."""
+        dirty = [step for step in self.steps if step.index in self._dirty]
+        self._dirty.clear()
+        return dirty
 
     def settled(self) -> int:
         """How many leading steps elision can no longer change. Only ever advances, so the

@@ -63,5 +63,12 @@ class Tool:
         """One line for the thread's progress message while this call runs."""
         return f"Running {self.name}"
 
+    def state(self) -> Any:
+        """Per-run memory to carry across a crash (JSON-able), or None."""
+        return None
+
+    def restore(self, state: Any) -> None:
+        return None
+
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:  # pragma: no cover
         raise NotImplementedError

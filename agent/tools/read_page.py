@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
@@ -133,6 +134,12 @@ class ReadPage(Tool):
 
     def __init__(self) -> None:
         self._seen: set[tuple[str, str]] = set()
+
+    def state(self) -> Any:
+        return sorted(self._seen)
+
+    def restore(self, state: Any) -> None:
+        self._seen = {(url, goal) for url, goal in state or []}
 
     def progress(self, args: BaseModel) -> str:
         assert isinstance(args, ReadPageInput)

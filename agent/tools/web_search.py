@@ -1,6 +1,8 @@
 """web_search(query): leads from the web, each snippet already citable."""
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, Field, field_validator
 
 from ..report import domain_of
@@ -37,6 +39,12 @@ class WebSearch(Tool):
 
     def __init__(self) -> None:
         self._seen: dict[str, int] = {}
+
+    def state(self) -> Any:
+        return self._seen
+
+    def restore(self, state: Any) -> None:
+        self._seen = dict(state or {})
 
     def progress(self, args: BaseModel) -> str:
         assert isinstance(args, WebSearchInput)

@@ -1,0 +1,60 @@
+"""Finding runs whose worker died, and queueing them again to resume from their checkpoint.
+
+A run is orphaned when it is active, no job holds its lock, and its current job is not
+waiting in the queue. Every worker sweeps at start and then periodically; the lock makes a
+duplicate harmless (the second job sees the lock and exits).
+"""
+from __future__ import annotations
+
+import logging
+
+from redis import Redis
+from rq.exceptions import NoSuchJobError
+from rq.job import Job, JobStatus
+
+from . import keys
+from .queue import enqueue
+from .store import RunNotFound, RunStore
+
+log = logging.getLogger(__name__)
+
+# A run re-queued this often and still orphaned is marked failed instead of looping forever.
+MAX_ATTEMPTS = 5
+WAITING = {JobStatus.QUEUED, JobStatus.SCHEDULED, JobStatus.DEFERRED}
+
+
+def _job_waiting(redis: Redis, run_id: str) -> bool:
+    job_id = redis.get(keys.current_job(run_id))
+    if not job_id:
+        return False
+    try:
+        return Job.fetch(job_id.decode(), connection=redis).get_status() in WAITING
+    except NoSuchJobError:
+        return False
+
+
+def sweep(redis: Redis) -> list[str]:
+    """Re-queue orphaned runs; returns their ids."""
+    store = RunStore(redis)
+    recovered = []
+    for run_id in store.active_ids():
+        if redis.exists(keys.lock(run_id)) or _job_waiting(redis, run_id):
+            continue
+        try:
+            state = store.get(run_id)
+        except RunNotFound:
+            continue
+        if state.status.finished or not state.run.report_message and state.run.channel:
+            continue  # finished, or still being set up by the bot (its messages are not posted yet)
+        # Only one sweeper re-queues a given orphan.
+        if not redis.set(keys.dedupe(f"recover:{run_id}"), "1", nx=True, ex=30):
+            continue
+        attempt = int(redis.incr(keys.attempts(run_id)))
+        if attempt > MAX_ATTEMPTS:
+            store.mark_failed(run_id, f"the run's worker died {MAX_ATTEMPTS} times; ask again to start afresh")
+            continue
+        enqueue(redis, state.run, attempt=attempt)
+        recovered.append(run_id)
+        log.warning("run %s had no live worker; queued again to resume from its checkpoint (attempt %d)",
+                    run_id, attempt)
+    return recovered

@@ -1,0 +1,24 @@
+"""The RQ worker Deepthread runs: RQ's own, plus a sweep for runs whose worker died."""
+from __future__ import annotations
+
+import logging
+
+from rq import Worker
+
+from .recovery import sweep
+
+log = logging.getLogger(__name__)
+
+# RQ blocks on the queue for (worker_ttl - 15) s between maintenance rounds: keep both short
+# so an idle worker notices an orphaned run within seconds, not RQ's default 7 minutes.
+WORKER_TTL_SECONDS = 30
+SWEEP_INTERVAL_SECONDS = 10
+
+
+class DeepthreadWorker(Worker):
+    def run_maintenance_tasks(self) -> None:
+        super().run_maintenance_tasks()
+        try:
+            sweep(self.connection)
+        except Exception:  # a failed sweep must not stop the worker; the next one retries
+            log.exception("recovery sweep failed")
