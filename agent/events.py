@@ -66,6 +66,7 @@ class Finished(BaseModel):
     status: Literal["completed", "failed", "stopped"]
     summary: str  # the model's final answer, with [sN] markers; may be empty on failure
     reason: str = ""  # why a run did not complete normally, in words a user understands
+    context_summaries: list[str] = Field(default_factory=list)  # compaction handoffs, for a continuation
 
 
 RunEvent = Annotated[

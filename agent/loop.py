@@ -431,5 +431,6 @@ async def research(
         except ModelUnavailable as exc:
             outcome = Outcome("failed", "", f"the run stopped early: {exc}")
         await loop._announce_sources()
-    await emit(Finished(status=outcome.status, summary=outcome.summary, reason=outcome.reason))  # type: ignore[arg-type]
+    await emit(Finished(status=outcome.status, summary=outcome.summary, reason=outcome.reason,  # type: ignore[arg-type]
+                        context_summaries=loop.history.summaries))
     return outcome

@@ -44,7 +44,8 @@ async def serve(settings: Settings) -> int:
         return 2
     store = RunStore(redis)
     services = Services(redis=redis, store=store, bot_user_id=identity.bot_user_id,
-                        stop_reaction=settings.stop_reaction)
+                        stop_reaction=settings.stop_reaction,
+                        admins=frozenset(a.strip() for a in settings.admins.split(",") if a.strip()))
     app = build_app(settings, services, client, identity)
     stop = asyncio.Event()
     publisher = asyncio.create_task(Publisher(redis, async_redis, store, client).run(stop), name="publisher")

@@ -1,7 +1,7 @@
 """What listeners and the publisher share in one bot process."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from redis import Redis
 
@@ -17,3 +17,4 @@ class Services:
     store: RunStore
     bot_user_id: str | None = None
     stop_reaction: str = "octagonal_sign"
+    admins: frozenset[str] = frozenset()  # DEEPTHREAD_ADMINS: may stop anyone's run

@@ -32,3 +32,35 @@ def question_of(text: str, bot_user_id: str | None) -> str:
     if bot_user_id:
         text = text.replace(f"<@{bot_user_id}>", "")
     return text.strip()
+
+
+class MessageEvent(BaseModel):
+    """A human's message; only thread replies matter to us."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    type: str
+    user: str | None = None
+    text: str = ""
+    ts: str
+    channel: str
+    thread_ts: str | None = None
+    bot_id: str | None = None
+    subtype: str | None = None
+
+
+class ReactionItem(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    type: str = "message"
+    channel: str
+    ts: str
+
+
+class ReactionEvent(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    type: str
+    user: str
+    reaction: str
+    item: ReactionItem

@@ -1,6 +1,7 @@
 """Runs: records, state in Redis, the queue and the job entry point. Knows nothing about Slack."""
 from __future__ import annotations
 
+from . import keys
 from .executor import execute
 from .inline import run_inline
 from .models import Run, RunState, RunStatus
@@ -10,5 +11,5 @@ from .store import RunNotFound, RunStore
 
 __all__ = [
     "JobRuntime", "Run", "RunNotFound", "RunState", "RunStatus", "RunStore", "configure",
-    "enqueue", "execute", "job_timeout_for", "run_inline",
+    "enqueue", "execute", "job_timeout_for", "keys", "run_inline",
 ]

@@ -21,7 +21,10 @@ from agent.config import budget_for
 from agent.context.requestlog import RedisRequestLog
 from agent.results import RedisResultStore
 
+from agent.task import PriorRun
+
 from . import keys
+from .continuation import prior_of
 from .control import RedisRunControl, upgraded_profile
 from .models import RunState, RunStatus
 from .runtime import JobRuntime, current
@@ -30,10 +33,14 @@ from .store import RunStore
 log = logging.getLogger(__name__)
 
 
-def task_for(state: RunState, runtime: JobRuntime | None = None, profile: str | None = None) -> ResearchTask:
+def task_for(state: RunState, runtime: JobRuntime | None = None, profile: str | None = None,
+             prior: PriorRun | None = None) -> ResearchTask:
     run = state.run
     where = f"Slack channel {run.channel}, thread {run.thread_ts}" if run.channel else "terminal"
     return ResearchTask(
+        follow_up=run.request,
+        prior=prior,
+        earlier_runs=[f"run {prior.run_id} (continued by this one)"] if prior else [],
         question=run.question,
         constraints=run.constraints,
         requester=f"<@{run.requester}>" if run.requester else "",
@@ -71,7 +78,7 @@ async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime, token
     try:
         async with anthropic_client(runtime) as client:
             await research(
-                task_for(state, runtime, upgraded_profile(store.redis, run_id)), runtime.agent,
+                task_for(state, runtime, upgraded_profile(store.redis, run_id), prior_of(store, state)), runtime.agent,
                 anthropic=client, emit=emit,
                 results=RedisResultStore(async_redis, run_id), request_log=RedisRequestLog(async_redis, run_id),
                 control=RedisRunControl(async_redis, run_id, runtime.agent.caps),

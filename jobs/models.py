@@ -39,6 +39,7 @@ class Run(BaseModel):
     constraints: list[str] = Field(default_factory=list)
     profile: str = "standard"
     parent_run_id: str | None = None
+    request: str | None = None  # a continuation's new request, verbatim
     created_at: datetime = Field(default_factory=utcnow)
     # Where the surface shows this run (Slack message ts); opaque to jobs/.
     progress_message: str | None = None
@@ -65,6 +66,7 @@ class RunState(BaseModel):
     sources: dict[str, Source] = Field(default_factory=dict)
     summary: str = ""
     reason: str = ""  # why the run ended other than normally
+    context_summaries: list[str] = Field(default_factory=list)  # compaction handoffs, for continuations
     usage: Usage = Field(default_factory=Usage)
     started_at: datetime | None = None
     updated_at: datetime = Field(default_factory=utcnow)

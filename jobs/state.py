@@ -37,6 +37,7 @@ def apply_event(state: RunState, event: RunEvent) -> RunState:
         state.status = RunStatus(event.status)
         state.summary = event.summary
         state.reason = event.reason
+        state.context_summaries = event.context_summaries
         state.phase = event.status
         state.activity = ""
         state.finished_at = utcnow()

@@ -4,10 +4,11 @@ from __future__ import annotations
 from slack_bolt.async_app import AsyncApp
 
 from ..services import Services
-from . import mentions, messages, reactions
+from . import actions, mentions, messages, reactions
 
 
 def register(app: AsyncApp, services: Services) -> None:
     mentions.register(app, services)
     messages.register(app, services)
     reactions.register(app, services)
+    actions.register(app, services)

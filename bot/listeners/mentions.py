@@ -11,12 +11,14 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent.defaults import MAX_QUESTION_CHARS
-from jobs import Run, enqueue
+from jobs import Run, RunState, enqueue, keys
+from jobs.continuation import create_successor
 
 from ..publisher import remember_rendered
 from ..render import render_help, render_progress, render_report
 from ..services import EVENT_DEDUPE_TTL_SECONDS, Services
 from ..slack_events import MentionEvent, question_of
+from ..steering import thread_message
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +43,12 @@ async def handle_mention(services: Services, client: AsyncWebClient, event: dict
         log.info("dropped a repeated delivery of %s", event_id)
         return
     question = question_of(mention.text, services.bot_user_id)
+    if mention.thread_ts and question and await asyncio.to_thread(
+            services.store.thread_run_ids, mention.channel, mention.thread_ts):
+        # A mention inside one of our threads steers or continues that research.
+        await thread_message(services, client, channel=mention.channel, thread_ts=mention.thread_ts, ts=mention.ts,
+                             user=mention.user, text=question, event_id=event_id)
+        return
     if not question:
         await _reply(client, mention, render_help())
         return
@@ -62,26 +70,37 @@ async def _reply(client: AsyncWebClient, mention: MentionEvent, text: str) -> No
         log.warning("could not reply in %s: %s", mention.channel, exc.response.get("error"))
 
 
-async def start_run(services: Services, client: AsyncWebClient, run: Run) -> None:
+async def start_run(services: Services, client: AsyncWebClient, run: Run, parent: RunState | None = None) -> None:
+    """Post the run's messages and queue it. A continuation (with `parent`) posts a new
+    progress message and keeps editing the parent's pinned report."""
     store = services.store
-    state = await asyncio.to_thread(store.create, run)
+    if parent is None:
+        state = await asyncio.to_thread(store.create, run)
+    else:
+        state = await asyncio.to_thread(create_successor, store, parent, run)
     progress, report = render_progress(state), render_report(state)
     try:
         posted = await client.chat_postMessage(channel=run.channel, thread_ts=run.thread_ts,
                                                text=progress.text, blocks=progress.blocks)
-        pinned = await client.chat_postMessage(channel=run.channel, thread_ts=run.thread_ts,
-                                               text=report.text, blocks=report.blocks, unfurl_links=False)
+        report_ts = run.report_message
+        if report_ts is None:
+            pinned = await client.chat_postMessage(channel=run.channel, thread_ts=run.thread_ts,
+                                                   text=report.text, blocks=report.blocks, unfurl_links=False)
+            report_ts = pinned["ts"]
+            await pin(client, run.channel or "", report_ts)
     except SlackApiError as exc:
         error = exc.response.get("error")
         log.error("could not post run %s messages in %s: %s", run.id, run.channel, error)
         await asyncio.to_thread(store.mark_failed, run.id,
                                 f"could not post in this channel ({error}); invite the bot and ask again")
         return
-    await pin(client, run.channel or "", pinned["ts"])
 
     def record_and_enqueue() -> None:
-        store.set_messages(run.id, progress=posted["ts"], report=pinned["ts"])
-        remember_rendered(services.redis, run.id, progress=progress.digest(), report=report.digest())
+        store.set_messages(run.id, progress=posted["ts"], report=report_ts)
+        for ts in (posted["ts"], report_ts):  # reactions and buttons on either message find the run
+            services.redis.set(keys.message_run(run.channel or "", ts), run.id, ex=90 * 24 * 3600)
+        remember_rendered(services.redis, run.id, progress=progress.digest(),
+                          report=report.digest() if parent is None else "")
         enqueue(services.redis, run)
 
     await asyncio.to_thread(record_and_enqueue)

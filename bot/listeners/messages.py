@@ -1,17 +1,35 @@
-"""Thread messages. Continuations and steering arrive with later issues; for now every
-message is acknowledged and ignored, including our own and edit/delete noise."""
+"""Thread replies: a note for the running loop, "go deeper", or a continuation after the end.
+Our own messages, other bots, edits, deletions and messages mentioning us (the mention
+listener handles those) are ignored."""
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+from pydantic import ValidationError
 from slack_bolt.async_app import AsyncApp
+from slack_sdk.web.async_client import AsyncWebClient
 
-from ..services import Services
+from ..services import EVENT_DEDUPE_TTL_SECONDS, Services
+from ..slack_events import MessageEvent
+from ..steering import thread_message
+
+log = logging.getLogger(__name__)
 
 
 def register(app: AsyncApp, services: Services) -> None:
     @app.event("message")
-    async def on_message(event: dict[str, Any]) -> None:
-        # Subtypes (message_changed, message_deleted, bot_message…) are noise for us, and a
-        # plain thread reply does nothing until continuation runs land.
-        return None
+    async def on_message(event: dict[str, Any], body: dict[str, Any], client: AsyncWebClient) -> None:
+        try:
+            message = MessageEvent.model_validate(event)
+        except ValidationError:
+            return
+        if message.subtype or message.bot_id or not message.user or not message.thread_ts:
+            return  # edits, deletions, bots (us included) and top-level chatter
+        if message.user == services.bot_user_id or (services.bot_user_id and f"<@{services.bot_user_id}>" in message.text):
+            return
+        event_id = body.get("event_id") or f"{message.channel}:{message.ts}"
+        if not services.store.claim_event(f"event:{event_id}", EVENT_DEDUPE_TTL_SECONDS):
+            return
+        await thread_message(services, client, channel=message.channel, thread_ts=message.thread_ts, ts=message.ts,
+                             user=message.user, text=message.text, event_id=event_id)

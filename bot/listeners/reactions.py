@@ -1,15 +1,27 @@
-"""Reactions. Stopping a run by reaction arrives with the run-control issue; until then
-reactions are acknowledged and ignored so Slack does not retry them."""
+"""The stop reaction on a run's progress or report message; every other reaction is ignored."""
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
+from pydantic import ValidationError
 from slack_bolt.async_app import AsyncApp
+from slack_sdk.web.async_client import AsyncWebClient
 
 from ..services import Services
+from ..slack_events import ReactionEvent
+from ..steering import run_for_message, stop_run
 
 
 def register(app: AsyncApp, services: Services) -> None:
     @app.event("reaction_added")
-    async def on_reaction(event: dict[str, Any]) -> None:
-        return None
+    async def on_reaction(event: dict[str, Any], client: AsyncWebClient) -> None:
+        try:
+            reaction = ReactionEvent.model_validate(event)
+        except ValidationError:
+            return
+        if reaction.reaction != services.stop_reaction or reaction.user == services.bot_user_id:
+            return
+        state = await asyncio.to_thread(run_for_message, services, reaction.item.channel, reaction.item.ts)
+        if state is not None:
+            await stop_run(services, client, state, reaction.user, reaction.item.channel)

@@ -160,3 +160,28 @@ class LongRunPolicy:
             return tool_reply(("web_search", {"query": f"topic {k} fees"}))
         return tool_reply(("read_page", {"url": f"https://vanguard.com/doc/{k}", "goal": f"figure {k}"}),
                           ("read_page", {"url": f"https://schwab.com/doc/{k}", "goal": f"figure {k}"}))
+
+
+class SteadyPolicy:
+    """A run that keeps working for `turns` turns with quick searches, writes a section early,
+    and answers at the end: long enough to be steered, stopped or killed mid-way."""
+
+    def __init__(self, turns: int, slow_url: str | None = None) -> None:
+        self.turns = turns
+        self.turn = 0
+        self.slow_url = slow_url  # when set, turn 3 reads this (slow) page
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        if is_extraction(request):
+            return extract(request)
+        if is_summary_request(request):
+            return summary_reply(request)
+        if (request.get("tool_choice") or {}).get("type") == "none" or self.turn >= self.turns:
+            return ResearchPolicy().final(request["messages"])
+        self.turn += 1
+        seen = MARKER.findall(json.dumps(request["messages"]))
+        if self.turn == 2 and seen:
+            return tool_reply(("write_section", {"title": "Fees", "body": f"VTI charges 0.03% {seen[0]}."}))
+        if self.turn == 3 and self.slow_url:
+            return tool_reply(("read_page", {"url": self.slow_url, "goal": "anything more"}))
+        return tool_reply(("web_search", {"query": f"expense ratio VTI angle {self.turn}"}))

@@ -195,7 +195,9 @@ class FakeSlack:
             "files.completeUploadExternal": self._files_complete_upload,
             "files.delete": self._files_delete,
             "apps.connections.open": self._apps_connections_open,
+            "users.info": self._users_info,
         }
+        self.admins: set[str] = set()  # users.info reports these as workspace admins
 
     # ---------------------------------------------------------------- server
 
@@ -616,6 +618,14 @@ class FakeSlack:
         return out
 
     # -------------------------------------------------------------- methods
+
+    def _users_info(self, p: dict[str, Any]) -> dict[str, Any]:
+        user = _str(p.get("user"))
+        if not user:
+            raise SlackError("user_not_found")
+        admin = user in self.admins
+        return {"user": {"id": user, "team_id": self.team_id, "name": user.lower(), "deleted": False,
+                         "is_admin": admin, "is_owner": False, "is_bot": user == self.bot_user_id}}
 
     def _auth_test(self, p: dict[str, Any]) -> dict[str, Any]:
         return {

@@ -1,0 +1,139 @@
+"""What a person in the thread can do to a run: stop it, upgrade it, steer it, continue it.
+
+Shared by the listeners (messages, mentions, reactions, buttons) so each rule lives once.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+
+from rq.command import send_stop_job_command
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from jobs import RunState
+from jobs import keys
+from jobs.continuation import latest_run, successor
+from jobs.control import add_note, record_upgrade, request_stop
+
+from .services import Services
+
+log = logging.getLogger(__name__)
+
+GO_DEEPER = re.compile(r"^\s*(?:<@\w+>\s*)?(?:please\s+)?go\s+deeper\b[\s.!]*$", re.I)
+# After a stop, the loop gets this long to finish on its own before RQ kills the job.
+HARD_STOP_GRACE_SECONDS = 90
+NOTE_ACK_REACTION = "memo"
+
+
+def run_for_message(services: Services, channel: str, ts: str) -> RunState | None:
+    run_id = services.redis.get(keys.message_run(channel, ts))
+    return services.store.get(run_id.decode()) if run_id else None
+
+
+async def may_stop(services: Services, client: AsyncWebClient, state: RunState, user: str) -> bool:
+    if user == state.run.requester or user in services.admins:
+        return True
+    try:
+        info = await client.users_info(user=user)
+        return bool(info["user"].get("is_admin") or info["user"].get("is_owner"))
+    except SlackApiError:
+        return False  # without users:read we cannot tell; only the requester and listed admins may stop
+
+
+async def stop_run(services: Services, client: AsyncWebClient, state: RunState, user: str, channel: str) -> None:
+    run = state.run
+    if state.status.finished:
+        return
+    if not await may_stop(services, client, state, user):
+        who = f"<@{run.requester}> (who asked)" if run.requester else "the person who asked"
+        await _ephemeral(client, channel, user, f"Only {who} or a workspace admin can stop this run.")
+        return
+    if not await asyncio.to_thread(request_stop, services.redis, run.id, f"<@{user}>"):
+        return  # already stopping
+    log.info("run %s: stop requested by %s", run.id, user)
+    asyncio.create_task(_hard_stop_later(services, run.id, user))
+
+
+async def _hard_stop_later(services: Services, run_id: str, user: str) -> None:
+    """The fallback: if the loop has not wound down after the grace period, kill its job."""
+    await asyncio.sleep(HARD_STOP_GRACE_SECONDS)
+    state = await asyncio.to_thread(services.store.get, run_id)
+    if state.status.finished:
+        return
+    job_id = services.redis.get(keys.current_job(run_id))
+    if job_id:
+        try:
+            send_stop_job_command(services.redis, job_id.decode())
+        except Exception:  # the job may have just finished or never started
+            log.warning("run %s: hard stop of job %s failed", run_id, job_id)
+    from agent import Finished
+
+    await asyncio.to_thread(services.store.apply, state, Finished(
+        status="stopped", summary=state.summary,
+        reason=f"stopped by <@{user}> (forced after {HARD_STOP_GRACE_SECONDS} s)"))
+
+
+async def thread_message(services: Services, client: AsyncWebClient, *, channel: str, thread_ts: str, ts: str,
+                         user: str, text: str, event_id: str) -> None:
+    """A human's message in a thread that has runs: upgrade, steer, or continue."""
+    latest = await asyncio.to_thread(latest_run, services.store, channel, thread_ts)
+    if latest is None:
+        return  # not a thread of ours
+    text = text.strip()
+    if not text:
+        return
+    if GO_DEEPER.match(text):
+        await go_deeper(services, client, latest, event_id, channel)
+        return
+    if not latest.status.finished:
+        if await asyncio.to_thread(add_note, services.redis, latest.run.id, event_id, f"<@{user}>", text):
+            await _acknowledge(client, channel, ts, thread_ts,
+                               "Noted: I will take this into account from the next step on.")
+        return
+    await continue_thread(services, client, latest, text, user, event_id)
+
+
+async def go_deeper(services: Services, client: AsyncWebClient, state: RunState, event_id: str, channel: str) -> None:
+    run = state.run
+    if state.status.finished:
+        services.redis.set(keys.thread_profile(run.channel or "", run.thread_ts or ""), "deep")
+        await _post(client, channel, run.thread_ts, "This run has ended; the next one in this thread "
+                    "(reply with what to look into) will use the deep budget.")
+        return
+    if await asyncio.to_thread(record_upgrade, services.redis, run.id, event_id):
+        await _post(client, channel, run.thread_ts, "Going deeper: this run's budget is raised to the deep profile "
+                    "from its next step.")
+
+
+async def continue_thread(services: Services, client: AsyncWebClient, parent: RunState, request: str,
+                          user: str, event_id: str) -> None:
+    from .listeners.mentions import start_run  # listeners import this module too
+
+    if not services.store.claim_event(f"continue:{event_id}", 24 * 3600):
+        return
+    run = successor(services.store, parent, request, user)
+    await start_run(services, client, run, parent=parent)
+
+
+async def _acknowledge(client: AsyncWebClient, channel: str, ts: str, thread_ts: str, fallback: str) -> None:
+    try:
+        await client.reactions_add(channel=channel, timestamp=ts, name=NOTE_ACK_REACTION)
+    except SlackApiError as exc:
+        if exc.response.get("error") != "already_reacted":
+            await _post(client, channel, thread_ts, fallback)
+
+
+async def _post(client: AsyncWebClient, channel: str, thread_ts: str | None, text: str) -> None:
+    try:
+        await client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=text)
+    except SlackApiError as exc:
+        log.warning("could not post in %s: %s", channel, exc.response.get("error"))
+
+
+async def _ephemeral(client: AsyncWebClient, channel: str, user: str, text: str) -> None:
+    try:
+        await client.chat_postEphemeral(channel=channel, user=user, text=text)
+    except SlackApiError as exc:
+        log.warning("could not answer %s privately: %s", user, exc.response.get("error"))

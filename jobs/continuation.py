@@ -1,0 +1,50 @@
+"""Continuation runs: a reply in a thread whose run has ended continues the same research."""
+from __future__ import annotations
+
+from agent.control import Note
+from agent.task import PriorRun
+
+from . import keys
+from .models import Run, RunState
+from .store import RunStore
+
+
+def notes_of(store: RunStore, run_id: str) -> list[str]:
+    raw = store.redis.lrange(keys.notes(run_id), 0, -1)
+    return [f"{n.author}: {n.text}" for n in (Note.model_validate_json(r) for r in raw)]
+
+
+def successor(store: RunStore, parent: RunState, request: str, requester: str | None) -> Run:
+    """The next run in the thread: the original question and constraints (with the notes
+    given along the way), the new request verbatim, the same pinned report."""
+    run = parent.run
+    profile = store.redis.get(keys.thread_profile(run.channel or "", run.thread_ts or ""))
+    constraints = list(dict.fromkeys([*run.constraints, *notes_of(store, run.id)]))
+    return Run(
+        team=run.team, channel=run.channel, thread_ts=run.thread_ts, requester=requester or run.requester,
+        question=run.question, constraints=constraints,
+        profile=profile.decode() if profile else run.profile,
+        parent_run_id=run.id, request=request, report_message=run.report_message,
+    )
+
+
+def create_successor(store: RunStore, parent: RunState, run: Run) -> RunState:
+    """Its state starts with the parent's report and sources, so the pinned report keeps them."""
+    state = store.create(run)
+    state.sections = [s.model_copy(deep=True) for s in parent.sections]
+    state.sources = dict(parent.sources)
+    store.save(state)
+    return state
+
+
+def prior_of(store: RunStore, state: RunState) -> PriorRun | None:
+    if not state.run.parent_run_id:
+        return None
+    parent = store.get(state.run.parent_run_id)
+    return PriorRun(run_id=parent.run.id, summary=parent.summary, sections=parent.sections,
+                    context_summaries=parent.context_summaries, sources=list(parent.sources.values()))
+
+
+def latest_run(store: RunStore, channel: str, thread_ts: str) -> RunState | None:
+    ids = store.thread_run_ids(channel, thread_ts)
+    return store.get(ids[-1]) if ids else None

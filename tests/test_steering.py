@@ -1,0 +1,192 @@
+"""The team steers a real run in Slack: stop by reaction, "go deeper", notes, continuations,
+and a worker killed mid-run. Real serve and worker processes, real Redis, fake Slack/model/web."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from redis import Redis
+
+from tests.fakes.policies import SteadyPolicy, is_extraction
+from tests.fakes.slack import FakeSlack, app_mention_event, message_event, reaction_added_event
+from tests.processes import DEEPTHREAD, ROOT, Stack, deepthread_stack, wait_for
+from tests.test_end_to_end import CHANNEL, block_text, bot_replies, post_event
+
+
+@pytest.fixture
+def stack(tmp_path: Path, redis_url: str, fake_slack, fake_model, fake_web) -> Iterator[Stack]:
+    with deepthread_stack(tmp_path, redis_url=redis_url, slack_url=fake_slack.url,
+                          model_url=fake_model.url, web_url=fake_web.url) as s:
+        yield s
+
+
+def start(stack: Stack, slack: FakeSlack, text: str = "expense ratio VTI SCHB ITOT") -> tuple[str, str, str]:
+    """Mention the bot; returns (thread ts, progress ts, report ts)."""
+    envelope = app_mention_event(text, channel=CHANNEL)
+    ts = slack.seed_event(envelope)
+    assert post_event(stack, envelope).status_code == 200
+    replies = wait_for(lambda: len(bot_replies(slack, ts)) >= 2 and bot_replies(slack, ts), 10, "run messages")
+    return ts, replies[0].ts, replies[1].ts
+
+
+def report(slack: FakeSlack, ts: str) -> str:
+    return block_text(slack.message(CHANNEL, ts))
+
+
+def main_requests(fake_model) -> list[dict]:
+    return [r for r in fake_model.requests if not is_extraction(r)]
+
+
+def test_stop_reaction_by_the_requester_stops_the_run_and_keeps_sections(stack, fake_slack, fake_model, fake_web) -> None:
+    fake_web.slow_seconds = 40
+    fake_model.policy = SteadyPolicy(turns=50, slow_url=f"{fake_web.url}/slow")
+    thread, progress, report_ts = start(stack, fake_slack)
+    wait_for(lambda: "Fees" in report(fake_slack, report_ts), 15, "the first section")
+    stopped_at = time.monotonic()
+    reaction = reaction_added_event("octagonal_sign", user="U0ANA", item_channel=CHANNEL, item_ts=report_ts)
+    assert post_event(stack, reaction).status_code == 200
+    wait_for(lambda: "Stopped" in block_text(fake_slack.message(CHANNEL, progress)), 10, "the stop")
+    assert time.monotonic() - stopped_at < 5, "stopped within 5 s of the event"
+    text = wait_for(lambda: "Stopped: stopped by" in report(fake_slack, report_ts) and report(fake_slack, report_ts),
+                    5, "the report to say who stopped it")
+    assert re.search(r"Stopped: stopped by (<@|&lt;@)U0ANA", text) and "Fees" in text, text
+
+
+def test_stop_reaction_by_a_stranger_is_refused_privately(stack, fake_slack, fake_model) -> None:
+    fake_model.delay = 0.2
+    fake_model.policy = SteadyPolicy(turns=25)
+    thread, progress, report_ts = start(stack, fake_slack)
+    reaction = reaction_added_event("octagonal_sign", user="U0STRANGER", item_channel=CHANNEL, item_ts=progress)
+    assert post_event(stack, reaction).status_code == 200
+    note = wait_for(lambda: fake_slack.ephemerals(CHANNEL), 10, "the private answer")
+    assert "Only <@U0ANA> (who asked) or a workspace admin can stop this run." in note[0].text
+    wait_for(lambda: "Done" in block_text(fake_slack.message(CHANNEL, progress)), 30, "the run to finish anyway")
+
+
+def test_go_deeper_upgrades_once_and_the_next_budget_block_shows_it(stack, fake_slack, fake_model) -> None:
+    fake_model.delay = 0.2
+    fake_model.policy = SteadyPolicy(turns=30)
+    thread, progress, report_ts = start(stack, fake_slack)
+    wait_for(lambda: len(main_requests(fake_model)) >= 3, 15, "a few turns")
+    reply = message_event("go deeper", channel=CHANNEL, thread_ts=thread, user="U0ANA")
+    assert post_event(stack, reply).status_code == 200
+    assert post_event(stack, reply, headers={"X-Slack-Retry-Num": "1"}).status_code == 200  # Slack's retry
+    wait_for(lambda: any("Profile: deep (budget revision 2)" in json.dumps(r["messages"][-1])
+                         for r in main_requests(fake_model)), 15, "the upgraded budget block")
+    blocks = [json.dumps(r["messages"][-1]) for r in main_requests(fake_model)]
+    assert not any("revision 3" in b for b in blocks), "a retried event upgrades once"
+    acks = [m for m in fake_slack.thread(CHANNEL, thread) if m.text.startswith("Going deeper")]
+    assert len(acks) == 1
+
+
+def test_a_reply_during_the_run_reaches_the_next_turn_as_a_note(stack, fake_slack, fake_model) -> None:
+    fake_model.delay = 0.2
+    fake_model.policy = SteadyPolicy(turns=30)
+    thread, progress, report_ts = start(stack, fake_slack)
+    wait_for(lambda: len(main_requests(fake_model)) >= 2, 15, "a turn or two")
+    reply = message_event("Only sources after 2020, please", channel=CHANNEL, thread_ts=thread, user="U0BEN")
+    reply_ts = fake_slack.seed_event(reply)
+    assert post_event(stack, reply).status_code == 200
+    wait_for(lambda: any('Only sources after 2020, please' in json.dumps(r["messages"][-1])
+                         for r in main_requests(fake_model)), 15, "the note in a request")
+    assert "memo" in fake_slack.message(CHANNEL, reply_ts).reactions, "acknowledged in the thread"
+
+
+def test_a_reply_after_the_end_continues_the_research_in_the_same_report(stack, fake_slack, fake_model) -> None:
+    fake_model.policy = SteadyPolicy(turns=4)
+    thread, progress, report_ts = start(stack, fake_slack, "expense ratio VTI SCHB ITOT. Only sources after 2020.")
+    wait_for(lambda: "Final" in report(fake_slack, report_ts), 30, "the first run to end")
+    first_run_requests = len(main_requests(fake_model))
+    fake_model.policy = SteadyPolicy(turns=4)
+    reply = message_event("Now add ITOT's tracking difference", channel=CHANNEL, thread_ts=thread, user="U0ANA")
+    assert post_event(stack, reply).status_code == 200
+    wait_for(lambda: len(main_requests(fake_model)) > first_run_requests, 15, "the continuation's first request")
+    opening = main_requests(fake_model)[first_run_requests]["messages"][0]["content"][0]["text"]
+    assert "expense ratio VTI SCHB ITOT. Only sources after 2020." in opening, "the original question"
+    assert "<follow_up>\nNow add ITOT's tracking difference\n</follow_up>" in opening, "the new request verbatim"
+    assert "## sec1 Fees" in opening and "VTI charges 0.03% [s" in opening, "the parent's sections"
+    assert re.search(r"\[s1\] .+ — http", opening), "the citation registry, markers unchanged"
+    assert '<earlier_run id="' in opening and "Its answer:" in opening
+    wait_for(lambda: len([m for m in bot_replies(fake_slack, thread) if "Done" in block_text(m)]) == 2, 30,
+             "the continuation to finish")
+    assert [p.ts for p in fake_slack.pins(CHANNEL)] == [report_ts], "one pinned report, edited in place"
+    assert "Fees" in report(fake_slack, report_ts)
+
+
+def test_a_killed_worker_is_replaced_and_the_run_resumes_from_its_checkpoint(tmp_path, redis_url, fake_slack,
+                                                                             fake_model, fake_web) -> None:
+    fake_model.delay = 0.15
+    policy = SteadyPolicy(turns=24)
+    fake_model.policy = policy
+    from tests.processes import environment, free_port
+    port = free_port()
+    env = environment(
+        SLACK_BOT_TOKEN="xoxb-test", SLACK_SIGNING_SECRET="test-signing-secret", SLACK_API_URL=f"{fake_slack.url}/api/",
+        ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL=fake_model.url, REDIS_URL=redis_url, DEEPTHREAD_SEARCH="searxng",
+        SEARXNG_URL=fake_web.url, DEEPTHREAD_FETCH_ALLOW="127.0.0.1", PORT=str(port), DEEPTHREAD_RUN_LOCK_SECONDS="2",
+    )
+    serve = subprocess.Popen(DEEPTHREAD + ["serve"], env=env, cwd=ROOT, stdout=(tmp_path / "serve.log").open("wb"),
+                             stderr=subprocess.STDOUT)
+    worker = subprocess.Popen(DEEPTHREAD + ["worker"], env=env, cwd=ROOT, start_new_session=True,
+                              stdout=(tmp_path / "worker1.log").open("wb"), stderr=subprocess.STDOUT)
+    fresh = None
+    try:
+        import httpx
+        wait_for(lambda: _healthy(httpx, port), 20, "serve")
+        stack = Stack(events_url=f"http://127.0.0.1:{port}/slack/events", env=env, logs=tmp_path)
+        thread, progress, report_ts = start(stack, fake_slack)
+        wait_for(lambda: "Fees" in report(fake_slack, report_ts) and policy.turn >= 8, 20, "a section and some turns")
+        # The worker and its work-horse (RQ puts it in a process group of its own) die at once,
+        # like a lost machine.
+        horses = _children(worker.pid)
+        assert horses, "the work-horse is running the job"
+        for pid in [worker.pid, *horses]:
+            os.kill(pid, signal.SIGKILL)
+        worker.wait(5)
+        turn_at_kill = policy.turn
+        requests_at_kill = len(main_requests(fake_model))
+        fresh = subprocess.Popen(DEEPTHREAD + ["worker"], env=env, cwd=ROOT, start_new_session=True,
+                                 stdout=(tmp_path / "worker2.log").open("wb"), stderr=subprocess.STDOUT)
+        wait_for(lambda: "Final" in report(fake_slack, report_ts), 60, "the resumed run to finish")
+        text = report(fake_slack, report_ts)
+        assert "Fees" in text and "VTI charges 0.03%" in text, "earlier sections survived"
+        assert policy.turn <= 24 + 1, "the run did not start over"
+        first_after = main_requests(fake_model)[requests_at_kill]
+        assert len(first_after["messages"]) >= 2 * (turn_at_kill - 2), "the fresh worker continued the same history"
+        assert first_after["messages"][0] == main_requests(fake_model)[0]["messages"][0], "the same pinned task"
+        log = (tmp_path / "worker2.log").read_text()
+        assert "queued again to resume from its checkpoint" in log
+    finally:
+        for process in (serve, fresh):
+            if process and process.poll() is None:
+                process.terminate()
+                process.wait(10)
+        if worker.poll() is None:
+            os.killpg(worker.pid, signal.SIGKILL)
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def _healthy(httpx, port: int) -> bool:  # noqa: ANN001
+    try:
+        return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=0.5).status_code == 200
+    except httpx.HTTPError:
+        return False
