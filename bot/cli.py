@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import logging
 import os
 import signal
@@ -52,6 +53,7 @@ def cmd_serve(settings: Settings, _: argparse.Namespace) -> int:
     require(settings, "serve")
     from .runner import serve
 
+    gc.freeze()  # start-up objects live forever: keep them out of full collections (see jobs.executor)
     return asyncio.run(serve(settings))
 
 
@@ -98,6 +100,7 @@ def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:
     require(settings, "ask")
     from .terminal import ask
 
+    gc.freeze()
     return asyncio.run(ask(question, settings.job_runtime(), Path(args.out) if args.out else None, args.profile))
 
 
