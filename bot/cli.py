@@ -110,9 +110,12 @@ def cmd_inspect(settings: Settings, args: argparse.Namespace) -> int:
         return 2
     from redis import Redis
 
-    from .inspect import inspect
+    from .inspect import inspect, sections
 
-    return inspect(Redis.from_url(settings.redis_url), args.run_id, args.request, sys.stdout)
+    redis = Redis.from_url(settings.redis_url)
+    if args.sections:
+        return sections(redis, args.run_id, sys.stdout)
+    return inspect(redis, args.run_id, args.request, sys.stdout)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -130,6 +133,7 @@ def parser() -> argparse.ArgumentParser:
     i = sub.add_parser("inspect", help="list a run's model requests as dispatched, or print one in full")
     i.add_argument("run_id")
     i.add_argument("request", nargs="?", type=int, help="print this request (1-based) in full, as JSON")
+    i.add_argument("--sections", action="store_true", help="print every report section with its revision history")
     return p
 
 

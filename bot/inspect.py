@@ -53,6 +53,23 @@ def totals(records: list[RequestRecord]) -> list[str]:
     return lines
 
 
+def sections(redis: Redis, run_id: str, out: TextIO) -> int:
+    """Every section with its full revision history, oldest version first."""
+    try:
+        state = RunStore(redis).get(run_id)
+    except RunNotFound:
+        print(f"Run {run_id}: no run state (expired or unknown).", file=out)
+        return 1
+    for section in state.sections:
+        print(f"== {section.section_id} {section.title} (revised ×{len(section.revisions)})", file=out)
+        for n, revision in enumerate(section.revisions, 1):
+            print(f"-- version {n} (replaced: {revision.reason})\n{revision.body}", file=out)
+        print(f"-- current\n{section.body}\n", file=out)
+    if not state.sections:
+        print("No sections written.", file=out)
+    return 0
+
+
 def inspect(redis: Redis, run_id: str, request: int | None, out: TextIO) -> int:
     records = load_records(redis, run_id)
     if not records:

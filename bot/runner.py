@@ -45,7 +45,7 @@ async def serve(settings: Settings) -> int:
     store = RunStore(redis)
     services = Services(redis=redis, store=store, bot_user_id=identity.bot_user_id,
                         stop_reaction=settings.stop_reaction,
-                        admins=frozenset(a.strip() for a in settings.admins.split(",") if a.strip()))
+                        admins=settings.id_set(settings.admins), channels=settings.id_set(settings.channels))
     app = build_app(settings, services, client, identity)
     stop = asyncio.Event()
     publisher = asyncio.create_task(Publisher(redis, async_redis, store, client).run(stop), name="publisher")

@@ -1,7 +1,7 @@
 """What listeners and the publisher share in one bot process."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from redis import Redis
 
@@ -18,3 +18,4 @@ class Services:
     bot_user_id: str | None = None
     stop_reaction: str = "octagonal_sign"
     admins: frozenset[str] = frozenset()  # DEEPTHREAD_ADMINS: may stop anyone's run
+    channels: frozenset[str] = frozenset()  # DEEPTHREAD_CHANNELS: where questions are taken (empty: everywhere)

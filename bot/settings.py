@@ -51,8 +51,13 @@ class Settings(BaseSettings):
     max_cost_usd: float | None = Field(default=None, ge=0, validation_alias=_env("DEEPTHREAD_MAX_COST_USD"))
     max_input_tokens: int | None = Field(default=None, ge=0, validation_alias=_env("DEEPTHREAD_MAX_INPUT_TOKENS"))
     admins: str = Field(default="", validation_alias=_env("DEEPTHREAD_ADMINS"))
+    channels: str = Field(default="", validation_alias=_env("DEEPTHREAD_CHANNELS"))
     # How long a dead worker's run stays locked before another worker resumes it.
     run_lock_seconds: float = Field(default=30.0, gt=0, validation_alias=_env("DEEPTHREAD_RUN_LOCK_SECONDS"))
+
+    @staticmethod
+    def id_set(value: str) -> frozenset[str]:
+        return frozenset(item.strip() for item in value.split(",") if item.strip())
 
     def secret(self, name: str) -> str | None:
         value = getattr(self, name)

@@ -47,6 +47,7 @@ class MessageEvent(BaseModel):
     thread_ts: str | None = None
     bot_id: str | None = None
     subtype: str | None = None
+    channel_type: str | None = None  # "im" for a direct message
 
 
 class ReactionItem(BaseModel):

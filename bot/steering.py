@@ -22,6 +22,9 @@ from .services import Services
 log = logging.getLogger(__name__)
 
 GO_DEEPER = re.compile(r"^\s*(?:<@\w+>\s*)?(?:please\s+)?go\s+deeper\b[\s.!]*$", re.I)
+HISTORY = re.compile(r"^\s*(?:<@\w+>\s*)?history(?:\s+(sec\d+))?\s*$", re.I)
+# Earlier revisions shown per section in the thread, newest first (the rest via `deepthread inspect`).
+HISTORY_REVISIONS_SHOWN = 5
 # After a stop, the loop gets this long to finish on its own before RQ kills the job.
 HARD_STOP_GRACE_SECONDS = 90
 NOTE_ACK_REACTION = "memo"
@@ -87,12 +90,35 @@ async def thread_message(services: Services, client: AsyncWebClient, *, channel:
     if GO_DEEPER.match(text):
         await go_deeper(services, client, latest, event_id, channel)
         return
+    wanted = HISTORY.match(text)
+    if wanted:
+        await _post(client, channel, thread_ts, section_history(latest, wanted.group(1)))
+        return
     if not latest.status.finished:
         if await asyncio.to_thread(add_note, services.redis, latest.run.id, event_id, f"<@{user}>", text):
             await _acknowledge(client, channel, ts, thread_ts,
                                "Noted: I will take this into account from the next step on.")
         return
     await continue_thread(services, client, latest, text, user, event_id)
+
+
+def section_history(state: RunState, section_id: str | None) -> str:
+    """Earlier revisions of the report's sections, as a thread reply."""
+    sections = [s for s in state.sections if section_id in (None, s.section_id)]
+    if not sections:
+        known = ", ".join(s.section_id for s in state.sections) or "none yet"
+        return f"There is no section {section_id} in this report (sections: {known})."
+    revised = [s for s in sections if s.revisions]
+    if not revised:
+        return "No section of this report has been revised." if section_id is None else f"{section_id} has not been revised."
+    lines = []
+    for section in revised:
+        lines.append(f"*{section.section_id} {section.title}*: revised ×{len(section.revisions)}")
+        for n, revision in reversed(list(enumerate(section.revisions, 1))):
+            if len(section.revisions) - n >= HISTORY_REVISIONS_SHOWN:
+                break
+            lines.append(f"• version {n}, replaced because: {revision.reason}\n> {revision.body[:300]}")
+    return "\n".join(lines)
 
 
 async def go_deeper(services: Services, client: AsyncWebClient, state: RunState, event_id: str, channel: str) -> None:

@@ -69,10 +69,11 @@ def running(args: list[str], env: dict[str, str], log: Path) -> Iterator[subproc
 
 
 @contextmanager
-def deepthread_stack(tmp: Path, *, redis_url: str, slack_url: str, model_url: str, web_url: str) -> Iterator[Stack]:
+def deepthread_stack(tmp: Path, *, redis_url: str, slack_url: str, model_url: str, web_url: str,
+                     **extra: str) -> Iterator[Stack]:
     """`deepthread serve` (HTTP mode) and one `deepthread worker`, as separate processes."""
     port = free_port()
-    env = environment(
+    env = environment(**extra,
         SLACK_BOT_TOKEN="xoxb-test-token", SLACK_SIGNING_SECRET=SIGNING_SECRET, SLACK_API_URL=f"{slack_url}/api/",
         ANTHROPIC_API_KEY="test-key", ANTHROPIC_BASE_URL=model_url, REDIS_URL=redis_url,
         DEEPTHREAD_SEARCH="searxng", SEARXNG_URL=web_url, DEEPTHREAD_FETCH_ALLOW="127.0.0.1", PORT=str(port),

@@ -190,3 +190,38 @@ def _healthy(httpx, port: int) -> bool:  # noqa: ANN001
         return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=0.5).status_code == 200
     except httpx.HTTPError:
         return False
+
+
+def test_a_direct_message_is_a_question_and_history_shows_revisions(stack, fake_slack, fake_model) -> None:
+    from tests.fakes.anthropic import text_reply, tool_reply
+
+    calls = iter([
+        tool_reply(("web_search", {"query": "vti expense ratio"})),
+        tool_reply(("write_section", {"title": "Fees", "body": "VTI costs 0.04% [s1]."})),
+        tool_reply(("revise_section", {"section_id": "sec1", "body": "VTI costs 0.03% [s1].",
+                                       "reason": "the 2024 fact sheet"})),
+    ])
+    fake_model.policy = lambda request: next(calls, text_reply("VTI costs 0.03% [s1]."))
+    dm = message_event("What does VTI cost?", channel="D0ANA", user="U0ANA", channel_type="im")
+    ts = fake_slack.seed_event(dm)
+    assert post_event(stack, dm).status_code == 200
+    replies = wait_for(lambda: len([m for m in fake_slack.thread("D0ANA", ts) if m.ts != ts]) >= 2
+                       and [m for m in fake_slack.thread("D0ANA", ts) if m.ts != ts], 10, "the run's messages")
+    wait_for(lambda: "Final" in block_text(fake_slack.message("D0ANA", replies[1].ts)), 30, "the final report")
+    assert "revised ×1" in block_text(fake_slack.message("D0ANA", replies[1].ts))
+    ask = message_event("history sec1", channel="D0ANA", user="U0ANA", thread_ts=ts, channel_type="im")
+    assert post_event(stack, ask).status_code == 200
+    answer = wait_for(lambda: [m for m in fake_slack.thread("D0ANA", ts) if "replaced because" in m.text], 10,
+                      "the history reply")
+    assert "version 1, replaced because: the 2024 fact sheet" in answer[0].text and "0.04%" in answer[0].text
+
+
+def test_channel_allowlist_refuses_other_channels_but_not_dms(tmp_path, redis_url, fake_slack, fake_model, fake_web) -> None:
+    with deepthread_stack(tmp_path, redis_url=redis_url, slack_url=fake_slack.url, model_url=fake_model.url,
+                          web_url=fake_web.url, DEEPTHREAD_CHANNELS="C0RESEARCH") as stack:
+        envelope = app_mention_event("expense ratio VTI", channel=CHANNEL)
+        ts = fake_slack.seed_event(envelope)
+        assert post_event(stack, envelope).status_code == 200
+        reply = wait_for(lambda: bot_replies(fake_slack, ts), 10, "the refusal")
+        assert "not enabled in this channel" in reply[0].text
+        assert fake_slack.pins(CHANNEL) == []

@@ -49,25 +49,34 @@ async def handle_mention(services: Services, client: AsyncWebClient, event: dict
         await thread_message(services, client, channel=mention.channel, thread_ts=mention.thread_ts, ts=mention.ts,
                              user=mention.user, text=question, event_id=event_id)
         return
+    await handle_question(services, client, channel=mention.channel, thread_ts=mention.thread, user=mention.user,
+                          question=question, team=body.get("team_id"))
+
+
+async def handle_question(services: Services, client: AsyncWebClient, *, channel: str, thread_ts: str, user: str,
+                          question: str, team: str | None) -> None:
+    """A new question, from a mention or a direct message: help, refuse with advice, or start."""
+    if services.channels and channel not in services.channels and not channel.startswith("D"):
+        await _reply(client, channel, thread_ts, "I am not enabled in this channel. Ask me in one of the channels "
+                     "the team set me up for, or in a direct message.")
+        return
     if not question:
-        await _reply(client, mention, render_help())
+        await _reply(client, channel, thread_ts, render_help())
         return
     if len(question) > MAX_QUESTION_CHARS:
-        await _reply(client, mention,
+        await _reply(client, channel, thread_ts,
                      f"That question is {len(question):,} characters; I take up to {MAX_QUESTION_CHARS:,}. "
                      "Ask the question in a sentence or two and share long material as a file in the thread.")
         return
-    await start_run(services, client, Run(
-        team=body.get("team_id"), channel=mention.channel, thread_ts=mention.thread,
-        requester=mention.user, question=question,
-    ))
+    await start_run(services, client, Run(team=team, channel=channel, thread_ts=thread_ts, requester=user,
+                                          question=question))
 
 
-async def _reply(client: AsyncWebClient, mention: MentionEvent, text: str) -> None:
+async def _reply(client: AsyncWebClient, channel: str, thread_ts: str, text: str) -> None:
     try:
-        await client.chat_postMessage(channel=mention.channel, thread_ts=mention.thread, text=text)
+        await client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=text)
     except SlackApiError as exc:
-        log.warning("could not reply in %s: %s", mention.channel, exc.response.get("error"))
+        log.warning("could not reply in %s: %s", channel, exc.response.get("error"))
 
 
 async def start_run(services: Services, client: AsyncWebClient, run: Run, parent: RunState | None = None) -> None:

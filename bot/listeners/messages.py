@@ -3,6 +3,7 @@ Our own messages, other bots, edits, deletions and messages mentioning us (the m
 listener handles those) are ignored."""
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -13,6 +14,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from ..services import EVENT_DEDUPE_TTL_SECONDS, Services
 from ..slack_events import MessageEvent
 from ..steering import thread_message
+from .mentions import handle_question
 
 log = logging.getLogger(__name__)
 
@@ -24,12 +26,17 @@ def register(app: AsyncApp, services: Services) -> None:
             message = MessageEvent.model_validate(event)
         except ValidationError:
             return
-        if message.subtype or message.bot_id or not message.user or not message.thread_ts:
-            return  # edits, deletions, bots (us included) and top-level chatter
+        direct = message.channel_type == "im"
+        if message.subtype or message.bot_id or not message.user or not (message.thread_ts or direct):
+            return  # edits, deletions, bots (us included) and top-level chatter in channels
         if message.user == services.bot_user_id or (services.bot_user_id and f"<@{services.bot_user_id}>" in message.text):
             return
         event_id = body.get("event_id") or f"{message.channel}:{message.ts}"
-        if not services.store.claim_event(f"event:{event_id}", EVENT_DEDUPE_TTL_SECONDS):
+        if not await asyncio.to_thread(services.store.claim_event, f"event:{event_id}", EVENT_DEDUPE_TTL_SECONDS):
+            return
+        if message.thread_ts is None:  # a direct message to the bot is a question
+            await handle_question(services, client, channel=message.channel, thread_ts=message.ts, user=message.user,
+                                  question=message.text.strip(), team=body.get("team_id"))
             return
         await thread_message(services, client, channel=message.channel, thread_ts=message.thread_ts, ts=message.ts,
                              user=message.user, text=message.text, event_id=event_id)
