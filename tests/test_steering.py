@@ -99,25 +99,37 @@ def test_a_reply_during_the_run_reaches_the_next_turn_as_a_note(stack, fake_slac
     assert "memo" in fake_slack.message(CHANNEL, reply_ts).reactions, "acknowledged in the thread"
 
 
-def test_a_reply_after_the_end_continues_the_research_in_the_same_report(stack, fake_slack, fake_model) -> None:
-    fake_model.policy = SteadyPolicy(turns=4)
-    thread, progress, report_ts = start(stack, fake_slack, "expense ratio VTI SCHB ITOT. Only sources after 2020.")
-    wait_for(lambda: "Final" in report(fake_slack, report_ts), 30, "the first run to end")
-    first_run_requests = len(main_requests(fake_model))
-    fake_model.policy = SteadyPolicy(turns=4)
-    reply = message_event("Now add ITOT's tracking difference", channel=CHANNEL, thread_ts=thread, user="U0ANA")
-    assert post_event(stack, reply).status_code == 200
-    wait_for(lambda: len(main_requests(fake_model)) > first_run_requests, 15, "the continuation's first request")
-    opening = main_requests(fake_model)[first_run_requests]["messages"][0]["content"][0]["text"]
-    assert "expense ratio VTI SCHB ITOT. Only sources after 2020." in opening, "the original question"
-    assert "<follow_up>\nNow add ITOT's tracking difference\n</follow_up>" in opening, "the new request verbatim"
-    assert "## sec1 Fees" in opening and "VTI charges 0.03% [s" in opening, "the parent's sections"
-    assert re.search(r"\[s1\] .+ — http", opening), "the citation registry, markers unchanged"
-    assert '<earlier_run id="' in opening and "Its answer:" in opening
-    wait_for(lambda: len([m for m in bot_replies(fake_slack, thread) if "Done" in block_text(m)]) == 2, 30,
-             "the continuation to finish")
-    assert [p.ts for p in fake_slack.pins(CHANNEL)] == [report_ts], "one pinned report, edited in place"
-    assert "Fees" in report(fake_slack, report_ts)
+def test_a_reply_after_the_end_continues_the_research_in_the_same_report(tmp_path, redis_url, fake_slack, fake_model,
+                                                                          fake_web) -> None:
+    # A small context budget, so the first run compacts and leaves a summary to hand on.
+    with deepthread_stack(tmp_path, redis_url=redis_url, slack_url=fake_slack.url, model_url=fake_model.url,
+                          web_url=fake_web.url, DEEPTHREAD_CONTEXT_TOKENS="6000") as stack:
+        fake_model.delay = 0.15
+        fake_model.policy = SteadyPolicy(turns=14)
+        thread, progress, report_ts = start(stack, fake_slack, "expense ratio VTI SCHB ITOT")
+        wait_for(lambda: len(main_requests(fake_model)) >= 2, 15, "the first turns")
+        note = message_event("Only sources after 2020", channel=CHANNEL, thread_ts=thread, user="U0BEN")
+        assert post_event(stack, note).status_code == 200
+        wait_for(lambda: "Final" in report(fake_slack, report_ts), 40, "the first run to end")
+        assert any("Pause the research" in json.dumps(r["messages"][-1]) for r in fake_model.requests), \
+            "the first run compacted"
+        first_run_requests = len(main_requests(fake_model))
+        fake_model.policy = SteadyPolicy(turns=3)
+        reply = message_event("Now add ITOT's tracking difference", channel=CHANNEL, thread_ts=thread, user="U0ANA")
+        assert post_event(stack, reply).status_code == 200
+        wait_for(lambda: len(main_requests(fake_model)) > first_run_requests, 15, "the continuation's first request")
+        opening = main_requests(fake_model)[first_run_requests]["messages"][0]["content"][0]["text"]
+        # The five things a continuation carries, checked where they must arrive: its first request.
+        assert opening.startswith("<task>\nexpense ratio VTI SCHB ITOT\n</task>"), "1. the original question"
+        assert "- <@U0BEN>: Only sources after 2020" in opening, "2. the constraints and the user's notes"
+        assert "## sec1 Fees" in opening and "VTI charges 0.03% [s" in opening, "3. the parent's sections"
+        assert re.search(r"\[s1\] .+ — http", opening), "4. the citation registry, markers unchanged"
+        assert "<summary of steps" in opening and "established_facts" in opening, "5. its compaction summaries"
+        assert "<follow_up>\nNow add ITOT's tracking difference\n</follow_up>" in opening, "and the new request"
+        wait_for(lambda: len([m for m in bot_replies(fake_slack, thread) if "Done" in block_text(m)]) == 2, 30,
+                 "the continuation to finish")
+        assert [p.ts for p in fake_slack.pins(CHANNEL)] == [report_ts], "one pinned report, edited in place"
+        assert "Fees" in report(fake_slack, report_ts)
 
 
 def test_a_killed_worker_is_replaced_and_the_run_resumes_from_its_checkpoint(tmp_path, redis_url, fake_slack,
