@@ -46,6 +46,21 @@ def bot_replies(slack: FakeSlack, thread_ts: str):
     return [m for m in slack.thread(CHANNEL, thread_ts) if m.ts != thread_ts]
 
 
+def assert_cited_report_pinned(slack: FakeSlack, mention_ts: str, web_url: str, timeout: float = 30) -> None:
+    """One progress reply and one pinned report in the thread; the report ends final and cited."""
+    replies = wait_for(lambda: len(bot_replies(slack, mention_ts)) >= 2 and bot_replies(slack, mention_ts),
+                       10, "progress and report replies")
+    progress, report = replies[0], replies[1]
+    assert [p.ts for p in slack.pins(CHANNEL)] == [report.ts]
+    wait_for(lambda: "Final" in block_text(slack.message(CHANNEL, report.ts)), timeout, "the final report")
+    final = block_text(slack.message(CHANNEL, report.ts))
+    assert not re.search(r"\[s\d+\]", final), final
+    assert "*Sources*" in final and f"{web_url}/pages/" in final
+    assert re.search(r"<http://127\.0\.0\.1:\d+/pages/[\w.-]+\|\[1\]>", final), "footnotes link to their source"
+    assert "Done" in block_text(slack.message(CHANNEL, progress.ts))
+    assert len(bot_replies(slack, mention_ts)) == 2, "progress is edited in place, not re-posted"
+
+
 def test_mention_becomes_a_pinned_cited_report(stack: Stack, fake_slack: FakeSlack, fake_web, redis_url: str) -> None:
     envelope = app_mention_event("expense ratio VTI SCHB ITOT", channel=CHANNEL)
     mention_ts = fake_slack.seed_event(envelope)
@@ -54,18 +69,7 @@ def test_mention_becomes_a_pinned_cited_report(stack: Stack, fake_slack: FakeSla
     response = post_event(stack, envelope)
     assert response.status_code == 200 and time.monotonic() - started < 3.0
 
-    replies = wait_for(lambda: len(bot_replies(fake_slack, mention_ts)) >= 2 and bot_replies(fake_slack, mention_ts),
-                       10, "progress and report replies")
-    progress, report = replies[0], replies[1]
-    assert [p.ts for p in fake_slack.pins(CHANNEL)] == [report.ts]
-
-    wait_for(lambda: "Final" in block_text(fake_slack.message(CHANNEL, report.ts)), 30, "the final report")
-    final = block_text(fake_slack.message(CHANNEL, report.ts))
-    assert not re.search(r"\[s\d+\]", final), final
-    assert "*Sources*" in final and f"{fake_web.url}/pages/" in final
-    assert re.search(r"<http://127\.0\.0\.1:\d+/pages/[\w.-]+\|\[1\]>", final), "footnotes link to their source"
-    assert "Done" in block_text(fake_slack.message(CHANNEL, progress.ts))
-    assert len(bot_replies(fake_slack, mention_ts)) == 2, "progress is edited in place, not re-posted"
+    assert_cited_report_pinned(fake_slack, mention_ts, fake_web.url)
 
     # Slack retries the same event: nothing new starts.
     posts_before = len(fake_slack.calls_of("chat.postMessage"))

@@ -20,7 +20,7 @@ from redis import Redis
 from tests.fakes.server import ServerThread, free_port
 from tests.fakes.slack import APP_ID, FakeSlack, app_mention_event
 from tests.processes import DEEPTHREAD, ROOT, Stack, environment, running, wait_for
-from tests.test_end_to_end import CHANNEL, block_text, bot_replies
+from tests.test_end_to_end import CHANNEL, assert_cited_report_pinned, block_text, bot_replies
 
 APP_TOKEN = "xapp-test"
 BOT_TOKEN = "xoxb-test"
@@ -149,18 +149,7 @@ def test_mention_over_socket_mode_becomes_a_pinned_cited_report(
     mention_ts = fake_slack.seed_event(envelope)
     acked(fake_slack, fake_slack.send_socket_event(envelope))
 
-    replies = wait_for(lambda: len(bot_replies(fake_slack, mention_ts)) >= 2 and bot_replies(fake_slack, mention_ts),
-                       10, "progress and report replies")
-    progress, report = replies[0], replies[1]
-    assert [p.ts for p in fake_slack.pins(CHANNEL)] == [report.ts]
-
-    wait_for(lambda: "Final" in block_text(fake_slack.message(CHANNEL, report.ts)), 20, "the final report")
-    final = block_text(fake_slack.message(CHANNEL, report.ts))
-    assert not re.search(r"\[s\d+\]", final), final
-    assert "*Sources*" in final and f"{fake_web.url}/pages/" in final
-    assert re.search(r"<http://127\.0\.0\.1:\d+/pages/[\w.-]+\|\[1\]>", final), "footnotes link to their source"
-    assert "Done" in block_text(fake_slack.message(CHANNEL, progress.ts))
-    assert len(bot_replies(fake_slack, mention_ts)) == 2, "progress is edited in place, not re-posted"
+    assert_cited_report_pinned(fake_slack, mention_ts, fake_web.url, timeout=20)
 
     # Slack redelivers the same event in a new envelope: acked, and nothing new starts.
     posts_before = len(fake_slack.calls_of("chat.postMessage"))
