@@ -46,7 +46,7 @@ def bot_replies(slack: FakeSlack, thread_ts: str):
     return [m for m in slack.thread(CHANNEL, thread_ts) if m.ts != thread_ts]
 
 
-def assert_cited_report_pinned(slack: FakeSlack, mention_ts: str, web_url: str, timeout: float = 30) -> None:
+def assert_cited_report_pinned(slack: FakeSlack, mention_ts: str, web_url: str, timeout: float = 30):  # noqa: ANN201
     """One progress reply and one pinned report in the thread; the report ends final and cited."""
     replies = wait_for(lambda: len(bot_replies(slack, mention_ts)) >= 2 and bot_replies(slack, mention_ts),
                        10, "progress and report replies")
@@ -59,6 +59,7 @@ def assert_cited_report_pinned(slack: FakeSlack, mention_ts: str, web_url: str, 
     assert re.search(r"<http://127\.0\.0\.1:\d+/pages/[\w.-]+\|\[1\]>", final), "footnotes link to their source"
     assert "Done" in block_text(slack.message(CHANNEL, progress.ts))
     assert len(bot_replies(slack, mention_ts)) == 2, "progress is edited in place, not re-posted"
+    return progress, report
 
 
 def test_mention_becomes_a_pinned_cited_report(stack: Stack, fake_slack: FakeSlack, fake_web, redis_url: str) -> None:

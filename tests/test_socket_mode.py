@@ -149,7 +149,7 @@ def test_mention_over_socket_mode_becomes_a_pinned_cited_report(
     mention_ts = fake_slack.seed_event(envelope)
     acked(fake_slack, fake_slack.send_socket_event(envelope))
 
-    assert_cited_report_pinned(fake_slack, mention_ts, fake_web.url, timeout=20)
+    _progress, report = assert_cited_report_pinned(fake_slack, mention_ts, fake_web.url, timeout=20)
 
     # Slack redelivers the same event in a new envelope: acked, and nothing new starts.
     posts_before = len(fake_slack.calls_of("chat.postMessage"))
