@@ -18,6 +18,7 @@ from .config import Budget
 from .pricing import TokenCounts, cost_usd
 
 Clock = Callable[[], float]
+LimitKey = Literal["requests", "active", "wall", "input_tokens", "output_tokens", "cost"]
 
 
 @dataclass
@@ -71,15 +72,26 @@ class Ledger(BaseModel):
         self.busy_since, self.open_intervals = None, 0
 
     def charge(self, model: str, input_tokens: int, output_tokens: int, cache_read: int, cache_creation: int,
-               count_request: bool = True) -> None:
+               count_request: bool = True, own_turn: bool = True) -> None:
         """Tokens and cost of every model call; the request limit counts main-model turns only
-        (page extraction calls are part of the tool that made them)."""
+        (page extraction calls are part of the tool that made them). A task agent's turn
+        (`own_turn=False`) counts toward the run's requests but says nothing about the size
+        of this agent's own final answer."""
         cost = cost_usd(model, TokenCounts(input_tokens, output_tokens, cache_read, cache_creation))
         if count_request:
             self.requests += 1
-            self.last_turn_input = input_tokens + cache_read + cache_creation
-            self.last_turn_output, self.last_turn_cost = output_tokens, cost
+            if own_turn:
+                self.last_turn_input = input_tokens + cache_read + cache_creation
+                self.last_turn_output, self.last_turn_cost = output_tokens, cost
         self.input_tokens += input_tokens + cache_read + cache_creation
+        self.output_tokens += output_tokens
+        self.cost_usd += cost
+
+    def absorb(self, requests: int, input_tokens: int, output_tokens: int, cost: float) -> None:
+        """Spending recorded elsewhere (a task agent that finished before a crash, whose result
+        is reused after the resume): counted again, never refunded."""
+        self.requests += requests
+        self.input_tokens += input_tokens
         self.output_tokens += output_tokens
         self.cost_usd += cost
 
@@ -108,36 +120,44 @@ class Ledger(BaseModel):
     def wall(self, now: float) -> float:
         return now - self.started_at
 
-    def _limits(self, now: float) -> list[tuple[str, float, float, float]]:
-        """(name, used, limit, room kept back for writing) for every limit in force."""
+    def _limits(self, now: float) -> list[tuple[LimitKey, str, float, float, float]]:
+        """(key, name, used, limit, room kept back for writing) for every limit in force."""
         b = self.budget
-        limits = [
-            (f"request limit ({b.max_requests} model requests)", self.requests, b.max_requests, b.reserve_requests),
-            (f"active-time limit ({_minutes(b.active_seconds)})", self.active(now), b.active_seconds, b.reserve_seconds),
-            (f"wall-time limit ({_minutes(b.wall_seconds)})", self.wall(now), b.wall_seconds, b.reserve_seconds),
+        limits: list[tuple[LimitKey, str, float, float, float]] = [
+            ("requests", f"request limit ({b.max_requests} model requests)", self.requests, b.max_requests,
+             b.reserve_requests),
+            ("active", f"active-time limit ({_minutes(b.active_seconds)})", self.active(now), b.active_seconds,
+             b.reserve_seconds),
+            ("wall", f"wall-time limit ({_minutes(b.wall_seconds)})", self.wall(now), b.wall_seconds,
+             b.reserve_seconds),
         ]
         spend = 1 - defaults.FINALIZE_AT_SPEND_SHARE
         again = defaults.FINAL_TURN_SIZE_FACTOR
         if b.max_input_tokens is not None:
-            limits.append((f"input-token limit ({b.max_input_tokens:,})", self.input_tokens, b.max_input_tokens,
-                           max(b.max_input_tokens * spend, self.last_turn_input * again)))
+            limits.append(("input_tokens", f"input-token limit ({b.max_input_tokens:,})", self.input_tokens,
+                           b.max_input_tokens, max(b.max_input_tokens * spend, self.last_turn_input * again)))
         if b.max_output_tokens is not None:
-            limits.append((f"output-token limit ({b.max_output_tokens:,})", self.output_tokens, b.max_output_tokens,
-                           max(b.max_output_tokens * spend, self.last_turn_output * again)))
+            limits.append(("output_tokens", f"output-token limit ({b.max_output_tokens:,})", self.output_tokens,
+                           b.max_output_tokens, max(b.max_output_tokens * spend, self.last_turn_output * again)))
         if b.max_cost_usd is not None:
-            limits.append((f"cost limit (${b.max_cost_usd:.2f})", self.cost_usd, b.max_cost_usd,
+            limits.append(("cost", f"cost limit (${b.max_cost_usd:.2f})", self.cost_usd, b.max_cost_usd,
                            max(b.max_cost_usd * spend, self.last_turn_cost * again)))
         return limits
 
     def decide(self, now: float) -> Decision:
         """The one place that decides whether the run explores, finalizes, or ends."""
-        for name, used, limit, _ in self._limits(now):
+        for _, name, used, limit, _ in self._limits(now):
             if used >= limit:
                 return Decision("end", name)
-        for name, used, limit, reserve in self._limits(now):
+        for _, name, used, limit, reserve in self._limits(now):
             if used >= limit - reserve:
                 return Decision("finalize", name)
         return Decision("explore")
+
+    def room(self, now: float) -> dict[LimitKey, float]:
+        """What exploration may still spend of each limit in force before its reserve: the
+        pool task agents' budgets are carved from, so the final answer keeps its reserve."""
+        return {key: max(0.0, limit - reserve - used) for key, _, used, limit, reserve in self._limits(now)}
 
     def seconds_to_finalize(self, now: float) -> float:
         """How long exploration may still run before a time limit's reserve is reached."""

@@ -99,6 +99,8 @@ class AgentConfig(BaseModel):
     context_tokens: int = defaults.CONTEXT_TOKENS
     # Elision and compaction; off only to measure what they save.
     manage_context: bool = True
+    # How many task agents one spawn_tasks call may run at once.
+    max_task_agents: int = Field(default=defaults.MAX_TASK_AGENTS, ge=0)
     caps: Caps = Field(default_factory=Caps)
     search: SearchConfig = Field(default_factory=SearchConfig)
     fetch: FetchConfig = Field(default_factory=FetchConfig)

@@ -90,3 +90,32 @@ COMPACT_MAX_DEFERRALS = 2
 SUMMARY_MAX_TOKENS = 4_000
 # The pinned manifest keeps at most this many exact identifiers (newest kept).
 MANIFEST_MAX_ITEMS = 120
+
+# Task agents (spawn_tasks; PROMPTS.md "Task-agent briefs").
+# At most this many run at once: a comparison rarely has more independent parts, and each
+# one costs several requests of the run's budget.
+MAX_TASK_AGENTS = 3
+# spawn_tasks is offered only with a context budget this large: a task agent needs room for
+# several 3–4k-token page reads before compacting, and the lead for up to three 1–2k-token
+# reports beside its own work. Below it, the tool's schema would only crowd the lead's context.
+TASK_MIN_CONTEXT_TOKENS = 32_000
+# The harness's hard cap on a brief's call budget: about ten research steps answer a hard
+# sub-question; more than fifteen means the split was too coarse.
+TASK_MAX_CALL_BUDGET = 15
+# Requests a task agent keeps back for its findings (one final, tool-free turn).
+TASK_RESERVE_REQUESTS = 1
+# Requests the lead keeps for itself beyond its own reserve, so it can still write sections
+# from what the task agents bring back.
+LEAD_KEEPS_REQUESTS = 3
+# A task agent with fewer requests than this cannot search, read and report: refuse to spawn it.
+TASK_MIN_REQUESTS = 3
+# Time a task agent keeps back for its findings (one streamed answer), at most a third of its time.
+TASK_RESERVE_SECONDS = 120
+# Task agents finish this long before the lead's own deadline, so their findings reach the lead.
+TASK_RETURN_MARGIN_SECONDS = 15
+# With less time than this before the lead must finalize, task agents cannot do useful work.
+TASK_MIN_SECONDS = 60
+# A task agent that fails without findings hands back at most this many of the passages it met.
+TASK_FAILED_LEADS = 10
+# The thread's progress line names each branch with at most this much of its objective.
+TASK_LABEL_CHARS = 40

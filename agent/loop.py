@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 import httpx
 from anthropic import AsyncAnthropic
+from anthropic.types import ToolUseBlock
 from pydantic import ValidationError
 
 from . import defaults
@@ -27,8 +28,10 @@ from .prompts import load
 from .report import Section
 from .results import Locator, ResultStore, StoredResult
 from .task import ResearchTask, first_message
+from .task_agents import NumberedLog, TaskTeam
 from .tools import Tool, ToolContext, ToolResult, default_tools
-from .tools.base import Emit
+from .tools.base import CALL_ID, Announced, Emit
+from .tools.spawn_tasks import SpawnTasks, offered
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -55,8 +58,11 @@ def _text_of(content: list[Any]) -> str:
 
 
 class ResearchLoop:
+    """The lead agent, or (made by `child`) a task agent: same loop, same context machinery."""
+
     def __init__(self, task: ResearchTask, config: AgentConfig, ctx: ToolContext, tools: list[Tool],
-                 control: RunControl, clock: Clock, ledger: Ledger | None = None) -> None:
+                 control: RunControl, clock: Clock, ledger: Ledger | None = None, *,
+                 prompt: str = "system", opening: str | None = None) -> None:
         self.task = task
         self.config = config
         self.ctx = ctx
@@ -66,14 +72,16 @@ class ResearchLoop:
         self.ledger = ledger or Ledger.start(task.budget, clock)
         ctx.ledger = self.ledger
         # Tools, then system, form the stable front of every request (cache breakpoint here).
-        self.system = [{"type": "text", "text": load("system"), "cache_control": {"type": "ephemeral"}}]
+        system = load(prompt)
+        if SpawnTasks.name in self.tools:  # the delegation rules, only where delegation is offered
+            system += "\n\n" + load("delegation")
+        self.system = [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}]
         self.tool_schemas = [tool.schema() for tool in tools]
         self.context = ContextManager(
-            History(first_message(task)), ctx.model, config.context_tokens, ctx.emit,
-            spend_request=self._spend_summary_request, enabled=config.manage_context,
+            History(opening if opening is not None else first_message(task)), ctx.model, config.context_tokens,
+            ctx.emit, spend_request=self._spend_summary_request, enabled=config.manage_context,
         )
         self.notes: list[str] = []  # user notes arriving mid-run (steering) are pinned with the task
-        self._announced_sources = len(ctx.registry)
         # Seconds spent building each request (elision, projection; not summaries): must not grow with history.
         self.projection_seconds: list[float] = []
         self.limit_note: str | None = None  # the limit that cut exploration short, with its stage
@@ -85,6 +93,12 @@ class ResearchLoop:
     @property
     def history(self) -> History:
         return self.context.history
+
+    def child(self, opening: str, ctx: ToolContext, tools: list[Tool], ledger: Ledger,
+              control: RunControl) -> ResearchLoop:
+        """A task agent: its own history, context management and budget, the task-agent prompt."""
+        return ResearchLoop(self.task, self.config, ctx, tools, control, self.clock, ledger,
+                            prompt="task_agent", opening=opening)
 
     def _spend_summary_request(self) -> bool:
         # The reserve is for the answer, not for tidying notes.
@@ -131,6 +145,12 @@ class ResearchLoop:
         await emit(Progress(phase="researching", activity="Planning the research"))
         while True:
             await self.save_checkpoint()
+            unanswered = self._unanswered()
+            if unanswered:  # resumed after a crash mid-call: answer the saved turn, do not ask anew
+                outcome = await self._answer(unanswered)
+                if outcome is not None:
+                    return outcome
+                continue
             stop = await self._apply_control()
             if stop is not None:
                 return await self._finish_after_stop(stop)
@@ -177,19 +197,11 @@ class ResearchLoop:
             if message.stop_reason == "refusal":
                 return Outcome("failed", "", "the model declined to continue with this request")
             if calls:
-                stage = self.tools[calls[0].name].stage if calls[0].name in self.tools else "running a tool"
-                try:
-                    records = await self._guarded(self._run_tools(calls), stage,
-                                                  self.ledger.seconds_to_finalize(self.clock()))
-                except Interrupted as cut:
-                    # Every call still gets its result (the API requires the pairing).
-                    records = await self._cancelled_results(calls, cut.reason)
-                    self.history.add_results(records)
-                    if cut.stop is not None:
-                        return await self._finish_after_stop(cut.stop)
-                    self.limit_note = cut.reason
-                    continue
-                self.history.add_results(records)
+                if any(call.name in self.tools and self.tools[call.name].resumable for call in calls):
+                    await self.save_checkpoint()  # long work ahead: a crash re-runs these calls, not the turn
+                outcome = await self._answer(calls)
+                if outcome is not None:
+                    return outcome
                 continue
             if message.stop_reason == "pause_turn":
                 self.history.add_text("Continue.")
@@ -210,6 +222,29 @@ class ResearchLoop:
                 answer = strip_unknown_markers(answer, {s.marker for s in self.ctx.registry.all()})
             # An answer written under a limit says which one; a normal answer needs no note.
             return Outcome("completed", answer, (self.limit_note or finalize or "") if finalize else "")
+
+    async def _answer(self, calls: list[Any]) -> Outcome | None:
+        """Run one turn's calls and add their results; an Outcome when a stop ends the run."""
+        stage = self.tools[calls[0].name].stage if calls[0].name in self.tools else "running a tool"
+        try:
+            records = await self._guarded(self._run_tools(calls), stage, self.ledger.seconds_to_finalize(self.clock()))
+        except Interrupted as cut:
+            # Every call still gets its result (the API requires the pairing).
+            records = await self._cancelled_results(calls, cut.reason)
+            self.history.add_results(records)
+            if cut.stop is not None:
+                return await self._finish_after_stop(cut.stop)
+            self.limit_note = cut.reason
+            return None
+        self.history.add_results(records)
+        return None
+
+    def _unanswered(self) -> list[Any]:
+        """The calls of a turn saved before its tools ran (see Tool.resumable) and never answered."""
+        steps = self.history.steps
+        if not steps or steps[-1].results:
+            return []
+        return [ToolUseBlock.model_validate(block) for block in steps[-1].assistant if block.get("type") == "tool_use"]
 
     # --- checkpoints ----------------------------------------------------------------------
     async def save_checkpoint(self) -> None:
@@ -298,7 +333,13 @@ class ResearchLoop:
 
     async def _cancelled_results(self, calls: list[Any], reason: str) -> list[ResultRecord]:
         step = self.history.next_step - 1
-        return [await self._store(call, ToolResult(f"Not completed: {reason}.", is_error=True), step) for call in calls]
+        records = []
+        for call in calls:
+            tool = self.tools.get(call.name)
+            partial = tool.partial_result(call.id) if tool is not None else ""
+            text = f"Not completed: {reason}." + (f"\n{partial}" if partial else "")
+            records.append(await self._store(call, ToolResult(text, is_error=True), step))
+        return records
 
     async def _record_usage(self) -> None:
         u = self.ctx.model.usage
@@ -324,8 +365,8 @@ class ResearchLoop:
         activity = "; ".join(tool.progress(args) for _, tool, args, err in prepared if tool and err is None)
         if activity:
             await self.ctx.emit(Progress(phase="researching", activity=activity))
-        results = await asyncio.gather(*(self._timed(tool, args, err) for _, tool, args, err in prepared))
-        await self._announce_sources()
+        results = await asyncio.gather(*(self._timed(call.id, tool, args, err) for call, tool, args, err in prepared))
+        await self.announce_sources()
         step = self.history.next_step - 1
         return [await self._store(call, result, step) for (call, *_), result in zip(prepared, results)]
 
@@ -341,8 +382,9 @@ class ResearchLoop:
         return ResultRecord(tool_use_id=call.id, result_id=result_id, tool=call.name, arguments=arguments,
                             text=f"[{result_id}]\n{result.text}", is_error=result.is_error, step=step)
 
-    async def _timed(self, tool: Tool | None, args: Any, error: str | None) -> ToolResult:
+    async def _timed(self, call_id: str, tool: Tool | None, args: Any, error: str | None) -> ToolResult:
         """A tool call is an activity interval: parallel calls overlap and count once."""
+        CALL_ID.set(call_id)  # this call's own task: tools that save work key it by the call
         self.ledger.begin(self.clock())
         try:
             return await self._run_one(tool, args, error)
@@ -353,6 +395,8 @@ class ResearchLoop:
         if error is not None or tool is None:
             return ToolResult(error or "unknown tool", is_error=True)
         try:
+            if tool.own_deadline:
+                return await tool.run(args, self.ctx)
             return await asyncio.wait_for(tool.run(args, self.ctx), self.config.tool_deadline)
         except TimeoutError:
             return ToolResult(
@@ -366,11 +410,13 @@ class ResearchLoop:
             log.exception("tool %s failed", tool.name)
             return ToolResult(f"{tool.name} failed unexpectedly ({type(exc).__name__}); try another approach.", is_error=True)
 
-    async def _announce_sources(self) -> None:
+    async def announce_sources(self) -> None:
+        """Announce sources registered since the last call, by this loop or any other of the run."""
         sources = self.ctx.registry.all()
-        for source in sources[self._announced_sources:]:
+        announced = self.ctx.announced
+        start, announced.count = announced.count, len(sources)  # claimed before awaiting: task agents run alongside
+        for source in sources[start:]:
             await self.ctx.emit(SourceAdded(source=source))
-        self._announced_sources = len(sources)
 
 
 async def research(
@@ -401,22 +447,26 @@ async def research(
             message.model, u.input_tokens or 0, u.output_tokens or 0, u.cache_read_input_tokens or 0,
             u.cache_creation_input_tokens or 0, count_request=is_turn)
 
+    client = anthropic.with_options(max_retries=config.model_max_retries)
+    numbered = NumberedLog(request_log) if request_log is not None else None
     model = ModelClient(
-        anthropic.with_options(max_retries=config.model_max_retries),
-        main_model=config.main_model, small_model=config.small_model, timeout=config.request_timeout,
-        log=request_log, on_usage=charge,
+        client, main_model=config.main_model, small_model=config.small_model, timeout=config.request_timeout,
+        log=numbered, on_usage=charge,
     )
     timeout = httpx.Timeout(config.fetch.read_timeout, connect=config.fetch.connect_timeout)
     async with httpx.AsyncClient(timeout=timeout, headers={"User-Agent": defaults.USER_AGENT}) as http:
+        registry = registry if registry is not None else SourceRegistry()
         ctx = ToolContext(
-            config=config, registry=registry or SourceRegistry(), http=http, model=model,
-            emit=emit, goal_question=task.question,
+            config=config, registry=registry, http=http, model=model,
+            emit=emit, goal_question=task.question, announced=Announced(len(registry)),
         )
         if results is not None:
             ctx.results = results
-        loop = ResearchLoop(task, config, ctx, tools if tools is not None else default_tools(),
-                            control or MemoryControl(), clock, ledger)
+        chosen = [tool for tool in (tools if tools is not None else default_tools())
+                  if tool.name != SpawnTasks.name or offered(config)]
+        loop = ResearchLoop(task, config, ctx, chosen, control or MemoryControl(), clock, ledger)
         current.append(loop)
+        ctx.tasks = TaskTeam(loop, client, numbered)
         if projection_seconds is not None:
             loop.projection_seconds = projection_seconds  # benchmarks read the per-turn cost
         for section in sections or []:
@@ -430,7 +480,7 @@ async def research(
             outcome = await loop.run()
         except ModelUnavailable as exc:
             outcome = Outcome("failed", "", f"the run stopped early: {exc}")
-        await loop._announce_sources()
+        await loop.announce_sources()
     await emit(Finished(status=outcome.status, summary=outcome.summary, reason=outcome.reason,  # type: ignore[arg-type]
                         context_summaries=loop.history.summaries))
     return outcome

@@ -51,7 +51,8 @@ def assert_cited_report_pinned(slack: FakeSlack, mention_ts: str, web_url: str, 
     replies = wait_for(lambda: len(bot_replies(slack, mention_ts)) >= 2 and bot_replies(slack, mention_ts),
                        10, "progress and report replies")
     progress, report = replies[0], replies[1]
-    assert [p.ts for p in slack.pins(CHANNEL)] == [report.ts]
+    # The pin is a call of its own, just after the report is posted.
+    wait_for(lambda: [p.ts for p in slack.pins(CHANNEL)] == [report.ts], 5, "exactly the report pinned")
     wait_for(lambda: "Final" in block_text(slack.message(CHANNEL, report.ts)), timeout, "the final report")
     final = block_text(slack.message(CHANNEL, report.ts))
     assert not re.search(r"\[s\d+\]", final), final

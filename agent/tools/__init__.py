@@ -6,11 +6,12 @@ from .calculator import Calculator
 from .fetch_result import FetchResult
 from .read_page import ReadPage
 from .report_tools import ReviseSection, WriteSection
+from .spawn_tasks import SpawnTasks
 from .web_search import WebSearch
 
 __all__ = ["Tool", "ToolContext", "ToolResult", "default_tools"]
 
 
 def default_tools() -> list[Tool]:
-    # Fresh instances per run: tools may keep per-run memory (repeated queries).
-    return [WebSearch(), ReadPage(), Calculator(), FetchResult(), WriteSection(), ReviseSection()]
+    # Fresh instances per run: tools may keep per-run memory (repeated queries, task numbers).
+    return [WebSearch(), ReadPage(), Calculator(), FetchResult(), SpawnTasks(), WriteSection(), ReviseSection()]

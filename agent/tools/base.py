@@ -1,9 +1,11 @@
 """What every tool is: a name, a description (which is prompt), a typed input, and a run."""
 from __future__ import annotations
 
+import copy
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import httpx
 from pydantic import BaseModel
@@ -17,7 +19,21 @@ from ..report import Section
 from ..results import MemoryResultStore, ResultIds, ResultStore
 from .links import LinkTable
 
+if TYPE_CHECKING:
+    from ..task_agents.team import TaskTeam
+
 Emit = Callable[[RunEvent], Awaitable[None]]
+# The id of the tool_use being answered, set by the loop for each call: a tool whose work
+# outlives a crash keys what it saves by it.
+CALL_ID: ContextVar[str] = ContextVar("deepthread_call_id", default="")
+
+
+@dataclass
+class Announced:
+    """How many registry sources have been announced. One per run, shared by the lead and its
+    task agents, so each source is announced exactly once whoever registered it."""
+
+    count: int = 0
 
 
 @dataclass
@@ -43,6 +59,8 @@ class ToolContext:
     result_ids: ResultIds = field(default_factory=ResultIds)
     links: LinkTable = field(default_factory=LinkTable)
     ledger: Ledger | None = None  # correction capacity is read from it
+    announced: Announced = field(default_factory=Announced)
+    tasks: TaskTeam | None = None  # runs spawn_tasks; None inside a task agent (no further spawning)
 
 
 class Tool:
@@ -51,6 +69,12 @@ class Tool:
     Input: ClassVar[type[BaseModel]]
     # What the run is doing while this tool runs, for "limit reached while …" messages.
     stage: ClassVar[str] = "running a tool"
+    # True when the tool bounds its own time (task agents run on child budgets): the per-tool
+    # deadline does not apply to it.
+    own_deadline: ClassVar[bool] = False
+    # True when a call's work is long and partly saved as it goes: its turn is checkpointed
+    # before it runs, and a resumed run answers the call again instead of asking the model anew.
+    resumable: ClassVar[bool] = False
 
     def schema(self) -> dict[str, Any]:
         schema = self.Input.model_json_schema()
@@ -69,6 +93,17 @@ class Tool:
 
     def restore(self, state: Any) -> None:
         return None
+
+    def fresh(self) -> Tool:
+        """A copy without per-run memory, for a task agent: siblings must not see each other's
+        repeated queries."""
+        clone = copy.copy(self)
+        clone.restore(None)
+        return clone
+
+    def partial_result(self, call_id: str) -> str:
+        """What a call cut short (by a stop or a time limit) had already achieved, or ""."""
+        return ""
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:  # pragma: no cover
         raise NotImplementedError

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+import time
 from typing import Any
 
-from .anthropic import Reply, text_reply, tool_reply
+from .anthropic import FakeAPIError, Reply, text_reply, tool_reply
 
 MARKER = re.compile(r"\[s\d+\]")
 URL = re.compile(r"^\s+(https?://\S+)$", re.M)
@@ -185,3 +187,111 @@ class SteadyPolicy:
         if self.turn == 3 and self.slow_url:
             return tool_reply(("read_page", {"url": self.slow_url, "goal": "anything more"}))
         return tool_reply(("web_search", {"query": f"expense ratio VTI angle {self.turn}"}))
+
+
+# --- task agents (spawn_tasks) -----------------------------------------------------------
+
+EXCERPT = re.compile(r'(\[s\d+\]) "([^"]+)"')
+
+
+def is_task_agent(request: dict[str, Any]) -> bool:
+    """Task agents have a system prompt of their own."""
+    return _system_text(request).startswith("You are a task agent")
+
+
+def objective_of(request: dict[str, Any]) -> str:
+    match = re.search(r"^Objective: (.*)$", _text(request["messages"][0]), re.M)
+    return match.group(1) if match else ""
+
+
+def brief_for(objective: str, others: list[str], call_budget: int) -> dict[str, Any]:
+    return {
+        "objective": objective,
+        "output": "the figures asked for, each with its [sN] marker",
+        "background": "Scripted lead: nothing established yet.",
+        "key_questions": [f"What are the facts about {objective}?"],
+        "boundaries": "Do not cover: " + ("; ".join(o for o in others if o != objective) or "anything else"),
+        "sources": "issuer fact sheets",
+        "call_budget": call_budget,
+    }
+
+
+class TaskAgentsPolicy:
+    """Plays the lead and its task agents, told apart by their system prompts.
+
+    The lead hands `objectives` to task agents in one spawn_tasks call, writes one section per
+    task that came back with markers (citing them), then answers. Each task agent searches
+    `searches` times, reads the first page of its last search, and returns findings citing what
+    it read. A task whose objective contains "fail" gets an API error once it has searched.
+    Every request is noted in `seen` as (who, monotonic time): who is "lead" or the objective.
+    """
+
+    def __init__(self, objectives: list[str], *, searches: int = 1, call_budget: int = 6) -> None:
+        self.objectives = objectives
+        self.searches = searches
+        self.call_budget = call_budget
+        self.seen: list[tuple[str, float]] = []
+        self._lock = threading.Lock()  # the fake serves requests from its own thread
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        if is_extraction(request):
+            return extract(request)
+        if is_summary_request(request):
+            return summary_reply(request)
+        who = objective_of(request) if is_task_agent(request) else "lead"
+        with self._lock:
+            self.seen.append((who, time.monotonic()))
+        return self.lead(request) if who == "lead" else self.task_agent(request, who)
+
+    def requests_of(self, who: str) -> list[float]:
+        with self._lock:
+            return [t for w, t in self.seen if w == who]
+
+    @staticmethod
+    def _forced(request: dict[str, Any]) -> bool:
+        return (request.get("tool_choice") or {}).get("type") == "none" or "FINAL TURN" in _text(request["messages"][-1])
+
+    def lead(self, request: dict[str, Any]) -> Reply:
+        messages = request["messages"]
+        if self._forced(request):
+            return ResearchPolicy().final(messages)
+        previous = [b["name"] for b in _blocks(messages[-2]) if b["type"] == "tool_use"] if len(messages) > 1 else []
+        if not previous:
+            briefs = [brief_for(o, self.objectives, self.call_budget) for o in self.objectives]
+            return tool_reply(("spawn_tasks", {"tasks": briefs}))
+        if previous == ["spawn_tasks"]:
+            calls = []
+            for section in re.split(r"^## ", _text(messages[-1]), flags=re.M)[1:]:
+                head = re.match(r"Task (\d+) — (.*?) · ", section)
+                markers = list(dict.fromkeys(MARKER.findall(section)))[:3]
+                if head and markers:
+                    body = " ".join(f"Finding {i} of task {head.group(1)} {m}." for i, m in enumerate(markers, 1))
+                    calls.append(("write_section", {"title": f"Task {head.group(1)}: {head.group(2)}", "body": body}))
+            if calls:
+                return tool_reply(*calls)
+        return ResearchPolicy().final(messages)
+
+    def task_agent(self, request: dict[str, Any], objective: str) -> Reply:
+        messages = request["messages"]
+        steps = (len(messages) - 1) // 2  # the opening, then (assistant, user) per step
+        if "fail" in objective.lower() and steps >= 1:
+            raise FakeAPIError(500, "scripted failure for this task")
+        if self._forced(request) or steps > self.searches:
+            return self.findings(objective, messages)
+        if steps < self.searches:
+            query = " ".join(objective.lower().split()[:4])
+            return tool_reply(("web_search", {"query": f"{query} {steps + 1}"}))
+        urls = URL.findall(_text(messages[-1]))
+        if not urls:
+            return self.findings(objective, messages)
+        return tool_reply(("read_page", {"url": urls[0], "goal": objective}))
+
+    @staticmethod
+    def findings(objective: str, messages: list[dict[str, Any]]) -> Reply:
+        results = "\n".join(_text(m) for m in messages[1:] if m["role"] == "user")
+        excerpts = EXCERPT.findall(results)[:3]
+        if excerpts:
+            facts = "; ".join(f"{text[:70]} {marker}" for marker, text in excerpts)
+        else:
+            facts = " ".join(list(dict.fromkeys(MARKER.findall(results)))[:3]) or "nothing found"
+        return text_reply(f"Findings on {objective}: {facts}. Weak evidence: none flagged.")
