@@ -16,7 +16,7 @@ def _k(n: int) -> str:
 
 
 def summary_table(records: list[RequestRecord]) -> list[str]:
-    header = f"{'#':>4}  {'kind':<8} {'context':>9} {'cached':>9} {'written':>8} {'new':>8} {'out':>6}  {'stubs':>5}  summaries / budget"
+    header = f"{'#':>4}  {'kind':<14} {'context':>9} {'cached':>9} {'written':>8} {'new':>8} {'out':>6}  {'stubs':>5}  summaries / budget"
     lines = [header]
     for r in records:
         budget = r.budget_block.splitlines()[1] if r.budget_block.count("\n") >= 1 else ""
@@ -24,7 +24,7 @@ def summary_table(records: list[RequestRecord]) -> list[str]:
         if r.error:
             extra = f"FAILED: {r.error}"
         lines.append(
-            f"{r.n:>4}  {r.kind:<8} {_k(r.context_tokens):>9} {_k(r.cache_read_tokens):>9} "
+            f"{r.n:>4}  {r.kind:<14} {_k(r.context_tokens):>9} {_k(r.cache_read_tokens):>9} "
             f"{_k(r.cache_creation_tokens):>8} {_k(r.input_tokens):>8} {_k(r.output_tokens):>6}  "
             f"{len(r.stubs):>5}  {extra[:110]}"
         )

@@ -52,6 +52,7 @@ class Settings(BaseSettings):
     max_input_tokens: int | None = Field(default=None, ge=0, validation_alias=_env("DEEPTHREAD_MAX_INPUT_TOKENS"))
     admins: str = Field(default="", validation_alias=_env("DEEPTHREAD_ADMINS"))
     channels: str = Field(default="", validation_alias=_env("DEEPTHREAD_CHANNELS"))
+    max_task_agents: int | None = Field(default=None, ge=0, validation_alias=_env("DEEPTHREAD_MAX_TASK_AGENTS"))
     # How long a dead worker's run stays locked before another worker resumes it.
     run_lock_seconds: float = Field(default=30.0, gt=0, validation_alias=_env("DEEPTHREAD_RUN_LOCK_SECONDS"))
 
@@ -73,7 +74,9 @@ class Settings(BaseSettings):
                                              ("tavily_url", self.tavily_url)) if url},
         )
         allow = [a.strip() for a in self.fetch_allow.split(",") if a.strip()]
-        extra = {"context_tokens": self.context_tokens} if self.context_tokens else {}
+        extra: dict[str, int] = {"context_tokens": self.context_tokens} if self.context_tokens else {}
+        if self.max_task_agents is not None:
+            extra["max_task_agents"] = self.max_task_agents
         caps = Caps(max_requests=self.max_requests, active_minutes=self.max_active_minutes,
                     wall_minutes=self.max_wall_minutes, max_cost_usd=self.max_cost_usd,
                     max_input_tokens=self.max_input_tokens)
