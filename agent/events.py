@@ -59,6 +59,10 @@ class UsageRecorded(BaseModel):
     output_tokens: int
     cache_read_tokens: int = 0
     cache_creation_tokens: int = 0
+    # Where the budget stands (the ledger's effective revision), for the progress message.
+    profile: str | None = None
+    requests_left: int | None = None
+    minutes_left: float | None = None
 
 
 class Finished(BaseModel):

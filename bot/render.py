@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,9 +81,10 @@ class Attachment:
     filename: str
     title: str
     content: str
+    comment: str = ""  # posted with the file in the thread
 
     def digest(self) -> str:
-        raw = json.dumps([self.filename, self.title, self.content], ensure_ascii=False)
+        raw = json.dumps([self.filename, self.title, self.content, self.comment], ensure_ascii=False)
         return hashlib.sha256(raw.encode()).hexdigest()
 
 
@@ -110,7 +110,8 @@ def _plural(n: int, word: str) -> str:
 
 
 def _bold(text: str) -> str:
-    inner = escape_text(text).replace("*", ASTERISK_LOOKALIKE)
+    """Plain text as one bold line: a line break or a bare asterisk would end the bold early."""
+    inner = escape_text(" ".join(text.split())).replace("*", ASTERISK_LOOKALIKE)
     return f"*{inner}*" if inner.strip() else ""
 
 
@@ -134,39 +135,53 @@ def _revised(section_revisions: int) -> str:
 
 
 def _budget_left(state: RunState) -> str:
-    """'standard budget, 54 min · 38 requests left', from what run state carries."""
-    phrase = f"{escape_text(state.run.profile)} budget"
-    # `budget_left` (minutes, requests) is optional run state: shown when the job layer provides it.
-    left = getattr(state, "budget_left", None)
-    parts = []
-    minutes = getattr(left, "minutes", None)
-    requests = getattr(left, "requests", None)
-    if minutes is not None:
-        parts.append(f"{max(0, int(minutes))} min")
-    if requests is not None:
-        parts.append(_plural(max(0, int(requests)), "request"))
-    return f"{phrase}, {' · '.join(parts)} left" if parts else phrase
+    """'standard budget · 54 min · 38 model requests left', when run state carries the budget.
+
+    From the ledger's latest figures (the effective revision, so an upgrade shows at once);
+    before the first model turn there are none, and the line is left out rather than guessed.
+    """
+    left = state.budget_left
+    if left is None:
+        return ""
+    parts = [f"{max(0, int(left.minutes_left))} min", _plural(max(0, left.requests_left), "model request")]
+    return f"{escape_text(left.profile)} budget · {' · '.join(parts)} left"
 
 
-def render_progress(state: RunState) -> SlackMessage:
-    """Phase, what is being checked now, sources so far, model requests, minutes, budget."""
-    facts = (f"{_minutes(state)} min · {_plural(len(state.sources), 'source')} · "
-             f"{_plural(state.usage.requests, 'model request')}")
+GO_DEEPER_ACTION = "go_deeper"  # bot/listeners/actions.py answers this button
+
+
+def _with_mentions(text: str) -> str:
+    """Our own reasons name people as <@U…>: escape everything, then let user mentions through."""
+    return re.sub(r"&lt;@([UW][A-Z0-9]+)&gt;", r"<@\1>", escape_text(text))
+
+
+def render_progress(state: RunState, stop_reaction: str = "octagonal_sign") -> SlackMessage:
+    """Phase, what is being checked now, sources so far, model requests, minutes, budget;
+    while running, how to steer (stop reaction, go deeper, add a requirement) and a button."""
+    facts = (f"{_minutes(state)} min · {_plural(state.usage.requests, 'model request')} · "
+             f"{_plural(len(state.sources), 'source')}")
     status = state.status
+    budget = _budget_left(state)
     if status == RunStatus.queued:
-        lines = [f"⏳ Queued: research starts as soon as a worker is free · {_budget_left(state)}"]
+        lines = ["⏳ Queued: research starts as soon as a worker is free"]
     elif status == RunStatus.running:
         icon, words = PHASES.get(state.phase, ("🔎", escape_text(state.phase.capitalize() or "Researching")))
-        lines = [f"{icon} {words} · {facts}", f"Budget: {_budget_left(state)}"]
+        lines = [f"{icon} {words} · {facts}" + (f" · {budget}" if budget else "")]
         if state.activity:
             lines.append(f"Now: {escape_text(shorten(state.activity, ACTIVITY_CHARS))}")
+        reaction = escape_text(stop_reaction.strip(":"))
+        lines.append(f":{reaction}: react to stop · reply “go deeper” for a longer budget · reply to add a requirement")
+        text = "\n".join(lines)
+        button = {"type": "actions", "elements": [{"type": "button", "action_id": GO_DEEPER_ACTION,
+                                                    "text": {"type": "plain_text", "text": "Go deeper"}}]}
+        return SlackMessage(text=text, blocks=[_section(text), button])
     elif status == RunStatus.completed:
         lines = [f"✅ Done · {facts} · the pinned report is final"]
         if state.reason:
-            lines.append(f"Note: {escape_text(shorten(state.reason, ACTIVITY_CHARS))}")
+            lines.append(f"Note: {_with_mentions(shorten(state.reason, ACTIVITY_CHARS))}")
     else:
         word = "Stopped" if status == RunStatus.stopped else "Ended early"
-        lines = [f"⚠️ {word} · {facts}", f"Why: {escape_text(shorten(state.reason or 'unknown', ACTIVITY_CHARS))}",
+        lines = [f"⚠️ {word} · {facts}", f"Why: {_with_mentions(shorten(state.reason or 'unknown', ACTIVITY_CHARS))}",
                  "Sections written so far are kept in the pinned report."]
     text = "\n".join(lines)
     return SlackMessage(text=text, blocks=[_section(text)])
@@ -184,7 +199,7 @@ def render_status(state: RunState) -> str:
 # --- the report --------------------------------------------------------------------------
 
 
-def _status_line(state: RunState) -> str:
+def _status_plain(state: RunState) -> str:
     n = len(state.sections)
     if state.status == RunStatus.queued:
         return "Queued"
@@ -194,7 +209,11 @@ def _status_line(state: RunState) -> str:
     if state.status == RunStatus.completed:
         return f"Final · {_plural(n, 'section')} · finished {state.updated_at:%Y-%m-%d %H:%M} UTC"
     word = "Stopped" if state.status == RunStatus.stopped else "Incomplete"
-    return f"{word}: {escape_text(shorten(state.reason, ACTIVITY_CHARS))}"
+    return f"{word}: {shorten(state.reason, ACTIVITY_CHARS)}"
+
+
+def _status_line(state: RunState) -> str:
+    return _with_mentions(_status_plain(state))
 
 
 def _footer(state: RunState) -> str:
@@ -336,7 +355,8 @@ def _spill_layout(state: RunState, report: AssembledReport, urls: dict[int, str]
     head.text(_spill_notice(state, report, attachment, error))
     footer = _Blocks()
     footer.context(_footer(state))
-    sources_total = f"*Sources*: {_plural(len(report.footnotes), 'source')} in all, listed in the file."
+    where = "" if error else ", listed in the file"
+    sources_total = f"*Sources*: {_plural(len(report.footnotes), 'source')} in all{where}."
     fixed_chars = head.chars + footer.chars + len(sources_total)
     fixed_blocks = len(head.blocks) + len(footer.blocks) + 1
 
@@ -354,7 +374,7 @@ def _spill_layout(state: RunState, report: AssembledReport, urls: dict[int, str]
     cited = [n for n in report.footnotes if re.search(rf"\[{n.number}\]", report.summary)]
     sources = _measure("\n".join(["*Sources* cited in the summary",
                                   *(_source_line(n, COMPACT_SOURCE_TITLE_CHARS, COMPACT_PASSAGE_CHARS) for n in cited),
-                                  f"All {_plural(len(report.footnotes), 'source')} are listed in the file."]))
+                                  f"{_plural(len(report.footnotes), 'source')} in all{where}."]))
     room_left = limits.BLOCK_TEXT_BUDGET - out.chars - footer.chars
     if cited and sources.chars <= room_left and len(out.blocks) + len(sources.blocks) + 1 <= limits.MAX_BLOCKS:
         out.extend(sources)
@@ -366,11 +386,13 @@ def _spill_layout(state: RunState, report: AssembledReport, urls: dict[int, str]
 
 def _attachment(state: RunState, report: AssembledReport) -> Attachment:
     question = " ".join(state.run.question.split())
-    footer = f"{_status_line(state)} · {_plural(state.usage.requests, 'model request')} · run {state.run.id}"
+    footer = f"{_status_plain(state)} · {_plural(state.usage.requests, 'model request')} · run {state.run.id}"
+    size = f"{_plural(len(report.sections), 'section')}, {_plural(len(report.footnotes), 'source')}"
     return Attachment(
         filename=f"deepthread-report-{state.run.id}.md",
         title=f"Full report: {shorten(question, FILE_TITLE_CHARS)}",
         content=to_markdown(question, report, footer),
+        comment=f"📎 The full report ({size}) · {_status_line(state)}",
     )
 
 
@@ -405,7 +427,3 @@ def render_help() -> str:
         "this thread, e.g. `@deepthread compare the fees and tracking error of VTI, ITOT and SCHB`."
     )
 
-
-def section_titles(message: SlackMessage) -> Sequence[str]:
-    """The text of every section block (for tests and tools that read a rendering)."""
-    return [b["text"]["text"] for b in message.blocks if b["type"] == "section"]

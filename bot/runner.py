@@ -48,7 +48,8 @@ async def serve(settings: Settings) -> int:
                         admins=settings.id_set(settings.admins), channels=settings.id_set(settings.channels))
     app = build_app(settings, services, client, identity)
     stop = asyncio.Event()
-    publisher = asyncio.create_task(Publisher(redis, async_redis, store, client).run(stop), name="publisher")
+    publisher = asyncio.create_task(
+        Publisher(redis, async_redis, store, client, stop_reaction=settings.stop_reaction).run(stop), name="publisher")
 
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -54,6 +54,12 @@ class Usage(BaseModel):
     cache_creation_tokens: int = 0
 
 
+class BudgetLeft(BaseModel):
+    profile: str
+    requests_left: int
+    minutes_left: float
+
+
 class RunState(BaseModel):
     """Everything needed to render a run from scratch (restarts re-render from this)."""
 
@@ -68,6 +74,7 @@ class RunState(BaseModel):
     reason: str = ""  # why the run ended other than normally
     context_summaries: list[str] = Field(default_factory=list)  # compaction handoffs, for continuations
     usage: Usage = Field(default_factory=Usage)
+    budget_left: BudgetLeft | None = None
     started_at: datetime | None = None
     updated_at: datetime = Field(default_factory=utcnow)
     report_updated_at: datetime | None = None  # last change a reader of the report would see

@@ -5,7 +5,7 @@ from agent import Finished, Progress, RunEvent, Section, SectionRevised, Section
 from agent.events import utcnow
 from agent.report import Revision
 
-from .models import RunState, RunStatus, Usage
+from .models import BudgetLeft, RunState, RunStatus, Usage
 
 
 def apply_event(state: RunState, event: RunEvent) -> RunState:
@@ -32,7 +32,10 @@ def apply_event(state: RunState, event: RunEvent) -> RunState:
             sections.append(s)
         state.sections = sections
     elif isinstance(event, UsageRecorded):
-        state.usage = Usage(**event.model_dump(exclude={"type"}))
+        state.usage = Usage(**event.model_dump(include=set(Usage.model_fields)))
+        if event.profile is not None and event.requests_left is not None and event.minutes_left is not None:
+            state.budget_left = BudgetLeft(profile=event.profile, requests_left=event.requests_left,
+                                           minutes_left=event.minutes_left)
     elif isinstance(event, Finished):
         state.status = RunStatus(event.status)
         state.summary = event.summary

@@ -7,10 +7,9 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
+from ..render import GO_DEEPER_ACTION
 from ..services import Services
 from ..steering import go_deeper, run_for_message
-
-GO_DEEPER_ACTION = "go_deeper"
 
 
 def register(app: AsyncApp, services: Services) -> None:

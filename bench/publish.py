@@ -1,0 +1,309 @@
+"""Publishing 20 busy runs to one Slack workspace whose chat.update is capped at Tier 3.
+
+    .venv/bin/python -m bench.publish [--runs 20] [--seconds 30] [--publishers 2] [--skip-baseline]
+
+Scripted runs (no model) change their run state through `jobs.RunStore.apply` with agent
+RunEvents (Progress, SourceAdded, UsageRecorded, SectionWritten, SectionRevised, Finished),
+one every 100–300 ms per run, each run in its own thread. Real Publisher instances (each
+with its own Redis connection and Slack client, as separate processes would have) follow
+the updates stream and write to the fake Slack Web API over HTTP, which answers a 429 with
+Retry-After past 50 chat.update calls per minute. A few runs grow reports too big for one
+message, so the full report is spilled into a file in the thread.
+
+When every run has ended, the bench waits for Slack to settle and checks that every report
+and progress message is exactly the rendering of its run's final state (and every spilled
+report's file exactly its full text). The same workload then runs against the baseline:
+no coalescing and no shared limiter (429s left to the client's retry handler, as a naive
+publisher would). Exit 1 when our publisher's final Slack state is not exact.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import statistics
+import sys
+import threading
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from redis import Redis
+from redis.asyncio import Redis as AsyncRedis
+from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler, async_default_handlers
+from slack_sdk.web.async_client import AsyncWebClient
+
+from agent import Finished, Progress, SectionRevised, SectionWritten, Source, SourceAdded, UsageRecorded
+from bot.app import RATE_LIMIT_RETRIES
+from bot.local_redis import LocalRedis
+from bot.publisher import Publisher, remember_rendered
+from bot.render import render_progress, render_report, render_report_parts
+from jobs import Run, RunState, RunStore
+from tests.fakes.server import ServerThread
+from tests.fakes.slack import TEAM_ID, FakeSlack
+
+CHANNEL = "C0BENCH"
+TIER_3_PER_MINUTE = 50  # what the fake Slack enforces on chat.update, per workspace
+DEFAULT_RUNS = 20
+DEFAULT_SECONDS = 30.0
+EVENT_GAP_SECONDS = (0.1, 0.3)  # between two events of one run
+BIG_RUN_EVERY = 7  # every 7th run writes long sections: its report spills into a file
+MAX_SECTIONS_SMALL = 6
+# After the workload, how long Slack may take to show every final state.
+SETTLE_TIMEOUT_SECONDS = 300.0
+POLL_SECONDS = 0.5
+SEED = 20261130
+
+
+@dataclass
+class Script:
+    """One run's events, decided up front so ours and the baseline replay the same workload."""
+
+    index: int
+    big: bool
+    steps: list[tuple[float, object]] = field(default_factory=list)  # (gap before, event)
+
+
+def script(index: int, seconds: float) -> Script:
+    rng = random.Random(SEED + index)
+    plan = Script(index=index, big=index % BIG_RUN_EVERY == 0)
+    sources = sections = revisions = requests = 0
+    elapsed = 0.0
+    while elapsed < seconds:
+        gap = rng.uniform(*EVENT_GAP_SECONDS)
+        elapsed += gap
+        roll = rng.random()
+        max_sections = 10_000 if plan.big else MAX_SECTIONS_SMALL
+        if roll < 0.35:
+            event: object = Progress(phase="researching", activity=f"Reading page {rng.randint(1, 999)} of run {index}")
+        elif roll < 0.6 or sources == 0:
+            sources += 1
+            event = SourceAdded(source=Source(
+                marker=f"s{sources}", url=f"https://example.org/run{index}/{sources}", title=f"Page {sources}",
+                passage=f"Fund {sources} has an expense ratio of 0.0{sources % 10}% and tracks its index closely."))
+        elif roll < 0.75:
+            requests += 1
+            event = UsageRecorded(requests=requests, input_tokens=requests * 900, output_tokens=requests * 80)
+        elif roll < 0.93 and sections < max_sections:
+            sections += 1
+            cites = " ".join(f"Claim {k} holds [s{rng.randint(1, sources)}]." for k in range(12 if plan.big else 3))
+            body = f"**Finding {sections}.** {cites}\n\n- detail one\n  - nested detail\n\n| fund | fee |\n|--|--|\n| A | 0.03% |"
+            event = SectionWritten(section_id=f"sec{sections}", title=f"Finding {sections}", body=body)
+        elif sections and revisions < 4:
+            revisions += 1
+            target = rng.randint(1, sections)
+            event = SectionRevised(section_id=f"sec{target}", reason="newer data",
+                                   body=f"Corrected finding {target} [s{rng.randint(1, sources)}], revision {revisions}.")
+        else:
+            event = Progress(phase="researching", activity=f"Comparing sources for run {index}")
+        plan.steps.append((gap, event))
+    if index == 3:
+        plan.steps.append((0.1, Finished(status="stopped", summary="", reason="stopped by <@U0ANA>")))
+    else:
+        plan.steps.append((0.1, Finished(status="completed", summary="In short: all cheap [s1][s2].", reason="")))
+    return plan
+
+
+def slack_client(url: str) -> AsyncWebClient:
+    """Like bot.app.slack_client: the default retry handlers plus the 429 handler."""
+    handlers = async_default_handlers() + [AsyncRateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES)]
+    return AsyncWebClient(token="xoxb-bench", base_url=f"{url}/api/", retry_handlers=handlers)
+
+
+def publisher(redis: Redis, connection: AsyncRedis, store: RunStore, url: str, ours: bool) -> Publisher:
+    """One publisher as a process of its own would have it: its own Redis connection and Slack client."""
+    if ours:
+        return Publisher(redis, connection, store, slack_client(url))
+    return Publisher(redis, connection, store, slack_client(url), shared_limiter=False, update_interval=0)
+
+
+async def start_runs(redis: Redis, client: AsyncWebClient, count: int) -> list[RunState]:
+    """What the mention listener does: create the run, post both messages, remember their renderings."""
+    store = RunStore(redis)
+    states = []
+    for i in range(count):
+        thread_ts = f"1800000000.{i + 1:06d}"
+        state = store.create(Run(team=TEAM_ID, channel=CHANNEL, thread_ts=thread_ts, requester="U0ANA",
+                                 question=f"Bench question {i}: compare the fees of funds A, B and C"))
+        progress, report = render_progress(state), render_report(state)
+        posted = await client.chat_postMessage(channel=CHANNEL, thread_ts=thread_ts, text=progress.text,
+                                               blocks=progress.blocks)
+        pinned = await client.chat_postMessage(channel=CHANNEL, thread_ts=thread_ts, text=report.text,
+                                               blocks=report.blocks)
+        state = store.set_messages(state.run.id, progress=posted["ts"], report=pinned["ts"])
+        remember_rendered(redis, state.run.id, progress=progress.digest(), report=report.digest())
+        states.append(state)
+    return states
+
+
+def drive(redis_url: str, state: RunState, plan: Script, stop: threading.Event) -> tuple[int, float, RunState]:
+    """Apply one run's events at their pace (in a thread, as a worker would).
+
+    Returns how many were applied, when the last one was (monotonic) and the final state.
+    """
+    redis = Redis.from_url(redis_url)
+    store = RunStore(redis)
+    applied = 0
+    try:
+        for gap, event in plan.steps:
+            if stop.wait(gap):
+                break
+            state = store.apply(state, event)  # type: ignore[arg-type]
+            applied += 1
+    finally:
+        redis.close()
+    return applied, time.monotonic(), state
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What Slack must show for a run's final state: both messages, and the file if it spilled."""
+
+    state: RunState
+    report: tuple[str, object]
+    progress: tuple[str, object]
+    file: bytes | None
+
+    @classmethod
+    def of(cls, state: RunState) -> Expected:
+        parts, progress = render_report_parts(state), render_progress(state)
+        return cls(state, (parts.message.text, parts.message.blocks), (progress.text, progress.blocks),
+                   parts.attachment.content.encode() if parts.attachment else None)
+
+    def shown_by(self, slack: FakeSlack) -> bool:
+        run = self.state.run
+        report = slack.message(CHANNEL, run.report_message or "")
+        progress = slack.message(CHANNEL, run.progress_message or "")
+        if report is None or progress is None:
+            return False
+        if (report.text, report.blocks) != self.report or (progress.text, progress.blocks) != self.progress:
+            return False
+        files = [f.content for f in slack.files() if f.thread_ts == run.thread_ts]
+        return files == ([] if self.file is None else [self.file])
+
+
+@dataclass
+class Figures:
+    label: str
+    events: int
+    updates_per_run: list[int]
+    count_429: int
+    other_calls: Counter[str]
+    workload_seconds: float
+    wall_seconds: float
+    latencies: list[float]  # per run: from its last event until Slack showed its final state exactly
+    exact_runs: int
+    runs: int
+    spilled: int
+
+
+async def follow(slack: FakeSlack, pool: ThreadPoolExecutor, run: asyncio.Future[tuple[int, float, RunState]],
+                 deadline: float) -> tuple[int, float, bool]:
+    """Wait for a run's last event, then for Slack to show its final state; (events, latency, exact)."""
+    applied, finished_at, state = await run
+    expected = await asyncio.get_running_loop().run_in_executor(pool, Expected.of, state)
+    while not expected.shown_by(slack):
+        if time.monotonic() > deadline:
+            return applied, time.monotonic() - finished_at, False
+        await asyncio.sleep(POLL_SECONDS)
+    return applied, time.monotonic() - finished_at, True
+
+
+async def one_pass(label: str, runs: int, seconds: float, publishers: int, *, ours: bool) -> Figures:
+    local = LocalRedis().start()
+    slack = FakeSlack()
+    try:
+        with ServerThread(slack.app()) as server:
+            slack.set_rate_limit("chat.update", TIER_3_PER_MINUTE)
+            redis = Redis.from_url(local.url)
+            setup_client = AsyncWebClient(token="xoxb-bench", base_url=f"{server.url}/api/")
+            states = await start_runs(redis, setup_client, runs)
+            plans = [script(i, seconds) for i in range(runs)]
+            connections = [AsyncRedis.from_url(local.url) for _ in range(publishers)]
+            store = RunStore(redis)
+            instances = [publisher(redis, c, store, server.url, ours) for c in connections]
+            stop_publishers = asyncio.Event()
+            tasks = [asyncio.create_task(p.run(stop_publishers)) for p in instances]
+            stop_drivers = threading.Event()
+            loop = asyncio.get_running_loop()
+            started = time.monotonic()
+            deadline = started + seconds + SETTLE_TIMEOUT_SECONDS
+            with ThreadPoolExecutor(max_workers=runs + 2, thread_name_prefix="run") as pool:
+                drivers = [loop.run_in_executor(pool, drive, local.url, s, p, stop_drivers)
+                           for s, p in zip(states, plans)]
+                outcomes = await asyncio.gather(*(follow(slack, pool, d, deadline) for d in drivers))
+                workload = max(finished for _, finished, _ in await asyncio.gather(*drivers)) - started
+                finals = [state for _, _, state in await asyncio.gather(*drivers)]
+            wall = time.monotonic() - started
+            stop_drivers.set()
+            stop_publishers.set()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            for c in connections:
+                await c.aclose()
+            redis.close()
+            by_ts = {f.run.report_message: i for i, f in enumerate(finals)}
+            by_ts.update({f.run.progress_message: i for i, f in enumerate(finals)})
+            per_run = [0] * runs
+            for call in slack.calls_of("chat.update"):
+                if call.get("ts") in by_ts:
+                    per_run[by_ts[call["ts"]]] += 1
+            others = Counter(m for m, _ in slack.calls if m not in ("chat.update", "chat.postMessage"))
+            return Figures(label=label, events=sum(n for n, _, _ in outcomes), updates_per_run=per_run,
+                           count_429=sum(slack.count_429.values()), other_calls=others, workload_seconds=workload,
+                           wall_seconds=wall, latencies=[latency for _, latency, _ in outcomes],
+                           exact_runs=sum(ok for _, _, ok in outcomes), runs=runs,
+                           spilled=sum(render_report_parts(f).attachment is not None for f in finals))
+    finally:
+        local.stop()
+
+
+def show(figures: list[Figures]) -> None:
+    rows = [
+        ("events applied", lambda f: f"{f.events:,}"),
+        ("chat.update calls (all)", lambda f: f"{sum(f.updates_per_run):,}"),
+        ("chat.update per run min/median/max", lambda f: f"{min(f.updates_per_run)} / "
+         f"{statistics.median(f.updates_per_run):g} / {max(f.updates_per_run)}"),
+        ("429s received", lambda f: f"{f.count_429:,}"),
+        ("other Slack calls", lambda f: ", ".join(f"{m} {n}" for m, n in sorted(f.other_calls.items())) or "none"),
+        ("reports spilled into a file", lambda f: f"{f.spilled}"),
+        ("workload (events) s", lambda f: f"{f.workload_seconds:.1f}"),
+        ("final state shown after last event, median/max s", lambda f: f"{statistics.median(f.latencies):.1f} / "
+         f"{max(f.latencies):.1f}"),
+        ("total wall time s", lambda f: f"{f.wall_seconds:.1f}"),
+        ("final Slack state exact", lambda f: f"{f.exact_runs}/{f.runs}"),
+    ]
+    width = max(len(name) for name, _ in rows)
+    print(f"{'':{width}}  " + "  ".join(f"{f.label:>34}" for f in figures))
+    for name, value in rows:
+        print(f"{name:{width}}  " + "  ".join(f"{value(f):>34}" for f in figures))
+    print()
+    print("chat.update calls per run:")
+    for f in figures:
+        print(f"  {f.label:<34} {' '.join(str(n) for n in f.updates_per_run)}")
+
+
+async def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=DEFAULT_RUNS)
+    parser.add_argument("--seconds", type=float, default=DEFAULT_SECONDS, help="how long each run emits events")
+    parser.add_argument("--publishers", type=int, default=2)
+    parser.add_argument("--skip-baseline", action="store_true")
+    args = parser.parse_args(argv)
+    print(f"{args.runs} scripted runs × ~{args.seconds:.0f} s, an event every "
+          f"{EVENT_GAP_SECONDS[0] * 1000:.0f}–{EVENT_GAP_SECONDS[1] * 1000:.0f} ms per run, {args.publishers} publishers, "
+          f"fake Slack capping chat.update at {TIER_3_PER_MINUTE}/min per workspace\n", flush=True)
+    results = [await one_pass("ours (coalesced, shared limiter)", args.runs, args.seconds, args.publishers, ours=True)]
+    if not args.skip_baseline:
+        results.append(await one_pass("baseline (no coalescing/limiter)", args.runs, args.seconds, args.publishers,
+                                      ours=False))
+    show(results)
+    ours = results[0]
+    if ours.exact_runs != ours.runs:
+        print(f"\nFAIL: {ours.runs - ours.exact_runs} run(s) do not show their final state exactly", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))

@@ -1,0 +1,160 @@
+"""A report too big for one Slack message: the full report as a Markdown file in the thread.
+
+One file per pinned report message, so a continuation that edits the same report replaces
+the same file. Its Slack file id, the digest of what it holds and when it was uploaded live
+in Redis under `deepthread:spill:{channel}:{ts}`, so any publisher process (a restarted
+one too) replaces the right file. A new version is uploaded before the old one is deleted:
+the thread is never without the full report. A delete that fails is retried later.
+While a run is active the file is replaced at most every REFRESH_SECONDS (each version is
+a new file in the thread); the final version is uploaded as soon as the run ends.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from redis.asyncio import Redis as AsyncRedis
+from slack_sdk.errors import SlackApiError, SlackClientError
+
+from jobs import RunState
+from jobs.keys import PREFIX
+
+from .ratelimit import LimitedSlack
+from .render import Attachment
+
+log = logging.getLogger(__name__)
+
+# While the run is active, the file is replaced at most this often (the message index is live).
+REFRESH_SECONDS = 180.0
+# After an error that only a change to the app's setup fixes, try again this much later.
+SETUP_ERROR_RETRY_SECONDS = 600.0
+# Remembered as long as run state is.
+RECORD_TTL_SECONDS = 90 * 24 * 3600
+UPLOAD_METHODS = ("files.getUploadURLExternal", "files.completeUploadExternal")
+# Slack errors a retry cannot fix until someone changes the app or the channel.
+SETUP_ERRORS = frozenset({
+    "missing_scope", "not_allowed_token_type", "no_permission", "not_in_channel", "channel_not_found",
+    "is_archived", "restricted_action", "file_uploads_disabled", "file_uploads_except_images_disabled",
+    "not_allowed", "invalid_channel", "ekm_access_denied",
+})
+# Answers to files.delete that mean the file is already gone.
+GONE = frozenset({"file_not_found", "file_deleted"})
+
+
+def spill_key(channel: str, report_ts: str) -> str:
+    return f"{PREFIX}:spill:{channel}:{report_ts}"
+
+
+def stale_key(channel: str, report_ts: str) -> str:
+    """Earlier versions whose delete failed, retried on the next sync."""
+    return f"{spill_key(channel, report_ts)}:stale"
+
+
+@dataclass(frozen=True)
+class SpillRecord:
+    file_id: str = ""
+    digest: str = ""
+    uploaded_at: float = 0.0
+    error: str = ""
+    error_at: float = 0.0
+
+
+@dataclass(frozen=True)
+class SpillOutcome:
+    ok: bool = True  # False: a retry later is worthwhile
+    error: str | None = None  # a setup error the report should mention
+    wake_at: float | None = None  # epoch seconds when a deferred upload is due
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+class SpillFiles:
+    def __init__(self, redis: AsyncRedis, slack: LimitedSlack, *, refresh_seconds: float = REFRESH_SECONDS) -> None:
+        self.redis = redis
+        self.slack = slack
+        self.refresh_seconds = refresh_seconds
+
+    async def record(self, channel: str, report_ts: str) -> SpillRecord | None:
+        raw = {_text(k): _text(v) for k, v in (await self.redis.hgetall(spill_key(channel, report_ts))).items()}
+        if not raw:
+            return None
+        return SpillRecord(file_id=raw.get("file_id", ""), digest=raw.get("digest", ""),
+                           uploaded_at=float(raw.get("uploaded_at") or 0), error=raw.get("error", ""),
+                           error_at=float(raw.get("error_at") or 0))
+
+    async def sync(self, state: RunState, attachment: Attachment | None, now: float) -> SpillOutcome:
+        """Make the thread's file match `attachment` (None: the report fits, so no file)."""
+        run = state.run
+        if not run.channel or not run.report_message:
+            return SpillOutcome()
+        channel, ts = run.channel, run.report_message
+        key = spill_key(channel, ts)
+        await self._delete_stale(run.team, channel, ts)
+        record = await self.record(channel, ts)
+        if attachment is None:
+            if record is not None:  # the report fits again: the file would only mislead
+                if record.file_id:
+                    await self._delete_or_remember(run.team, channel, ts, record.file_id)
+                await self.redis.delete(key)
+            return SpillOutcome()
+        if record is not None and record.file_id and record.digest == attachment.digest():
+            return SpillOutcome()
+        if record is not None and record.error and now - record.error_at < SETUP_ERROR_RETRY_SECONDS:
+            return SpillOutcome(error=record.error, wake_at=record.error_at + SETUP_ERROR_RETRY_SECONDS)
+        if (record is not None and record.file_id and not state.status.finished
+                and now - record.uploaded_at < self.refresh_seconds):
+            return SpillOutcome(wake_at=record.uploaded_at + self.refresh_seconds)
+
+        client = self.slack.client
+        try:
+            answer = await self.slack.call(run.team, UPLOAD_METHODS, lambda: client.files_upload_v2(
+                channel=channel, thread_ts=run.thread_ts, filename=attachment.filename,
+                content=attachment.content, title=attachment.title, initial_comment=attachment.comment))
+        except SlackApiError as exc:
+            error = str(exc.response.get("error") or f"HTTP {exc.response.status_code}")
+            if error in SETUP_ERRORS:
+                log.warning("run %s: could not attach the full report in %s (%s): the app needs files:write "
+                            "and access to the channel", run.id, channel, error)
+                await self.redis.hset(key, mapping={"error": error, "error_at": now})
+                await self.redis.expire(key, RECORD_TTL_SECONDS)
+                return SpillOutcome(error=error, wake_at=now + SETUP_ERROR_RETRY_SECONDS)
+            log.warning("run %s: uploading the full report failed (%s); will retry", run.id, error)
+            return SpillOutcome(ok=False)
+        except SlackClientError as exc:  # the upload step itself, or the connection
+            log.warning("run %s: uploading the full report failed (%s); will retry", run.id, exc)
+            return SpillOutcome(ok=False)
+        uploaded = answer.get("file") or (answer.get("files") or [{}])[0]
+        file_id = str(uploaded.get("id", ""))
+        await self.redis.hset(key, mapping={"file_id": file_id, "digest": attachment.digest(), "uploaded_at": now,
+                                            "error": "", "error_at": 0})
+        await self.redis.expire(key, RECORD_TTL_SECONDS)
+        if record is not None and record.file_id and record.file_id != file_id:
+            await self._delete_or_remember(run.team, channel, ts, record.file_id)
+        return SpillOutcome()
+
+    async def _delete_or_remember(self, team: str | None, channel: str, ts: str, file_id: str) -> None:
+        if not await self._delete(team, channel, ts, file_id):
+            await self.redis.sadd(stale_key(channel, ts), file_id)
+            await self.redis.expire(stale_key(channel, ts), RECORD_TTL_SECONDS)
+
+    async def _delete(self, team: str | None, channel: str, ts: str, file_id: str) -> bool:
+        client = self.slack.client
+        try:
+            await self.slack.call(team, "files.delete", lambda: client.files_delete(file=file_id))
+        except SlackApiError as exc:
+            error = exc.response.get("error")
+            if error not in GONE:
+                log.warning("could not delete the earlier report file %s in %s (%s)", file_id, channel, error)
+                return False
+        except SlackClientError as exc:
+            log.warning("could not delete the earlier report file %s in %s (%s)", file_id, channel, exc)
+            return False
+        return True
+
+    async def _delete_stale(self, team: str | None, channel: str, ts: str) -> None:
+        for raw in await self.redis.smembers(stale_key(channel, ts)):
+            file_id = _text(raw)
+            if await self._delete(team, channel, ts, file_id):
+                await self.redis.srem(stale_key(channel, ts), file_id)
