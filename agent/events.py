@@ -31,6 +31,13 @@ class Progress(BaseModel):
     activity: str  # "Reading vanguard.com for the 2024 expense ratio"
 
 
+class Disagreement(BaseModel):
+    """Sources disagree and the agent is checking why (shown in the progress message)."""
+
+    type: Literal["disagreement"] = "disagreement"
+    text: str  # "ITOT tracking difference is 0.03% at iShares, 0.05% at Morningstar — different periods?"
+
+
 class SourceAdded(BaseModel):
     type: Literal["source_added"] = "source_added"
     source: Source
@@ -74,6 +81,6 @@ class Finished(BaseModel):
 
 
 RunEvent = Annotated[
-    Union[Progress, SourceAdded, SectionWritten, SectionRevised, UsageRecorded, Finished],
+    Union[Progress, Disagreement, SourceAdded, SectionWritten, SectionRevised, UsageRecorded, Finished],
     Field(discriminator="type"),
 ]

@@ -22,7 +22,7 @@ from .control import MemoryControl, RunControl, StopRequest
 from .context.history import History, ResultRecord
 from .context.manager import ContextManager
 from .context.requestlog import RequestLog
-from .events import Finished, Progress, SourceAdded, UsageRecorded
+from .events import Disagreement, Finished, Progress, SourceAdded, UsageRecorded
 from .model import ModelClient, ModelUnavailable
 from .prompts import load
 from .report import Section
@@ -35,6 +35,8 @@ from .tools.spawn_tasks import SpawnTasks, offered
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+CHECKING_PREFIX = "checking:"  # the system prompt asks for this line when sources disagree
+DISAGREEMENT_CHARS = 300
 
 
 @dataclass
@@ -193,6 +195,7 @@ class ResearchLoop:
             await self._record_usage()
             content = [block.model_dump(exclude_none=True) for block in message.content]
             self.history.add_assistant(content or [{"type": "text", "text": "(no answer)"}])
+            await self._report_disagreement(message.content)
             calls = [block for block in message.content if block.type == "tool_use"]
             if message.stop_reason == "refusal":
                 return Outcome("failed", "", "the model declined to continue with this request")
@@ -340,6 +343,18 @@ class ResearchLoop:
             text = f"Not completed: {reason}." + (f"\n{partial}" if partial else "")
             records.append(await self._store(call, ToolResult(text, is_error=True), step))
         return records
+
+    async def _report_disagreement(self, content: list[Any]) -> None:
+        """A "Checking: …" line in the model's turn tells the thread where sources disagree."""
+        for block in content:
+            if block.type != "text":
+                continue
+            for line in block.text.splitlines():
+                if line.strip().lower().startswith(CHECKING_PREFIX):
+                    text = line.strip()[len(CHECKING_PREFIX):].strip()
+                    if text:
+                        await self.ctx.emit(Disagreement(text=strip_unknown_markers(text, set())[:DISAGREEMENT_CHARS]))
+                    return
 
     async def _record_usage(self) -> None:
         u = self.ctx.model.usage

@@ -169,6 +169,8 @@ def render_progress(state: RunState, stop_reaction: str = "octagonal_sign") -> S
         lines = [f"{icon} {words} · {facts}" + (f" · {budget}" if budget else "")]
         if state.activity:
             lines.append(f"Now: {escape_text(shorten(state.activity, ACTIVITY_CHARS))}")
+        if state.checking:
+            lines.append(f"Checking: {escape_text(shorten(state.checking, ACTIVITY_CHARS))}")
         reaction = escape_text(stop_reaction.strip(":"))
         lines.append(f":{reaction}: react to stop · reply “go deeper” for a longer budget · reply to add a requirement")
         text = "\n".join(lines)

@@ -68,6 +68,7 @@ class RunState(BaseModel):
     version: int = 0  # bumped on every change, announced on the updates stream
     phase: str = "queued"
     activity: str = ""
+    checking: str = ""  # where sources disagree and the agent is checking why
     sections: list[Section] = Field(default_factory=list)
     sources: dict[str, Source] = Field(default_factory=dict)
     summary: str = ""

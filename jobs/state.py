@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from agent import Finished, Progress, RunEvent, Section, SectionRevised, SectionWritten, SourceAdded, UsageRecorded
-from agent.events import utcnow
+from agent.events import Disagreement, utcnow
 from agent.report import Revision
 
 from .models import BudgetLeft, RunState, RunStatus, Usage
@@ -15,6 +15,8 @@ def apply_event(state: RunState, event: RunEvent) -> RunState:
         state.phase, state.activity = event.phase, event.activity
         if state.status == RunStatus.queued:
             state.status = RunStatus.running
+    elif isinstance(event, Disagreement):
+        state.checking = event.text
     elif isinstance(event, SourceAdded):
         state.sources = {**state.sources, event.source.marker: event.source}
     elif isinstance(event, SectionWritten):

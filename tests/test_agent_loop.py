@@ -141,3 +141,26 @@ async def test_hostile_pages_become_actionable_tool_errors(fake_model, fake_web,
     await run(fake_model, fake_web.url)
     result = fake_model.requests[1]["messages"][-1]["content"][0]
     assert result["is_error"] and expected in result["content"], result["content"]
+
+
+async def test_a_checking_line_tells_the_thread_where_sources_disagree(fake_model, fake_web) -> None:
+    from agent.events import Disagreement
+    from bot.render import render_progress
+    from jobs import Run
+    from jobs.models import RunState
+    from jobs.state import apply_event
+
+    calls = iter([
+        tool_reply(("web_search", {"query": "itot tracking difference"}),
+                   text="Checking: ITOT is 0.03% at iShares [s4] but 0.05% at Morningstar [s9] — different periods?"),
+        text_reply("Done."),
+    ])
+    fake_model.policy = lambda request: next(calls)
+    events, _ = await run(fake_model, fake_web.url)
+    disagreements = [e for e in events if isinstance(e, Disagreement)]
+    assert [d.text for d in disagreements] == [
+        "ITOT is 0.03% at iShares  but 0.05% at Morningstar  — different periods?"], "markers never reach Slack raw"
+    state = RunState(run=Run(question="q"))
+    for event in events[:-1]:  # still running
+        state = apply_event(state, event)
+    assert "Checking: ITOT is 0.03% at iShares" in render_progress(state).text
