@@ -2,7 +2,6 @@
 reads them at its next step (and polls for a stop while it waits)."""
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from redis import Redis
@@ -75,8 +74,3 @@ class RedisRunControl:
     def restore(self, state: dict[str, Any] | None) -> None:
         if state:
             self.notes_seen, self.upgrades_seen = state["notes_seen"], state["upgrades_seen"]
-
-
-def stop_of(redis: Redis, run_id: str) -> StopRequest | None:
-    raw = redis.get(keys.stop(run_id))
-    return StopRequest.model_validate(json.loads(raw)) if raw else None

@@ -27,7 +27,7 @@ from agent.task import PriorRun
 from . import keys
 from .continuation import prior_of
 from .control import RedisRunControl, upgraded_profile
-from .models import RunState, RunStatus
+from .models import RunState
 from .runtime import JobRuntime, current
 from .store import RunStore
 
@@ -120,7 +120,3 @@ def execute(run_id: str) -> str:
         log.exception("run %s crashed", run_id)
         state = store.mark_failed(run_id, f"internal error ({type(exc).__name__}); the operator can find details in the worker log")
     return state.status.value
-
-
-def run_status(store: RunStore, run_id: str) -> RunStatus:
-    return store.get(run_id).status

@@ -6,7 +6,7 @@ from redis import Redis
 from agent import RunEvent
 
 from . import keys
-from .models import Run, RunState, RunStatus
+from .models import Run, RunState
 from .state import apply_event
 
 # Finished runs stay readable (continuations, re-renders) for this long.
@@ -75,7 +75,3 @@ class RunStore:
     def claim_event(self, event_id: str, ttl_seconds: int) -> bool:
         """True the first time an event id is seen (Slack retries deliver it again)."""
         return bool(self.redis.set(keys.dedupe(event_id), "1", nx=True, ex=ttl_seconds))
-
-
-def is_running(status: RunStatus) -> bool:
-    return not status.finished

@@ -12,9 +12,9 @@ from agent import AgentConfig, Budget, FetchConfig, Finished, ResearchTask, RunE
 from agent.budget import Ledger
 from agent.config import PROFILES, Caps, budget_for
 from agent.control import MemoryControl, Note, StopRequest
-from agent.events import SectionRevised, SectionWritten, SourceAdded
+from agent.events import SectionRevised, SectionWritten
 from tests.fakes.anthropic import FakeAnthropic, text_reply, tool_reply
-from tests.fakes.policies import ResearchPolicy, extract, is_extraction
+from tests.fakes.policies import ResearchPolicy, is_extraction
 
 
 class Clock:

@@ -5,7 +5,6 @@ import json
 import re
 from typing import Any
 
-import pytest
 from anthropic import AsyncAnthropic
 
 from agent import AgentConfig, Budget, ResearchTask, RunEvent, research

@@ -4,7 +4,6 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta, timezone
 
-from pydantic import BaseModel
 
 from agent import Finished, Progress, SectionRevised, SectionWritten, Source, SourceAdded, UsageRecorded
 from bot import limits

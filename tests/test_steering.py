@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from redis import Redis
 
 from tests.fakes.policies import SteadyPolicy, is_extraction
 from tests.fakes.slack import FakeSlack, app_mention_event, message_event, reaction_added_event

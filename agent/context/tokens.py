@@ -14,10 +14,6 @@ def estimate_chars(value: Any) -> int:
     return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
 
 
-def estimate_tokens(value: Any) -> int:
-    return -(-estimate_chars(value) // CHARS_PER_TOKEN)
-
-
 class ContextMeter:
     """Context size = the last response's input + cache tokens, plus an estimate of what was added since."""
 

@@ -69,7 +69,3 @@ async def resolve_checked(url: str, allow: Iterable[str] = ()) -> IPAddress:
                 f"{host} points to a private or reserved address ({addr}); only public web pages can be read"
             )
     return addresses[0]
-
-
-async def check_url(url: str, allow: Iterable[str] = ()) -> None:
-    await resolve_checked(url, allow)

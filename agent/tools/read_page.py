@@ -20,7 +20,7 @@ from ..results import Locator, StoredResult
 from .base import Tool, ToolContext, ToolResult
 from .extract import Extracted, UnreadableContent, extract_text
 from .fetch import FetchError, fetch
-from .links import LINK_MARKER_RE, domain, marker, parse_link_id, strip_markers
+from .links import domain, marker, parse_link_id, strip_markers
 
 # Unparsable extraction answers are retried this often before giving up on a part.
 EXTRACTION_ATTEMPTS = 2
