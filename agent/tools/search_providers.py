@@ -219,6 +219,20 @@ def _date(value: object) -> str | None:
     return _plain(text, 40) or None
 
 
+def _normalised(results: list[Any], *, snippet: str, dates: tuple[str, ...]) -> list[SearchHit]:
+    """Provider result dicts → SearchHits (entries without a URL string are skipped)."""
+    hits = []
+    for r in results:
+        if not isinstance(r, dict) or not isinstance(r.get("url"), str):
+            continue
+        hits.append(SearchHit(
+            title=_plain(r.get("title")) or r["url"], url=r["url"],
+            snippet=_plain(r.get(snippet), SNIPPET_MAX_CHARS),
+            date=next((d for d in (_date(r.get(key)) for key in dates) if d), None),
+        ))
+    return hits
+
+
 def _hits(items: list[SearchHit]) -> list[SearchHit]:
     """Web results only (http/https), each URL once, in the provider's order."""
     seen: set[str] = set()
@@ -403,16 +417,7 @@ async def brave(client: httpx.AsyncClient, config: SearchConfig, query: str) -> 
     if not isinstance(results, list):
         raise SearchFailed("Brave answered without a web result list; try again in a minute, "
                            "or read pages you already have")
-    hits = []
-    for r in results:
-        if not isinstance(r, dict) or not isinstance(r.get("url"), str):
-            continue
-        hits.append(SearchHit(
-            title=_plain(r.get("title")) or r["url"],
-            url=r["url"],
-            snippet=_plain(r.get("description"), SNIPPET_MAX_CHARS),
-            date=_date(r.get("page_age")) or _date(r.get("age")),
-        ))
+    hits = _normalised(results, snippet="description", dates=("page_age", "age"))
     return _hits(hits)
 
 
@@ -471,16 +476,7 @@ async def tavily(client: httpx.AsyncClient, config: SearchConfig, query: str) ->
     if not isinstance(results, list):
         raise SearchFailed("Tavily answered without a result list; try again in a minute, "
                            "or read pages you already have")
-    hits = []
-    for r in results:
-        if not isinstance(r, dict) or not isinstance(r.get("url"), str):
-            continue
-        hits.append(SearchHit(
-            title=_plain(r.get("title")) or r["url"],
-            url=r["url"],
-            snippet=_plain(r.get("content"), SNIPPET_MAX_CHARS),
-            date=_date(r.get("published_date")),
-        ))
+    hits = _normalised(results, snippet="content", dates=("published_date",))
     return _hits(hits)
 
 
