@@ -81,7 +81,7 @@ class ResearchLoop:
         self.tool_schemas = [tool.schema() for tool in tools]
         self.context = ContextManager(
             History(opening if opening is not None else first_message(task)), ctx.model, config.context_tokens,
-            ctx.emit, spend_request=self._spend_summary_request, enabled=config.manage_context,
+            ctx.emit, may_summarise=self._may_summarise, enabled=config.manage_context,
         )
         self.notes: list[str] = []  # user notes arriving mid-run (steering) are pinned with the task
         # Seconds spent building each request (elision, projection; not summaries): must not grow with history.
@@ -102,7 +102,7 @@ class ResearchLoop:
         return ResearchLoop(self.task, self.config, ctx, tools, control, self.clock, ledger,
                             prompt="task_agent", opening=opening)
 
-    def _spend_summary_request(self) -> bool:
+    def _may_summarise(self) -> bool:
         # The reserve is for the answer, not for tidying notes.
         return self.ledger.decide(self.clock()).kind == "explore" and (
             self.ledger.budget.max_requests - self.ledger.requests > self.ledger.budget.reserve_requests + 1)

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import httpx
 
+from tests.processes import stop_process
+
 ROOT = Path(__file__).resolve().parent.parent
 BASELINE_PATH = "/slack/events"
 # A request that takes longer than this is recorded as a failure, not waited on forever.
@@ -93,15 +95,7 @@ def wait_healthy(url: str, process: subprocess.Popen[bytes], what: str, log: Pat
     raise RuntimeError(f"{what} did not answer {url} within {START_TIMEOUT_SECONDS:.0f} s")
 
 
-def stop(process: subprocess.Popen[bytes]) -> None:
-    """Terminate a child we started, then kill it if it lingers."""
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+stop = stop_process  # one way to end a child we started, shared with the tests
 
 
 @contextmanager

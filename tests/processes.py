@@ -53,19 +53,43 @@ class Stack:
     logs: Path
 
 
+def stop_process(process: subprocess.Popen[bytes], grace: float = 10.0) -> None:
+    """Terminate a child we started, then kill it if it lingers."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(grace)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 @contextmanager
-def running(args: list[str], env: dict[str, str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
+def running(args: list[str], env: dict[str, str], log: Path, grace: float = 10.0,
+            new_session: bool = False) -> Iterator[subprocess.Popen[bytes]]:
     with log.open("wb") as out:
-        process = subprocess.Popen(DEEPTHREAD + args, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
+        process = subprocess.Popen(DEEPTHREAD + args, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,
+                                   start_new_session=new_session)
         try:
             yield process
         finally:
-            process.terminate()
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop_process(process, grace)
+
+
+def wait_listening(port: int, serve: subprocess.Popen[bytes], log: Path) -> str:
+    """Wait until `deepthread serve` answers its health check; returns its base URL."""
+    base = f"http://127.0.0.1:{port}"
+
+    def healthy() -> bool:
+        if serve.poll() is not None:
+            raise AssertionError("deepthread serve exited:\n" + log.read_text())
+        try:
+            return httpx.get(f"{base}/healthz", timeout=0.5).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    wait_for(healthy, 20, "deepthread serve to listen")
+    return base
 
 
 @contextmanager
@@ -79,15 +103,5 @@ def deepthread_stack(tmp: Path, *, redis_url: str, slack_url: str, model_url: st
         DEEPTHREAD_SEARCH="searxng", SEARXNG_URL=web_url, DEEPTHREAD_FETCH_ALLOW="127.0.0.1", PORT=str(port),
     )
     with running(["serve"], env, tmp / "serve.log") as serve, running(["worker"], env, tmp / "worker.log"):
-        base = f"http://127.0.0.1:{port}"
-
-        def healthy() -> bool:
-            if serve.poll() is not None:
-                raise AssertionError("deepthread serve exited:\n" + (tmp / "serve.log").read_text())
-            try:
-                return httpx.get(f"{base}/healthz", timeout=0.5).status_code == 200
-            except httpx.HTTPError:
-                return False
-
-        wait_for(healthy, 20, "deepthread serve to listen")
+        base = wait_listening(port, serve, tmp / "serve.log")
         yield Stack(events_url=f"{base}/slack/events", env=env, logs=tmp)

@@ -19,7 +19,7 @@ from redis import Redis
 
 from tests.fakes.server import ServerThread, free_port
 from tests.fakes.slack import APP_ID, FakeSlack, app_mention_event
-from tests.processes import DEEPTHREAD, ROOT, Stack, environment, running, wait_for
+from tests.processes import Stack, environment, running, wait_for
 from tests.test_end_to_end import CHANNEL, assert_cited_report_pinned, block_text, bot_replies
 
 APP_TOKEN = "xapp-test"
@@ -188,17 +188,8 @@ def test_mention_over_socket_mode_becomes_a_pinned_cited_report(
 def serve_alone(tmp: Path, fake_slack: FakeSlack, redis_url: str) -> Iterator[subprocess.Popen[bytes]]:
     env = environment(SLACK_BOT_TOKEN=BOT_TOKEN, SLACK_APP_TOKEN=APP_TOKEN, SLACK_API_URL=f"{fake_slack.url}/api/",
                       ANTHROPIC_API_KEY="test-key", REDIS_URL=redis_url, PORT=str(free_port()))
-    with (tmp / "serve.log").open("wb") as out:
-        serve = subprocess.Popen(DEEPTHREAD + ["serve"], env=env, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
-        try:
-            yield serve
-        finally:
-            serve.terminate()
-            try:
-                serve.wait(2)
-            except subprocess.TimeoutExpired:
-                serve.kill()
-                serve.wait()
+    with running(["serve"], env, tmp / "serve.log", grace=2) as serve:
+        yield serve
 
 
 def test_a_rejected_app_token_stops_serve_with_a_clear_error(tmp_path: Path, fake_slack: FakeSlack,

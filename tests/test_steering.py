@@ -6,7 +6,6 @@ import json
 import os
 import re
 import signal
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +14,7 @@ import pytest
 
 from tests.fakes.policies import SteadyPolicy, is_extraction
 from tests.fakes.slack import FakeSlack, app_mention_event, message_event, reaction_added_event
-from tests.processes import DEEPTHREAD, ROOT, Stack, deepthread_stack, wait_for
+from tests.processes import Stack, deepthread_stack, environment, free_port, running, wait_for, wait_listening
 from tests.test_end_to_end import CHANNEL, block_text, bot_replies, post_event
 
 
@@ -136,22 +135,16 @@ def test_a_killed_worker_is_replaced_and_the_run_resumes_from_its_checkpoint(tmp
     fake_model.delay = 0.15
     policy = SteadyPolicy(turns=24)
     fake_model.policy = policy
-    from tests.processes import environment, free_port
     port = free_port()
     env = environment(
         SLACK_BOT_TOKEN="xoxb-test", SLACK_SIGNING_SECRET="test-signing-secret", SLACK_API_URL=f"{fake_slack.url}/api/",
         ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL=fake_model.url, REDIS_URL=redis_url, DEEPTHREAD_SEARCH="searxng",
         SEARXNG_URL=fake_web.url, DEEPTHREAD_FETCH_ALLOW="127.0.0.1", PORT=str(port), DEEPTHREAD_RUN_LOCK_SECONDS="2",
     )
-    serve = subprocess.Popen(DEEPTHREAD + ["serve"], env=env, cwd=ROOT, stdout=(tmp_path / "serve.log").open("wb"),
-                             stderr=subprocess.STDOUT)
-    worker = subprocess.Popen(DEEPTHREAD + ["worker"], env=env, cwd=ROOT, start_new_session=True,
-                              stdout=(tmp_path / "worker1.log").open("wb"), stderr=subprocess.STDOUT)
-    fresh = None
-    try:
-        import httpx
-        wait_for(lambda: _healthy(httpx, port), 20, "serve")
-        stack = Stack(events_url=f"http://127.0.0.1:{port}/slack/events", env=env, logs=tmp_path)
+    with running(["serve"], env, tmp_path / "serve.log") as serve, \
+            running(["worker"], env, tmp_path / "worker1.log", new_session=True) as worker:
+        base = wait_listening(port, serve, tmp_path / "serve.log")
+        stack = Stack(events_url=f"{base}/slack/events", env=env, logs=tmp_path)
         thread, progress, report_ts = start(stack, fake_slack)
         wait_for(lambda: "Fees" in report(fake_slack, report_ts) and policy.turn >= 8, 20, "a section and some turns")
         # The worker and its work-horse (RQ puts it in a process group of its own) die at once,
@@ -163,24 +156,15 @@ def test_a_killed_worker_is_replaced_and_the_run_resumes_from_its_checkpoint(tmp
         worker.wait(5)
         turn_at_kill = policy.turn
         requests_at_kill = len(main_requests(fake_model))
-        fresh = subprocess.Popen(DEEPTHREAD + ["worker"], env=env, cwd=ROOT, start_new_session=True,
-                                 stdout=(tmp_path / "worker2.log").open("wb"), stderr=subprocess.STDOUT)
-        wait_for(lambda: "Final" in report(fake_slack, report_ts), 60, "the resumed run to finish")
+        with running(["worker"], env, tmp_path / "worker2.log", new_session=True):
+            wait_for(lambda: "Final" in report(fake_slack, report_ts), 60, "the resumed run to finish")
         text = report(fake_slack, report_ts)
         assert "Fees" in text and "VTI charges 0.03%" in text, "earlier sections survived"
         assert policy.turn <= 24 + 1, "the run did not start over"
         first_after = main_requests(fake_model)[requests_at_kill]
         assert len(first_after["messages"]) >= 2 * (turn_at_kill - 2), "the fresh worker continued the same history"
         assert first_after["messages"][0] == main_requests(fake_model)[0]["messages"][0], "the same pinned task"
-        log = (tmp_path / "worker2.log").read_text()
-        assert "queued again to resume from its checkpoint" in log
-    finally:
-        for process in (serve, fresh):
-            if process and process.poll() is None:
-                process.terminate()
-                process.wait(10)
-        if worker.poll() is None:
-            os.killpg(worker.pid, signal.SIGKILL)
+        assert "queued again to resume from its checkpoint" in (tmp_path / "worker2.log").read_text()
 
 
 def _children(pid: int) -> list[int]:
@@ -194,13 +178,6 @@ def _children(pid: int) -> list[int]:
             if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
                 found.append(int(entry.name))
     return found
-
-
-def _healthy(httpx, port: int) -> bool:  # noqa: ANN001
-    try:
-        return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=0.5).status_code == 200
-    except httpx.HTTPError:
-        return False
 
 
 def test_a_direct_message_is_a_question_and_history_shows_revisions(stack, fake_slack, fake_model) -> None:

@@ -25,13 +25,13 @@ EXHAUSTED_SHARE = 0.92
 
 class ContextManager:
     def __init__(self, history: History, model: ModelClient, budget_tokens: int,
-                 emit: Callable[[RunEvent], Awaitable[None]], spend_request: Callable[[], bool],
+                 emit: Callable[[RunEvent], Awaitable[None]], may_summarise: Callable[[], bool],
                  enabled: bool = True) -> None:
         self.history = history
         self.model = model
         self.budget = budget_tokens
         self.emit = emit
-        self.spend_request = spend_request  # False when no request may be spent on a summary
+        self.may_summarise = may_summarise  # False when the budget has no room for a summary request
         self.enabled = enabled
         self.meter = ContextMeter()
         self.manifest = Manifest()
@@ -74,7 +74,7 @@ class ContextManager:
             return
         history = self.history
         start = tail_start(history, self.budget)
-        if start == 0 or not self.spend_request():
+        if start == 0 or not self.may_summarise():
             state.failures += 1  # nothing settled to summarise, or no request to spend on it
             return
         await self.emit(Progress(phase="compacting", activity="Compacting notes before continuing"))
