@@ -3,24 +3,43 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import AliasChoices, BaseModel, Field, field_validator
 
 from . import defaults
 
 SearchProvider = Literal["duckduckgo", "searxng", "brave", "tavily"]
+DEFAULT_SEARCH_CHAIN: tuple[SearchProvider, ...] = ("duckduckgo",)  # keyless, so a fresh install can search
+# ddgs backends for the keyless provider: DuckDuckGo first among equals, then the other
+# general web indexes ddgs can reach without a key. "auto" would add grokipedia, an
+# AI-written encyclopedia that is no source to cite.
+DDGS_BACKEND = "duckduckgo,brave,mojeek,startpage,yahoo,wikipedia"
 
 
 class SearchConfig(BaseModel):
-    provider: SearchProvider = "duckduckgo"
+    # The fallback chain, asked in order (DEEPTHREAD_SEARCH="brave,duckduckgo"). `provider=`
+    # is accepted too, as a name or a comma-separated list.
+    providers: list[SearchProvider] = Field(default_factory=lambda: list(DEFAULT_SEARCH_CHAIN), min_length=1,
+                                            validation_alias=AliasChoices("providers", "provider"))
     searxng_url: str | None = None
     brave_api_key: str | None = Field(default=None, repr=False)
     tavily_api_key: str | None = Field(default=None, repr=False)
+    ddgs_backend: str = DDGS_BACKEND
     # Endpoints are overridable so tests can point each provider at a local fake.
-    duckduckgo_url: str = "https://html.duckduckgo.com/html/"
     brave_url: str = "https://api.search.brave.com/res/v1/web/search"
     tavily_url: str = "https://api.tavily.com/search"
     results: int = defaults.SEARCH_RESULTS
+    # Per provider: a chain of n providers may take n times this before it gives up.
     timeout_seconds: float = defaults.SEARCH_TIMEOUT_SECONDS
+
+    @field_validator("providers", mode="before")
+    @classmethod
+    def _chain(cls, value: object) -> object:
+        names = value.split(",") if isinstance(value, str) else value
+        if not isinstance(names, (list, tuple)):
+            return value
+        # Each provider once, in the order first named; blanks ("brave,,duckduckgo") ignored.
+        cleaned = [n.strip().lower() if isinstance(n, str) else n for n in names]
+        return list(dict.fromkeys(n for n in cleaned if n != ""))
 
 
 class FetchConfig(BaseModel):

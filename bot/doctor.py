@@ -4,13 +4,17 @@ from __future__ import annotations
 import ipaddress
 import shutil
 
+import httpx
 from redis import Redis
 from redis.exceptions import RedisError
 
-from .settings import Settings
+from agent.tools.search import DDGSFactory, providers, search
 
-PROVIDERS_AVAILABLE = ("duckduckgo", "searxng", "brave", "tavily")
-PROVIDERS_PLANNED: tuple[str, ...] = ()
+from .settings import SEARCH_PROVIDERS, Settings
+
+PROVIDERS_AVAILABLE = SEARCH_PROVIDERS
+# A plain query any working web index answers, for the live check.
+LIVE_SEARCH_QUERY = "index fund expense ratio"
 # Where an operator gets each provider's key, for the one-line "not set" problem.
 PROVIDER_KEYS = {
     "brave": ("BRAVE_API_KEY", "brave_api_key",
@@ -45,20 +49,42 @@ def model_problems(settings: Settings) -> list[str]:
 
 
 def search_problems(settings: Settings) -> list[str]:
-    provider = settings.search
-    if provider in PROVIDERS_PLANNED:
-        return [f"DEEPTHREAD_SEARCH={provider} is not available in this version yet: use duckduckgo (no key) or searxng"]
-    if provider not in PROVIDERS_AVAILABLE:
-        return [f"DEEPTHREAD_SEARCH={provider} is not a known provider: use duckduckgo (default, no key), searxng, "
-                "brave or tavily"]
-    if provider == "searxng" and not settings.searxng_url:
-        return ["DEEPTHREAD_SEARCH=searxng needs SEARXNG_URL, e.g. SEARXNG_URL=http://localhost:8888"]
-    if provider in PROVIDER_KEYS:
-        env, field, where = PROVIDER_KEYS[provider]
-        if not (settings.secret(field) or "").strip():
-            return [f"{env} is not set: DEEPTHREAD_SEARCH={provider} needs it; {where} and export it, "
-                    "or use DEEPTHREAD_SEARCH=duckduckgo (no key)"]
-    return []
+    """One line per provider in DEEPTHREAD_SEARCH (a name, or a fallback list) that cannot work."""
+    chain = settings.search_chain()
+    if not chain:
+        return ["DEEPTHREAD_SEARCH is empty: unset it to use duckduckgo (no key), or list providers in the order "
+                "to try them, e.g. DEEPTHREAD_SEARCH=brave,duckduckgo"]
+    single = len(chain) == 1
+    instead = "or use DEEPTHREAD_SEARCH=duckduckgo (no key)" if single else "or remove it from the list"
+    problems = []
+    for provider in chain:
+        # Each line starts with the setting to change: "DEEPTHREAD_SEARCH=brave,bing: bing is …".
+        where = f"DEEPTHREAD_SEARCH={provider}" if single else f"DEEPTHREAD_SEARCH={','.join(chain)}: {provider}"
+        if provider not in PROVIDERS_AVAILABLE:
+            problems.append(f"{where} is not a known provider: use duckduckgo (default, no key), searxng, brave or "
+                            "tavily, alone or as a fallback list in order (e.g. brave,duckduckgo)")
+        elif provider == "searxng" and not settings.searxng_url:
+            problems.append(f"{where} needs SEARXNG_URL, e.g. SEARXNG_URL=http://localhost:8888, {instead}")
+        elif provider in PROVIDER_KEYS:
+            env, field, help_text = PROVIDER_KEYS[provider]
+            if not (settings.secret(field) or "").strip():
+                problems.append(f"{env} is not set: {where} needs it; {help_text} and export it, {instead}")
+    return problems
+
+
+async def live_search_problems(settings: Settings, *, ddgs: DDGSFactory | None = None) -> list[str]:
+    """One real search through the configured chain (for `doctor --live`): a line per provider that
+    failed it, and one if nothing came back. `ddgs` replaces the keyless provider's library in tests."""
+    config = settings.agent_config().search
+    chain = "DEEPTHREAD_SEARCH=" + ",".join(config.providers)
+    async with httpx.AsyncClient() as http:
+        answer = await search(http, config, LIVE_SEARCH_QUERY, registry=providers(ddgs) if ddgs else None)
+    covered = f" ({answer.label} answered instead)" if answer.hits else ""
+    problems = [f"{chain}: {f.label} failed a test search{covered}: {f.message}" for f in answer.failures]
+    if answer.answered and not answer.hits:
+        problems.append(f"{chain}: {answer.label} returned nothing for the test search \"{LIVE_SEARCH_QUERY}\", "
+                        "which usually means it is refusing this server: add brave, searxng or tavily to the list")
+    return problems
 
 
 def fetch_problems(settings: Settings) -> list[str]:

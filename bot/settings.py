@@ -1,15 +1,18 @@
 """Configuration, read once from the environment at the CLI edge (names: DESIGN.md §4)."""
 from __future__ import annotations
 
+from typing import get_args
+
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from agent import AgentConfig, FetchConfig, SearchConfig
-from agent.config import Caps
+from agent.config import Caps, SearchProvider
 from agent import defaults as agent_defaults
 from jobs import JobRuntime
 
 SLACK_DEFAULT_API_URL = "https://slack.com/api/"
+SEARCH_PROVIDERS: tuple[str, ...] = get_args(SearchProvider)
 
 
 def _env(name: str) -> AliasChoices:
@@ -31,12 +34,12 @@ class Settings(BaseSettings):
 
     redis_url: str | None = Field(default=None, validation_alias=_env("REDIS_URL"))
 
+    # The search fallback chain, in order: "brave,duckduckgo" (see search_chain()).
     search: str = Field(default="duckduckgo", validation_alias=_env("DEEPTHREAD_SEARCH"))
     brave_api_key: SecretStr | None = Field(default=None, validation_alias=_env("BRAVE_API_KEY"))
     tavily_api_key: SecretStr | None = Field(default=None, validation_alias=_env("TAVILY_API_KEY"))
     searxng_url: str | None = Field(default=None, validation_alias=_env("SEARXNG_URL"))
-    # Not in the DESIGN table: lets tests point the keyless provider at a local fake.
-    duckduckgo_url: str | None = Field(default=None, validation_alias=_env("DEEPTHREAD_DUCKDUCKGO_URL"))
+    # Not in the DESIGN table: let tests point the keyed providers at a local fake.
     brave_url: str | None = Field(default=None, validation_alias=_env("DEEPTHREAD_BRAVE_URL"))
     tavily_url: str | None = Field(default=None, validation_alias=_env("DEEPTHREAD_TAVILY_URL"))
     fetch_allow: str = Field(default="", validation_alias=_env("DEEPTHREAD_FETCH_ALLOW"))
@@ -60,18 +63,22 @@ class Settings(BaseSettings):
     def id_set(value: str) -> frozenset[str]:
         return frozenset(item.strip() for item in value.split(",") if item.strip())
 
+    def search_chain(self) -> list[str]:
+        """DEEPTHREAD_SEARCH as the ordered provider names it lists, each once, lower case."""
+        return list(dict.fromkeys(name.strip().lower() for name in self.search.split(",") if name.strip()))
+
     def secret(self, name: str) -> str | None:
         value = getattr(self, name)
         return value.get_secret_value() if value is not None else None
 
     def agent_config(self) -> AgentConfig:
+        known = [name for name in self.search_chain() if name in SEARCH_PROVIDERS]  # doctor names the others
         search = SearchConfig(
-            provider=self.search if self.search in ("duckduckgo", "searxng", "brave", "tavily") else "duckduckgo",  # type: ignore[arg-type]
+            providers=known or ["duckduckgo"],  # type: ignore[arg-type]  # names checked just above
             searxng_url=self.searxng_url,
             brave_api_key=self.secret("brave_api_key"),
             tavily_api_key=self.secret("tavily_api_key"),
-            **{name: url for name, url in (("duckduckgo_url", self.duckduckgo_url), ("brave_url", self.brave_url),
-                                             ("tavily_url", self.tavily_url)) if url},
+            **{name: url for name, url in (("brave_url", self.brave_url), ("tavily_url", self.tavily_url)) if url},
         )
         allow = [a.strip() for a in self.fetch_allow.split(",") if a.strip()]
         extra: dict[str, int] = {"context_tokens": self.context_tokens} if self.context_tokens else {}

@@ -1,4 +1,5 @@
-"""Search providers, through the real httpx client against FakeWeb's real wire formats."""
+"""The hand-written search providers (Brave, Tavily, SearXNG), through the real httpx client against
+FakeWeb's real wire formats."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
@@ -7,9 +8,9 @@ from typing import Any
 import httpx
 import pytest
 
-from agent import AgentConfig, SearchConfig, SourceRegistry
+from agent import AgentConfig, RunEvent, SearchConfig, SourceRegistry
 from agent.tools.base import ToolContext
-from agent.tools.search_providers import SearchFailed, search
+from agent.tools.search import SearchHit, search
 from agent.tools.web_search import WebSearch, WebSearchInput
 from bot.doctor import search_problems
 from bot.settings import Settings
@@ -42,28 +43,31 @@ def searxng_config(web: FakeWeb) -> SearchConfig:
     return SearchConfig(provider="searxng", searxng_url=web.url)  # type: ignore[attr-defined]
 
 
-def duckduckgo_config(web: FakeWeb) -> SearchConfig:
-    return SearchConfig(provider="duckduckgo", duckduckgo_url=web.url + "/html/")  # type: ignore[attr-defined]
-
-
-CONFIGS = {"brave": brave_config, "tavily": tavily_config, "searxng": searxng_config, "duckduckgo": duckduckgo_config}
+CONFIGS = {"brave": brave_config, "tavily": tavily_config, "searxng": searxng_config}
 
 
 def requests_to(web: FakeWeb, prefix: str) -> list[str]:
     return [path for _, path in web.requests if path.startswith(prefix)]
 
 
+async def hits_of(http: httpx.AsyncClient, config: SearchConfig, query: str) -> list[SearchHit]:
+    answer = await search(http, config, query)
+    assert answer.provider == config.providers[0], answer.failures
+    return answer.hits
+
+
 async def failure(http: httpx.AsyncClient, config: SearchConfig, query: str = "VTI expense ratio") -> str:
-    with pytest.raises(SearchFailed) as caught:
-        await search(http, config, query)
-    return str(caught.value)
+    """The one provider's failure message (the chain has a single provider here)."""
+    answer = await search(http, config, query)
+    assert not answer.answered and len(answer.failures) == 1, answer
+    return answer.failures[0].message
 
 
 # ------------------------------------------------------------------ Brave
 
 
 async def test_brave_returns_plain_text_hits_for_a_query(fake_web: FakeWeb, http: httpx.AsyncClient) -> None:
-    hits = await search(http, brave_config(fake_web), "VTI expense ratio")
+    hits = await hits_of(http, brave_config(fake_web), "VTI expense ratio")
 
     assert hits[0].url == fake_web.url + "/pages/etf-fees.html"  # type: ignore[attr-defined]
     assert hits[0].title.startswith("What Total-Market Index Funds Really Cost")
@@ -83,7 +87,7 @@ async def test_brave_snippet_markup_is_removed_and_entities_unescaped(fake_web: 
                     headers={"X-Subscription-Token": BRAVE_KEY}).json()
     assert raw["web"]["results"][0]["description"].startswith("<strong>SCHB</strong> &amp; ITOT")
 
-    [hit, *_] = await search(http, brave_config(fake_web), "SCHB fees")
+    [hit, *_] = await hits_of(http, brave_config(fake_web), "SCHB fees")
 
     assert hit.url == "https://fees.example.com/schb"
     assert hit.title == "SCHB & ITOT: fees <compared>"
@@ -92,7 +96,7 @@ async def test_brave_snippet_markup_is_removed_and_entities_unescaped(fake_web: 
 
 
 async def test_brave_with_no_matches_returns_no_hits(fake_web: FakeWeb, http: httpx.AsyncClient) -> None:
-    assert await search(http, brave_config(fake_web), "zyzzyva quokka") == []
+    assert await hits_of(http, brave_config(fake_web), "zyzzyva quokka") == []
 
 
 async def test_brave_bad_key_is_a_clear_failure_that_never_shows_the_key(fake_web: FakeWeb,
@@ -135,7 +139,7 @@ async def test_a_per_second_brave_limit_is_waited_out_once(fake_web: FakeWeb, ht
     # No Retry-After: the pause comes from X-RateLimit-Remaining "0, …" / X-RateLimit-Reset "1, …".
     fake_web.search_fail_next(429)
 
-    hits = await search(http, brave_config(fake_web), "VTI expense ratio")
+    hits = await hits_of(http, brave_config(fake_web), "VTI expense ratio")
 
     assert hits and len(requests_to(fake_web, "/brave/")) == 2
 
@@ -187,7 +191,7 @@ async def test_a_query_brave_cannot_take_is_refused_with_advice(fake_web: FakeWe
 
 
 async def test_tavily_returns_plain_text_hits_for_a_query(fake_web: FakeWeb, http: httpx.AsyncClient) -> None:
-    hits = await search(http, tavily_config(fake_web), "tracking error")
+    hits = await hits_of(http, tavily_config(fake_web), "tracking error")
 
     assert hits[0].url == fake_web.url + "/pages/tracking-error.html"  # type: ignore[attr-defined]
     assert hits[0].title.startswith("Tracking Error vs. Tracking Difference")
@@ -234,7 +238,7 @@ async def test_tavily_server_error_says_to_try_again_later(fake_web: FakeWeb, ht
 
 
 async def test_tavily_with_no_matches_returns_no_hits(fake_web: FakeWeb, http: httpx.AsyncClient) -> None:
-    assert await search(http, tavily_config(fake_web), "zyzzyva quokka") == []
+    assert await hits_of(http, tavily_config(fake_web), "zyzzyva quokka") == []
 
 
 async def test_tavily_that_does_not_answer_in_time_fails_within_the_deadline(fake_web: FakeWeb,
@@ -265,30 +269,13 @@ async def test_an_unreachable_provider_is_a_search_failed(http: httpx.AsyncClien
     assert "could not be reached (ConnectError)" in message and "try again" in message
 
 
-async def test_duckduckgo_redirect_links_are_decoded_to_the_real_pages(fake_web: FakeWeb,
-                                                                       http: httpx.AsyncClient) -> None:
-    hits = await search(http, duckduckgo_config(fake_web), "tracking error")
-
-    assert hits[0].url == fake_web.url + "/pages/tracking-error.html"  # type: ignore[attr-defined]
-    base = fake_web.url  # type: ignore[attr-defined]
-    assert all(h.url.startswith(base) and "duckduckgo.com" not in h.url for h in hits)
-    assert "Tracking Error" in hits[0].title and "<b>" not in hits[0].title
-
-
-async def test_a_blank_duckduckgo_page_is_a_search_failed(fake_web: FakeWeb, http: httpx.AsyncClient) -> None:
-    fake_web.add_page("/blank/", Page(b"   \n", content_type="text/html"))
-    config = SearchConfig(provider="duckduckgo", duckduckgo_url=fake_web.url + "/blank/")  # type: ignore[attr-defined]
-    message = await failure(http, config)
-    assert message.startswith("DuckDuckGo answered with an empty or unreadable page; try again")
-
-
 async def test_searxng_without_searxng_url_asks_the_operator_to_set_it(http: httpx.AsyncClient) -> None:
     message = await failure(http, SearchConfig(provider="searxng"))
     assert "SEARXNG_URL is not set" in message and "operator must set it" in message
 
 
 async def test_searxng_returns_hits_for_a_query(fake_web: FakeWeb, http: httpx.AsyncClient) -> None:
-    hits = await search(http, searxng_config(fake_web), "ITOT SCHB")
+    hits = await hits_of(http, searxng_config(fake_web), "ITOT SCHB")
     assert hits and hits[0].url == fake_web.url + "/pages/etf-fees.html"  # type: ignore[attr-defined]
 
 
@@ -296,8 +283,11 @@ async def test_searxng_returns_hits_for_a_query(fake_web: FakeWeb, http: httpx.A
 
 
 def tool_context(http: httpx.AsyncClient, search_config: SearchConfig) -> ToolContext:
+    async def emit(event: RunEvent) -> None:
+        pass
+
     return ToolContext(config=AgentConfig(search=search_config), registry=SourceRegistry(), http=http,
-                       model=None, emit=None, goal_question="")  # type: ignore[arg-type]
+                       model=None, emit=emit, goal_question="")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("provider", ["brave", "tavily"])
@@ -308,7 +298,8 @@ async def test_web_search_results_carry_citation_markers(fake_web: FakeWeb, http
     result = await WebSearch().run(WebSearchInput(query="VTI expense ratio"), ctx)
 
     assert not result.is_error
-    assert result.text.startswith(f'{len(ctx.registry)} results for "VTI expense ratio"')
+    label = {"brave": "Brave", "tavily": "Tavily"}[provider]
+    assert result.text.startswith(f'{len(ctx.registry)} results for "VTI expense ratio" from {label}:')
     first = ctx.registry.get("s1")
     assert first is not None and first.url == fake_web.url + "/pages/etf-fees.html"  # type: ignore[attr-defined]
     assert f"[s1] {first.passage}" in result.text and "<strong>" not in result.text
@@ -340,7 +331,8 @@ async def test_web_search_with_a_wrong_key_tells_the_model_what_to_do(fake_web: 
 async def test_web_search_with_no_results_suggests_broader_words(fake_web: FakeWeb, http: httpx.AsyncClient) -> None:
     ctx = tool_context(http, brave_config(fake_web))
     result = await WebSearch().run(WebSearchInput(query="zyzzyva quokka"), ctx)
-    assert not result.is_error and result.text.startswith('No results for "zyzzyva quokka". Try fewer')
+    assert not result.is_error
+    assert result.text == 'No results for "zyzzyva quokka" from Brave. Try fewer or more general words, or synonyms.'
 
 
 # --------------------------------------------- the fakes speak the real format

@@ -6,7 +6,8 @@ DuckDuckGo's HTML endpoint (`/html/?q=…`), the Brave Web Search API
 Search API (`POST /tavily/search`, JSON body, key as `Authorization: Bearer tvly-…`). The
 two keyed APIs check the key and answer a wrong or missing one, rate limits and plan limits
 with the status codes and error bodies the real services use. Results rank the served HTML
-pages by how many distinct query words their visible text contains.
+pages by how many distinct query words their visible text contains. Any search endpoint can
+be told to answer with DuckDuckGo's bot check (HTTP 202, an "anomaly" page) instead.
 
 Hostile routes: `/slow`, `/huge`, `/binary`, `/redirect/<n>`, `/redirect-to?url=…`,
 `/gzip-bomb`, `/latin1`.
@@ -104,6 +105,7 @@ class _Failure:
     status: int
     retry_after: int | None
     quota: bool = False
+    challenge: bool = False  # DuckDuckGo's bot check: HTTP 202 and an "anomaly" page
 
 
 @dataclass
@@ -120,6 +122,9 @@ class FakeWeb:
         self.slow_seconds = slow_seconds
         self.max_results = MAX_RESULTS
         self.engine = "duckduckgo"  # the engine name SearXNG results report
+        # (engine, reason) pairs SearXNG reports as unresponsive; when set, it has no results,
+        # as a SearXNG whose every engine is refused answers.
+        self.searxng_unresponsive: list[tuple[str, str]] = []
         self._lock = threading.Lock()
         self._hits: list[str] = []
         self._requests: list[tuple[str, str]] = []
@@ -175,6 +180,13 @@ class FakeWeb:
         """
         with self._lock:
             self._search_failures.append(_Failure(times, status, retry_after, quota))
+
+    def search_challenge_next(self, times: int = 1) -> None:
+        """The next `times` search requests (any endpoint) get a bot check instead of results:
+        HTTP 202 with DuckDuckGo's "anomaly" challenge page, as DuckDuckGo answers automated clients
+        (and as any endpoint behind such a check would)."""
+        with self._lock:
+            self._search_failures.append(_Failure(times, 202, None, challenge=True))
 
     def search_stall_next(self, seconds: float, times: int = 1) -> None:
         """The next `times` search requests (any endpoint) wait `seconds` before answering."""
@@ -275,6 +287,8 @@ class FakeWeb:
         failure = self._next_search_failure()
         if failure is None:
             return None
+        if failure.challenge:
+            return _challenge()
         return web.Response(status=failure.status, text=f"{failure.status} search unavailable",
                             headers=_retry_after_header(failure))
 
@@ -298,7 +312,8 @@ class FakeWeb:
             # SearXNG answers 403 for formats it was not configured to serve; we only serve JSON.
             return web.Response(status=403, text="Forbidden")
         base = f"{request.scheme}://{request.host}"
-        results = await asyncio.to_thread(self.search, query, base)
+        refused = list(self.searxng_unresponsive)
+        results = [] if refused else await asyncio.to_thread(self.search, query, base)
         return web.json_response({
             "query": query,
             "number_of_results": len(results),
@@ -321,7 +336,7 @@ class FakeWeb:
             "corrections": [],
             "infoboxes": [],
             "suggestions": [],
-            "unresponsive_engines": [],
+            "unresponsive_engines": [list(pair) for pair in refused],
         })
 
     async def _handle_ddg(self, request: web.Request) -> web.Response:
@@ -385,6 +400,8 @@ class FakeWeb:
         return web.json_response(body, headers=_brave_rate_headers(0, BRAVE_MONTHLY_QUOTA - used))
 
     def _brave_failure(self, failure: _Failure) -> web.Response:
+        if failure.challenge:
+            return _challenge()
         if failure.status == 429:
             with self._lock:
                 left = BRAVE_MONTHLY_QUOTA - self._brave_used
@@ -421,6 +438,8 @@ class FakeWeb:
             return _tavily_error(401)
         failure = self._next_search_failure()
         if failure is not None:
+            if failure.challenge:
+                return _challenge()
             if failure.status in TAVILY_ERRORS:
                 response = _tavily_error(failure.status)
                 response.headers.update(_retry_after_header(failure))
@@ -638,6 +657,10 @@ def _brave_result(r: SearchResult, words: list[str]) -> dict[str, Any]:
     return item
 
 
+def _challenge() -> web.Response:
+    return web.Response(status=202, text=_ANOMALY_PAGE, content_type="text/html", charset="utf-8")
+
+
 def _tavily_error(status: int, message: str | None = None) -> web.Response:
     """Tavily's error body: {"detail": {"error": "…"}}."""
     return web.json_response({"detail": {"error": message or TAVILY_ERRORS.get(status, "Error")}}, status=status)
@@ -716,6 +739,32 @@ def _ddg_page(query: str, results: list[SearchResult], words: list[str]) -> str:
 </html>
 """
 
+
+# The shape of DuckDuckGo's bot check (served with HTTP 202): a modal and a challenge form
+# posting to anomaly.js, and no result markup at all.
+_ANOMALY_PAGE = """<!DOCTYPE html>
+<html lang="en-US">
+<head>
+<meta http-equiv="content-type" content="text/html; charset=UTF-8">
+<meta name="viewport" content="width=device-width, initial-scale=1.0, maximum-scale=1.0, user-scalable=0">
+<title>DuckDuckGo</title>
+</head>
+<body>
+<div class="anomaly-modal__mask">
+  <div class="anomaly-modal__modal" data-testid="anomaly-modal">
+    <div class="anomaly-modal__title">Unfortunately, bots use DuckDuckGo too.</div>
+    <div class="anomaly-modal__description">Please complete the following challenge to confirm this search was
+      made by a human.</div>
+    <div class="anomaly-modal__instructions">Select all squares containing a duck:</div>
+    <form id="challenge-form" action="//duckduckgo.com/anomaly.js?sv=html&amp;cc=sre&amp;ti=1732960000&amp;gk=d4cd0dabcf4caa22ad92fab40844c786&amp;p=f1f5a6b0c3b2d&amp;q=query&amp;s=0&amp;tk=mW3pSQXB3k" method="POST">
+      <div class="anomaly-modal__puzzle"></div>
+      <button type="submit" class="anomaly-modal__submit">Submit</button>
+    </form>
+  </div>
+</div>
+</body>
+</html>
+"""
 
 _NOT_FOUND = "<!doctype html><html><head><title>404 Not Found</title></head><body><h1>Not Found</h1></body></html>"
 

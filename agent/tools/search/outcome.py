@@ -1,0 +1,58 @@
+"""What a search gives back: hits, a provider's failure, and the answer of a whole chain.
+
+    SearchFailed(kind)            one provider could not answer; its message says what to do
+    SearchAnswer                  the chain's answer: hits from the provider that answered,
+                                  and the failures of those tried before it (never raised)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+__all__ = ["DEGRADING", "FailureKind", "ProviderFailure", "SearchAnswer", "SearchFailed", "SearchHit"]
+
+# Why a provider did not answer. The chain tries the next provider on every kind; the kinds
+# in DEGRADING are worth telling a human about (search is weaker until someone acts or waits).
+FailureKind = Literal["blocked", "rate_limited", "timeout", "configuration", "unavailable", "refused_query"]
+DEGRADING: frozenset[str] = frozenset({"blocked", "rate_limited", "configuration", "unavailable", "timeout"})
+
+
+@dataclass
+class SearchHit:
+    title: str
+    url: str
+    snippet: str
+    date: str | None = None
+
+
+class SearchFailed(Exception):
+    """The provider could not answer; the message tells the model what to try."""
+
+    def __init__(self, message: str, kind: FailureKind = "unavailable") -> None:
+        super().__init__(message)
+        self.kind: FailureKind = kind
+
+
+@dataclass(frozen=True)
+class ProviderFailure:
+    provider: str  # the DEEPTHREAD_SEARCH name: "duckduckgo"
+    label: str  # how people call it: "DuckDuckGo"
+    kind: FailureKind
+    message: str
+
+
+@dataclass
+class SearchAnswer:
+    """The chain's answer. `provider` is None when no provider answered."""
+
+    provider: str | None
+    label: str | None
+    hits: list[SearchHit] = field(default_factory=list)
+    failures: list[ProviderFailure] = field(default_factory=list)
+    # True when the answering provider cannot tell "nothing matched" from "refused" (ddgs
+    # reports both as no results), so an empty answer may be a block.
+    uncertain_empty: bool = False
+
+    @property
+    def answered(self) -> bool:
+        return self.provider is not None
