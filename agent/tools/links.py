@@ -10,7 +10,7 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 # 【12†anchor】 for a link on the same site, 【12†anchor†domain】 for another site.
 LINK_MARKER_RE = re.compile(r"【(\d+)†([^†】]*)(?:†[^】]*)?】")
 LINK_ID_RE = re.compile(r"^\s*【?\s*L?(\d+)\s*(?:†[^】]*)?】?\s*$")
-ANCHOR_CHARS = 60  # anchor text kept in a marker; enough to judge where it leads
+ANCHOR_CHARS = 60  # anchor text kept in a link list's marker; enough to judge where it leads
 
 
 def domain(url: str) -> str:
@@ -51,12 +51,17 @@ def resolve_href(href: str, page_url: str) -> str | None:
     return urlunsplit(parts._replace(fragment=""))
 
 
-def marker(link_id: int, anchor: str, url: str, page_url: str) -> str:
-    anchor = " ".join(anchor.replace("†", " ").replace("】", " ").split())[:ANCHOR_CHARS] or "link"
+def marker_ends(link_id: int, url: str, page_url: str) -> tuple[str, str]:
+    """What goes before and after a link's label: 【12† and †domain】 (or 】 on the same site)."""
     target = domain(url)
-    if target and target != domain(page_url):
-        return f"【{link_id}†{anchor}†{target}】"
-    return f"【{link_id}†{anchor}】"
+    return f"【{link_id}†", (f"†{target}】" if target and target != domain(page_url) else "】")
+
+
+def marker(link_id: int, anchor: str, url: str, page_url: str) -> str:
+    """A marker with a short label, for link lists; in page text the label stays whole."""
+    anchor = " ".join(anchor.replace("†", " ").replace("】", " ").split())[:ANCHOR_CHARS] or "link"
+    head, tail = marker_ends(link_id, url, page_url)
+    return f"{head}{anchor}{tail}"
 
 
 def strip_markers(text: str) -> str:
