@@ -17,6 +17,10 @@ from . import defaults
 from .config import Budget
 from .pricing import TokenCounts, cost_usd
 
+# What the wrap-up warning asks of the lead (task agents, who write no report, get their own).
+WRITE_NOW = ("Write every finding not yet in the report with write_section (or revise_section) now, "
+             "while tools still work.")
+
 Clock = Callable[[], float]
 LimitKey = Literal["requests", "active", "wall", "input_tokens", "output_tokens", "cost"]
 
@@ -100,15 +104,22 @@ class Ledger(BaseModel):
         self.revision += 1
 
     def correction_refusal(self, section_id: str) -> str | None:
-        """Why another correction is not allowed, or None."""
-        per_section, per_run = self.budget.corrections_per_section, self.budget.corrections_per_run
-        if sum(self.corrections.values()) >= per_run:
-            return (f"the run's correction capacity ({per_run} revisions) is used up. Keep the section as it is "
-                    "and state the remaining doubt in your final answer instead.")
+        """Why another correction is not allowed, or None. The counts are the thread's: a
+        continuation starts from the revisions its report already has (see `count_revisions`)."""
+        per_section, per_thread = self.budget.corrections_per_section, self.budget.corrections_per_run
+        if sum(self.corrections.values()) >= per_thread:
+            return (f"the thread's correction capacity ({per_thread} revisions across all its runs, {self.budget.profile} "
+                    "profile) is used up. Keep the section as it is and state the remaining doubt in your final "
+                    "answer instead.")
         if self.corrections.get(section_id, 0) >= per_section:
-            return (f"{section_id} has been revised {per_section} times already, its limit. Put the new evidence "
-                    "in your final answer or in a new section about the open point.")
+            return (f"{section_id} has been revised {per_section} times in this thread already, the per-section "
+                    f"limit of the {self.budget.profile} profile. Put the new evidence in your final answer or in a "
+                    "new section about the open point.")
         return None
+
+    def count_revisions(self, section_id: str, revisions: int) -> None:
+        """A section inherited from an earlier run of the thread brings its revisions with it."""
+        self.corrections[section_id] = max(self.corrections.get(section_id, 0), revisions)
 
     def record_correction(self, section_id: str) -> None:
         self.corrections[section_id] = self.corrections.get(section_id, 0) + 1
@@ -165,6 +176,17 @@ class Ledger(BaseModel):
         return max(0.0, min(b.active_seconds - b.reserve_seconds - self.active(now),
                             b.wall_seconds - b.reserve_seconds - self.wall(now)))
 
+    def wrap_up(self, now: float) -> str | None:
+        """A warning a few requests (or minutes) before the final turn, while tools still work,
+        so findings get written into sections instead of being squeezed into the summary."""
+        b = self.budget
+        requests = b.max_requests - b.reserve_requests - self.requests
+        seconds = self.seconds_to_finalize(now)
+        if requests > defaults.WRAP_UP_REQUESTS and seconds > defaults.WRAP_UP_SECONDS:
+            return None
+        return (f"WRAP UP: about {max(0, requests)} model request(s) and {seconds / 60:.0f} min before the final "
+                "turn. Start nothing new.")
+
     def seconds_to_end(self, now: float) -> float:
         b = self.budget
         return max(0.0, min(b.active_seconds - self.active(now), b.wall_seconds - self.wall(now)))
@@ -176,7 +198,8 @@ class Ledger(BaseModel):
         return (f"active-time limit ({_minutes(b.active_seconds)})" if active_left <= wall_left
                 else f"wall-time limit ({_minutes(b.wall_seconds)})")
 
-    def block(self, now: float, sources: int, sections: list[str], finalize: str | None) -> str:
+    def block(self, now: float, sources: int, sections: list[str], finalize: str | None,
+              wrap_up_advice: str = WRITE_NOW) -> str:
         b = self.budget
         lines = [
             "<budget>",
@@ -193,7 +216,9 @@ class Ledger(BaseModel):
         if finalize:
             lines.append(
                 f"FINAL TURN ({finalize}): call no tools. Write your final answer now from what you have, "
-                "with citations, and name what could not be established."
+                "inside <summary></summary>, with citations, and name what could not be established."
             )
+        elif (wrap_up := self.wrap_up(now)) is not None:
+            lines.append(f"{wrap_up} {wrap_up_advice}")
         lines.append("</budget>")
         return "\n".join(lines)

@@ -38,6 +38,9 @@ TOOL_DEADLINE_SECONDS = 90.0
 MODEL_MAX_RETRIES = 2
 # A final answer citing unknown markers is sent back for a rewrite at most this often.
 FINAL_ANSWER_REWRITES = 1
+# The budget block warns this close to the final turn (requests or seconds before the reserve).
+WRAP_UP_REQUESTS = 4
+WRAP_UP_SECONDS = 5 * 60
 
 # Page fetching.
 FETCH_MAX_BYTES = 5_000_000  # larger pages are cut here; the result says so

@@ -14,6 +14,7 @@ from anthropic.types import ToolUseBlock
 from pydantic import ValidationError
 
 from . import defaults
+from .answer import final_answer
 from .budget import Clock, Ledger
 from .checkpoint import CheckpointStore, history_meta, rebuild_history, step_record
 from .citations import SourceRegistry, UnknownCitation, strip_unknown_markers
@@ -23,6 +24,7 @@ from .context.history import History, ResultRecord
 from .context.manager import ContextManager
 from .context.requestlog import RequestLog
 from .events import Disagreement, Finished, Progress, SourceAdded, UsageRecorded
+from .figures import Calculation
 from .model import ModelClient, ModelUnavailable
 from .prompts import load
 from .report import Section
@@ -107,6 +109,11 @@ class ResearchLoop:
         return self.ledger.decide(self.clock()).kind == "explore" and (
             self.ledger.budget.max_requests - self.ledger.requests > self.ledger.budget.reserve_requests + 1)
 
+    def _wrap_up_advice(self) -> dict[str, str]:
+        if "write_section" in self.tools:
+            return {}
+        return {"wrap_up_advice": "Finish the key question you are on, then hand back your findings."}
+
     def _sections(self) -> list[str]:
         return [f"{s.section_id} {s.title}" for s in self.ctx.sections.values()]
 
@@ -170,7 +177,8 @@ class ResearchLoop:
                 compactions = self.context.compaction.done + self.context.compaction.failures
                 await self.context.prepare(system=self.system, tools=self.tool_schemas, last_stop_reason=self.last_stop,
                                            notes=self.notes, sections=self._sections())
-            self.history.add_text(self.ledger.block(self.clock(), len(self.ctx.registry), self._sections(), finalize))
+            self.history.add_text(self.ledger.block(self.clock(), len(self.ctx.registry), self._sections(), finalize,
+                                                    **self._wrap_up_advice()))
             if finalize:
                 await emit(Progress(phase="finishing", activity=f"Writing the summary ({finalize})"))
             self.context.sent()
@@ -214,7 +222,7 @@ class ResearchLoop:
                     "Your last turn was cut off at the output limit. If you were about to call a tool, call "
                     "it now; if you were writing your answer, write it again, shorter.")
                 continue
-            answer = _text_of(message.content)
+            answer = self._published(_text_of(message.content))
             try:
                 self.ctx.registry.check(answer)
             except UnknownCitation as exc:
@@ -271,6 +279,8 @@ class ResearchLoop:
             "links": {"urls": self.ctx.links.urls, "anchors": self.ctx.links.anchors},
             "notes": self.notes, "limit_note": self.limit_note, "last_stop": self.last_stop,
             "rewrites_left": self.rewrites_left, "control": self.control_state(),
+            "figures": {"calculations": [[c.expression, c.result] for c in self.ctx.calculations],
+                        "refused": [[key, list(markers)] for key, markers in sorted(self.ctx.figure_refusals)]},
         }
         await self.checkpoints.save(meta, steps)
 
@@ -302,6 +312,9 @@ class ResearchLoop:
         self.notes = list(meta["notes"])
         self.limit_note, self.last_stop = meta["limit_note"], meta["last_stop"]
         self.rewrites_left = meta["rewrites_left"]
+        figures = meta.get("figures", {})  # absent in checkpoints written before the figure check
+        self.ctx.calculations = [Calculation(expression, result) for expression, result in figures.get("calculations", [])]
+        self.ctx.figure_refusals = {(key, tuple(markers)) for key, markers in figures.get("refused", [])}
         restore = getattr(self.control, "restore", None)
         if callable(restore):
             restore(meta["control"])
@@ -324,15 +337,25 @@ class ResearchLoop:
         if self.ledger.requests >= self.ledger.budget.max_requests:
             return Outcome("stopped", "", reason)
         self.history.add_text(f"STOP: the run was {reason}. Call no tools. Write your final answer now from what "
-                              "you have, with citations, and say what remains open.")
+                              "you have, inside <summary></summary>, with citations, and say what remains open.")
         try:
             async with asyncio.timeout(defaults.STOP_FINALIZE_SECONDS):
                 message = await self._turn(self.history.messages(), True, defaults.STOP_FINALIZE_SECONDS)
         except (TimeoutError, ModelUnavailable):
             return Outcome("stopped", "", reason)
         await self._record_usage()
-        answer = strip_unknown_markers(_text_of(message.content), {s.marker for s in self.ctx.registry.all()})
+        answer = strip_unknown_markers(self._published(_text_of(message.content)),
+                                       {s.marker for s in self.ctx.registry.all()})
         return Outcome("stopped", answer, reason)
+
+    @staticmethod
+    def _published(text: str) -> str:
+        """Only the answer is published; the model's reflection around it stays private."""
+        answer = final_answer(text)
+        if answer.shape != "tagged":
+            log.info("final answer without a closed <summary> tag (%s); published the %s text", answer.shape,
+                     "cleaned" if answer.shape == "cleaned" else "whole")
+        return answer.summary
 
     async def _cancelled_results(self, calls: list[Any], reason: str) -> list[ResultRecord]:
         step = self.history.next_step - 1
@@ -489,6 +512,7 @@ async def research(
             loop.projection_seconds = projection_seconds  # benchmarks read the per-turn cost
         for section in sections or []:
             ctx.sections[section.section_id] = section.model_copy(deep=True)
+            loop.ledger.count_revisions(section.section_id, len(section.revisions))  # capacity is per thread
         loop.checkpoints = checkpoints
         saved = await checkpoints.load() if checkpoints is not None else None
         if saved is not None:
@@ -497,7 +521,13 @@ async def research(
         try:
             outcome = await loop.run()
         except ModelUnavailable as exc:
-            outcome = Outcome("failed", "", f"the run stopped early: {exc}")
+            # The model is gone, the research is not: a run with sections or sources ends
+            # with an answer assembled from them (agent/salvage.py), never a bare failure.
+            from .salvage import SALVAGED_NOTE, salvaged_summary
+
+            summary = salvaged_summary(str(exc), loop.ctx.sections.values(), ctx.registry.all())
+            outcome = (Outcome("completed", summary, f"{exc}; {SALVAGED_NOTE}") if summary
+                       else Outcome("failed", "", f"the run stopped early: {exc}"))
         await loop.announce_sources()
     await emit(Finished(status=outcome.status, summary=outcome.summary, reason=outcome.reason,  # type: ignore[arg-type]
                         context_summaries=loop.history.summaries))

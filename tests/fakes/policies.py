@@ -108,7 +108,9 @@ class ResearchPolicy:
             if message["role"] == "user":
                 seen += [m for m in MARKER.findall(_text(message)) if m not in seen]
         cited = " ".join(seen[-2:]) if seen else ""
-        return text_reply(f"In short: the sources agree on the figures above. {cited}".strip())
+        # Shaped as the prompt asks: working notes first (never published), the answer in tags.
+        return text_reply(f"Found: {len(seen)} passages. Missing: nothing the question needs.\n"
+                          f"<summary>{f'In short: the sources agree on the figures above. {cited}'.strip()}</summary>")
 
 
 def is_summary_request(request: dict[str, Any]) -> bool:
@@ -151,7 +153,8 @@ class LongRunPolicy:
         last = _text(request["messages"][-1])
         recent = MARKER.findall(last)
         if k % 10 == 0 and recent:
-            body = " ".join(f"Claim {k}.{i} {m}." for i, m in enumerate(recent[:4]))
+            # No figures of its own: the figure check would (rightly) refuse figures no passage states.
+            body = " ".join(f"Claim {'abcd'[i]} of this finding {m}." for i, m in enumerate(recent[:4]))
             return tool_reply(("write_section", {"title": f"Finding {k}", "body": body}))
         if k % 17 == 0:
             stub = re.search(r"\[(r_[0-9a-f]+) \| [^\n]*?fetch_result", json.dumps(request["messages"]))
@@ -183,7 +186,7 @@ class SteadyPolicy:
         self.turn += 1
         seen = MARKER.findall(json.dumps(request["messages"]))
         if self.turn == 2 and seen:
-            return tool_reply(("write_section", {"title": "Fees", "body": f"VTI charges 0.03% {seen[0]}."}))
+            return tool_reply(("write_section", {"title": "Fees", "body": f"VTI charges the lowest fee {seen[0]}."}))
         if self.turn == 3 and self.slow_url:
             return tool_reply(("read_page", {"url": self.slow_url, "goal": "anything more"}))
         return tool_reply(("web_search", {"query": f"expense ratio VTI angle {self.turn}"}))
