@@ -39,13 +39,18 @@ def require(settings: Settings, command: str) -> None:
         raise SystemExit(2)
 
 
-def cmd_doctor(settings: Settings, _: argparse.Namespace) -> int:
+def cmd_doctor(settings: Settings, args: argparse.Namespace) -> int:
     problems = check(settings, "doctor")
+    if args.live:
+        from .doctor_live import live_problems
+
+        problems += asyncio.run(live_problems(settings))
     for problem in problems:
         print(problem)
     if not problems:
         mode = "Socket Mode" if settings.slack_app_token else f"HTTP mode on port {settings.port}"
-        print(f"Configuration looks complete: {mode}, search via {settings.search}, model {settings.model}.")
+        checked = "checked live" if args.live else "looks complete"
+        print(f"Configuration {checked}: {mode}, search via {settings.search}, model {settings.model}.")
     return 1 if problems else 0
 
 
@@ -118,6 +123,43 @@ def cmd_inspect(settings: Settings, args: argparse.Namespace) -> int:
     return inspect(redis, args.run_id, args.request, sys.stdout)
 
 
+def cmd_eval(settings: Settings, args: argparse.Namespace) -> int:
+    from datetime import datetime
+
+    from .evaluate import (
+        SHIPPED_QUESTIONS,
+        BaselineError,
+        EvalOptions,
+        QuestionFileError,
+        load_questions,
+        run_eval,
+    )
+
+    if args.concurrency < 1:
+        print("--concurrency must be at least 1 (questions researched at the same time).", file=sys.stderr)
+        return 2
+    questions_file = Path(args.questions) if args.questions else SHIPPED_QUESTIONS
+    only = [i.strip() for i in args.only.split(",") if i.strip()] if args.only else None
+    try:
+        questions = load_questions(questions_file, only)
+    except QuestionFileError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    require(settings, "ask")
+    out_dir = Path(args.out) if args.out else Path(f"deepthread-eval-{datetime.now():%Y%m%d-%H%M%S}")
+    options = EvalOptions(questions_file=questions_file, out_dir=out_dir, concurrency=args.concurrency,
+                          judge_model=settings.small_model,
+                          baseline=Path(args.baseline) if args.baseline else None,
+                          deepresearch_bench=Path(args.deepresearch_bench) if args.deepresearch_bench else None)
+    gc.freeze()
+    try:
+        card = asyncio.run(run_eval(questions, settings.job_runtime(), options))
+    except BaselineError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    return 1 if card.totals.errors else 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="deepthread", description="A Slack research bot.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -129,16 +171,25 @@ def parser() -> argparse.ArgumentParser:
     a.add_argument("question", nargs="+")
     a.add_argument("--out", help="report file (default: deepthread-report-<question>.md)")
     a.add_argument("--profile", choices=["standard", "deep"], default="standard")
-    sub.add_parser("doctor", help="check the configuration")
+    d = sub.add_parser("doctor", help="check the configuration")
+    d.add_argument("--live", action="store_true",
+                   help="also ask the services: Slack token scopes, both models, one search")
     i = sub.add_parser("inspect", help="list a run's model requests as dispatched, or print one in full")
     i.add_argument("run_id")
     i.add_argument("request", nargs="?", type=int, help="print this request (1-based) in full, as JSON")
     i.add_argument("--sections", action="store_true", help="print every report section with its revision history")
+    e = sub.add_parser("eval", help="research a question set, grade each report with the small model, write a scorecard")
+    e.add_argument("questions", nargs="?", help="JSONL of questions (default: the shipped bench/eval/questions.jsonl)")
+    e.add_argument("--out", help="output directory (default: deepthread-eval-<date>-<time>)")
+    e.add_argument("--concurrency", type=int, default=3, help="questions researched at the same time (default 3)")
+    e.add_argument("--only", help="comma-separated question ids to run")
+    e.add_argument("--baseline", help="output directory of an earlier eval: add a side-by-side comparison")
+    e.add_argument("--deepresearch-bench", help="also write the reports as DeepResearch Bench JSONL to this file")
     return p
 
 
 COMMANDS = {"serve": cmd_serve, "worker": cmd_worker, "up": cmd_up, "ask": cmd_ask, "doctor": cmd_doctor,
-            "inspect": cmd_inspect}
+            "inspect": cmd_inspect, "eval": cmd_eval}
 
 
 def main(argv: list[str] | None = None) -> int:

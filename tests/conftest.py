@@ -14,6 +14,7 @@ from redis import Redis
 from tests.fakes.anthropic import FakeAnthropic
 from tests.fakes.policies import ResearchPolicy
 from tests.fakes.server import ServerThread, free_port
+from tests.fakes.scopes import manifest_bot_scopes
 from tests.fakes.slack import FakeSlack
 from tests.fakes.web import FakeWeb
 
@@ -83,6 +84,10 @@ def fake_slack() -> Iterator[FakeSlack]:
     with ServerThread(fake.app()) as server:
         fake.url = server.url  # type: ignore[attr-defined]
         yield fake
+    # Every test's Slack traffic passes the scope check: the manifest covers every method called
+    # (a test that takes scopes away on purpose checks its refusals itself).
+    if fake.scopes == manifest_bot_scopes():
+        assert not fake.scope_refusals, f"Slack calls refused for a scope missing from manifest.yml: {fake.scope_refusals}"
 
 
 @pytest.fixture
@@ -91,3 +96,13 @@ def fake_web() -> Iterator[FakeWeb]:
     with ServerThread(web.app()) as server:
         web.url = server.url  # type: ignore[attr-defined]
         yield web
+
+
+@pytest.fixture
+def redis_aof(tmp_path: Path) -> Iterator["RedisWithAOF"]:
+    """A redis-server of the test's own, with an append-only file, that the test may restart."""
+    from tests.processes import RedisWithAOF
+
+    server = RedisWithAOF(tmp_path / "redis").start()
+    yield server
+    server.stop()

@@ -78,6 +78,7 @@ def test_server_thread_serves_sync_and_stops() -> None:
 
 async def test_slack_post_update_pin_with_real_client(slack: tuple[FakeSlack, ServerThread]) -> None:
     fake, server = slack
+    fake.scopes |= {"pins:read"}  # pins.list checks the fake itself; the bot never lists pins
     client = slack_client(server)
     auth = await client.auth_test()
     assert (auth["user_id"], auth["team_id"], auth["bot_id"]) == ("UBOT", "T0TEST", "BBOT")

@@ -34,6 +34,8 @@ from typing import Any
 
 from aiohttp import WSCloseCode, WSMsgType, web
 
+from . import scopes
+
 # Slack's limits (see PLATFORM-NOTES.md); the fake enforces them so the bot's splitting is tested.
 MAX_TEXT_CHARS = 40_000
 MAX_BLOCKS = 50
@@ -167,6 +169,8 @@ class FakeSlack:
         self._limits: dict[str, tuple[int, float]] = {}  # method -> (max calls, window seconds)
         self._windows: dict[str, deque[float]] = {}
         self._count_429: dict[str, int] = {}
+        self._limited_until = 0.0  # monotonic: until then every method answers 429 (rate_limit_everything)
+        self._limited_retry_after = 1
         self._origin = ""  # scheme://host of the current request, for upload URLs
         # Socket Mode
         self._tickets: set[str] = set()  # issued by apps.connections.open, not yet used
@@ -198,11 +202,14 @@ class FakeSlack:
             "users.info": self._users_info,
         }
         self.admins: set[str] = set()  # users.info reports these as workspace admins
+        # The bot token's scopes: what installing the app from manifest.yml grants.
+        self.scopes: set[str] = scopes.manifest_bot_scopes()
+        self.scope_refusals: list[tuple[str, str]] = []  # (method, needed) answered missing_scope
 
     # ---------------------------------------------------------------- server
 
     def app(self) -> web.Application:
-        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=[self._oauth_scopes_header])
         app.router.add_route("*", "/api/{method}", self._handle_api)
         app.router.add_post("/upload/{file_id}", self._handle_upload)
         app.router.add_get("/socket/{ticket}", self._handle_socket)
@@ -227,6 +234,10 @@ class FakeSlack:
             return _ok_false("not_authed")
         elif not str(token).startswith("xoxb-"):
             return _ok_false("invalid_auth")
+        if method not in APP_LEVEL_METHODS:
+            refused = self._refuse_missing_scope(method, params)
+            if refused is not None:
+                return refused
         limited = self._take_failure_or_limit(method)
         if limited is not None:
             return limited
@@ -237,6 +248,25 @@ class FakeSlack:
         except SlackError as e:
             return _ok_false(e.code, **e.extra)
         return web.json_response({"ok": True, **body})
+
+    def _refuse_missing_scope(self, method: str, params: dict[str, Any]) -> web.Response | None:
+        """Slack answers a call whose token lacks the method's scope with missing_scope."""
+        needed = scopes.needed(method, params)
+        with self._lock:
+            granted = set(self.scopes)
+            if not needed or granted & set(needed):
+                return None
+            self.scope_refusals.append((method, ",".join(needed)))
+        return _ok_false("missing_scope", needed=",".join(needed), provided=",".join(sorted(granted)))
+
+    @web.middleware
+    async def _oauth_scopes_header(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        """Every Web API answer reports the token's scopes, as Slack does."""
+        response = await handler(request)
+        if request.path.startswith("/api/"):
+            with self._lock:
+                response.headers["x-oauth-scopes"] = ",".join(sorted(self.scopes))
+        return response
 
     async def _handle_upload(self, request: web.Request) -> web.Response:
         file_id = request.match_info["file_id"]
@@ -251,6 +281,8 @@ class FakeSlack:
 
     def _take_failure_or_limit(self, method: str) -> web.Response | None:
         with self._lock:
+            if time.monotonic() < self._limited_until:
+                return self._failure_response(method, 429, "ratelimited", self._limited_retry_after)
             queue = self._failures.get(method)
             if queue:
                 failure = queue[0]
@@ -390,6 +422,13 @@ class FakeSlack:
             error = "ratelimited" if status == 429 else "internal_error"
         with self._lock:
             self._failures.setdefault(method, deque()).append(_Failure(times, status, error, int(retry_after)))
+
+    def rate_limit_everything(self, seconds: float, *, retry_after: int = 1) -> None:
+        """For the next `seconds`, every Web API method answers HTTP 429 `ratelimited` with
+        `Retry-After: retry_after`, as Slack does when an app is limited hard; then it recovers."""
+        with self._lock:
+            self._limited_until = time.monotonic() + seconds
+            self._limited_retry_after = int(retry_after)
 
     def set_rate_limit(self, method: str, per_minute: int | None, *, window: float = 60.0) -> None:
         """Cap `method` at `per_minute` calls per sliding `window` seconds (None removes the cap)."""

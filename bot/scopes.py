@@ -1,0 +1,20 @@
+"""The bot token scopes Deepthread needs, each with the Web API methods that need it.
+
+`manifest.yml` asks for exactly these (a test holds the two together), and
+`deepthread doctor --live` compares them with what the installed token reports.
+"""
+from __future__ import annotations
+
+REQUIRED_BOT_SCOPES: dict[str, str] = {
+    "app_mentions:read": "app_mention events: the questions",
+    "chat:write": "chat.postMessage, chat.update, chat.postEphemeral, assistant.threads.setStatus",
+    "pins:write": "pins.add: the report is pinned",
+    "reactions:read": "reaction_added events: a stop reaction",
+    "reactions:write": "reactions.add: a steering note is acknowledged with a reaction",
+    "users:read": "users.info: whether someone stopping another person's run is a workspace admin",
+    "channels:history": "message.channels events and thread replies in public channels",
+    "groups:history": "message.groups events and thread replies in private channels",
+    "im:history": "message.im events: direct messages",
+    "files:read": "files shared in the thread",
+    "files:write": "files.upload (v2) and files.delete: a report too long for one message",
+}
