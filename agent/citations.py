@@ -5,9 +5,9 @@ import re
 from collections.abc import Iterable
 
 from .events import Source
+from .markers import MARKER_RE
 
-# The marker form is a contract (DESIGN.md): [s12].
-MARKER_RE = re.compile(r"\[s(\d+)\]")
+__all__ = ["MARKER_RE", "SourceRegistry", "UnknownCitation", "strip_unknown_markers"]
 
 
 class UnknownCitation(ValueError):
@@ -45,13 +45,15 @@ class SourceRegistry:
     def all(self) -> list[Source]:
         return list(self._by_marker.values())
 
-    def add(self, url: str, title: str, passage: str, kind: str = "excerpt") -> tuple[Source, bool]:
+    def add(self, url: str, title: str, passage: str, kind: str = "excerpt", *, context: str = "",
+            page_sha256: str = "") -> tuple[Source, bool]:
         """Register a passage; returns (source, is_new)."""
         existing = self._by_key.get((url, passage))
         if existing is not None:
             return self._by_marker[existing], False
         source = Source(
-            marker=f"s{len(self._by_marker) + 1}", url=url, title=title, passage=passage, kind=kind  # type: ignore[arg-type]
+            marker=f"s{len(self._by_marker) + 1}", url=url, title=title, passage=passage, kind=kind,  # type: ignore[arg-type]
+            context=context, page_sha256=page_sha256,
         )
         self._remember(source)
         return source, True

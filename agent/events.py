@@ -9,6 +9,8 @@ from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, Field
 
+from .figures import FigureFlag
+
 
 def utcnow() -> datetime:
     return datetime.now(timezone.utc)
@@ -23,6 +25,10 @@ class Source(BaseModel):
     passage: str
     kind: Literal["snippet", "excerpt"] = "excerpt"
     retrieved_at: datetime = Field(default_factory=utcnow)
+    # Evidence that survives link rot: the text around the passage on the page, and a hash of the
+    # whole page text it was verified against (empty for search snippets).
+    context: str = ""
+    page_sha256: str = ""
 
 
 class Progress(BaseModel):
@@ -48,6 +54,8 @@ class SectionWritten(BaseModel):
     section_id: str
     title: str
     body: str
+    figures_checked: int = 0
+    flags: list[FigureFlag] = Field(default_factory=list)
 
 
 class SectionRevised(BaseModel):
@@ -55,6 +63,8 @@ class SectionRevised(BaseModel):
     section_id: str
     body: str
     reason: str
+    figures_checked: int = 0
+    flags: list[FigureFlag] = Field(default_factory=list)
 
 
 class UsageRecorded(BaseModel):
@@ -80,7 +90,16 @@ class Finished(BaseModel):
     context_summaries: list[str] = Field(default_factory=list)  # compaction handoffs, for a continuation
 
 
+class SearchDegraded(BaseModel):
+    """Web search is weaker than configured (a provider blocked, rate-limited, misconfigured);
+    emitted once per run per condition, for the progress message."""
+
+    type: Literal["search_degraded"] = "search_degraded"
+    text: str  # "Search degraded: DuckDuckGo is rate-limiting searches; Brave answered instead. …"
+
+
 RunEvent = Annotated[
-    Union[Progress, Disagreement, SourceAdded, SectionWritten, SectionRevised, UsageRecorded, Finished],
+    Union[Progress, Disagreement, SourceAdded, SectionWritten, SectionRevised, UsageRecorded, Finished,
+          SearchDegraded],
     Field(discriminator="type"),
 ]

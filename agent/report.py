@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field
 
 from .citations import MARKER_RE
 from .events import Source
+from .figures import FigureFlag
 
 
 class Revision(BaseModel):
@@ -20,6 +21,8 @@ class Section(BaseModel):
     title: str
     body: str
     revisions: list[Revision] = Field(default_factory=list)  # earlier bodies, oldest first
+    figures_checked: int = 0  # figures in the body checked against their cited passages
+    flags: list[FigureFlag] = Field(default_factory=list)  # kept although no cited passage states them
 
 
 class Footnote(BaseModel):

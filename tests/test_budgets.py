@@ -13,6 +13,7 @@ from agent.budget import Ledger
 from agent.config import PROFILES, Caps, budget_for
 from agent.control import MemoryControl, Note, StopRequest
 from agent.events import SectionRevised, SectionWritten
+from agent.report import Revision, Section
 from tests.fakes.anthropic import FakeAnthropic, text_reply, tool_reply
 from tests.fakes.policies import ResearchPolicy, is_extraction
 
@@ -30,7 +31,7 @@ class Clock:
 
 async def run(fake_model: FakeAnthropic, fake_web, *, budget: Budget | None = None, clock=time.time,
               control: MemoryControl | None = None, question: str = "expense ratio VTI SCHB ITOT",
-              ) -> tuple[list[RunEvent], Any]:
+              sections: list[Section] | None = None) -> tuple[list[RunEvent], Any]:
     events: list[RunEvent] = []
 
     async def emit(event: RunEvent) -> None:
@@ -40,7 +41,7 @@ async def run(fake_model: FakeAnthropic, fake_web, *, budget: Budget | None = No
                          fetch=FetchConfig(allow=["127.0.0.1"]))
     async with AsyncAnthropic(api_key="k", base_url=fake_model.url) as client:
         outcome = await research(ResearchTask(question=question, budget=budget or Budget()), config,
-                                 anthropic=client, emit=emit, control=control, clock=clock)
+                                 anthropic=client, emit=emit, control=control, clock=clock, sections=sections)
     return events, outcome
 
 
@@ -130,7 +131,7 @@ def test_active_time_counts_parallel_work_once() -> None:
 
 
 async def test_correction_capacity_is_enforced_with_advice(fake_model, fake_web) -> None:
-    body = "VTI costs 0.03% [s1]."
+    body = "VTI is the cheapest of the three [s1]."
     calls = iter([
         tool_reply(("web_search", {"query": "vti expense ratio"})),
         tool_reply(("write_section", {"title": "Fees", "body": body})),
@@ -141,7 +142,24 @@ async def test_correction_capacity_is_enforced_with_advice(fake_model, fake_web)
     events, _ = await run(fake_model, fake_web)
     assert len([e for e in events if isinstance(e, SectionRevised)]) == 2, "standard: 2 revisions per section"
     refused = main_requests(fake_model)[-1]["messages"][-1]["content"][0]
-    assert refused["is_error"] and "revised 2 times already, its limit" in refused["content"]
+    assert refused["is_error"] and "revised 2 times in this thread already, the per-section limit" in refused["content"]
+
+
+async def test_correction_capacity_counts_the_revisions_earlier_runs_of_the_thread_made(fake_model, fake_web) -> None:
+    # A continuation inherits sec1 already revised twice (the standard per-section limit) by earlier runs.
+    inherited = Section(section_id="sec1", title="Fees", body="VTI is the cheapest [s1].",
+                        revisions=[Revision(body="v1", reason="r1"), Revision(body="v2", reason="r2")])
+    calls = iter([
+        tool_reply(("web_search", {"query": "vti expense ratio"})),
+        tool_reply(("revise_section", {"section_id": "sec1", "body": "VTI is cheapest [s1].", "reason": "again"})),
+        text_reply("Done [s1]."),
+    ])
+    fake_model.policy = lambda request: next(calls)
+    events, _ = await run(fake_model, fake_web, sections=[inherited])
+    assert not [e for e in events if isinstance(e, SectionRevised)]
+    refused = main_requests(fake_model)[-1]["messages"][-1]["content"][0]
+    assert refused["is_error"] and "revised 2 times in this thread already" in refused["content"]
+    assert "standard profile" in refused["content"], "the limit is named"
 
 
 # --- stop, upgrade, notes -------------------------------------------------------------
@@ -151,7 +169,7 @@ async def test_stop_cancels_in_flight_work_and_keeps_sections(fake_model, fake_w
     control = MemoryControl()
     calls = iter([
         tool_reply(("web_search", {"query": "vti expense ratio"})),
-        tool_reply(("write_section", {"title": "Fees", "body": "VTI costs 0.03% [s1]."})),
+        tool_reply(("write_section", {"title": "Fees", "body": "VTI is the cheapest of the three [s1]."})),
         tool_reply(("read_page", {"url": f"{fake_web.url}/slow", "goal": "more"})),
     ])
 

@@ -14,6 +14,7 @@ from ..budget import Ledger
 from ..citations import SourceRegistry
 from ..config import AgentConfig
 from ..events import RunEvent
+from ..figures import Calculation
 from ..model import ModelClient
 from ..report import Section
 from ..results import MemoryResultStore, ResultIds, ResultStore
@@ -61,6 +62,10 @@ class ToolContext:
     ledger: Ledger | None = None  # correction capacity is read from it
     announced: Announced = field(default_factory=Announced)
     tasks: TaskTeam | None = None  # runs spawn_tasks; None inside a task agent (no further spawning)
+    # Calculator results this run may quote, and figure problems already refused once
+    # (sent again unchanged, they are saved and flagged): see figure_check.py.
+    calculations: list[Calculation] = field(default_factory=list)
+    figure_refusals: set[tuple[str, tuple[str, ...]]] = field(default_factory=set)
 
 
 class Tool:

@@ -6,6 +6,7 @@ structure (headings, paragraphs) and its parts are read in parallel, then merged
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import re
 from typing import Any
@@ -33,6 +34,8 @@ MAX_PARTS = 8
 PARALLEL_PARTS = 4
 # Links suggested back to the agent per page.
 MAX_LINKS = 5
+# Evidence kept with each excerpt: this much page text either side of it.
+CONTEXT_CHARS = 300
 
 
 class ReadPageInput(BaseModel):
@@ -83,6 +86,15 @@ def verified_excerpts(candidates: list[str], plain_text: str) -> list[str]:
         elif passage.rstrip(".") in page:  # a full stop added by the model
             kept.append(passage.rstrip("."))
     return kept[: defaults.MAX_EXCERPTS]
+
+
+def surrounding(page: str, passage: str, chars: int = CONTEXT_CHARS) -> str:
+    """The passage with the page text around it, kept as evidence in case the page changes."""
+    at = page.find(passage)
+    if at < 0:
+        return passage
+    start, end = max(0, at - chars), min(len(page), at + len(passage) + chars)
+    return ("…" if start else "") + page[start:end] + ("…" if end < len(page) else "")
 
 
 def parse_extraction(answer: str) -> Extraction:
@@ -217,8 +229,11 @@ class ReadPage(Tool):
             lines.append(f"Judgement: {extraction.judgement}")
         if excerpts:
             lines.append("Excerpts:")
+            page = _normalise(text.plain)
+            page_sha256 = hashlib.sha256(text.plain.encode("utf-8")).hexdigest()
             for passage in excerpts:
-                source, _new = ctx.registry.add(url, title, passage, kind="excerpt")
+                source, _new = ctx.registry.add(url, title, passage, kind="excerpt",
+                                                context=surrounding(page, passage), page_sha256=page_sha256)
                 lines.append(f'[{source.marker}] "{passage}"')
         else:
             lines.append("Nothing on this page serves the goal. Try a link below, another search result or a different query.")

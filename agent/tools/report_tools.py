@@ -1,12 +1,15 @@
 """write_section / revise_section: the agent's only way to put text in the pinned report."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pydantic import BaseModel, Field
 
 from ..citations import UnknownCitation
 from ..events import SectionRevised, SectionWritten
 from ..report import Revision, Section
 from .base import Tool, ToolContext, ToolResult
+from .figure_check import FigureReport, check_figures
 
 MAX_TITLE_CHARS = 120
 MAX_SECTION_CHARS = 12_000
@@ -23,7 +26,13 @@ class ReviseSectionInput(BaseModel):
     reason: str = Field(description="One line: what was wrong or incomplete, e.g. 'ITOT figure was from 2019'.")
 
 
-def _check_body(body: str, ctx: ToolContext) -> ToolResult | list[str]:
+@dataclass
+class CheckedBody:
+    cited: list[str]
+    figures: FigureReport
+
+
+def _check_body(body: str, ctx: ToolContext) -> ToolResult | CheckedBody:
     if not body.strip():
         return ToolResult("The body is empty: write the section's findings with their [sN] markers.", is_error=True)
     if len(body) > MAX_SECTION_CHARS:
@@ -42,7 +51,18 @@ def _check_body(body: str, ctx: ToolContext) -> ToolResult | list[str]:
             "search snippet or page excerpt that supports it; if you have no source yet, research first.",
             is_error=True,
         )
-    return cited
+    figures = check_figures(body, ctx)
+    if figures.refusal is not None:
+        return ToolResult(figures.refusal, is_error=True)
+    return CheckedBody(cited, figures)
+
+
+def _flag_note(checked: CheckedBody) -> str:
+    flags = checked.figures.flags
+    if not flags:
+        return ""
+    shown = ", ".join(f.figure for f in flags)
+    return f"\nMarked for the reader as not found in its source: {shown}."
 
 
 class WriteSection(Tool):
@@ -78,9 +98,13 @@ class WriteSection(Tool):
         if isinstance(checked, ToolResult):
             return checked
         section_id = f"sec{len(ctx.sections) + 1}"
-        ctx.sections[section_id] = Section(section_id=section_id, title=title, body=args.body)
-        await ctx.emit(SectionWritten(section_id=section_id, title=title, body=args.body))
-        return ToolResult(f"section_id: {section_id}\nSaved \"{title}\" citing {', '.join(f'[{m}]' for m in checked)}.")
+        figures = checked.figures
+        ctx.sections[section_id] = Section(section_id=section_id, title=title, body=args.body,
+                                           figures_checked=figures.checked, flags=figures.flags)
+        await ctx.emit(SectionWritten(section_id=section_id, title=title, body=args.body,
+                                      figures_checked=figures.checked, flags=figures.flags))
+        cited = ", ".join(f"[{m}]" for m in checked.cited)
+        return ToolResult(f"section_id: {section_id}\nSaved \"{title}\" citing {cited}.{_flag_note(checked)}")
 
 
 class ReviseSection(Tool):
@@ -118,5 +142,8 @@ class ReviseSection(Tool):
         reason = " ".join(args.reason.split()) or "revised"
         section.revisions.append(Revision(body=section.body, reason=reason))
         section.body = args.body
-        await ctx.emit(SectionRevised(section_id=section.section_id, body=args.body, reason=reason))
-        return ToolResult(f"section_id: {section.section_id}\nRevised \"{section.title}\" ({reason}).")
+        section.figures_checked, section.flags = checked.figures.checked, checked.figures.flags
+        await ctx.emit(SectionRevised(section_id=section.section_id, body=args.body, reason=reason,
+                                      figures_checked=checked.figures.checked, flags=checked.figures.flags))
+        return ToolResult(f"section_id: {section.section_id}\nRevised \"{section.title}\" ({reason})."
+                          f"{_flag_note(checked)}")

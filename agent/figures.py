@@ -1,0 +1,192 @@
+"""Figures in a report sentence, checked against the passages the sentence cites.
+
+A figure is a number as a reader would compare it: percentages, money, plain numbers,
+years and the parts of dates, each endpoint of a range. Formatting is normalised
+(thousands separators, `0.03 %` and `0.03%`, `$1.2bn` and `$1.2 billion`, `1.50` and `1.5`),
+units are not converted (a percentage is never turned into a fraction, nor miles into km).
+A sentence's figure is supported when one of its cited passages states the same value,
+or when a calculator call of this run produced it from figures that those passages state.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+
+from pydantic import BaseModel
+
+from .markers import MARKER_RE
+
+# Bare whole numbers up to this are counts the writer makes ("3 funds", "2 sources"), not
+# figures a source must state; with a unit (%, currency, a magnitude word) they are checked.
+SMALL_COUNT_MAX = 10
+# A refusal lists at most this many figures from each cited passage.
+FIGURES_SHOWN_PER_PASSAGE = 6
+
+_MAGNITUDE_WORDS = {"thousand": 3, "million": 6, "billion": 9, "trillion": 12,
+                    "mn": 6, "bn": 9, "tn": 12}
+# Single-letter magnitudes only after a currency sign ($5m is money; 5m may be metres).
+_MAGNITUDE_LETTERS = {"k": 3, "m": 6, "b": 9, "t": 12}
+_CURRENCY = r"(?:US\$|A\$|C\$|\$|€|£|¥|₹|USD\s?|EUR\s?|GBP\s?)"
+_NUMBER = r"\d{1,3}(?:[,\u2009\u202f'](?:\d{3}))+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+"
+_FIGURE_RE = re.compile(
+    rf"(?P<cur>{_CURRENCY})?\s?(?P<num>{_NUMBER})"
+    rf"(?:\s?(?P<pct>%|per\s?cent\b|percent\b)"
+    rf"|\s?(?P<word>thousand|million|billion|trillion|mn|bn|tn)\b"
+    rf"|(?P<letter>[kmbtKMBT])\b)?",
+    re.I,
+)
+# Sentences end at . ! ? followed by space; a decimal point never does (no space after it).
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
+_LEADING_MARKERS = re.compile(r"^((?:\s*\[s\d+\])+)\s*")
+
+
+class FigureFlag(BaseModel):
+    """A figure the report keeps although no cited passage states it (shown to the reader)."""
+
+    figure: str  # as written, e.g. "0.03%"
+    sentence: str
+    markers: list[str]
+    why: str  # "not found in [s4]" / "no citation"
+
+
+@dataclass(frozen=True)
+class Figure:
+    text: str  # as written
+    value: Decimal  # normalised: magnitudes applied, separators gone, sign dropped
+    percent: bool = False
+    currency: bool = False
+    written: Decimal | None = None  # the number as written before a magnitude: 1.2 of "$1.2 billion"
+
+    @property
+    def key(self) -> str:
+        return format(self.value.normalize(), "f")
+
+
+@dataclass
+class Calculation:
+    """One calculator call: its result may be quoted if its inputs are cited."""
+
+    expression: str
+    result: str
+
+    def inputs(self) -> list[Figure]:
+        return figures_in(self.expression, checked_only=False)
+
+    def results(self) -> list[Figure]:
+        return figures_in(self.result, checked_only=False)
+
+
+def _decimal(text: str) -> Decimal | None:
+    try:
+        return Decimal(re.sub(r"[,\u2009\u202f']", "", text))
+    except InvalidOperation:
+        return None
+
+
+def figures_in(text: str, *, checked_only: bool = True) -> list[Figure]:
+    """The figures in `text` (markers removed first: [s12] is not a figure)."""
+    text = MARKER_RE.sub(" ", text)
+    found: list[Figure] = []
+    for match in _FIGURE_RE.finditer(text):
+        start = match.start("num")
+        if start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
+            continue  # inside a word or code: "H2O", "v2", "sec3"
+        value = written = _decimal(match.group("num"))
+        if value is None:
+            continue
+        currency = bool(match.group("cur"))
+        percent = bool(match.group("pct"))
+        if match.group("word"):
+            value = value.scaleb(_MAGNITUDE_WORDS[match.group("word").lower()])
+        elif match.group("letter") and currency:
+            value = value.scaleb(_MAGNITUDE_LETTERS[match.group("letter").lower()])
+        figure = Figure(match.group(0).strip(), value, percent=percent, currency=currency, written=written)
+        if checked_only and _is_small_count(figure, match):
+            continue
+        found.append(figure)
+    return found
+
+
+def _is_small_count(figure: Figure, match: re.Match[str]) -> bool:
+    plain = not (figure.percent or figure.currency or match.group("word") or match.group("letter"))
+    return plain and "." not in match.group("num") and figure.value <= SMALL_COUNT_MAX
+
+
+def sentences(body: str) -> list[str]:
+    """Sentences and list/table lines; markers after a full stop stay with their sentence."""
+    out: list[str] = []
+    for line in body.splitlines():
+        line = line.strip()
+        if not line or set(line) <= set("|-: "):
+            continue
+        for piece in _SENTENCE_END.split(line):
+            lead = _LEADING_MARKERS.match(piece)
+            if lead and out:
+                out[-1] = f"{out[-1]} {lead.group(1).strip()}"
+                piece = piece[lead.end():]
+            if piece.strip():
+                out.append(piece.strip())
+    return out
+
+
+def _same(a: Figure, b: Figure) -> bool:
+    return a.value == b.value
+
+
+def _rounds_to(shown: Figure, exact: Figure) -> bool:
+    """A quoted calculator result may be rounded to the places it is written with."""
+    places = -shown.value.as_tuple().exponent if isinstance(shown.value.as_tuple().exponent, int) else 0
+    try:
+        return exact.value.quantize(Decimal(1).scaleb(-max(0, int(places)))) == shown.value
+    except InvalidOperation:
+        return False
+
+
+@dataclass
+class SentenceVerdict:
+    sentence: str
+    markers: list[str]
+    missing: list[Figure] = field(default_factory=list)  # figures no cited passage supports
+    checked: int = 0
+
+
+def check_sentence(sentence: str, passages: dict[str, str], calculations: Sequence[Calculation]) -> SentenceVerdict:
+    """Which figures of `sentence` its cited passages (marker → passage) do not state."""
+    markers = list(dict.fromkeys(f"s{m}" for m in MARKER_RE.findall(sentence)))
+    verdict = SentenceVerdict(sentence, markers)
+    figures = figures_in(sentence)
+    verdict.checked = len(figures)
+    stated = [f for m in markers for f in figures_in(passages.get(m, ""), checked_only=False)]
+    for figure in figures:
+        if any(_same(figure, s) for s in stated):
+            continue
+        if _derived(figure, stated, calculations):
+            continue
+        verdict.missing.append(figure)
+    return verdict
+
+
+def _derived(figure: Figure, stated: list[Figure], calculations: Iterable[Calculation]) -> bool:
+    for calculation in calculations:
+        if not any(_rounds_to(figure, r) or _same(figure, r) for r in calculation.results()):
+            continue
+        inputs = [i for i in calculation.inputs() if not _is_plain_constant(i)]
+        # An input may be a stated figure or its written number ("1.2" of "$1.2 billion").
+        if inputs and all(any(_same(i, s) or i.value == s.written for s in stated) for i in inputs):
+            return True
+    return False
+
+
+def _is_plain_constant(figure: Figure) -> bool:
+    # "* 100" to make a percentage, "/ 2" to average: factors, not figures a source states.
+    return not figure.percent and not figure.currency and figure.value in (Decimal(1), Decimal(2), Decimal(100))
+
+
+def figures_said(passage: str) -> list[str]:
+    seen: list[str] = []
+    for figure in figures_in(passage, checked_only=False):
+        if figure.text not in seen:
+            seen.append(figure.text)
+    return seen[:FIGURES_SHOWN_PER_PASSAGE]
