@@ -1,14 +1,24 @@
 from __future__ import annotations
 
 import ast
+import math
 import re
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import date
+from decimal import Decimal
+from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
-from agent.tools import calc_engine, calculator as calculator_module
+from agent.tools import calc_engine
+from agent.tools import calculator as calculator_module
+from agent.tools.calc_engine import DISPLAY_DIGITS
 from agent.tools.calculator import (
     MAX_DEPTH,
     MAX_EXPRESSION_CHARS,
@@ -490,3 +500,334 @@ def test_python_syntax_is_not_evaluated() -> None:
     for attempt in ("__import__('os')", "().__class__", "[1][0]", "'a' * 3", "1 if 1 else 2", "x = 1"):
         with pytest.raises(CalculationError):
             evaluate(attempt, TODAY)
+
+
+# --- '%' is never silently misread; range limits -----------------------------------------
+
+
+@pytest.mark.parametrize("expression", ["7 % -3", "10 % -3 * 2", "7%-3", "7% -3", "7 %-3", "7 % - 3", "5 % +2"])
+def test_percent_before_a_sign_is_refused_as_ambiguous_with_both_spellings_offered(expression: str) -> None:
+    message = calc_error(expression)
+    assert "ambiguous" in message and "mod(" in message and "no space before '%'" in message
+
+
+@pytest.mark.parametrize(
+    ("expression", "result"),
+    [
+        ("mod(7, -3)", "-2"),  # what 7 % -3 means in Python: the remainder takes the divisor's sign
+        ("7 % (-3)", "-2"),
+        ("mod(10, -3) * 2", "-4"),
+        ("7% - 3", "-2.93"),  # the one unmistakable percentage spelling before a sign
+        ("80 + 10% - 5", "83"),
+    ],
+)
+def test_remainder_and_percentage_have_unambiguous_spellings(expression: str, result: str) -> None:
+    assert calc(expression) == result
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        ("10^1000", "is too large: results must stay below 1e1000"),
+        ("10^999 * 10", "is too large"),
+        ("1e999 * 10", "is too large"),
+        ("1e1000", "number '1e1000' at position 1 is out of range"),
+        ("9.9999999999999999999999999999999999999e999", "is out of range"),
+        ("1e-1000 / 10", "is too small"),
+        ("1e-999 * 1e-5", "is too small"),  # would have lost digits below 1e-1000
+    ],
+)
+def test_results_at_or_beyond_the_documented_range_are_refused(expression: str, expected: str) -> None:
+    assert expected in calc_error(expression)
+
+
+def test_largest_and_smallest_numbers_in_range_are_computed() -> None:
+    assert calc("9.99e999") == "9.99e+999"
+    assert calc("1e-999 / 10") == "1e-1000"
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        ("1/3 * 3 - 1", "cannot be computed to 15 correct digits"),  # -1e-34, not 0
+        ("sqrt(2)^2 - 2", "cannot be computed to 15 correct digits"),
+        ("1 / (1/3 * 3 - 1)", "cannot be computed to 15 correct digits"),  # not -1e34
+        ("floor(1/3 * 3)", "floor() of '1/3 * 3' at position 7 cannot be decided"),  # not 0
+        ("(1/3 * 3) // 1", "cannot be decided"),
+        ("(1/3 * 3) % 1", "cannot be decided"),  # not 0.999…
+        ("round(2/3 * 3 * 0.25)", "cannot be decided"),
+        ("2024-01-01 + 10/3 * 3 days", "needs an exact whole number"),
+    ],
+)
+def test_rounded_values_are_refused_where_rounding_would_change_the_answer(expression: str, expected: str) -> None:
+    assert expected in calc_error(expression)
+
+
+def test_rounded_values_are_computed_where_rounding_cannot_change_the_answer() -> None:
+    assert calc("1/3 * 3") == "1"
+    assert calc("floor(7/3)") == "2"
+    assert calc("round(2/3, 2)") == "0.67"
+    assert calc("(10/3) // 1") == "3"
+    assert calc("pi - 3") == "0.141592653589793"
+
+
+# --- an exact oracle: every answer is the exact value, or a refusal -----------------------
+#
+# Expressions are generated as trees, each with its meaning fixed by the tree, then written
+# the way people write them: minimal parentheses (sometimes extra ones), random spaces around
+# binary operators and '%', a sign glued to its operand. fractions.Fraction computes the
+# tree's exact value with the documented rules; the calculator must give that value (to 15
+# significant digits, the last within one unit, when it rounded) or refuse.
+
+
+@dataclass(frozen=True)
+class Num:
+    text: str
+
+
+@dataclass(frozen=True)
+class Neg:
+    inner: object
+
+
+@dataclass(frozen=True)
+class Percent:  # b% : b / 100
+    inner: object
+
+
+@dataclass(frozen=True)
+class PercentOf:  # b% of c
+    share: object
+    whole: object
+
+
+@dataclass(frozen=True)
+class Binary:
+    op: str
+    left: object
+    right: object
+
+
+@dataclass(frozen=True)
+class Power:
+    base: object
+    exponent: int
+
+
+@dataclass(frozen=True)
+class Call:
+    name: str
+    args: tuple[object, ...]
+
+
+class Undefined(Exception):
+    """The exact value does not exist (division by zero, 0^0) or leaves the documented range."""
+
+
+LIMIT = Fraction(10) ** 1000
+# Division by zero among small generated numbers and ambiguous '%' spellings are refused by
+# design; more refusals than this would mean the calculator dodges the question.
+REFUSED_SHARE = 0.35
+
+
+def in_range(value: Fraction) -> Fraction:
+    if value and not (1 / LIMIT <= abs(value) < LIMIT):
+        raise Undefined(value)
+    return value
+
+
+def percent_typed(node: object) -> bool:
+    """A written b% (possibly negated): what `a + b%` treats as a percentage change."""
+    return isinstance(node, Percent) or (isinstance(node, Neg) and percent_typed(node.inner))
+
+
+def exact(node: object) -> Fraction:
+    try:
+        return in_range(Fraction(_exact(node)))  # floor() and friends give ints
+    except ZeroDivisionError:
+        raise Undefined("division by zero") from None
+
+
+def _exact(node: object) -> Fraction:
+    if isinstance(node, Num):
+        return Fraction(Decimal(node.text.replace(",", "")))
+    if isinstance(node, Neg):
+        return -exact(node.inner)
+    if isinstance(node, Percent):
+        return exact(node.inner) / 100
+    if isinstance(node, PercentOf):
+        return exact(node.share) / 100 * exact(node.whole)
+    if isinstance(node, Power):
+        base = exact(node.base)
+        if base == 0 and node.exponent <= 0:
+            raise Undefined("0 to a power of 0 or less")
+        return base**node.exponent
+    if isinstance(node, Call):
+        args = [exact(arg) for arg in node.args]
+        if node.name == "round":  # halves away from zero
+            scale = Fraction(10) ** int(args[1])
+            magnitude = math.floor(abs(args[0]) * scale + Fraction(1, 2))
+            return (magnitude if args[0] >= 0 else -magnitude) / scale
+        if node.name == "mod":
+            return args[0] % args[1]
+        functions: dict[str, Callable[..., Fraction | int]] = {
+            "abs": abs, "floor": math.floor, "ceil": math.ceil, "min": min, "max": max,
+        }
+        return Fraction(functions[node.name](*args))
+    assert isinstance(node, Binary)
+    a, b = exact(node.left), exact(node.right)
+    if node.op in "+-" and percent_typed(node.right) and not percent_typed(node.left):
+        return a * (1 + b) if node.op == "+" else a * (1 - b)  # 80 + 10% = 88
+    if node.op == "+":
+        return a + b
+    if node.op == "-":
+        return a - b
+    if node.op == "*":
+        return a * b
+    if node.op == "/":
+        return a / b
+    return Fraction(a // b) if node.op == "//" else a % b
+
+
+# How tightly each kind of node binds, as the calculator's grammar reads them.
+EXPRESSION, TERM, UNARY, POSTFIX, PRIMARY = range(5)
+
+
+def level(node: object) -> int:
+    if isinstance(node, Binary):
+        return EXPRESSION if node.op in "+-" else TERM
+    if isinstance(node, Neg):
+        return UNARY
+    if isinstance(node, (PercentOf, Power)):
+        return UNARY if isinstance(node, Power) else POSTFIX
+    if isinstance(node, Percent):
+        return POSTFIX
+    return PRIMARY
+
+
+def render(node: object, draw: Callable[[st.SearchStrategy[Any]], Any], need: int = EXPRESSION) -> str:
+    text = _render(node, draw)
+    if level(node) < need or (level(node) < PRIMARY and draw(st.integers(0, 9)) == 0):  # sometimes extra
+        return f"({text})"
+    return text
+
+
+def _space(draw: Callable[[st.SearchStrategy[Any]], Any]) -> str:
+    return draw(st.sampled_from(["", " ", " "]))
+
+
+def _render(node: object, draw: Callable[[st.SearchStrategy[Any]], Any]) -> str:
+    if isinstance(node, Num):
+        return node.text
+    if isinstance(node, Neg):
+        return "-" + render(node.inner, draw, UNARY)
+    if isinstance(node, Percent):
+        return render(node.inner, draw, PRIMARY) + draw(st.sampled_from(["%", "%", " %"]))
+    if isinstance(node, PercentOf):
+        return f"{render(node.share, draw, PRIMARY)}%{_space(draw)} of {render(node.whole, draw, UNARY)}"
+    if isinstance(node, Power):
+        exponent = str(node.exponent)
+        return f"{render(node.base, draw, PRIMARY)}{_space(draw)}^{_space(draw)}{exponent}"
+    if isinstance(node, Call):
+        return f"{node.name}({', '.join(render(arg, draw) for arg in node.args)})"
+    assert isinstance(node, Binary)
+    left = render(node.left, draw, EXPRESSION if node.op in "+-" else TERM)
+    right = render(node.right, draw, TERM if node.op in "+-" else UNARY)
+    return f"{left}{_space(draw)}{node.op}{_space(draw)}{right}"
+
+
+numbers = st.one_of(
+    st.integers(0, 20).map(str),
+    st.integers(0, 10**6).map(lambda n: f"{n:,}"),
+    st.decimals(min_value=0, max_value=1000, places=3, allow_nan=False).map(lambda d: format(d.normalize(), "f")),
+    st.integers(10**15, 10**19).map(str),  # products of these pass 34 digits and get rounded
+).map(Num)
+
+
+def extend(children: st.SearchStrategy[object]) -> st.SearchStrategy[object]:
+    return st.one_of(
+        st.builds(Binary, st.sampled_from(["+", "-", "*", "/", "//", "%"]), children, children),
+        st.builds(Neg, children),
+        st.builds(Percent, children),
+        st.builds(PercentOf, children, children),
+        st.builds(Power, children, st.integers(-3, 4)),
+        st.builds(Call, st.sampled_from(["abs", "floor", "ceil"]), st.tuples(children)),
+        st.builds(Call, st.sampled_from(["min", "max", "mod"]), st.tuples(children, children)),
+        st.builds(lambda x, places: Call("round", (x, Num(str(places)) if places >= 0 else Neg(Num(str(-places))))),
+                  children, st.integers(-2, 3)),
+    )
+
+
+trees = st.recursive(numbers, extend, max_leaves=7)
+
+
+def shown_matches(shown: str, truth: Fraction) -> bool:
+    """Exact, or (for a result shown to at most 15 digits) within one unit of its last digit."""
+    value = Decimal(shown)
+    if Fraction(value) == truth:
+        return True
+    digits = len(value.normalize().as_tuple().digits)
+    unit = Fraction(10) ** (value.adjusted() - (DISPLAY_DIGITS - 1))
+    return digits <= DISPLAY_DIGITS and abs(Fraction(value) - truth) <= unit
+
+
+def verdict(expression: str, tree: object) -> str:
+    """'refused', 'agrees', or a description of the disagreement."""
+    try:
+        shown = calc(expression)
+    except CalculationError:
+        return "refused"
+    try:
+        truth = exact(tree)
+    except Undefined as why:
+        return f"{expression} = {shown}, but the exact value is undefined ({why})"
+    if shown_matches(shown, truth):
+        return "agrees"
+    return f"{expression} = {shown}, but the exact value is {truth} ≈ {float(truth)!r}"
+
+
+@settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tree=trees, data=st.data())
+def test_every_answer_is_the_exact_value_or_a_refusal(tree: object, data: st.DataObject) -> None:
+    expression = render(tree, data.draw)
+    assume(len(expression) <= MAX_EXPRESSION_CHARS)
+    outcome = verdict(expression, tree)
+    assert outcome in ("refused", "agrees"), outcome
+
+
+def test_most_generated_expressions_get_a_number_not_a_refusal() -> None:
+    # Refusing everything would pass the oracle test; count what the same generator gets.
+    outcomes: list[str] = []
+
+    @settings(max_examples=600, deadline=None, database=None, derandomize=True)
+    @given(tree=trees, data=st.data())
+    def collect(tree: object, data: st.DataObject) -> None:
+        outcomes.append(verdict(render(tree, data.draw), tree))
+
+    collect()
+    wrong = [outcome for outcome in outcomes if outcome not in ("refused", "agrees")]
+    assert not wrong, wrong[:3]
+    assert outcomes.count("refused") / len(outcomes) < REFUSED_SHARE, f"{outcomes.count('refused')} of {len(outcomes)}"
+
+
+@settings(max_examples=300, deadline=None)
+@given(a=numbers, b=numbers, sign=st.sampled_from("+-"), gaps=st.tuples(*[st.sampled_from(["", " ", "  "])] * 3))
+def test_percent_before_a_sign_is_a_percentage_only_in_its_one_spelling(
+    a: Num, b: Num, sign: str, gaps: tuple[str, str, str]
+) -> None:
+    before, after, inside = gaps
+    expression = f"{a.text}{before}%{after}{sign}{inside}{b.text}"
+    if before == "" and after and inside:  # 10% - 5: a percentage, then the sign
+        tree = Binary(sign, Percent(a), b)
+        assert verdict(expression, tree) in ("agrees", "refused")
+        assert "ambiguous" not in calc_error_or_empty(expression)
+    else:  # 7 % -3, 7%-3, 7% -3, …: remainder or percentage? Refused, never guessed.
+        assert "is ambiguous before" in calc_error(expression)
+
+
+def calc_error_or_empty(expression: str) -> str:
+    try:
+        calc(expression)
+    except CalculationError as error:
+        return str(error)
+    return ""

@@ -186,3 +186,12 @@ async def test_a_run_whose_model_insists_publishes_the_flag(fake_model: FakeAnth
     assert policy.attempts == 2 and len(refusals) == 1
     [written] = [e for e in events if isinstance(e, SectionWritten)]
     assert [f.figure for f in written.flags] == ["12345.6%"] and written.figures_checked == 1
+
+
+async def test_the_calculator_records_its_results_for_the_figure_check(ctx: ToolContext) -> None:
+    from agent.tools.calculator import Calculator, CalculatorInput
+
+    answer = await Calculator().run(CalculatorInput(expression="(0.05 - 0.04) / 0.04 * 100"), ctx)
+    assert answer.text.endswith("= 25") and not answer.is_error, answer.text
+    text = await write(ctx, "The gap is 25 percent of the fee (0.04% against 0.05%) [s1][s2].")
+    assert text.startswith("section_id:"), text

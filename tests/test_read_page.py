@@ -239,3 +239,14 @@ async def test_real_113_page_pdf_is_read_in_parts(ctx: ToolContext, fake_web: Fa
     text = await read(ctx, f"{fake_web.url}/R-intro.pdf", "how R vectors and assignment work")
     assert "Read: PDF" in text and "113 pages" in text and "parts read in parallel" in text, text[:400]
     assert re.search(r'\[s\d+\] "', text), "verbatim passages from the PDF"
+
+
+@pytest.mark.parametrize("location", ["http:127.0.0.1/", "http://[::1/", "http://[::ffff:169.254.169.254]/", "https://bücher.de/"])
+async def test_read_page_turns_a_bad_redirect_into_a_could_not_read_result(
+    ctx: ToolContext, fake_web: FakeWeb, location: str
+) -> None:
+    from urllib.parse import quote
+
+    result = await ReadPage().run(ReadPageInput(url=f"{fake_web.url}/redirect-to?url={quote(location)}", goal="anything"), ctx)
+    assert result.is_error and result.text.startswith("Could not read this page:")
+    assert "try another source" in result.text or "search for the page" in result.text

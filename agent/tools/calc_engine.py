@@ -23,18 +23,23 @@ from decimal import (
     Inexact,
     InvalidOperation,
     Overflow,
+    Subnormal,
+    getcontext,
     localcontext,
 )
+
+from . import calc_precision as precision
 
 # Longer input is pasted text rather than a calculation; the model should split it.
 MAX_EXPRESSION_CHARS = 500
 # Real calculations nest a few levels; this also keeps recursion far below Python's limit.
 MAX_DEPTH = 40
 # Working precision (decimal128's 34 digits): more than any figure a source reports.
-WORKING_DIGITS = 34
+WORKING_DIGITS = precision.WORKING_DIGITS
 # Inexact results (1/3, sqrt(2), pi) are shown to float-like precision, without the noise digits.
 DISPLAY_DIGITS = 15
-# Numbers stay within 1e-1000..1e1000: ample for research, and 9^9^9 is refused before it is computed.
+# Numbers stay at least 1e-1000 and below 1e1000 in size (or are 0): ample for research, and
+# 9^9^9 is refused before it is computed.
 MAX_MAGNITUDE = 1000
 # Outside 1e-7..1e21 a number is shown as 1.5e+30 rather than a long row of zeros.
 PLAIN_MIN_EXPONENT = -7
@@ -44,9 +49,10 @@ MAX_ROUND_PLACES = WORKING_DIGITS
 # Fifty digits of pi; rounded to the working precision when used.
 PI = Decimal("3.14159265358979323846264338327950288419716939937510")
 
+# Emax 999: every result is below 1e1000. Subnormal is trapped: below 1e-1000 digits would be lost.
 _ARITHMETIC = Context(
-    prec=WORKING_DIGITS, rounding=ROUND_HALF_EVEN, Emax=MAX_MAGNITUDE, Emin=-MAX_MAGNITUDE,
-    traps=[InvalidOperation, DivisionByZero, Overflow],
+    prec=WORKING_DIGITS, rounding=ROUND_HALF_EVEN, Emax=MAX_MAGNITUDE - 1, Emin=-MAX_MAGNITUDE,
+    traps=[InvalidOperation, DivisionByZero, Overflow, Subnormal],
 )
 # Estimating a power's size and printing results must never trap or round away digits.
 _ROOMY = Context(prec=WORKING_DIGITS + 10, Emax=10 * MAX_MAGNITUDE, Emin=-10 * MAX_MAGNITUDE, traps=[])
@@ -74,9 +80,9 @@ _DAY_UNITS = {"day": 1, "days": 1, "week": 7, "weeks": 7}
 _MONTH_UNITS = {"month": 1, "months": 1, "year": 12, "years": 12}
 _UNITS = _DAY_UNITS.keys() | _MONTH_UNITS.keys()
 _KEYWORDS = {"between", "and", "of"}
-_FUNCTION_NAMES = ("round", "abs", "min", "max", "sqrt", "log", "log10", "exp", "floor", "ceil", "date")
+_FUNCTION_NAMES = ("round", "mod", "abs", "min", "max", "sqrt", "log", "log10", "exp", "floor", "ceil", "date")
 _VOCABULARY = (
-    "use numbers, + - * / ^ %, round(x, n), abs, min, max, sqrt, log, log10, exp, floor, ceil, "
+    "use numbers, + - * / ^ %, round(x, n), mod(a, b), abs, min, max, sqrt, log, log10, exp, floor, ceil, "
     "pi, e, today, or dates like 2024-01-31"
 )
 _DATE_HINT = (
@@ -122,6 +128,7 @@ class _Token:
     position: int
     number: Decimal | None = None
     day: date | None = None
+    rounded: bool = False  # the number had more digits than the working precision
 
     @property
     def word(self) -> str:
@@ -132,6 +139,13 @@ class _Token:
         return f"at position {self.position + 1}"
 
 
+@dataclass
+class _Step:
+    """What one computing step reports: whether it rounded its result to the working precision."""
+
+    rounded: bool = False
+
+
 @dataclass(frozen=True)
 class _Operand:
     """A computed value and the slice of the expression it came from (for error messages)."""
@@ -140,6 +154,7 @@ class _Operand:
     position: int
     source: str
     percent: bool = False  # written as `b%`: `a + b%` then means a increased by b percent
+    error: float = 0.0  # bound on the relative error; 0 when every step was exact (calc_precision)
 
     @property
     def end(self) -> int:
@@ -164,10 +179,9 @@ def evaluate(expression: str, today: date) -> str:
         )
     with localcontext(_ARITHMETIC) as arithmetic:
         arithmetic.clear_flags()
-        value = _Parser(text, today).parse()
-        # An exact result is shown in full; a rounded one only to float-like precision.
-        inexact = bool(arithmetic.flags[Inexact])
-    return format_value(value, inexact)
+        result = _Parser(text, today).parse()
+    # An exact result is shown in full; a rounded one only to float-like precision.
+    return format_value(result.value, result.error > 0)
 
 
 def clean(expression: str) -> str:
@@ -235,14 +249,21 @@ def _number_token(text: str, piece: str, start: int) -> _Token:
             start,
         )
     number = Decimal(piece.replace(",", "").replace("_", ""))
-    if not number.is_zero() and abs(number.adjusted()) > MAX_MAGNITUDE:
+    if not number.is_zero() and not -MAX_MAGNITUDE <= number.adjusted() < MAX_MAGNITUDE:
         raise CalculationError(
             f"number '{piece}' at position {start + 1} is out of range: numbers must stay between "
             f"1e-{MAX_MAGNITUDE} and 1e{MAX_MAGNITUDE}",
             start,
         )
     # Rounded to the working precision once, so every later step works on at most 34 digits.
-    return _Token("number", piece, start, number=+number)
+    try:
+        rounded = _ARITHMETIC.plus(number)
+    except Overflow:  # 9.99…e999 with more than 34 digits rounds up to 1e1000
+        raise CalculationError(
+            f"number '{piece}' at position {start + 1} is out of range: numbers must stay below 1e{MAX_MAGNITUDE}",
+            start,
+        ) from None
+    return _Token("number", piece, start, number=rounded, rounded=rounded != number)
 
 
 def _date_token(piece: str, start: int) -> _Token:
@@ -298,18 +319,37 @@ class _Parser:
     def at_word(self, word: str) -> bool:
         return self.token.kind == "name" and self.token.word == word
 
-    def operand(self, value: Value, start: int, end: int, percent: bool = False) -> _Operand:
-        return _Operand(value, start, self.text[start:end], percent)
+    def operand(self, value: Value, start: int, end: int, percent: bool = False, error: float = 0.0) -> _Operand:
+        made = _Operand(value, start, self.text[start:end], percent, error)
+        if error > precision.MAX_RELATIVE_ERROR:
+            # A rounded value (1/3, sqrt, pi, a 35-digit product) met a step that magnifies its
+            # rounding (nearly equal values subtracted): its digits would be noise, not a result.
+            raise CalculationError(
+                f"{made.where} cannot be computed to 15 correct digits: it subtracts nearly equal values "
+                "that were already rounded (by a division such as 1/3, a root, pi, or more than 34 digits); "
+                "rearrange it so the division comes last, or round the parts first",
+                start,
+            )
+        return made
 
     @contextmanager
-    def computing(self, start: int, end: int) -> Iterator[None]:
-        """Turn decimal and calendar failures inside one step into messages naming that step."""
+    def computing(self, start: int, end: int) -> Iterator[_Step]:
+        """Turn decimal and calendar failures inside one step into messages naming that step,
+        and note whether the step rounded its result."""
         where = f"'{self.text[start:end]}' at position {start + 1}"
+        flags = getcontext().flags
+        flags[Inexact] = False
+        step = _Step()
         try:
-            yield
+            yield step
         except Overflow:
             raise CalculationError(
                 f"{where} is too large: results must stay below 1e{MAX_MAGNITUDE}; check the inputs", start
+            ) from None
+        except Subnormal:  # Underflow is a Subnormal too
+            raise CalculationError(
+                f"{where} is too small: results must be 0 or at least 1e-{MAX_MAGNITUDE} in size; check the inputs",
+                start,
             ) from None
         except DivisionByZero:
             raise CalculationError(f"division by zero in {where}: check the divisor", start) from None
@@ -317,23 +357,25 @@ class _Parser:
             raise CalculationError(f"{where} has no numeric result: check the inputs", start) from None
         except OverflowError:  # from the calendar: Python dates run from year 1 to 9999
             raise CalculationError(f"{where} falls outside the years 1 to 9999", start) from None
+        step.rounded = bool(flags[Inexact])
 
     # --- grammar -------------------------------------------------------------------
 
-    def parse(self) -> Value:
+    def parse(self) -> _Operand:
         result = self.expression()
         if self.token.kind != "end":
             raise self.unexpected(result)
-        return result.value
+        return result
 
     def expression(self) -> _Operand:
         left = self.term()
         while self.at_op("+", "-"):
             op = self.advance()
             right = self.term()
-            with self.computing(left.position, right.end):
+            with self.computing(left.position, right.end) as step:
                 value = _add_or_subtract(op, left, right)
-            left = self.operand(value, left.position, right.end)
+            error = _sum_error(op, left, right, value) + precision.step(step.rounded)
+            left = self.operand(value, left.position, right.end, error=error)
         return left
 
     def term(self) -> _Operand:
@@ -341,9 +383,13 @@ class _Parser:
         while self.at_op("*", "/", "//", "%"):
             op = self.advance()
             right = self.unary()
-            with self.computing(left.position, right.end):
+            with self.computing(left.position, right.end) as step:
                 value = _multiply_or_divide(op, left, right)
-            left = self.operand(value, left.position, right.end)
+            if op.text in ("//", "%"):
+                error = _floor_division_error(op.text, left, right, value, step.rounded)
+            else:
+                error = precision.product(left.error, right.error, precision.step(step.rounded))
+            left = self.operand(value, left.position, right.end, error=error)
         return left
 
     def unary(self) -> _Operand:
@@ -362,7 +408,7 @@ class _Parser:
             inner = self.unary()
             with self.computing(sign.position, inner.end):
                 value = _negate(inner) if sign.text == "-" else inner.value
-            return self.operand(value, sign.position, inner.end, inner.percent)
+            return self.operand(value, sign.position, inner.end, inner.percent, inner.error)
         finally:
             self.depth -= 1
 
@@ -372,39 +418,70 @@ class _Parser:
             return base
         self.advance()
         exponent = self.unary()
-        with self.computing(base.position, exponent.end):
+        with self.computing(base.position, exponent.end) as step:
             value = _power(base, exponent, self.text[base.position:exponent.end])
-        return self.operand(value, base.position, exponent.end)
+        error = precision.power_error(
+            _number(base, "'^'"), base.error, _number(exponent, "'^'"), exponent.error
+        ) + precision.step(step.rounded)
+        return self.operand(value, base.position, exponent.end, error=error)
 
     def postfix(self) -> _Operand:
         base = self.primary()
         if self.token.kind == "name" and self.token.word in _UNITS:
             unit = self.advance()
-            return self.operand(_span(base, unit), base.position, unit.position + len(unit.text))
-        if self.at_op("%") and self._percent_sign_follows():
+            end = unit.position + len(unit.text)
+            with self.computing(base.position, end) as step:
+                span = _span(base, unit)
+            return self.operand(span, base.position, end, error=base.error + precision.step(step.rounded))
+        if self.at_op("%") and self._percent_sign_follows(base):
             sign = self.advance()
-            fraction = _number(base, "a percentage") / 100
+            with self.computing(base.position, sign.position + 1) as step:
+                fraction = _number(base, "a percentage") / 100
+            error = base.error + precision.step(step.rounded)
             if not self.at_word("of"):
-                return self.operand(fraction, base.position, sign.position + 1, percent=True)
+                return self.operand(fraction, base.position, sign.position + 1, percent=True, error=error)
             self.advance()
             target = self.unary()
-            with self.computing(base.position, target.end):
+            with self.computing(base.position, target.end) as step:
                 value = _scale(fraction, target)
-            return self.operand(value, base.position, target.end)
+            error = precision.product(error, target.error, precision.step(step.rounded))
+            return self.operand(value, base.position, target.end, error=error)
         return base
 
-    def _percent_sign_follows(self) -> bool:
-        # '%' between two operands is the remainder (17 % 5); anywhere else it means percent.
-        after = self.peek()
+    def _percent_sign_follows(self, base: _Operand) -> bool:
+        """Whether the '%' here means percent (True) or the remainder (False).
+
+        '%' before an operand is the remainder (17 % 5); before nothing, 'of', or an operator it
+        means percent (15%, 15% of 200, 15% * 4). Before a sign both readings are plausible
+        (7 % -3: remainder -2, or 7 percent minus 3?), so the percent reading is taken only when
+        written unmistakably, as 10% - 5 (no space before '%', spaces around the sign); any
+        other spelling is refused with advice rather than guessed.
+        """
+        sign, after = self.token, self.peek()
         if after.kind in ("number", "date", "lparen"):
             return False
-        return not (after.kind == "name" and after.word not in _KEYWORDS)
+        if after.kind == "name" and after.word not in _KEYWORDS:
+            return False
+        if not (after.kind == "op" and after.text in ("+", "-")):
+            return True
+        next_char = self.text[after.position + 1: after.position + 2]
+        if sign.position == base.end and after.position > sign.position + 1 and next_char.isspace():
+            return True
+        following = self.tokens[min(self.index + 2, len(self.tokens) - 1)]
+        b = following.text if following.kind in ("number", "name") else "b"
+        raise CalculationError(
+            f"'%' {sign.where} is ambiguous before '{after.text}': for the remainder write "
+            f"mod({base.source}, {after.text}{b}) or {base.source} % ({after.text}{b}); for a percentage "
+            f"write {base.source}% {after.text} {b} (no space before '%', spaces around '{after.text}')",
+            sign.position,
+        )
 
     def primary(self) -> _Operand:
         token = self.token
         if token.kind == "number" and token.number is not None:
             self.advance()
-            return self.operand(token.number, token.position, token.position + len(token.text))
+            error = precision.step(token.rounded)
+            return self.operand(token.number, token.position, token.position + len(token.text), error=error)
         if token.kind == "date" and token.day is not None:
             self.advance()
             return self.operand(token.day, token.position, token.position + len(token.text))
@@ -412,7 +489,7 @@ class _Parser:
             self.advance()
             inner = self.expression()
             close = self.expect_close(token, inner, "the '(' " + token.where)
-            return self.operand(inner.value, token.position, close.position + 1, inner.percent)
+            return self.operand(inner.value, token.position, close.position + 1, inner.percent, inner.error)
         if token.kind == "name":
             return self.name()
         if token.kind == "end":
@@ -432,10 +509,10 @@ class _Parser:
         end = token.position + len(token.text)
         if word == "pi":
             self.advance()
-            return self.operand(+PI, token.position, end)
+            return self.operand(+PI, token.position, end, error=precision.ROUNDING_ERROR)
         if word == "e":
             self.advance()
-            return self.operand(Decimal(1).exp(), token.position, end)
+            return self.operand(Decimal(1).exp(), token.position, end, error=precision.ROUNDING_ERROR)
         if word == "today":
             self.advance()
             return self.operand(self.today, token.position, end)
@@ -489,9 +566,10 @@ class _Parser:
                 args.append(self.expression())
         last = args[-1] if args else self.operand(Decimal(0), opening.position, opening.position + 1)
         close = self.expect_close(opening, last, f"{name.word}( {name.where}")
-        with self.computing(name.position, close.position + 1):
+        with self.computing(name.position, close.position + 1) as step:
             value = _call(name, args)
-        return self.operand(value, name.position, close.position + 1)
+        error = _call_error(name, args, value, step.rounded)
+        return self.operand(value, name.position, close.position + 1, error=error)
 
     def expect_close(self, opening: _Token, last: _Operand, what: str) -> _Token:
         if self.token.kind == "rparen":
@@ -557,6 +635,8 @@ def _number(operand: _Operand, role: str) -> Decimal:
 
 def _whole(operand: _Operand, role: str) -> int:
     number = _number(operand, role)
+    if operand.error:
+        raise _rounded_where_exact(operand, role)
     if number != number.to_integral_value():
         raise CalculationError(f"{role} needs a whole number, but {operand.where} is not", operand.position)
     return int(number)
@@ -579,7 +659,17 @@ def _add_months(day: date, months: int) -> date:
     return date(year, month + 1, min(day.day, last_day))
 
 
+def _rounded_where_exact(operand: _Operand, role: str) -> CalculationError:
+    return CalculationError(
+        f"{role} needs an exact whole number, but {operand.where} was rounded along the way "
+        "(by a division such as 1/3, a root, or more than 34 digits): wrap it in round()",
+        operand.position,
+    )
+
+
 def _shift(day: date, span: Days | Months, sign: int, span_operand: _Operand) -> date:
+    if span_operand.error:
+        raise _rounded_where_exact(span_operand, "a date")
     if isinstance(span, Months):
         return _add_months(day, sign * span.count)
     if span.amount != span.amount.to_integral_value():
@@ -664,12 +754,91 @@ def _multiply_or_divide(op: _Token, left: _Operand, right: _Operand) -> Value:
         raise _refuse(op, left, right, "divide numbers, or days by days: (2024-03-01 - 2024-01-01) / 1 week")
     if not (isinstance(a, Decimal) and isinstance(b, Decimal)):
         raise _refuse(op, left, right, f"'{op.text}' works on plain numbers only")
+    quotient, remainder = _floor_divmod(a, b)
+    return quotient if op.text == "//" else remainder
+
+
+def _floor_divmod(a: Decimal, b: Decimal) -> tuple[Decimal, Decimal]:
     # divmod truncates, and refuses (InvalidOperation) a quotient too long to be exact; then
     # shift to floor semantics, as Python's integers have them: -7 // 2 = -4 and -7 % 3 = 2.
     quotient, remainder = divmod(a, b)
     if remainder and (remainder < 0) != (b < 0):
         quotient, remainder = quotient - 1, remainder + b
-    return quotient if op.text == "//" else remainder
+    return quotient, remainder
+
+
+# --- error bounds per step (see calc_precision) ----------------------------------------
+
+
+def _amount(value: Value) -> Decimal | None:
+    if isinstance(value, Decimal):
+        return value
+    if isinstance(value, Days):
+        return value.amount
+    return None  # dates and month counts are exact: rounded spans are refused before they apply
+
+
+def _sum_error(op: _Token, left: _Operand, right: _Operand, value: Value) -> float:
+    a, b, result = _amount(left.value), _amount(right.value), _amount(value)
+    if a is None or b is None or result is None:
+        return 0.0
+    if right.percent and not left.percent:  # a ± b% = a * (1 ± b)
+        factor = Decimal(1) + b if op.text == "+" else Decimal(1) - b
+        return left.error + precision.sum_error(Decimal(1), 0.0, b, right.error, factor)
+    return precision.sum_error(a, left.error, b, right.error, result)
+
+
+def _too_close_to_call(operand: _Operand, what: str) -> CalculationError:
+    return CalculationError(
+        f"{what} of {operand.where} cannot be decided: the value was rounded along the way (by a division "
+        "such as 1/3, a root, or more than 34 digits) and lies too close to where the answer jumps; "
+        "rearrange it so the division comes last, or round it first",
+        operand.position,
+    )
+
+
+def _floor_division_error(
+    op: str, left: _Operand, right: _Operand, value: Value, rounded: bool, label: str | None = None
+) -> float:
+    """`//` and `%` (and mod()) jump at whole quotients: refuse when a rounded quotient may sit on one."""
+    if not (left.error or right.error):
+        return precision.step(rounded)
+    a, b = _number(left, f"'{op}'"), _number(right, f"'{op}'")
+    error = left.error + right.error
+    if not precision.same_either_side(precision.quotient(a, b), error, precision.floor_of):
+        raise _too_close_to_call(left, label or f"'{op}'")
+    if op == "//":
+        return 0.0  # the same whole number for every value in range: exact
+    assert isinstance(value, Decimal)
+    whole = a - value  # b * quotient, exactly representable as computed
+    return precision.sum_error(a, left.error, whole, right.error, value) + precision.step(rounded)
+
+
+def _call_error(name: _Token, args: list[_Operand], value: Value, rounded: bool) -> float:
+    word = name.word
+    errors = [arg.error for arg in args]
+    if not any(errors):
+        return 0.0 if word in _SNAPPING else precision.step(rounded)
+    first = args[0]
+    if word in _SNAPPING:
+        amount = _amount(first.value)
+        assert amount is not None
+        if not precision.same_either_side(amount, first.error, _SNAPPING[word](args)):
+            raise _too_close_to_call(first, f"{word}()")
+        return 0.0  # the same answer for every value in range: exact
+    if word == "mod":
+        return _floor_division_error("%", args[0], args[1], value, rounded, "mod()")
+    step = precision.step(rounded)
+    number = _amount(first.value)
+    if word == "sqrt":
+        return first.error / 2 + step
+    if word in ("log", "log10"):
+        assert number is not None
+        return precision.log_error(number, first.error) + step
+    if word == "exp":
+        assert number is not None
+        return precision.exp_error(number, first.error) + step
+    return max(errors)  # abs, min, max: the value of an argument, as rounded as the roundest
 
 
 def _negate(operand: _Operand) -> Value:
@@ -805,9 +974,16 @@ def _make_date(name: _Token, args: list[_Operand]) -> Value:
     )
 
 
+def _modulo(name: _Token, args: list[_Operand]) -> Value:
+    a, b = _number(args[0], "mod()"), _number(args[1], "mod()")
+    _nonzero(args[1])
+    return _floor_divmod(a, b)[1]
+
+
 _Function = Callable[[_Token, list[_Operand]], Value]
 _FUNCTIONS: dict[str, _Function] = {
     "round": _round,
+    "mod": _modulo,
     "abs": _absolute,
     "min": _extreme,
     "max": _extreme,
@@ -821,11 +997,26 @@ _FUNCTIONS: dict[str, _Function] = {
 }
 # Arguments each function accepts (min/max take any number, within the expression limit).
 _ARITY: dict[str, tuple[int, int]] = {
-    "round": (1, 2), "min": (1, MAX_EXPRESSION_CHARS), "max": (1, MAX_EXPRESSION_CHARS), "date": (1, 3),
+    "round": (1, 2), "mod": (2, 2), "min": (1, MAX_EXPRESSION_CHARS), "max": (1, MAX_EXPRESSION_CHARS), "date": (1, 3),
     **{word: (1, 1) for word in ("abs", "sqrt", "log", "log10", "exp", "floor", "ceil")},
 }
 _SIGNATURES: dict[str, str] = {
-    "round": "(x) or (x, places)", "min": "one or more values", "max": "one or more values",
+    "round": "(x) or (x, places)", "mod": "(a, b), the remainder of a / b", "min": "one or more values", "max": "one or more values",
     "date": "(2024-03-01) or (year, month, day)",
     **{word: "one number" for word in ("abs", "sqrt", "log", "log10", "exp", "floor", "ceil")},
+}
+
+
+def _snap_round(args: list[_Operand]) -> Callable[[Decimal, Context], Decimal]:
+    places = int(args[1].value) if len(args) == 2 and isinstance(args[1].value, Decimal) else 0
+    unit = Decimal(1).scaleb(-places)
+    return lambda x, context: x.quantize(unit, rounding=ROUND_HALF_UP, context=context)
+
+
+# Functions whose answer jumps (at whole numbers, or halves for round): given their arguments,
+# the step itself, so a rounded argument can be checked against both ends of its range.
+_SNAPPING: dict[str, Callable[[list[_Operand]], Callable[[Decimal, Context], Decimal]]] = {
+    "floor": lambda args: precision.floor_of,
+    "ceil": lambda args: lambda x, context: x.to_integral_value(rounding=ROUND_CEILING, context=context),
+    "round": _snap_round,
 }

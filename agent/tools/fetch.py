@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import zlib
 from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit, urlunsplit
@@ -10,7 +9,7 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 import httpx
 
 from ..config import FetchConfig
-from .netguard import BlockedURL, resolve_checked
+from .netguard import BlockedURL, Target, check_url
 
 # Only encodings we can inflate with a hard output cap; brotli/zstd are not advertised.
 ACCEPT_ENCODING = "gzip, deflate"
@@ -39,14 +38,27 @@ def _media_type(header: str) -> tuple[str, str | None]:
     return parts[0].lower(), charset
 
 
-def _pinned(url: str, address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> tuple[str, dict[str, str], dict[str, str]]:
-    """The request URL with the checked address as its host, plus the Host header and SNI name."""
+def _pinned(url: str, target: Target) -> tuple[str, dict[str, str], dict[str, str]]:
+    """The request URL with the checked address as its host, plus the Host header and SNI name.
+
+    The whole authority (userinfo included) is replaced, so the connection goes to the
+    address that was judged whatever tricks the URL's spelling played.
+    """
     parts = urlsplit(url)
-    host = parts.hostname or ""
+    address = target.address
     ip = f"[{address}]" if address.version == 6 else str(address)
-    netloc = f"{ip}:{parts.port}" if parts.port else ip
-    host_header = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit(parts._replace(netloc=netloc)), {"Host": host_header}, {"sni_hostname": host}
+    netloc = f"{ip}:{target.port}" if target.port else ip
+    name = f"[{target.host}]" if ":" in target.host else target.host  # an IPv6 literal keeps its brackets
+    host_header = f"{name}:{target.port}" if target.port else name
+    return urlunsplit(parts._replace(netloc=netloc)), {"Host": host_header}, {"sni_hostname": target.host}
+
+
+def _redirect_target(url: str, location: str) -> str:
+    """The absolute URL a Location header points to; a malformed one is a FetchError."""
+    try:
+        return urljoin(url, location.strip())
+    except ValueError:  # e.g. an unclosed IPv6 bracket
+        raise FetchError(f"{url} redirected to a malformed address ({location!r}); try another source") from None
 
 
 class _Inflater:
@@ -86,20 +98,23 @@ async def fetch(client: httpx.AsyncClient, url: str, config: FetchConfig) -> Fet
 async def _fetch(client: httpx.AsyncClient, url: str, config: FetchConfig) -> Fetched:
     for _hop in range(config.max_redirects + 1):
         try:
-            address = await resolve_checked(url, config.allow)
+            target = await check_url(url, config.allow)
         except BlockedURL as exc:
             raise FetchError(f"cannot read {url}: {exc}") from None
-        target, headers, extensions = _pinned(url, address)
+        pinned, headers, extensions = _pinned(url, target)
         headers["Accept-Encoding"] = ACCEPT_ENCODING
         try:
-            request = client.build_request("GET", target, headers=headers, extensions=extensions)
+            request = client.build_request("GET", pinned, headers=headers, extensions=extensions)
+        except httpx.InvalidURL as exc:
+            raise FetchError(f"cannot read {url}: the URL is malformed ({exc}); check it or try another source") from None
+        try:
             response = await client.send(request, stream=True, follow_redirects=False)
             try:
                 if response.is_redirect:
                     location = response.headers.get("location")
                     if not location:
                         raise FetchError(f"{url} redirected without a target; try another source")
-                    url = urljoin(url, location)
+                    url = _redirect_target(url, location)
                     continue
                 if response.status_code >= 400:
                     raise FetchError(f"{url} answered HTTP {response.status_code}; try another result or the site's home page")
@@ -121,6 +136,12 @@ async def _fetch(client: httpx.AsyncClient, url: str, config: FetchConfig) -> Fe
                 await response.aclose()
         except httpx.TimeoutException:
             raise FetchError(f"{url} did not answer in time; try another source") from None
+        except (httpx.InvalidURL, httpx.RemoteProtocolError) as exc:
+            # httpx parses a redirect's Location itself even when not following it, and a
+            # malformed one surfaces here (InvalidURL, or "Invalid URL in location header").
+            if isinstance(exc, httpx.InvalidURL) or "location header" in str(exc).lower():
+                raise FetchError(f"{url} redirected to a malformed address; try another source") from None
+            raise FetchError(f"could not fetch {url} (the server broke the HTTP protocol); try another source") from None
         except httpx.HTTPError as exc:
             raise FetchError(f"could not fetch {url} ({type(exc).__name__}); check the URL or try another source") from None
     raise FetchError(f"{url} redirected more than {config.max_redirects} times; try another source")
