@@ -10,6 +10,7 @@ from typing import Annotated, Literal, Union
 from pydantic import BaseModel, Field
 
 from .figures import FigureFlag
+from .thread_memory import ThreadSummary
 
 
 def utcnow() -> datetime:
@@ -88,6 +89,8 @@ class Finished(BaseModel):
     summary: str  # the model's final answer, with [sN] markers; may be empty on failure
     reason: str = ""  # why a run did not complete normally, in words a user understands
     context_summaries: list[str] = Field(default_factory=list)  # compaction handoffs, for a continuation
+    # The thread's rolling memory after this run (agent/thread_memory.py), for the next run in the thread.
+    thread_summary: ThreadSummary | None = None
 
 
 class SearchDegraded(BaseModel):

@@ -25,6 +25,7 @@ from .context.manager import ContextManager
 from .context.requestlog import RequestLog
 from .events import Disagreement, Finished, Progress, SourceAdded, UsageRecorded
 from .figures import Calculation
+from .thread_memory import roll
 from .model import ModelClient, ModelUnavailable
 from .prompts import load
 from .report import Section
@@ -529,6 +530,8 @@ async def research(
             outcome = (Outcome("completed", summary, f"{exc}; {SALVAGED_NOTE}") if summary
                        else Outcome("failed", "", f"the run stopped early: {exc}"))
         await loop.announce_sources()
+    previous = task.prior.memory().summary if task.prior else None
     await emit(Finished(status=outcome.status, summary=outcome.summary, reason=outcome.reason,  # type: ignore[arg-type]
-                        context_summaries=loop.history.summaries))
+                        context_summaries=loop.history.summaries,
+                        thread_summary=roll(previous, outcome.summary, loop.history.summaries)))
     return outcome

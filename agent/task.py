@@ -8,20 +8,28 @@ from pydantic import BaseModel, Field
 from .config import Budget
 from .events import Source
 from .report import Section
-
-# Sources listed by marker in a continuation's opening (more are still citable: the agent
-# meets them in sections and results).
-PRIOR_SOURCES_LISTED = 300
+from .thread_memory import OutlineEntry, ThreadMemory, ThreadSummary, first_sentence, render, roll
 
 
 class PriorRun(BaseModel):
-    """What a continuation inherits from the run before it in the thread."""
+    """What a continuation inherits from the runs before it in the thread."""
 
     run_id: str
-    summary: str = ""
+    summary: str = ""  # the last run's answer
     sections: list[Section] = Field(default_factory=list)
     context_summaries: list[str] = Field(default_factory=list)
-    sources: list[Source] = Field(default_factory=list)
+    sources: list[Source] = Field(default_factory=list)  # seed the registry; the opening only counts them
+    thread_summary: ThreadSummary | None = None  # the rolling memory as the last run left it
+    follow_ups: list[str] = Field(default_factory=list)  # earlier follow-ups in the thread, oldest first
+    runs_before: int = 1
+
+    def memory(self) -> ThreadMemory:
+        summary = self.thread_summary if self.thread_summary is not None else roll(
+            None, self.summary, self.context_summaries)  # a parent from before thread summaries existed
+        outline = [OutlineEntry(section_id=s.section_id, title=s.title, first_sentence=first_sentence(s.body),
+                                revisions=len(s.revisions)) for s in self.sections]
+        return ThreadMemory(run_id=self.run_id, runs_before=self.runs_before, follow_ups=self.follow_ups,
+                            last_answer=self.summary, outline=outline, summary=summary, sources=len(self.sources))
 
 
 class ResearchTask(BaseModel):
@@ -36,33 +44,13 @@ class ResearchTask(BaseModel):
     prior: PriorRun | None = None
 
 
-def _prior(prior: PriorRun) -> str:
-    lines = [f'<earlier_run id="{prior.run_id}">',
-             "This continues an earlier run in the thread. Build on it: do not redo finished work; revise its "
-             "sections with revise_section (same ids) where the follow-up changes them, or add new ones.",
-             "Its answer:", prior.summary.strip() or "(none was written)", "Its report sections:"]
-    for section in prior.sections:
-        lines += [f"## {section.section_id} {section.title}", section.body.strip()]
-    if not prior.sections:
-        lines.append("(none)")
-    for summary in prior.context_summaries:
-        lines.append(summary)
-    lines.append("Sources already registered (cite them by these markers; the numbers stay the same):")
-    for source in prior.sources[:PRIOR_SOURCES_LISTED]:
-        lines.append(f"[{source.marker}] {source.title[:80]} — {source.url}")
-    if len(prior.sources) > PRIOR_SOURCES_LISTED:
-        lines.append(f"… and {len(prior.sources) - PRIOR_SOURCES_LISTED} more, cited in the sections above.")
-    lines.append("</earlier_run>")
-    return "\n".join(lines)
-
-
 def first_message(task: ResearchTask) -> str:
     """The opening user message: the task plus markers, never bulk content (a continuation
     also carries what its predecessor established: that is the research's own state)."""
     constraints = "\n".join(f"- {c}" for c in task.constraints) or "- none stated beyond the question"
     earlier = "\n".join(f"- {r}" for r in task.earlier_runs) or "- none"
     follow_up = f"<follow_up>\n{task.follow_up.strip()}\n</follow_up>\n" if task.follow_up else ""
-    prior = f"\n{_prior(task.prior)}" if task.prior else ""
+    prior = f"\n{render(task.prior.memory())}" if task.prior else ""
     return (
         "<task>\n"
         f"{task.question.strip()}\n"

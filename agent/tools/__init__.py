@@ -4,6 +4,7 @@ from __future__ import annotations
 from .base import Tool, ToolContext, ToolResult
 from .calculator import Calculator
 from .fetch_result import FetchResult
+from .open_section import OpenSection
 from .read_page import ReadPage
 from .report_tools import ReviseSection, WriteSection
 from .spawn_tasks import SpawnTasks
@@ -14,4 +15,5 @@ __all__ = ["Tool", "ToolContext", "ToolResult", "default_tools"]
 
 def default_tools() -> list[Tool]:
     # Fresh instances per run: tools may keep per-run memory (repeated queries, task numbers).
-    return [WebSearch(), ReadPage(), Calculator(), FetchResult(), SpawnTasks(), WriteSection(), ReviseSection()]
+    return [WebSearch(), ReadPage(), Calculator(), FetchResult(), SpawnTasks(), WriteSection(), ReviseSection(),
+            OpenSection()]
