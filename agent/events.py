@@ -45,6 +45,15 @@ class Disagreement(BaseModel):
     text: str  # "ITOT tracking difference is 0.03% at iShares, 0.05% at Morningstar — different periods?"
 
 
+class ConstraintsFound(BaseModel):
+    """Constraints the request states, pulled out at the start of a run: the pinned list after
+    merging (`constraints`) and what this run added (shown back in the thread once)."""
+
+    type: Literal["constraints_found"] = "constraints_found"
+    constraints: list[str]
+    added: list[str]
+
+
 class SourceAdded(BaseModel):
     type: Literal["source_added"] = "source_added"
     source: Source
@@ -103,6 +112,6 @@ class SearchDegraded(BaseModel):
 
 RunEvent = Annotated[
     Union[Progress, Disagreement, SourceAdded, SectionWritten, SectionRevised, UsageRecorded, Finished,
-          SearchDegraded],
+          SearchDegraded, ConstraintsFound],
     Field(discriminator="type"),
 ]

@@ -23,7 +23,9 @@ from .control import MemoryControl, RunControl, StopRequest
 from .context.history import History, ResultRecord
 from .context.manager import ContextManager
 from .context.requestlog import RequestLog
-from .events import Disagreement, Finished, Progress, SourceAdded, UsageRecorded
+from .events import ConstraintsFound, Disagreement, Finished, Progress, SourceAdded, UsageRecorded
+from .constraints import extract_constraints
+from .constraints import merge as merge_constraints
 from .figures import Calculation
 from .thread_memory import roll
 from .model import ModelClient, ModelUnavailable
@@ -506,6 +508,9 @@ async def research(
             ctx.results = results
         chosen = [tool for tool in (tools if tools is not None else default_tools())
                   if tool.name != SpawnTasks.name or offered(config)]
+        saved = await checkpoints.load() if checkpoints is not None else None
+        if saved is None and task.constraints_from:  # a resumed run's opening is in its checkpoint
+            task = await _with_stated_constraints(task, model, emit)
         loop = ResearchLoop(task, config, ctx, chosen, control or MemoryControl(), clock, ledger)
         current.append(loop)
         ctx.tasks = TaskTeam(loop, client, numbered)
@@ -515,7 +520,6 @@ async def research(
             ctx.sections[section.section_id] = section.model_copy(deep=True)
             loop.ledger.count_revisions(section.section_id, len(section.revisions))  # capacity is per thread
         loop.checkpoints = checkpoints
-        saved = await checkpoints.load() if checkpoints is not None else None
         if saved is not None:
             await loop.restore(*saved, active_until=active_until)
             await emit(Progress(phase="researching", activity="Resuming from the last checkpoint"))
@@ -535,3 +539,14 @@ async def research(
                         context_summaries=loop.history.summaries,
                         thread_summary=roll(previous, outcome.summary, loop.history.summaries)))
     return outcome
+
+
+async def _with_stated_constraints(task: ResearchTask, model: ModelClient, emit: Emit) -> ResearchTask:
+    """Constraints stated in the question (or a follow-up) become pinned constraints, shown to the team."""
+    assert task.constraints_from is not None
+    found = await extract_constraints(model, task.constraints_from)
+    constraints = merge_constraints(task.constraints, found)
+    if constraints != task.constraints:
+        await emit(ConstraintsFound(constraints=constraints,
+                                    added=[c for c in constraints if c not in task.constraints]))
+    return task.model_copy(update={"constraints": constraints, "constraints_from": None})

@@ -42,6 +42,9 @@ class ResearchTask(BaseModel):
     budget: Budget = Field(default_factory=Budget)
     follow_up: str | None = None  # a continuation's new request, kept verbatim
     prior: PriorRun | None = None
+    # Text whose stated constraints the run pulls out before it starts (the question of a first
+    # run, the follow-up of a continuation); None when there is nothing to extract.
+    constraints_from: str | None = None
 
 
 def first_message(task: ResearchTask) -> str:
