@@ -54,6 +54,13 @@ class ConstraintsFound(BaseModel):
     added: list[str]
 
 
+class ConflictSettled(BaseModel):
+    """The disagreement being checked is resolved: it leaves the progress message."""
+
+    type: Literal["conflict_settled"] = "conflict_settled"
+    text: str  # how it was resolved, e.g. "different periods: 2023 [s4] vs 2024 [s9]; the report uses 2024"
+
+
 class SourceAdded(BaseModel):
     type: Literal["source_added"] = "source_added"
     source: Source
@@ -112,6 +119,6 @@ class SearchDegraded(BaseModel):
 
 RunEvent = Annotated[
     Union[Progress, Disagreement, SourceAdded, SectionWritten, SectionRevised, UsageRecorded, Finished,
-          SearchDegraded, ConstraintsFound],
+          SearchDegraded, ConstraintsFound, ConflictSettled],
     Field(discriminator="type"),
 ]

@@ -23,7 +23,7 @@ from .control import MemoryControl, RunControl, StopRequest
 from .context.history import History, ResultRecord
 from .context.manager import ContextManager
 from .context.requestlog import RequestLog
-from .events import ConstraintsFound, Disagreement, Finished, Progress, SourceAdded, UsageRecorded
+from .events import ConflictSettled, ConstraintsFound, Disagreement, Finished, Progress, SourceAdded, UsageRecorded
 from .constraints import extract_constraints
 from .constraints import merge as merge_constraints
 from .figures import Calculation
@@ -41,6 +41,7 @@ from .tools.spawn_tasks import SpawnTasks, offered
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 CHECKING_PREFIX = "checking:"  # the system prompt asks for this line when sources disagree
+SETTLED_PREFIX = "settled:"  # …and for this one once the disagreement is resolved
 DISAGREEMENT_CHARS = 300
 
 
@@ -371,16 +372,20 @@ class ResearchLoop:
         return records
 
     async def _report_disagreement(self, content: list[Any]) -> None:
-        """A "Checking: …" line in the model's turn tells the thread where sources disagree."""
+        """A "Checking: …" line in the model's turn tells the thread where sources disagree; a
+        "Settled: …" line takes it off the progress message (the resolution goes in the report)."""
         for block in content:
             if block.type != "text":
                 continue
             for line in block.text.splitlines():
-                if line.strip().lower().startswith(CHECKING_PREFIX):
-                    text = line.strip()[len(CHECKING_PREFIX):].strip()
-                    if text:
-                        await self.ctx.emit(Disagreement(text=strip_unknown_markers(text, set())[:DISAGREEMENT_CHARS]))
-                    return
+                lowered = line.strip().lower()
+                for prefix, settled in ((CHECKING_PREFIX, False), (SETTLED_PREFIX, True)):
+                    if lowered.startswith(prefix):
+                        text = line.strip()[len(prefix):].strip()
+                        if text:
+                            text = strip_unknown_markers(text, set())[:DISAGREEMENT_CHARS]
+                            await self.ctx.emit(ConflictSettled(text=text) if settled else Disagreement(text=text))
+                        return
 
     async def _record_usage(self) -> None:
         u = self.ctx.model.usage

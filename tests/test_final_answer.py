@@ -73,3 +73,29 @@ async def test_a_run_whose_model_reflects_before_answering_publishes_only_the_an
     assert finished.summary == "SCHB and VTI both cost 0.03% a year [s1]."
     for working_text in ("Found:", "Missing:", "Enough?", "Next:", "Checking:", "double-checked"):
         assert working_text not in finished.summary
+
+
+async def test_a_settled_conflict_leaves_the_progress_line(fake_model: FakeAnthropic, fake_web: Any) -> None:
+    from agent.events import ConflictSettled, Disagreement
+    from tests.fakes.anthropic import tool_reply
+
+    calls = iter([
+        tool_reply(("web_search", {"query": "itot tracking difference"}),
+                   text="Checking: ITOT is 0.03% at iShares [s1] but 0.05% elsewhere — different periods?"),
+        tool_reply(("web_search", {"query": "itot tracking difference 2024"}),
+                   text="Settled: iShares reports 2024, the other source 2023; the report uses 2024 [s1]."),
+        text_reply("<summary>ITOT's 2024 tracking difference is 0.03% [s1].</summary>"),
+    ])
+    fake_model.policy = lambda request: next(calls)
+    events: list[RunEvent] = []
+
+    async def emit(event: RunEvent) -> None:
+        events.append(event)
+
+    config = AgentConfig(search=SearchConfig(provider="searxng", searxng_url=fake_web.url),
+                         fetch=FetchConfig(allow=["127.0.0.1"]))
+    async with AsyncAnthropic(api_key="test-key", base_url=fake_model.url) as client:
+        await research(ResearchTask(question="itot tracking difference"), config, anthropic=client, emit=emit)
+    conflicts = [e for e in events if isinstance(e, (Disagreement, ConflictSettled))]
+    assert [type(e).__name__ for e in conflicts] == ["Disagreement", "ConflictSettled"]
+    assert conflicts[1].text.startswith("iShares reports 2024")
