@@ -60,9 +60,13 @@ def assemble(summary: str, sections: Sequence[Section], sources: Mapping[str, So
 
 
 def domain_of(url: str) -> str:
+    """The host a reader recognises; a malformed URL (`https://[x`) is shown as written, never a crash."""
     from urllib.parse import urlsplit
 
-    host = urlsplit(url).hostname or url
+    try:
+        host = urlsplit(url).hostname or url
+    except ValueError:
+        return url
     return host.removeprefix("www.")
 
 

@@ -2,6 +2,10 @@
 
 The conversion walks markdown-it-py's token tree, so Markdown syntax is never
 pattern-matched in the raw source; only the text *inside* tokens is escaped.
+
+Every `<…>` this module emits is a link whose target passed `link_target` (http, https
+or mailto), so nothing the model, a page or a user wrote can become a mention
+(`<@U…>`, `<#C…>`), a broadcast (`<!channel>`, `<!subteam^…>`) or an unclosed `<`.
 """
 
 from __future__ import annotations
@@ -11,11 +15,15 @@ import re
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from urllib.parse import urlsplit
 
 from markdown_it import MarkdownIt
 from markdown_it.tree import SyntaxTreeNode
 
-__all__ = ["escape_text", "link", "paragraph_texts", "split_text", "to_mrkdwn"]
+__all__ = [
+    "MAX_LINK_CHARS", "escape_text", "link", "link_target", "paragraph_texts", "shorten_mrkdwn", "split_text",
+    "to_mrkdwn",
+]
 
 # Spaces per nesting level: Slack has no list markup, so indentation is the nesting.
 LIST_INDENT = 4
@@ -31,6 +39,19 @@ BACKTICK_LOOKALIKE = "ˋ"
 # Replace `|` and `>` in link text: Slack ends the link label at either.
 LINK_TEXT_PIPE = "∣"
 LINK_TEXT_GT = "›"
+# The only link targets Slack gets: anything else ("!channel", "@U1", "#C1", "#fragment",
+# a relative path, javascript:) would be a mention, a broadcast or a dead link, so it is text.
+LINK_SCHEMES = frozenset({"http", "https", "mailto"})
+# A longer URL (as sent, encoded) is shown as text: no browser handles much more, and with
+# the label limit every link `<url|label>` fits one 3,000-char section block whole.
+MAX_LINK_URL_CHARS = 2_000
+# A longer link label (as sent, escaped) is shortened, as plain words, for the same reason.
+MAX_LINK_LABEL_CHARS = 300
+# The longest `<url|label>` this module emits: "<", "|", ">" around the two.
+MAX_LINK_CHARS = MAX_LINK_URL_CHARS + MAX_LINK_LABEL_CHARS + 3
+# A bare URL shown as its own label is shortened past this; the target stays whole.
+URL_LABEL_CHARS = 80
+ELLIPSIS = "…"
 # Placed after "@" so "@channel" stays readable but no longer notifies anyone.
 ZERO_WIDTH_JOINER = "\u200d"
 # Smallest chunk split_text accepts: a re-opened fence, its closing line and some text.
@@ -46,7 +67,9 @@ _BROADCAST = re.compile(r"(?<![\w.])@(?=(?:channel|here|everyone)\b)", re.IGNORE
 _BACKTICK_RUN = re.compile(r"`{3,}")
 _HTML_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
 # Characters that end or corrupt a Slack `<url|label>`; whitespace would end the URL.
-_URL_UNSAFE = re.compile(r"[|<>\s]")
+_URL_UNSAFE = re.compile(r"[|<>\s\x00-\x1f\x7f]")
+# A scheme right at the start: urlsplit would forgive leading spaces that Slack would not.
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
 # Unbreakable spans of emitted mrkdwn: `<...>` links and mentions, `&...;` entities.
 _ATOM = re.compile(r"<[^<>]*>|&#?[A-Za-z0-9]+;")
 
@@ -71,9 +94,46 @@ def escape_text(text: str) -> str:
 
 
 def link(url: str, label: str) -> str:
-    """A Slack link whose URL and label cannot end it early or inject markup."""
-    label = _plain_text(_link_label(label)).strip()
-    return f"<{_url(url)}|{label}>" if label else f"<{_url(url)}>"
+    """A Slack link whose URL and label cannot end it early or inject markup.
+
+    A target that is not http(s)/mailto, or is too long, comes out as text instead.
+    """
+    label = " ".join(label.split())
+    target = link_target(url)
+    if target is None:
+        return _link_as_text(_plain_text(_shorten_words(label, MAX_LINK_LABEL_CHARS)), url)
+    if not label:
+        return _bare_link(target, url)
+    return f"<{target}|{_label(label)}>"
+
+
+def link_target(url: str) -> str | None:
+    """The URL encoded for `<url|label>`, or None when it must not become a Slack link.
+
+    Only http(s) with a host and mailto with an address qualify, up to
+    MAX_LINK_URL_CHARS; everything else is shown as text by the callers.
+    """
+    scheme = _SCHEME.match(url)
+    if scheme is None or scheme.group(1).lower() not in LINK_SCHEMES or len(url) > MAX_LINK_URL_CHARS:
+        return None
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # e.g. an unbalanced "[" in the host
+        return None
+    if parts.scheme.lower() == "mailto" and not parts.path.strip():
+        return None
+    if parts.scheme.lower() != "mailto" and not parts.netloc.strip():
+        return None  # "https:!channel" has no host: nothing to open
+    target = _url(url)
+    return target if len(target) <= MAX_LINK_URL_CHARS else None
+
+
+def shorten_mrkdwn(mrkdwn: str, limit: int) -> str:
+    """Mrkdwn cut to at most ``limit`` characters at a break, never inside a link or entity."""
+    if len(mrkdwn) <= limit:
+        return mrkdwn
+    chunks = split_text(mrkdwn, limit - len(ELLIPSIS))
+    return (chunks[0] + ELLIPSIS) if chunks else ""
 
 
 def paragraph_texts(markdown: str) -> list[str]:
@@ -128,6 +188,50 @@ def _link_label(text: str) -> str:
     return text.replace("|", LINK_TEXT_PIPE).replace(">", LINK_TEXT_GT)
 
 
+def _label(plain: str) -> str:
+    """Plain words as a link label, made safe inside `<url|…>`, at most MAX_LINK_LABEL_CHARS.
+
+    The words are cut, never the escaped text, so no `&amp;` is cut in half; escaping
+    can grow the text, hence the search for the longest prefix that fits.
+    """
+    label = _plain_text(_link_label(plain))
+    if len(label) <= MAX_LINK_LABEL_CHARS:
+        return label
+    low, high = 0, min(len(plain), MAX_LINK_LABEL_CHARS)
+    while low < high:  # the longest prefix whose escaped form, with "…", fits
+        mid = (low + high + 1) // 2
+        if len(_plain_text(_link_label(plain[:mid].rstrip()))) + len(ELLIPSIS) <= MAX_LINK_LABEL_CHARS:
+            low = mid
+        else:
+            high = mid - 1
+    return _plain_text(_link_label(plain[:low].rstrip())) + ELLIPSIS
+
+
+def _shorten_words(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - len(ELLIPSIS)].rstrip() + ELLIPSIS
+
+
+def _bare_link(target: str, url: str) -> str:
+    """A link that shows its own URL; a long one shows a shortened URL, the target stays whole."""
+    if len(url) <= URL_LABEL_CHARS:
+        return f"<{target}>"
+    return f"<{target}|{_label(_shorten_words(url, URL_LABEL_CHARS))}>"
+
+
+def _link_as_text(label: str, url: str) -> str:
+    """A link that cannot be a Slack link, as text: its label, then where it pointed.
+
+    ``label`` is mrkdwn already. A same-page "#fragment" means nothing in Slack, so only
+    the label is kept; otherwise the target follows, shortened and escaped.
+    """
+    shown = _plain_text(_shorten_words(" ".join(url.split()), URL_LABEL_CHARS))
+    if not label:
+        return shown
+    if url.startswith("#") or not shown or shown == label:
+        return label
+    return f"{label} ({shown})"
+
+
 def _url(url: str) -> str:
     """Make a URL safe inside `<url|label>`: percent-encode delimiters, escape `&`."""
     encoded = _URL_UNSAFE.sub(
@@ -180,10 +284,11 @@ def _text(text: str, ctx: _Ctx) -> str:
     last = 0
     for match in _FOOTNOTE.finditer(text):
         url = ctx.footnotes.get(int(match.group(1)))
-        if url is None:
-            continue
+        target = link_target(url) if url is not None else None
+        if target is None:
+            continue  # unknown number or a URL that cannot be a link: the number stays text
         out.append(_plain_text(text[last : match.start()]))
-        out.append(f"<{_url(url)}|{match.group()}>")
+        out.append(f"<{target}|{match.group()}>")
         last = match.end()
     out.append(_plain_text(text[last:]))
     return "".join(out)
@@ -236,31 +341,50 @@ def _line_break(ctx: _Ctx) -> str:
     return " " if ctx.plain or ctx.in_link else "\n"
 
 
+def _shown_url(href: str) -> str:
+    """The target as a reader would type it: markdown-it stores it percent-encoded."""
+    return _PARSER.normalizeLinkText(href)
+
+
 def _link(node: SyntaxTreeNode, ctx: _Ctx) -> str:
     href = str(node.attrs.get("href", ""))
     if ctx.plain:
         label = _inline(node.children, ctx).strip()
         if not label or node.info == "auto" or label == href:
-            return href
-        return f"{label} ({href})"
-    if node.info == "auto" and not href.startswith("mailto:"):
-        return f"<{_url(href)}>"
+            return _shown_url(href)
+        return f"{label} ({_shown_url(href)})"
+    target = link_target(href)
+    if ctx.in_link or target is None:
+        # Not a link (or a link inside a link label, which Slack cannot nest): its words stay.
+        label = _inline(node.children, ctx).strip()
+        if ctx.in_link:
+            return label
+        # An autolink's label is its target: shown once, shortened.
+        return _link_as_text("" if node.info == "auto" else label, _shown_url(href))
+    if node.info == "auto" and not href.lower().startswith("mailto:"):
+        return _bare_link(target, _shown_url(href))
     label = _inline(node.children, replace(ctx, in_link=True)).strip()
     if node.info == "auto":
         label = label.removeprefix("mailto:")  # "<mailto:a@b>" shows the bare address
-    return f"<{_url(href)}|{label}>" if label else f"<{_url(href)}>"
+    if len(label) > MAX_LINK_LABEL_CHARS:
+        # Formatting cannot be cut safely; the plain words are shortened instead.
+        label = _label(_inline(node.children, replace(ctx, plain=True)).strip())
+    return f"<{target}|{label}>" if label else _bare_link(target, _shown_url(href))
 
 
 def _image(node: SyntaxTreeNode, ctx: _Ctx) -> str:
     src = str(node.attrs.get("src", ""))
-    plain_alt = _inline(node.children, replace(ctx, plain=True)).strip()
+    plain_alt = " ".join(_inline(node.children, replace(ctx, plain=True)).split())
     if ctx.plain:
-        return plain_alt or src
+        return plain_alt or _shown_url(src)
     if ctx.in_link:
         return _plain_text(_link_label(plain_alt))  # a link cannot nest in a link
+    target = link_target(src)
+    if target is None:
+        return _link_as_text(_plain_text(_shorten_words(plain_alt, MAX_LINK_LABEL_CHARS)), _shown_url(src))
     if not plain_alt:
-        return f"<{_url(src)}>"
-    return f"<{_url(src)}|{_plain_text(_link_label(plain_alt))}>"
+        return _bare_link(target, _shown_url(src))
+    return f"<{target}|{_label(plain_alt)}>"
 
 
 # --- blocks -----------------------------------------------------------------------
@@ -413,14 +537,17 @@ def split_text(text: str, limit: int) -> list[str]:
     """Split mrkdwn into chunks of at most ``limit`` characters.
 
     Breaks fall on paragraph breaks, then line breaks, then spaces (the break
-    itself is dropped), never inside a `<...>` link or an `&...;` entity. A code
-    block cut by a break is closed at the end of one chunk and re-opened at the
-    start of the next. Returns no chunks for empty text.
+    itself is dropped), never inside a `<...>` link or an `&...;` entity: a link
+    too long for one chunk is shown as text (label, then URL) rather than cut.
+    A code block cut by a break is closed at the end of one chunk and re-opened
+    at the start of the next. Returns no chunks for empty text.
     """
     if limit < MIN_SPLIT_LIMIT:
         raise ValueError(f"limit must be at least {MIN_SPLIT_LIMIT}, got {limit}")
-    layout = _Layout(text)
     reserve = len(FENCE) + 1  # room for a closing "\n```" on every chunk
+    # The room a link has: links never sit in code, so only the closing reserve is taken.
+    text = _unlink_longer_than(text, limit - reserve)
+    layout = _Layout(text)
     chunks: list[str] = []
     start = _skip_newlines(text, 0)
     while start < len(text):
@@ -435,6 +562,19 @@ def split_text(text: str, limit: int) -> list[str]:
             chunks.append(prefix + body + suffix)
         start = _skip_newlines(text, resume)
     return chunks
+
+
+def _unlink_longer_than(text: str, longest: int) -> str:
+    """Links longer than ``longest`` as text, so no cut can leave an unclosed `<`."""
+
+    def as_text(match: re.Match[str]) -> str:
+        atom = match.group()
+        if len(atom) <= longest or not atom.startswith("<"):
+            return atom
+        url, _, label = atom[1:-1].partition("|")
+        return f"{label} ({url})" if label else url
+
+    return _ATOM.sub(as_text, text)
 
 
 class _Layout:
@@ -488,13 +628,15 @@ class _Layout:
                     ):
                         return pos, resume
                     pos = text.rfind(brk, start, pos + len(brk) - 1)
-        # No break fits: cut mid-word, but not through an atom or a character cluster.
-        cut = window_end
-        while cut > start + 1 and (self.splits_atom(cut) or _splits_cluster(text, cut)):
-            cut -= 1
-        if cut <= start + 1:
-            cut = window_end  # a single atom longer than the budget cannot stay whole
-        return cut, cut
+        # No break fits: cut mid-word, not through an atom nor (if avoidable) a character
+        # cluster. Atoms come first: a cut link would leave an unclosed "<".
+        for splits in (lambda pos: self.splits_atom(pos) or _splits_cluster(text, pos), self.splits_atom):
+            cut = window_end
+            while cut > start and splits(cut):
+                cut -= 1
+            if cut > start:  # even one character: a link right after it then fits whole
+                return cut, cut
+        return window_end, window_end  # only an atom longer than the budget gets here
 
 
 def _splits_cluster(text: str, pos: int) -> bool:

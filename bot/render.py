@@ -17,7 +17,14 @@ from agent.report import AssembledReport, Footnote, domain_of, shorten, to_markd
 from jobs import RunState, RunStatus
 
 from . import limits
-from .mrkdwn import escape_text, link, paragraph_texts, split_text, to_mrkdwn
+from .mrkdwn import (
+    escape_text,
+    link,
+    paragraph_texts,
+    shorten_mrkdwn,
+    split_text,
+    to_mrkdwn,
+)
 
 __all__ = [
     "Attachment", "ReportRendering", "SlackMessage", "render_help", "render_progress", "render_report",
@@ -150,9 +157,14 @@ def _budget_left(state: RunState) -> str:
 GO_DEEPER_ACTION = "go_deeper"  # bot/listeners/actions.py answers this button
 
 
+# The one mention our own reasons write ("stopped by <@U…>", see agent/loop.py and bot/steering.py);
+# any other "<@…>" in a reason (an exception's text, say) stays inert.
+_STOPPED_BY = re.compile(r"\bstopped by &lt;@([UW][A-Z0-9]+)&gt;")
+
+
 def _with_mentions(text: str) -> str:
-    """Our own reasons name people as <@U…>: escape everything, then let user mentions through."""
-    return re.sub(r"&lt;@([UW][A-Z0-9]+)&gt;", r"<@\1>", escape_text(text))
+    """Escape everything, then let the person who stopped the run through as a mention."""
+    return _STOPPED_BY.sub(r"stopped by <@\1>", escape_text(text))
 
 
 def render_progress(state: RunState, stop_reaction: str = "octagonal_sign") -> SlackMessage:
@@ -226,10 +238,19 @@ def _footer(state: RunState) -> str:
     return " · ".join(parts)
 
 
+def _domain(url: str) -> str:
+    """The source's site for its line; a malformed URL (e.g. "https://[x") is shown shortened, not raised."""
+    try:
+        return domain_of(url)
+    except ValueError:
+        return shorten(url, SOURCE_TITLE_CHARS)
+
+
 def _source_line(note: Footnote, title_chars: int, passage_chars: int) -> str:
     s = note.source
-    return (f"[{note.number}] {link(s.url, shorten(s.title, title_chars) or domain_of(s.url))} · "
-            f"{escape_text(domain_of(s.url))} · “{escape_text(shorten(s.passage, passage_chars))}” · "
+    domain = _domain(s.url)
+    return (f"[{note.number}] {link(s.url, shorten(s.title, title_chars) or domain)} · "
+            f"{escape_text(domain)} · “{escape_text(shorten(s.passage, passage_chars))}” · "
             f"fetched {s.retrieved_at:%Y-%m-%d}")
 
 
@@ -246,7 +267,7 @@ class _Blocks:
             self.chars += len(chunk)
 
     def context(self, mrkdwn: str) -> None:
-        chunk = shorten(mrkdwn, limits.CONTEXT_TEXT_CHARS) if len(mrkdwn) > limits.CONTEXT_TEXT_CHARS else mrkdwn
+        chunk = shorten_mrkdwn(mrkdwn, limits.CONTEXT_TEXT_CHARS)  # never cuts a mention or link open
         self.blocks.append(_context(chunk))
         self.chars += len(chunk)
 
@@ -415,7 +436,8 @@ def render_report_parts(state: RunState, *, attachment_error: str | None = None)
     else:
         attachment = _attachment(state, report)
         layout = _spill_layout(state, report, urls, attachment, attachment_error)
-    fallback = shorten(f"Report: {state.run.question}", limits.FALLBACK_TEXT_CHARS)
+    # The notification text is mrkdwn too: the question is escaped like everywhere else.
+    fallback = escape_text(shorten(f"Report: {state.run.question}", limits.FALLBACK_TEXT_CHARS))
     return ReportRendering(SlackMessage(text=fallback, blocks=layout.blocks), attachment)
 
 

@@ -44,3 +44,10 @@ async def test_an_excerpt_keeps_its_surrounding_text_fetch_time_and_page_hash(
     assert source.passage in source.context and len(source.context) > len(source.passage)
     assert "fact sheet every quarter" in source.context, "text before the passage is kept"
     assert len(source.page_sha256) == 64 and int(source.page_sha256, 16) >= 0  # sha256 of the page text
+
+
+def test_a_malformed_source_url_is_shown_as_written_not_a_crash() -> None:
+    from agent.report import domain_of
+
+    assert domain_of("https://[x") == "https://[x"
+    assert domain_of("https://www.example.org/a") == "example.org"

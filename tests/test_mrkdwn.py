@@ -9,8 +9,12 @@ from bot.mrkdwn import (
     BACKTICK_LOOKALIKE,
     FENCE,
     HORIZONTAL_RULE,
+    MAX_LINK_LABEL_CHARS,
+    MAX_LINK_URL_CHARS,
     MIN_SPLIT_LIMIT,
+    URL_LABEL_CHARS,
     ZERO_WIDTH_JOINER,
+    link,
     split_text,
     to_mrkdwn,
 )
@@ -256,6 +260,60 @@ def test_unsafe_link_scheme_is_left_as_text() -> None:
     assert to_mrkdwn("[x](javascript:alert(1))") == "[x](javascript:alert(1))"
 
 
+@pytest.mark.parametrize(
+    ("markdown", "shown"),
+    [
+        ("[x](!channel)", "x (!channel)"),
+        ("[x](<!here>)", "x (!here)"),
+        ("[x](@U024BE7LH)", "x (@U024BE7LH)"),
+        ("[x](!subteam^S1)", "x (!subteam^S1)"),
+        ("[x](&#33;everyone)", "x (!everyone)"),
+        ("![chart](@U1)", "chart (@U1)"),
+        ("[x][r]\n\n[r]: <#C024BE7LH>", "x"),  # a "#…" target is a same-page fragment: label only
+        ("[x](ftp://files.test/a)", "x (ftp://files.test/a)"),
+    ],
+)
+def test_link_to_a_mention_broadcast_or_other_scheme_is_shown_as_text(markdown: str, shown: str) -> None:
+    assert to_mrkdwn(markdown) == shown
+
+
+def test_fragment_link_keeps_only_its_label() -> None:
+    assert to_mrkdwn("see [the method](#method) and [C](#C024BE7LH)") == "see the method and C"
+
+
+def test_mailto_and_http_in_any_case_stay_links() -> None:
+    assert to_mrkdwn("[a](mailto:ops@x.test) [b](HTTPS://X.TEST/p)") == (
+        "<mailto:ops@x.test|a> <HTTPS://X.TEST/p|b>"
+    )
+
+
+def test_long_bare_url_keeps_its_whole_target_behind_a_short_label() -> None:
+    url = "https://x.test/" + "a" * 200
+    assert to_mrkdwn(f"<{url}>") == f"<{url}|{url[:URL_LABEL_CHARS - 1]}…>"
+
+
+def test_url_too_long_for_a_link_is_shown_as_shortened_text() -> None:
+    url = "https://x.test/" + "a" * MAX_LINK_URL_CHARS
+    assert to_mrkdwn(f"[the data]({url})") == f"the data ({url[:URL_LABEL_CHARS - 1]}…)"
+
+
+def test_very_long_link_label_is_shortened_so_the_link_fits_one_block() -> None:
+    out = to_mrkdwn("[" + "word " * 1000 + "](https://x.test)")
+    assert out.startswith("<https://x.test|word word") and out.endswith("…>")
+    assert len(out) < MAX_LINK_LABEL_CHARS + 40
+
+
+def test_link_helper_shows_an_unsafe_url_as_text() -> None:
+    assert link("!channel", "Title") == "Title (!channel)"
+    assert link("https://ok.test/a b", "T|t") == "<https://ok.test/a%20b|T∣t>"
+
+
+def test_footnote_whose_url_is_not_http_stays_a_plain_number() -> None:
+    assert to_mrkdwn("claim [1] and [2]", {1: "!channel", 2: "https://x.test"}) == (
+        "claim [1] and <https://x.test|[2]>"
+    )
+
+
 # --- citation footnotes -----------------------------------------------------------
 
 URLS = {
@@ -448,9 +506,13 @@ def test_split_never_cuts_inside_a_link() -> None:
     text = "lead in words " + link + " and trailing words after it"
     for limit in range(MIN_SPLIT_LIMIT, len(text)):
         chunks = split_text(text, limit)
-        if len(link) + 5 <= limit:
+        if len(link) + len(FENCE) + 1 <= limit:
             assert any(link in chunk for chunk in chunks), limit
+        else:  # too long for any chunk: shown as text, never cut open
+            shown = "a label with several words (https://example.test/a/very/long/path)"
+            assert shown.replace(" ", "") in "".join(chunks).replace(" ", ""), limit
         assert all(len(chunk) <= limit for chunk in chunks)
+        assert all("<" not in re.sub(r"<[^<>]*>", "", chunk) for chunk in chunks), limit
 
 
 def test_split_never_cuts_inside_an_entity() -> None:
@@ -540,9 +602,17 @@ def test_split_of_long_report_keeps_limits_words_links_and_fences(limit: int) ->
             link for chunk in chunks for link in re.findall(r"<[^<>]*>", chunk)
         ] == links
     else:
+        # Links too long for a chunk are shown as "label (url)"; nothing else changes.
+        def as_text(match: re.Match[str]) -> str:
+            if len(match.group()) <= limit - len(FENCE) - 1:
+                return match.group()
+            url, _, label = match.group()[1:-1].partition("|")
+            return f"{label} ({url})" if label else url
+
+        words_in = [w for w in re.sub(r"<[^<>]*>", as_text, mrkdwn).split() if w != FENCE]
         assert "".join(words_out) == "".join(words_in)
     for chunk in chunks:
         assert chunk.count(FENCE) % 2 == 0, chunk
+        assert "<" not in re.sub(r"<[^<>]*>", "", chunk), chunk
         if limit >= 200:
-            assert "<" not in re.sub(r"<[^<>]*>", "", chunk), chunk
             assert "&" not in re.sub(r"&(amp|lt|gt);", "", chunk), chunk
