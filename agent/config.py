@@ -114,6 +114,7 @@ class AgentConfig(BaseModel):
     request_timeout: float = defaults.REQUEST_TIMEOUT_SECONDS
     tool_deadline: float = defaults.TOOL_DEADLINE_SECONDS
     model_max_retries: int = defaults.MODEL_MAX_RETRIES
+    model_patience_seconds: float = Field(default=defaults.MODEL_PATIENCE_SECONDS, gt=0)
     # The context budget the loop manages to (DEEPTHREAD_CONTEXT_TOKENS).
     context_tokens: int = defaults.CONTEXT_TOKENS
     # Elision and compaction; off only to measure what they save.

@@ -36,6 +36,9 @@ REQUEST_TIMEOUT_SECONDS = 300.0
 TOOL_DEADLINE_SECONDS = 90.0
 # How many times the SDK retries 408/409/429/5xx before the run gives up on the model.
 MODEL_MAX_RETRIES = 2
+# An overloaded model service (529) is waited out this long before the run writes its answer
+# from what it has (agent/model.py spaces the retries; agent/salvage.py writes without the model).
+MODEL_PATIENCE_SECONDS = 180.0
 # A final answer citing unknown markers is sent back for a rewrite at most this often.
 FINAL_ANSWER_REWRITES = 1
 # The budget block warns this close to the final turn (requests or seconds before the reserve).

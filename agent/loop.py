@@ -28,7 +28,7 @@ from .constraints import extract_constraints
 from .constraints import merge as merge_constraints
 from .figures import Calculation
 from .thread_memory import roll
-from .model import ModelClient, ModelUnavailable
+from .model import ModelClient, ModelUnavailable, Patience
 from .prompts import load
 from .report import Section
 from .results import Locator, ResultStore, StoredResult
@@ -500,7 +500,7 @@ async def research(
     numbered = NumberedLog(request_log) if request_log is not None else None
     model = ModelClient(
         client, main_model=config.main_model, small_model=config.small_model, timeout=config.request_timeout,
-        log=numbered, on_usage=charge,
+        log=numbered, on_usage=charge, patience=Patience(seconds=config.model_patience_seconds),
     )
     timeout = httpx.Timeout(config.fetch.read_timeout, connect=config.fetch.connect_timeout)
     async with httpx.AsyncClient(timeout=timeout, headers={"User-Agent": defaults.USER_AGENT}) as http:

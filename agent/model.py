@@ -2,19 +2,64 @@
 request as dispatched, and turns failures into values."""
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import anthropic
 from anthropic import AsyncAnthropic
 from anthropic.types import Message
 
+from . import defaults
 from .context.requestlog import RequestLog, RequestRecord, describe
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+# An overloaded service (529, or an overloaded_error sent mid-stream) is asking us to come
+# back later, not refusing the request: past the SDK's few quick retries we keep trying this
+# long, so an outage of a minute or two costs the run time, not its answer.
+OVERLOAD_PATIENCE_SECONDS = defaults.MODEL_PATIENCE_SECONDS
+# Waits grow from the first to the largest, doubling; each is jittered so the many runs a
+# recovering service sees do not come back in lockstep.
+OVERLOAD_FIRST_WAIT_SECONDS = 1.0
+OVERLOAD_MAX_WAIT_SECONDS = 20.0
 
 
 class ModelUnavailable(Exception):
     """The model could not answer after the SDK's retries; the message is for users."""
+
+
+@dataclass(frozen=True)
+class Patience:
+    """How long calls wait out an overloaded model service, and how they space their retries."""
+
+    seconds: float = OVERLOAD_PATIENCE_SECONDS
+    first_wait: float = OVERLOAD_FIRST_WAIT_SECONDS
+    max_wait: float = OVERLOAD_MAX_WAIT_SECONDS
+
+    def wait(self, attempt: int, retry_after: float | None = None, rand: Callable[[], float] = random.random) -> float:
+        """Equal jitter: half the doubled wait for sure, the other half at random; never less
+        than the service's own Retry-After, never more than `max_wait`."""
+        ceiling = min(self.max_wait, self.first_wait * 2 ** attempt)
+        wait = ceiling / 2 + rand() * ceiling / 2
+        return min(self.max_wait, max(wait, retry_after or 0.0))
+
+
+def is_overloaded(exc: BaseException) -> bool:
+    """529, or the `overloaded_error` the API sends as an SSE event once a stream has started."""
+    return isinstance(exc, anthropic.APIStatusError) and (exc.status_code == 529 or exc.type == "overloaded_error")
+
+
+def _retry_after(exc: anthropic.APIStatusError) -> float | None:
+    try:
+        return float(exc.response.headers.get("retry-after", ""))
+    except ValueError:
+        return None
 
 
 @dataclass
@@ -51,8 +96,8 @@ def describe_api_error(exc: anthropic.APIError) -> str:
     if isinstance(exc, anthropic.BadRequestError):
         return f"the model service refused a request as invalid ({_message_of(exc)})"
     if isinstance(exc, anthropic.APIStatusError):
-        if exc.status_code == 529:
-            return "the model service stayed overloaded after several retries"
+        if is_overloaded(exc):
+            return "the model service stayed overloaded for longer than we wait"
         return f"the model service kept failing (HTTP {exc.status_code} after retries)"
     return f"the model call failed ({type(exc).__name__})"
 
@@ -67,8 +112,10 @@ class ModelClient:
     """Main-model turns (streamed) and small-model calls, with usage counted in one place."""
 
     def __init__(self, client: AsyncAnthropic, *, main_model: str, small_model: str, timeout: float,
-                 log: RequestLog | None = None, on_usage: Callable[[Message, bool], None] | None = None) -> None:
+                 log: RequestLog | None = None, on_usage: Callable[[Message, bool], None] | None = None,
+                 patience: Patience | None = None) -> None:
         self._client = client
+        self.patience = patience or Patience()
         # Told of every response: (message, is a main-model turn) — the ledger charges it.
         self._on_usage = on_usage
         self.main_model = main_model
@@ -93,10 +140,14 @@ class ModelClient:
                                 "max_tokens": max_tokens}
         if tool_choice is not None:
             body["tool_choice"] = tool_choice
-        try:
+
+        async def streamed() -> Message:
             # Streamed: long outputs are refused without streaming, and a stream shows liveness.
             async with self._client.messages.stream(**body, timeout=timeout or self._timeout) as stream:
-                message = await stream.get_final_message()
+                return await stream.get_final_message()
+
+        try:
+            message = await self._patiently(streamed, kind)
         except anthropic.APIError as exc:
             await self._record(kind, body, None, describe_api_error(exc))
             raise ModelUnavailable(describe_api_error(exc)) from exc
@@ -110,7 +161,8 @@ class ModelClient:
         body: dict[str, Any] = {"model": self.small_model, "system": system, "max_tokens": max_tokens,
                                 "messages": [{"role": "user", "content": prompt}]}
         try:
-            message = await self._client.messages.create(**body, timeout=self._timeout)
+            message = await self._patiently(lambda: self._client.messages.create(**body, timeout=self._timeout),
+                                            "extract")
         except anthropic.APIError as exc:
             await self._record("extract", body, None, describe_api_error(exc))
             raise ModelUnavailable(describe_api_error(exc)) from exc
@@ -119,6 +171,28 @@ class ModelClient:
             self._on_usage(message, False)
         await self._record("extract", body, message)
         return "".join(block.text for block in message.content if block.type == "text")
+
+    async def _patiently(self, call: Callable[[], Awaitable[T]], kind: str) -> T:
+        """`call()`, tried again while the service says it is overloaded, for up to the patience.
+        Cancelling the caller (a stop, a deadline) ends the wait at once."""
+        patience = self.patience
+        started = time.monotonic()
+        attempt = 0
+        while True:
+            try:
+                return await call()
+            except anthropic.APIStatusError as exc:
+                if not is_overloaded(exc):
+                    raise
+                wait = patience.wait(attempt, _retry_after(exc))
+                waited = time.monotonic() - started
+                if waited + wait > patience.seconds:
+                    log.warning("model service still overloaded after %.0f s (%s); giving up", waited, kind)
+                    raise
+                log.warning("model service overloaded (%s); trying again in %.1f s (waited %.0f of %.0f s)",
+                            kind, wait, waited, patience.seconds)
+                await asyncio.sleep(wait)
+                attempt += 1
 
     async def count_tokens(self, *, system: Any, tools: list[dict[str, Any]], messages: list[dict[str, Any]]) -> int:
         """The real size of a request, asked of the API (no model call, no cost)."""

@@ -23,7 +23,7 @@ LEAD_CHARS = 320
 LISTED_SOURCES = 8
 # A sentence ends at . ! or ? followed by whitespace, so "0.03%" and "[s1]." stay whole.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-_HEADING = re.compile(r"^\s*#+\s*|^\s*[-*]\s+", re.M)
+_HEADING = re.compile(r"^\s*#+\s*|^\s*[-*]\s+", re.MULTILINE)
 
 SALVAGED_NOTE = "the summary was put together from the sections already written, without the model"
 
@@ -47,13 +47,13 @@ def salvaged_summary(why: str, sections: Iterable[Section], sources: Iterable[So
     """A summary in the report's Markdown, or "" when there is nothing to build one from."""
     sections, sources = list(sections), list(sources)
     if sections:
-        lines = [f"_The model service became unavailable ({why}), so this summary repeats the opening of "
-                 "each section written before it did; the sections below are complete as written._", ""]
+        lines = [(f"_The model service became unavailable ({why}), so this summary repeats the opening of "
+                  "each section written before it did; the sections below are complete as written._"), ""]
         lines += [f"- **{section.title}**: {_lead(section.body)}" for section in sections if section.body.strip()]
         return "\n".join(lines)
     if sources:
-        lines = [f"_The model service became unavailable ({why}) before any section was written. "
-                 "These are the sources found so far; reply in this thread to continue the research._", ""]
+        lines = [(f"_The model service became unavailable ({why}) before any section was written. "
+                  "These are the sources found so far; reply in this thread to continue the research._"), ""]
         lines += [f"- {source.title or source.url} [{source.marker}]" for source in sources[:LISTED_SOURCES]]
         if len(sources) > LISTED_SOURCES:
             lines.append(f"- … and {len(sources) - LISTED_SOURCES} more, listed under Sources")

@@ -71,13 +71,14 @@ def cmd_worker(settings: Settings, args: argparse.Namespace) -> int:
 
 def cmd_up(settings: Settings, _: argparse.Namespace) -> int:
     require(settings, "up")
-    from .local_redis import LocalRedis
+    from .local_redis import DATA_DIR_VARIABLE, LocalRedis
 
     local = None
     if not settings.redis_url:
-        local = LocalRedis().start()
+        local = LocalRedis(data_dir=settings.data_dir).start()
         settings = settings.model_copy(update={"redis_url": local.url})
-        print(f"Started a local redis-server at {local.url}", file=sys.stderr)
+        print(f"Started a local redis-server at {local.url}, data in {local.data_dir} "
+              f"(set {DATA_DIR_VARIABLE} to keep it elsewhere)", file=sys.stderr)
     env = {**os.environ, "REDIS_URL": settings.redis_url or ""}
     worker = subprocess.Popen([sys.executable, "-m", "bot.cli", "worker"], env=env)
     try:

@@ -1,6 +1,7 @@
 """Configuration, read once from the environment at the CLI edge (names: DESIGN.md §4)."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import get_args
 
 from pydantic import AliasChoices, Field, SecretStr
@@ -10,6 +11,8 @@ from agent import AgentConfig, FetchConfig, SearchConfig
 from agent.config import Caps, SearchProvider
 from agent import defaults as agent_defaults
 from jobs import JobRuntime
+
+from .local_redis import DATA_DIR_VARIABLE, default_data_dir
 
 SLACK_DEFAULT_API_URL = "https://slack.com/api/"
 SEARCH_PROVIDERS: tuple[str, ...] = get_args(SearchProvider)
@@ -58,6 +61,11 @@ class Settings(BaseSettings):
     max_task_agents: int | None = Field(default=None, ge=0, validation_alias=_env("DEEPTHREAD_MAX_TASK_AGENTS"))
     # How long a dead worker's run stays locked before another worker resumes it.
     run_lock_seconds: float = Field(default=30.0, gt=0, validation_alias=_env("DEEPTHREAD_RUN_LOCK_SECONDS"))
+    # How long an overloaded model service is waited out before the run answers from what it has.
+    model_patience_seconds: float | None = Field(default=None, gt=0,
+                                                 validation_alias=_env("DEEPTHREAD_MODEL_PATIENCE_SECONDS"))
+    # Where `deepthread up` keeps its embedded Redis (append-only file), so a restart keeps every run.
+    data_dir: Path = Field(default_factory=default_data_dir, validation_alias=_env(DATA_DIR_VARIABLE))
 
     @staticmethod
     def id_set(value: str) -> frozenset[str]:
@@ -81,7 +89,9 @@ class Settings(BaseSettings):
             **{name: url for name, url in (("brave_url", self.brave_url), ("tavily_url", self.tavily_url)) if url},
         )
         allow = [a.strip() for a in self.fetch_allow.split(",") if a.strip()]
-        extra: dict[str, int] = {"context_tokens": self.context_tokens} if self.context_tokens else {}
+        extra: dict[str, float] = {"context_tokens": self.context_tokens} if self.context_tokens else {}
+        if self.model_patience_seconds is not None:
+            extra["model_patience_seconds"] = self.model_patience_seconds
         if self.max_task_agents is not None:
             extra["max_task_agents"] = self.max_task_agents
         caps = Caps(max_requests=self.max_requests, active_minutes=self.max_active_minutes,

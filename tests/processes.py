@@ -105,3 +105,48 @@ def deepthread_stack(tmp: Path, *, redis_url: str, slack_url: str, model_url: st
     with running(["serve"], env, tmp / "serve.log") as serve, running(["worker"], env, tmp / "worker.log"):
         base = wait_listening(port, serve, tmp / "serve.log")
         yield Stack(events_url=f"{base}/slack/events", env=env, logs=tmp)
+
+
+class RedisWithAOF:
+    """A redis-server run as production runs it (append-only file, fsync every second) that a
+    test can stop and start again on the same port and data directory: a Redis restart."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> RedisWithAOF:
+        import shutil
+
+        from redis import Redis
+        from redis.exceptions import RedisError
+
+        binary = shutil.which("redis-server")
+        assert binary, "redis-server is not installed: apt-get install redis-server"
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._process = subprocess.Popen(
+            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.directory),
+             "--appendonly", "yes", "--appendfsync", "everysec", "--save", ""],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        client = Redis(port=self.port)
+
+        def answers() -> bool:
+            try:
+                return bool(client.ping())
+            except RedisError:
+                return False
+
+        wait_for(answers, 20, "redis-server to answer")
+        return self
+
+    def stop(self) -> None:
+        """SIGTERM: Redis flushes its append-only file and exits, as in a deploy or a restart."""
+        if self._process is not None:
+            stop_process(self._process, grace=20)
+            self._process = None
+
+    @property
+    def running(self) -> bool:
+        return self._process is not None and self._process.poll() is None

@@ -94,7 +94,7 @@ class TaskTeam:
 
         config = lead.config
         model = ModelClient(self.anthropic, main_model=config.main_model, small_model=config.small_model,
-                            timeout=config.request_timeout, on_usage=charge,
+                            timeout=config.request_timeout, on_usage=charge, patience=lead.ctx.model.patience,
                             log=self.log.labelled(f"task:{number}") if self.log else None)
         model.usage = lead.ctx.model.usage  # the run's usage totals include every task agent
         ctx = replace(lead.ctx, model=model, emit=board.emitter(number), tasks=None)

@@ -28,6 +28,7 @@ import re
 import secrets
 import string
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -168,6 +169,8 @@ class FakeAnthropic:
         self._failures: list[_Failure] = []
         self._stream_failures: list[_Failure] = []
         self._served_failures: list[int] = []
+        self._failing_until = 0.0  # time.monotonic() until which fail_for answers
+        self._window: _Failure | None = None
         self._cache: dict[str, int] = {}  # prefix hash -> prefix length in characters
 
     # ------------------------------------------------------- test controls
@@ -190,6 +193,14 @@ class FakeAnthropic:
     def fail_always(self, status: int, error_type: str | None = None, message: str | None = None) -> None:
         self._add_failure(self._failures, status, -1, error_type, message, None)
 
+    def fail_for(self, seconds: float, status: int = 529, retry_after: float | None = None) -> None:
+        """Every POST /v1/messages answers `status` (default 529 overloaded) for the next
+        `seconds`, then the service is back: an outage measured in time, not in requests."""
+        default_type, default_message = _DEFAULT_ERRORS.get(status, ("api_error", "Internal server error"))
+        with self._lock:
+            self._window = _Failure(-1, status, default_type, default_message, retry_after)
+            self._failing_until = time.monotonic() + seconds
+
     def fail_next_stream(self, times: int = 1, error_type: str = "overloaded_error", message: str = "Overloaded") -> None:
         """The next `times` streamed answers start normally, then send an SSE `error` event and end."""
         self._add_failure(self._stream_failures, 200, times, error_type, message, None)
@@ -198,6 +209,7 @@ class FakeAnthropic:
         with self._lock:
             self._failures.clear()
             self._stream_failures.clear()
+            self._window = None
 
     def _add_failure(
         self, queue: list[_Failure], status: int, times: int, error_type: str | None,
@@ -209,6 +221,9 @@ class FakeAnthropic:
 
     def _take(self, queue: list[_Failure]) -> _Failure | None:
         with self._lock:
+            if queue is self._failures and self._window is not None and time.monotonic() < self._failing_until:
+                self._served_failures.append(self._window.status)
+                return self._window
             if not queue:
                 return None
             failure = queue[0]
