@@ -10,10 +10,22 @@ from .report_tools import ReviseSection, WriteSection
 from .spawn_tasks import SpawnTasks
 from .web_search import WebSearch
 
-__all__ = ["Tool", "ToolContext", "ToolResult", "default_tools"]
+__all__ = ["Tool", "ToolContext", "ToolResult", "default_tools", "thread_tools"]
 
 
 def default_tools() -> list[Tool]:
     # Fresh instances per run: tools may keep per-run memory (repeated queries, task numbers).
     return [WebSearch(), ReadPage(), Calculator(), FetchResult(), SpawnTasks(), WriteSection(), ReviseSection(),
             OpenSection()]
+
+
+def thread_tools() -> list[Tool]:
+    """The thread tools, for a run that has a workspace (ToolContext.workspace): add them to default_tools().
+    read_file and find_in_files share one FileLibrary, so each file is downloaded and converted once."""
+    from .file_library import FileLibrary
+    from .find_in_files import FindInFiles
+    from .read_file import ReadFile
+    from .read_thread import ReadThread
+
+    library = FileLibrary()
+    return [ReadFile(library), FindInFiles(library), ReadThread()]

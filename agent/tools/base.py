@@ -22,6 +22,7 @@ from .links import LinkTable
 
 if TYPE_CHECKING:
     from ..task_agents.team import TaskTeam
+    from ..workspace import ThreadWorkspace
 
 Emit = Callable[[RunEvent], Awaitable[None]]
 # The id of the tool_use being answered, set by the loop for each call: a tool whose work
@@ -66,6 +67,8 @@ class ToolContext:
     # (sent again unchanged, they are saved and flagged): see figure_check.py.
     calculations: list[Calculation] = field(default_factory=list)
     figure_refusals: set[tuple[str, tuple[str, ...]]] = field(default_factory=set)
+    # The thread's files and earlier messages (thread tools); None outside Slack.
+    workspace: ThreadWorkspace | None = None
 
 
 class Tool:

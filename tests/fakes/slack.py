@@ -34,7 +34,7 @@ from typing import Any
 
 from aiohttp import WSCloseCode, WSMsgType, web
 
-from . import scopes
+from . import scopes, slack_files
 
 # Slack's limits (see PLATFORM-NOTES.md); the fake enforces them so the bot's splitting is tested.
 MAX_TEXT_CHARS = 40_000
@@ -213,6 +213,7 @@ class FakeSlack:
         app.router.add_route("*", "/api/{method}", self._handle_api)
         app.router.add_post("/upload/{file_id}", self._handle_upload)
         app.router.add_get("/socket/{ticket}", self._handle_socket)
+        slack_files.register(self, app)  # files shared in threads: files.info and the private download
         app.on_shutdown.append(self._close_sockets_on_shutdown)
         return app
 
@@ -649,7 +650,7 @@ class FakeSlack:
         if m.edited_ts:
             out["edited"] = {"user": m.user, "ts": m.edited_ts}
         if m.files:
-            out["files"] = [{"id": fid} for fid in m.files]
+            out["files"] = [slack_files.message_file(self, fid) for fid in m.files]  # full objects, as Slack
         if m.reactions:
             out["reactions"] = [{"name": n, "users": list(u), "count": len(u)} for n, u in m.reactions.items()]
         if any(p.ts == m.ts for p in self._pins.get(m.channel, [])):

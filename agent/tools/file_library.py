@@ -1,0 +1,76 @@
+"""The run's copy of the thread's files: each downloaded and converted once, shared by read_file and
+find_in_files (and by task agents), however often and however concurrently they ask."""
+from __future__ import annotations
+
+import asyncio
+import re
+
+from ..workspace import FileInfo, FileUnavailable, ThreadWorkspace, WorkspaceError
+from .file_index import FileIndex
+from .file_text import FileText, UnsupportedFile, convert, kind_of
+
+__all__ = ["FileLibrary", "NoWorkspace", "describe", "display_name"]
+
+NO_WORKSPACE = ("This run has no thread to read files or messages from (it was started outside Slack). "
+                "Work from the question, web_search and read_page.")
+# Names are shown to the model: one line, bounded, so a file name cannot pose as a tool result.
+MAX_NAME_CHARS = 120
+
+
+class NoWorkspace(WorkspaceError):
+    def __init__(self) -> None:
+        super().__init__(NO_WORKSPACE)
+
+
+def display_name(info: FileInfo) -> str:
+    name = " ".join(re.sub(r"[\[\]【】<>\"]", "", info.name).split()) or info.id
+    return name[:MAX_NAME_CHARS]
+
+
+def describe(info: FileInfo) -> str:
+    kind = (kind_of(info) or info.filetype or "unsupported").upper()
+    size = f"{info.size / 1024:.0f} KB" if info.size < 1_048_576 else f"{info.size / 1_048_576:.1f} MB"
+    by = f", shared by <@{info.shared_by}>" if info.shared_by else ""
+    return f"{info.id} · {display_name(info)} · {kind} · {size}{by}"
+
+
+class FileLibrary:
+    def __init__(self) -> None:
+        self._texts: dict[str, FileText] = {}
+        self._refusals: dict[str, str] = {}  # file id -> why it cannot be read (unsupported: asking again won't help)
+        self._locks: dict[str, asyncio.Lock] = {}
+        self.index = FileIndex()  # find_in_files' chunks, built from the same converted texts
+
+    async def resolve(self, workspace: ThreadWorkspace | None, ref: str) -> FileInfo:
+        """The thread's file named by id (F0123…) or by its exact name."""
+        if workspace is None:
+            raise NoWorkspace()
+        files = await workspace.files()
+        wanted = ref.strip()
+        for info in files:
+            if info.id == wanted:
+                return info
+        named = [info for info in files if info.name.lower() == wanted.lower()]
+        if len(named) == 1:
+            return named[0]
+        listing = "; ".join(describe(info) for info in files) or "none"
+        raise FileUnavailable(f"there is no file {wanted!r} in this thread. Its files: {listing}. "
+                              "Pass a file id from that list")
+
+    async def text(self, workspace: ThreadWorkspace, info: FileInfo) -> FileText:
+        if info.id in self._refusals:
+            raise UnsupportedFile(self._refusals[info.id])
+        async with self._locks.setdefault(info.id, asyncio.Lock()):
+            if info.id not in self._texts:
+                if kind_of(info) is None:  # refused before the download
+                    await convert(info, b"")
+                data = await workspace.download(info.id)
+                try:
+                    self._texts[info.id] = await convert(info, data)
+                except UnsupportedFile as exc:
+                    self._refusals[info.id] = str(exc)
+                    raise
+            return self._texts[info.id]
+
+    def cached(self, file_id: str) -> FileText | None:
+        return self._texts.get(file_id)
