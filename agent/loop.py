@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections.abc import Awaitable
 from dataclasses import dataclass
@@ -28,18 +29,22 @@ from .constraints import extract_constraints
 from .constraints import merge as merge_constraints
 from .figures import Calculation
 from .thread_memory import roll
+from .workspace import ThreadWorkspace
 from .model import ModelClient, ModelUnavailable, Patience
 from .prompts import load
 from .report import Section
 from .results import Locator, ResultStore, StoredResult
 from .task import ResearchTask, first_message
 from .task_agents import NumberedLog, TaskTeam
-from .tools import Tool, ToolContext, ToolResult, default_tools
+from .tools import Tool, ToolContext, ToolResult, default_tools, thread_tools
 from .tools.base import CALL_ID, Announced, Emit
+from .tools.links import domain, marker
+from .tools.thread_markers import file_note, thread_markers
 from .tools.spawn_tasks import SpawnTasks, offered
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+MAX_LINKS_LISTED = 20  # links in a request listed in the opening
 CHECKING_PREFIX = "checking:"  # the system prompt asks for this line when sources disagree
 SETTLED_PREFIX = "settled:"  # …and for this one once the disagreement is resolved
 DISAGREEMENT_CHARS = 300
@@ -121,7 +126,17 @@ class ResearchLoop:
     def _sections(self) -> list[str]:
         return [f"{s.section_id} {s.title}" for s in self.ctx.sections.values()]
 
+    async def _new_files(self) -> None:
+        """A file shared while the run is active arrives as a note at the next turn."""
+        if self.ctx.workspace is None:
+            return
+        new = [f for f in await _files_or_none(self.ctx.workspace) if f.id not in self.ctx.files_seen]
+        if new:
+            self.ctx.files_seen |= {f.id for f in new}
+            self.history.add_text(file_note(new))
+
     async def _apply_control(self) -> StopRequest | None:
+        await self._new_files()
         update = await self.control.poll()
         if update.budget is not None:
             self.ledger.upgrade(update.budget)
@@ -283,6 +298,7 @@ class ResearchLoop:
             "links": {"urls": self.ctx.links.urls, "anchors": self.ctx.links.anchors},
             "notes": self.notes, "limit_note": self.limit_note, "last_stop": self.last_stop,
             "rewrites_left": self.rewrites_left, "control": self.control_state(),
+            "files_seen": sorted(self.ctx.files_seen),
             "figures": {"calculations": [[c.expression, c.result] for c in self.ctx.calculations],
                         "refused": [[key, list(markers)] for key, markers in sorted(self.ctx.figure_refusals)]},
         }
@@ -316,6 +332,7 @@ class ResearchLoop:
         self.notes = list(meta["notes"])
         self.limit_note, self.last_stop = meta["limit_note"], meta["last_stop"]
         self.rewrites_left = meta["rewrites_left"]
+        self.ctx.files_seen = set(meta.get("files_seen", []))
         figures = meta.get("figures", {})  # absent in checkpoints written before the figure check
         self.ctx.calculations = [Calculation(expression, result) for expression, result in figures.get("calculations", [])]
         self.ctx.figure_refusals = {(key, tuple(markers)) for key, markers in figures.get("refused", [])}
@@ -485,6 +502,7 @@ async def research(
     checkpoints: CheckpointStore | None = None,
     sections: list[Section] | None = None,
     active_until: float | None = None,
+    workspace: ThreadWorkspace | None = None,
 ) -> Outcome:
     """Research `task` to the end, emitting RunEvents; always emits exactly one Finished."""
     ledger = ledger or Ledger.start(task.budget, clock)
@@ -507,15 +525,17 @@ async def research(
         registry = registry if registry is not None else SourceRegistry()
         ctx = ToolContext(
             config=config, registry=registry, http=http, model=model,
-            emit=emit, goal_question=task.question, announced=Announced(len(registry)),
+            emit=emit, goal_question=task.question, announced=Announced(len(registry)), workspace=workspace,
         )
         if results is not None:
             ctx.results = results
-        chosen = [tool for tool in (tools if tools is not None else default_tools())
-                  if tool.name != SpawnTasks.name or offered(config)]
+        offer = tools if tools is not None else default_tools() + (thread_tools() if workspace is not None else [])
+        chosen = [tool for tool in offer if tool.name != SpawnTasks.name or offered(config)]
         saved = await checkpoints.load() if checkpoints is not None else None
-        if saved is None and task.constraints_from:  # a resumed run's opening is in its checkpoint
-            task = await _with_stated_constraints(task, model, emit)
+        if saved is None:  # a resumed run's opening is in its checkpoint
+            if task.constraints_from:
+                task = await _with_stated_constraints(task, model, emit)
+            task = await _with_markers(task, ctx)
         loop = ResearchLoop(task, config, ctx, chosen, control or MemoryControl(), clock, ledger)
         current.append(loop)
         ctx.tasks = TaskTeam(loop, client, numbered)
@@ -555,3 +575,34 @@ async def _with_stated_constraints(task: ResearchTask, model: ModelClient, emit:
         await emit(ConstraintsFound(constraints=constraints,
                                     added=[c for c in constraints if c not in task.constraints]))
     return task.model_copy(update={"constraints": constraints, "constraints_from": None})
+
+
+URL_IN_TEXT = re.compile(r"https?://[^\s<>|\"'`\])]+")
+
+
+async def _with_markers(task: ResearchTask, ctx: ToolContext) -> ResearchTask:
+    """Markers, not content: the thread's files and earlier messages, and links in the request as
+    link ids that read_page follows."""
+    update: dict[str, str] = {}
+    if ctx.workspace is not None:
+        try:
+            update["thread_markers"] = await thread_markers(ctx.workspace, before_ts=task.started_ts)
+        except Exception as exc:  # the thread is context, not the task: a Slack hiccup must not stop the run
+            log.warning("thread markers unavailable: %s", exc)
+            update["thread_markers"] = ("The thread's files and earlier messages could not be listed just now; "
+                                        "read_thread and find_in_files may still work.")
+        ctx.files_seen = {f.id for f in await _files_or_none(ctx.workspace)}
+    urls = list(dict.fromkeys(u.rstrip(".,;:!?") for u in URL_IN_TEXT.findall(f"{task.question}\n{task.follow_up or ''}")))
+    if urls:
+        lines = ["Links in the request (read_page takes the id or the URL):"]
+        lines += [f"- {marker(ctx.links.add(url), domain(url), url, '')} {url}" for url in urls[:MAX_LINKS_LISTED]]
+        update["link_markers"] = "\n".join(lines)
+    return task.model_copy(update=update) if update else task
+
+
+async def _files_or_none(workspace: ThreadWorkspace) -> list[Any]:
+    try:
+        return await workspace.files()
+    except Exception as exc:
+        log.warning("thread files unavailable: %s", exc)
+        return []

@@ -45,6 +45,11 @@ class ResearchTask(BaseModel):
     # Text whose stated constraints the run pulls out before it starts (the question of a first
     # run, the follow-up of a continuation); None when there is nothing to extract.
     constraints_from: str | None = None
+    started_ts: str = ""  # the Slack message that started this run: earlier messages are "before" it
+    # Markers of the thread (files, earlier messages) and of links in the request, filled in by
+    # research() before the run starts: ids to open with tools, never content.
+    thread_markers: str = ""
+    link_markers: str = ""
 
 
 def first_message(task: ResearchTask) -> str:
@@ -67,6 +72,8 @@ def first_message(task: ResearchTask) -> str:
         f"Requested by: {task.requester or 'unknown'}\n"
         f"Where: {task.where or 'unknown'}\n"
         f"Earlier runs in this thread:\n{earlier}\n"
-        "</context>"
+        + (f"{task.thread_markers}\n" if task.thread_markers else "")
+        + (f"{task.link_markers}\n" if task.link_markers else "")
+        + "</context>"
         f"{prior}"
     )

@@ -69,6 +69,7 @@ class ToolContext:
     figure_refusals: set[tuple[str, tuple[str, ...]]] = field(default_factory=set)
     # The thread's files and earlier messages (thread tools); None outside Slack.
     workspace: ThreadWorkspace | None = None
+    files_seen: set[str] = field(default_factory=set)  # thread files already announced to the model
 
 
 class Tool:

@@ -1,0 +1,112 @@
+"""A run sees its thread: files, earlier messages and links in the question as markers it can open."""
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from anthropic import AsyncAnthropic
+
+from agent import AgentConfig, FetchConfig, ResearchTask, RunEvent, SearchConfig, research
+from agent.events import SectionWritten, SourceAdded
+from agent.workspace import FileInfo, MemoryWorkspace
+from tests.fakes.anthropic import FakeAnthropic, Reply, text_reply, tool_reply
+from tests.fakes.file_reader import extract_file, is_file_extraction, is_ranking, rank
+from tests.fakes.pdf import make_pdf
+from tests.fakes.policies import _blocks, _text, extract, is_extraction
+
+PDF = make_pdf([["Vendor comparison 2024.", "This report compares three index fund providers."],
+                ["The SCHB expense ratio was 0.03 percent in 2024.",
+                 "Schwab lowered the SCHB expense ratio in March 2024."]], title="Vendor report")
+CSV = b"Fund,Expense ratio,As of\nVTI,0.03%,2024-06-30\nSCHB,0.03%,2024-03-31\n"
+
+
+def file(file_id: str, name: str, data: bytes, ts: str) -> FileInfo:
+    return FileInfo(id=file_id, name=name, size=len(data), shared_by="UANA", shared_ts=ts,
+                    filetype=name.rsplit(".", 1)[-1])
+
+
+class FilesPolicy:
+    """Reads every file the opening lists, writes one section citing each, then answers."""
+
+    def __init__(self, workspace: MemoryWorkspace | None = None, share_mid_run: FileInfo | None = None) -> None:
+        self.workspace, self.late = workspace, share_mid_run
+        self.turn = 0
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        if is_file_extraction(request):
+            return extract_file(request)
+        if is_ranking(request):
+            return rank(request)
+        if is_extraction(request):
+            return extract(request)
+        self.turn += 1
+        opening = _text(request["messages"][0])
+        if self.turn == 1:
+            ids = re.findall(r"^- (F\d+) · ", opening, re.M)
+            return tool_reply(*[("read_file", {"file": i, "goal": "SCHB expense ratio 2024"}) for i in ids])
+        if self.turn == 2:
+            if self.late is not None and self.workspace is not None:
+                self.workspace.share(self.late, CSV)  # someone shares a file while the run works
+            last = _text(request["messages"][-1])
+            markers = list(dict.fromkeys(re.findall(r"\[s\d+\]", last)))
+            body = f"SCHB's expense ratio was 0.03% in 2024 {''.join(markers)}."
+            return tool_reply(("write_section", {"title": "SCHB fees", "body": body}))
+        if self.turn == 3 and self.late is not None:
+            return tool_reply(("web_search", {"query": "schb expense ratio"}))
+        return text_reply("<summary>SCHB charged 0.03% in 2024.</summary>")
+
+
+async def run(fake_model: FakeAnthropic, fake_web: Any, task: ResearchTask,
+              workspace: MemoryWorkspace) -> list[RunEvent]:
+    events: list[RunEvent] = []
+
+    async def emit(event: RunEvent) -> None:
+        events.append(event)
+
+    config = AgentConfig(search=SearchConfig(provider="searxng", searxng_url=fake_web.url),
+                         fetch=FetchConfig(allow=["127.0.0.1"]))
+    async with AsyncAnthropic(api_key="k", base_url=fake_model.url) as client:
+        await research(task, config, anthropic=client, emit=emit, workspace=workspace)
+    return events
+
+
+def main_requests(fake_model: FakeAnthropic) -> list[dict[str, Any]]:
+    return [r for r in fake_model.requests
+            if not (is_file_extraction(r) or is_ranking(r) or is_extraction(r))]
+
+
+async def test_a_question_with_an_attached_pdf_and_spreadsheet_cites_both_by_name_and_location(
+        fake_model: FakeAnthropic, fake_web: Any) -> None:
+    workspace = MemoryWorkspace([(file("F1", "vendor-report.pdf", PDF, "100.1"), PDF),
+                                 (file("F2", "fees.csv", CSV, "100.1"), CSV)])
+    workspace.post("UANA", "Here are the two vendor files", "100.1", files=["F1", "F2"])
+    workspace.post("UBOB", "See https://example.org/schb-fees too", "100.2")
+    fake_model.policy = FilesPolicy()
+    task = ResearchTask(question="Check SCHB's 2024 fee in these files and at https://example.org/schb-fees",
+                        started_ts="100.3")
+    events = await run(fake_model, fake_web, task, workspace)
+
+    opening = _text(main_requests(fake_model)[0]["messages"][0])
+    assert "- F1 · vendor-report.pdf · PDF" in opening and "shared by <@UANA>" in opening
+    assert "- F2 · fees.csv · CSV" in opening
+    assert "Earlier messages in this thread: 2" in opening and "read_thread opens them" in opening
+    assert re.search(r"Links in the request .*\n- 【\d+†example\.org†?[^】]*】 https://example.org/schb-fees", opening)
+    assert "0.03 percent" not in opening, "markers, not content"
+
+    sources = {e.source.marker: e.source for e in events if isinstance(e, SourceAdded)}
+    [section] = [e for e in events if isinstance(e, SectionWritten)]
+    cited = {sources[m].title for m in re.findall(r"\[(s\d+)\]", section.body)}
+    assert "file: vendor-report.pdf, page 2" in cited
+    assert any(t.startswith("file: fees.csv, row ") for t in cited), cited
+
+
+async def test_a_file_shared_mid_run_reaches_the_loop_as_a_note(fake_model: FakeAnthropic, fake_web: Any) -> None:
+    workspace = MemoryWorkspace([(file("F1", "vendor-report.pdf", PDF, "100.1"), PDF)])
+    late = file("F9", "late-fees.csv", CSV, "100.9")
+    fake_model.policy = FilesPolicy(workspace, share_mid_run=late)
+    await run(fake_model, fake_web, ResearchTask(question="SCHB fee 2024", started_ts="100.2"), workspace)
+    notes = [b["text"] for r in main_requests(fake_model) for b in _blocks(r["messages"][-1])
+             if b.get("type") == "text" and "New in the thread" in b.get("text", "")]
+    assert notes and "F9 · late-fees.csv · CSV" in notes[0]
+    assert len({json.dumps(n) for n in notes}) == 1, "announced once, not every turn"
