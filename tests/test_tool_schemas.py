@@ -8,14 +8,14 @@ import json
 import os
 from pathlib import Path
 
-from agent.tools import default_tools
+from agent.tools import default_tools, thread_tools
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "tool_schemas.json"
 CONTRACT_NAMES = {"web_search", "read_page", "fetch_result", "write_section", "revise_section"}
 
 
 def current() -> str:
-    return json.dumps([tool.schema() for tool in default_tools()], indent=2, ensure_ascii=False) + "\n"
+    return json.dumps([tool.schema() for tool in default_tools() + thread_tools()], indent=2, ensure_ascii=False) + "\n"
 
 
 def test_tool_schemas_match_the_reviewed_snapshot() -> None:
@@ -30,5 +30,5 @@ def test_tool_names_keep_the_design_contract() -> None:
 
 
 def test_every_description_says_what_the_tool_is_not_for() -> None:
-    for tool in default_tools():
+    for tool in default_tools() + thread_tools():
         assert "Not for" in tool.description or "not for" in tool.description, tool.name
