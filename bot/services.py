@@ -1,11 +1,11 @@
 """What listeners and the publisher share in one bot process."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from redis import Redis
 
-from jobs import RunStore
+from jobs import AsyncRuns, Runs, RunStore
 
 # Slack retries for up to ~5 minutes; remember event ids well past that.
 EVENT_DEDUPE_TTL_SECONDS = 24 * 3600
@@ -13,9 +13,14 @@ EVENT_DEDUPE_TTL_SECONDS = 24 * 3600
 
 @dataclass
 class Services:
-    redis: Redis
+    redis: Redis  # for the publisher's own records (its digest cache); run state goes through `runs`
     store: RunStore
     bot_user_id: str | None = None
     stop_reaction: str = "octagonal_sign"
     admins: frozenset[str] = frozenset()  # DEEPTHREAD_ADMINS: may stop anyone's run
     channels: frozenset[str] = frozenset()  # DEEPTHREAD_CHANNELS: where questions are taken (empty: everywhere)
+    # The only way listeners read or change runs; every call runs off the event loop.
+    runs: AsyncRuns = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.runs = AsyncRuns(Runs(self.store))

@@ -8,31 +8,23 @@ import asyncio
 import logging
 import re
 
-from rq.command import send_stop_job_command
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from jobs import RunState
-from jobs import keys
-from jobs.continuation import latest_run, successor
-from jobs.control import add_note, record_upgrade, request_stop
+from jobs import RunState, Upgrade
 
 from .services import Services
 
 log = logging.getLogger(__name__)
 
-GO_DEEPER = re.compile(r"^\s*(?:<@\w+>\s*)?(?:please\s+)?go\s+deeper\b[\s.!]*$", re.I)
-HISTORY = re.compile(r"^\s*(?:<@\w+>\s*)?history(?:\s+(sec\d+))?\s*$", re.I)
+GO_DEEPER = re.compile(r"^\s*(?:<@\w+>\s*)?(?:please\s+)?go\s+deeper\b[\s.!]*$", re.IGNORECASE)
+HISTORY = re.compile(r"^\s*(?:<@\w+>\s*)?history(?:\s+(sec\d+))?\s*$", re.IGNORECASE)
 # Earlier revisions shown per section in the thread, newest first (the rest via `deepthread inspect`).
 HISTORY_REVISIONS_SHOWN = 5
 # After a stop, the loop gets this long to finish on its own before RQ kills the job.
 HARD_STOP_GRACE_SECONDS = 90
 NOTE_ACK_REACTION = "memo"
-
-
-def run_for_message(services: Services, channel: str, ts: str) -> RunState | None:
-    run_id = services.redis.get(keys.message_run(channel, ts))
-    return services.store.get(run_id.decode()) if run_id else None
+NOTED = "Noted: I will take this into account from the next step on."
 
 
 async def may_stop(services: Services, client: AsyncWebClient, state: RunState, user: str) -> bool:
@@ -53,35 +45,23 @@ async def stop_run(services: Services, client: AsyncWebClient, state: RunState, 
         who = f"<@{run.requester}> (who asked)" if run.requester else "the person who asked"
         await _ephemeral(client, channel, user, f"Only {who} or a workspace admin can stop this run.")
         return
-    if not await asyncio.to_thread(request_stop, services.redis, run.id, f"<@{user}>"):
+    if not await services.runs.request_stop(run.id, f"<@{user}>"):
         return  # already stopping
     log.info("run %s: stop requested by %s", run.id, user)
     asyncio.create_task(_hard_stop_later(services, run.id, user))
 
 
 async def _hard_stop_later(services: Services, run_id: str, user: str) -> None:
-    """The fallback: if the loop has not wound down after the grace period, kill its job."""
+    """The fallback: if the loop has not wound down after the grace period, end the run as
+    stopped and kill its job (a run that finished meanwhile keeps its ending)."""
     await asyncio.sleep(HARD_STOP_GRACE_SECONDS)
-    state = await asyncio.to_thread(services.store.get, run_id)
-    if state.status.finished:
-        return
-    job_id = services.redis.get(keys.current_job(run_id))
-    if job_id:
-        try:
-            send_stop_job_command(services.redis, job_id.decode())
-        except Exception:  # the job may have just finished or never started
-            log.warning("run %s: hard stop of job %s failed", run_id, job_id)
-    from agent import Finished
-
-    await asyncio.to_thread(services.store.apply, state, Finished(
-        status="stopped", summary=state.summary,
-        reason=f"stopped by <@{user}> (forced after {HARD_STOP_GRACE_SECONDS} s)"))
+    await services.runs.force_stop(run_id, f"stopped by <@{user}> (forced after {HARD_STOP_GRACE_SECONDS} s)")
 
 
 async def thread_message(services: Services, client: AsyncWebClient, *, channel: str, thread_ts: str, ts: str,
                          user: str, text: str, event_id: str) -> None:
     """A human's message in a thread that has runs: upgrade, steer, or continue."""
-    latest = await asyncio.to_thread(latest_run, services.store, channel, thread_ts)
+    latest = await services.runs.latest_in_thread(channel, thread_ts)
     if latest is None:
         return  # not a thread of ours
     text = text.strip()
@@ -95,11 +75,10 @@ async def thread_message(services: Services, client: AsyncWebClient, *, channel:
         await _post(client, channel, thread_ts, section_history(latest, wanted.group(1)))
         return
     if not latest.status.finished:
-        if await asyncio.to_thread(add_note, services.redis, latest.run.id, event_id, f"<@{user}>", text):
-            await _acknowledge(client, channel, ts, thread_ts,
-                               "Noted: I will take this into account from the next step on.")
+        if await services.runs.add_note(latest.run.id, event_id, f"<@{user}>", text):
+            await _acknowledge(client, channel, ts, thread_ts, NOTED)
         return
-    await continue_thread(services, client, latest, text, user, event_id)
+    await continue_thread(services, client, latest, text, user, event_id, ts)
 
 
 def section_history(state: RunState, section_id: str | None) -> str:
@@ -123,24 +102,28 @@ def section_history(state: RunState, section_id: str | None) -> str:
 
 async def go_deeper(services: Services, client: AsyncWebClient, state: RunState, event_id: str, channel: str) -> None:
     run = state.run
-    if state.status.finished:
-        services.redis.set(keys.thread_profile(run.channel or "", run.thread_ts or ""), "deep")
+    upgrade = await services.runs.upgrade(run.id, event_id)
+    if upgrade == Upgrade.next_run:
         await _post(client, channel, run.thread_ts, "This run has ended; the next one in this thread "
                     "(reply with what to look into) will use the deep budget.")
-        return
-    if await asyncio.to_thread(record_upgrade, services.redis, run.id, event_id):
+    elif upgrade == Upgrade.raised:
         await _post(client, channel, run.thread_ts, "Going deeper: this run's budget is raised to the deep profile "
                     "from its next step.")
 
 
 async def continue_thread(services: Services, client: AsyncWebClient, parent: RunState, request: str,
-                          user: str, event_id: str) -> None:
-    from .listeners.mentions import start_run  # listeners import this module too
+                          user: str, event_id: str, ts: str) -> None:
+    """Continue the research; a reply that lost the race to another becomes a note of its run."""
+    from .listeners.mentions import post_and_launch  # listeners import this module too
 
-    if not services.store.claim_event(f"continue:{event_id}", 24 * 3600):
-        return
-    run = successor(services.store, parent, request, user)
-    await start_run(services, client, run, parent=parent)
+    continuation = await services.runs.continue_from(parent, request, requester=user, author=f"<@{user}>",
+                                                     event_id=event_id)
+    if continuation is None:
+        return  # a repeated delivery
+    if continuation.started:
+        await post_and_launch(services, client, continuation.state, continuing=True)
+    else:
+        await _acknowledge(client, parent.run.channel or "", ts, parent.run.thread_ts or "", NOTED)
 
 
 async def _acknowledge(client: AsyncWebClient, channel: str, ts: str, thread_ts: str, fallback: str) -> None:

@@ -6,10 +6,11 @@ from .executor import execute
 from .inline import run_inline
 from .models import Run, RunState, RunStatus
 from .queue import enqueue, job_timeout_for
+from .runs import AsyncRuns, Continuation, Runs, Upgrade
 from .runtime import JobRuntime, configure
 from .store import RunNotFound, RunStore
 
 __all__ = [
-    "JobRuntime", "Run", "RunNotFound", "RunState", "RunStatus", "RunStore", "configure",
-    "enqueue", "execute", "job_timeout_for", "keys", "run_inline",
+    "AsyncRuns", "Continuation", "JobRuntime", "Run", "RunNotFound", "RunState", "RunStatus", "RunStore", "Runs",
+    "Upgrade", "configure", "enqueue", "execute", "job_timeout_for", "keys", "run_inline",
 ]

@@ -8,6 +8,8 @@ from . import keys
 from .models import Run, RunState
 from .store import RunStore
 
+__all__ = ["create_successor", "latest_run", "notes_of", "prior_of", "successor"]
+
 
 def notes_of(store: RunStore, run_id: str) -> list[str]:
     raw = store.redis.lrange(keys.notes(run_id), 0, -1)
@@ -29,12 +31,10 @@ def successor(store: RunStore, parent: RunState, request: str, requester: str | 
 
 
 def create_successor(store: RunStore, parent: RunState, run: Run) -> RunState:
-    """Its state starts with the parent's report and sources, so the pinned report keeps them."""
-    state = store.create(run)
-    state.sections = [s.model_copy(deep=True) for s in parent.sections]
-    state.sources = dict(parent.sources)
-    store.save(state)
-    return state
+    """Its state starts with the parent's report and sources, so the pinned report keeps them.
+    Linked only while the parent is still the thread's latest run (else ThreadMoved)."""
+    return store.create(run, sections=[s.model_copy(deep=True) for s in parent.sections],
+                        sources=parent.sources.values(), after=parent.run.id)
 
 
 def prior_of(store: RunStore, state: RunState) -> PriorRun | None:

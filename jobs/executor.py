@@ -16,12 +16,11 @@ from redis import Redis
 from redis.asyncio import Redis as AsyncRedis
 from rq import get_current_job
 
-from agent import ResearchTask, RunEvent, SourceRegistry, research
+from agent import Finished, ResearchTask, RunEvent, SourceRegistry, research
 from agent.checkpoint import RedisCheckpointStore
 from agent.config import budget_for
 from agent.context.requestlog import RedisRequestLog
 from agent.results import RedisResultStore
-
 from agent.task import PriorRun
 
 from . import keys
@@ -70,7 +69,12 @@ async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime, token
 
     async def emit(event: RunEvent) -> None:
         # Redis writes are sub-millisecond; doing them inline keeps event order exact.
+        was_open = not holder["state"].status.finished
         holder["state"] = store.apply(holder["state"], event)
+        if was_open and holder["state"].status.finished and not isinstance(event, Finished):
+            # Ended from outside (a forced stop): the store refuses this job's writes from now on.
+            log.info("run %s ended from outside (%s); this job's further events are dropped", run_id,
+                     holder["state"].reason or holder["state"].status.value)
 
     run_id = state.run.id
     async_redis = AsyncRedis.from_url(runtime.redis_url)

@@ -10,7 +10,33 @@ UPDATES_MAXLEN = 10_000
 
 
 def run(run_id: str) -> str:
+    """A run stored whole by earlier versions (read once and moved to the keys below)."""
     return f"{PREFIX}:run:{run_id}"
+
+
+def run_state(run_id: str) -> str:
+    """Hash: the Run record and the run's hot fields (status, version, phase, usage, ...)."""
+    return f"{PREFIX}:run:{run_id}:state"
+
+
+def run_sections(run_id: str) -> str:
+    """Hash: section id -> the section with its revisions."""
+    return f"{PREFIX}:run:{run_id}:sections"
+
+
+def run_section_order(run_id: str) -> str:
+    """Sorted set: section ids by when each was last written (a rewrite moves it to the end)."""
+    return f"{PREFIX}:run:{run_id}:section-order"
+
+
+def run_sources(run_id: str) -> str:
+    """Hash: citation marker -> the source."""
+    return f"{PREFIX}:run:{run_id}:sources"
+
+
+def run_source_order(run_id: str) -> str:
+    """List: citation markers in the order they were first added."""
+    return f"{PREFIX}:run:{run_id}:source-order"
 
 
 def thread_runs(channel: str, thread_ts: str) -> str:

@@ -1,16 +1,36 @@
-"""Applying RunEvents to run state: a pure function, the one place state changes shape."""
+"""Applying RunEvents to run state: the one place state changes shape.
+
+`apply_event` is pure (callers keep the old state); `apply_in_place` changes the writer's own
+copy, so adding the 2,000th source costs what adding the first did (no copy of the registry).
+"""
 from __future__ import annotations
 
-from agent import Finished, Progress, RunEvent, Section, SectionRevised, SectionWritten, SourceAdded, UsageRecorded
+from agent import (
+    Finished,
+    Progress,
+    RunEvent,
+    Section,
+    SectionRevised,
+    SectionWritten,
+    SourceAdded,
+    UsageRecorded,
+)
 from agent.events import Disagreement, utcnow
 from agent.report import Revision
 
 from .models import BudgetLeft, RunState, RunStatus, Usage
 
+__all__ = ["apply_event", "apply_in_place"]
+
 
 def apply_event(state: RunState, event: RunEvent) -> RunState:
     """Return the state after `event`; unknown section ids are ignored, never fatal."""
-    state = state.model_copy(deep=False)
+    state = state.model_copy(update={"sources": dict(state.sources), "sections": list(state.sections)})
+    return apply_in_place(state, event)
+
+
+def apply_in_place(state: RunState, event: RunEvent) -> RunState:
+    """Change `state` itself by `event` and return it (the sections list and sources dict too)."""
     if isinstance(event, Progress):
         state.phase, state.activity = event.phase, event.activity
         if state.status == RunStatus.queued:
@@ -18,21 +38,18 @@ def apply_event(state: RunState, event: RunEvent) -> RunState:
     elif isinstance(event, Disagreement):
         state.checking = event.text
     elif isinstance(event, SourceAdded):
-        state.sources = {**state.sources, event.source.marker: event.source}
+        state.sources[event.source.marker] = event.source
     elif isinstance(event, SectionWritten):
-        state.sections = [s for s in state.sections if s.section_id != event.section_id] + [
+        state.sections[:] = [s for s in state.sections if s.section_id != event.section_id] + [
             Section(section_id=event.section_id, title=event.title, body=event.body)
         ]
     elif isinstance(event, SectionRevised):
-        sections = []
-        for s in state.sections:
+        for n, s in enumerate(state.sections):
             if s.section_id == event.section_id:
-                s = s.model_copy(update={
+                state.sections[n] = s.model_copy(update={
                     "body": event.body,
                     "revisions": [*s.revisions, Revision(body=s.body, reason=event.reason)],
                 })
-            sections.append(s)
-        state.sections = sections
     elif isinstance(event, UsageRecorded):
         state.usage = Usage(**event.model_dump(include=set(Usage.model_fields)))
         if event.profile is not None and event.requests_left is not None and event.minutes_left is not None:

@@ -1,77 +1,357 @@
-"""Run state in Redis, and the stream that announces every change to publishers."""
+"""Run state in Redis: the one place that stores it, and the stream that announces every change.
+
+Storage is incremental, so a run's write cost per event does not grow with its length:
+
+    deepthread:run:{id}:state            hash: the Run record and the hot fields (status, version,
+                                         phase, activity, usage, budget, summary, timestamps)
+    deepthread:run:{id}:sections         hash: section id -> the section (with its revisions)
+    deepthread:run:{id}:section-order    sorted set: section id by when it was (re)written
+    deepthread:run:{id}:sources          hash: marker -> the source
+    deepthread:run:{id}:source-order     list: markers in the order they were first added
+
+Every write is one Lua script, atomic on the server: it refuses to touch a finished run
+(lifecycle moves only forward: queued -> running -> completed | failed | stopped), applies
+a compare-and-set on the version when the writer computed its change from a copy, bumps the
+version, and announces the change. `get` reads all five keys in one transaction and
+assembles the RunState.
+"""
 from __future__ import annotations
 
-from redis import Redis
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import Enum
+from typing import Any
 
-from agent import RunEvent
+from redis import Redis
+from redis.typing import EncodableT, FieldT
+
+from agent import (
+    Finished,
+    RunEvent,
+    Section,
+    SectionRevised,
+    SectionWritten,
+    Source,
+    SourceAdded,
+)
+from agent.events import utcnow
 
 from . import keys
-from .models import Run, RunState
-from .state import apply_event
+from .models import BudgetLeft, Run, RunState, RunStatus, Usage
+from .state import apply_in_place
+
+__all__ = ["RUN_TTL_SECONDS", "RunNotFound", "RunStore", "ThreadMoved", "Write", "WriteOutcome", "WriteResult",
+           "write_for"]
 
 # Finished runs stay readable (continuations, re-renders) for this long.
 RUN_TTL_SECONDS = 90 * 24 * 3600
+# A writer whose copy went stale re-reads and re-applies its event; more conflicts than this
+# in a row means something is writing in a loop: give up loudly rather than spin.
+MAX_CAS_RETRIES = 8
+# Fields of the Run record that change after creation; kept apart so attaching them never
+# rewrites the record.
+MESSAGE_FIELDS = ("progress_message", "report_message")
+
+_WRITE = """
+-- KEYS: state, sections, section-order, sources, source-order, active set, updates stream
+-- ARGV: run id, ttl, expected version or '', allowed after finish '1'/'0', new status or '',
+--       stream maxlen, then: n, n field/value pairs; n, n id/json/move-to-end triples; n, n marker/json pairs
+local rank = {queued=0, running=1, completed=2, failed=2, stopped=2}
+local current = redis.call('HGET', KEYS[1], 'status')
+if not current then return {0, 0, ''} end
+local version = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
+if rank[current] == 2 and ARGV[4] ~= '1' then return {-1, version, current} end
+if ARGV[3] ~= '' and tonumber(ARGV[3]) ~= version then return {-2, version, current} end
+local status = current
+if ARGV[5] ~= '' and rank[ARGV[5]] > rank[current] then
+  status = ARGV[5]
+  redis.call('HSET', KEYS[1], 'status', status)
+end
+local i = 7
+local n = tonumber(ARGV[i]); i = i + 1
+for _ = 1, n do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]); i = i + 2 end
+n = tonumber(ARGV[i]); i = i + 1
+for _ = 1, n do
+  redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
+  if ARGV[i + 2] == '1' then
+    redis.call('ZADD', KEYS[3], redis.call('HINCRBY', KEYS[1], 'section_seq', 1), ARGV[i])
+  end
+  i = i + 3
+end
+n = tonumber(ARGV[i]); i = i + 1
+for _ = 1, n do
+  if redis.call('HSET', KEYS[4], ARGV[i], ARGV[i + 1]) == 1 then redis.call('RPUSH', KEYS[5], ARGV[i]) end
+  i = i + 2
+end
+version = redis.call('HINCRBY', KEYS[1], 'version', 1)
+if rank[status] == 2 then redis.call('SREM', KEYS[6], ARGV[1]) end
+redis.call('XADD', KEYS[7], 'MAXLEN', '~', ARGV[6], '*', 'run_id', ARGV[1], 'version', version)
+for k = 1, 5 do redis.call('EXPIRE', KEYS[k], ARGV[2]) end
+return {1, version, status}
+"""
+
+_LINK = """
+-- KEYS: the thread's run list, the active set. ARGV: run id, the run it must follow or '', ttl.
+-- Compare-and-set on the thread: a continuation is linked only if its parent is still the latest.
+if ARGV[2] ~= '' then
+  local last = redis.call('LINDEX', KEYS[1], -1)
+  if last ~= ARGV[2] then return last end
+end
+redis.call('RPUSH', KEYS[1], ARGV[1])
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+redis.call('SADD', KEYS[2], ARGV[1])
+return ARGV[1]
+"""
 
 
 class RunNotFound(KeyError):
     pass
 
 
+class WriteOutcome(str, Enum):
+    written = "written"
+    not_found = "not_found"
+    closed = "closed"  # the run had finished: lifecycle moves only forward
+    conflict = "conflict"  # the writer's copy was older than the stored run
+
+
+@dataclass
+class Write:
+    """One change to a run: hot fields, sections (moved to the end or revised in place), sources."""
+
+    fields: dict[str, str] = field(default_factory=dict)
+    status: RunStatus | None = None
+    sections: list[tuple[Section, bool]] = field(default_factory=list)  # (section, moved to the end)
+    sources: list[Source] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    outcome: WriteOutcome
+    version: int
+    status: RunStatus | None
+
+
+def _time(value: datetime | None) -> str:
+    return value.isoformat() if value else ""
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def write_for(state: RunState, event: RunEvent) -> Write:
+    """What `event` changes, read off the state after it was applied: only those items."""
+    change = Write(fields={"updated_at": _time(state.updated_at)})
+    if state.report_updated_at is not None and isinstance(event, (SectionWritten, SectionRevised, Finished)):
+        change.fields["report_updated_at"] = _time(state.report_updated_at)
+    if isinstance(event, SourceAdded):
+        change.sources.append(state.sources[event.source.marker])
+    elif isinstance(event, (SectionWritten, SectionRevised)):
+        section = state.section(event.section_id)
+        if section is not None:
+            change.sections.append((section, isinstance(event, SectionWritten)))
+    elif isinstance(event, Finished):
+        change.status = state.status
+        change.fields.update(summary=state.summary, reason=state.reason, phase=state.phase, activity=state.activity,
+                             context_summaries=json.dumps(state.context_summaries), finished_at=_time(state.finished_at))
+    else:
+        change.status = state.status
+        change.fields.update(phase=state.phase, activity=state.activity, checking=state.checking,
+                             usage=state.usage.model_dump_json(),
+                             budget_left=state.budget_left.model_dump_json() if state.budget_left else "")
+    return change
+
+
 class RunStore:
     def __init__(self, redis: Redis) -> None:
         self.redis = redis
+        self._write = redis.register_script(_WRITE)
+        self._link = redis.register_script(_LINK)
 
-    def create(self, run: Run) -> RunState:
-        state = RunState(run=run)
-        pipe = self.redis.pipeline()
-        pipe.set(keys.run(run.id), state.model_dump_json(), ex=RUN_TTL_SECONDS)
-        pipe.sadd(keys.ACTIVE_RUNS, run.id)
-        if run.channel and run.thread_ts:
-            pipe.rpush(keys.thread_runs(run.channel, run.thread_ts), run.id)
-        pipe.execute()
+    # --- creating --------------------------------------------------------------------
+
+    def create(self, run: Run, *, sections: Iterable[Section] = (), sources: Iterable[Source] = (),
+               after: str | None = None) -> RunState:
+        """Store a new run and link it to its thread (and the active set).
+
+        With `after`, the link is a compare-and-set: it succeeds only while `after` is still the
+        thread's latest run; otherwise nothing stays stored and ThreadMoved names the run that
+        got there first."""
+        state = RunState(run=run, sections=list(sections), sources={s.marker: s for s in sources})
+        self._store_new(state)
+        linked = _text(self._link(keys=[keys.thread_runs(run.channel or "", run.thread_ts or ""), keys.ACTIVE_RUNS],
+                                  args=[run.id, after or "", RUN_TTL_SECONDS])) if run.channel and run.thread_ts \
+            else self._activate(run.id)
+        if linked != run.id:
+            self.redis.delete(*self._keys(run.id)[:5])
+            raise ThreadMoved(linked)
         return state
 
+    def _activate(self, run_id: str) -> str:
+        self.redis.sadd(keys.ACTIVE_RUNS, run_id)
+        return run_id
+
+    def _store_new(self, state: RunState) -> None:
+        run_id = state.run.id
+        state_key, sections_key, order_key, sources_key, source_order_key = self._keys(run_id)[:5]
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.hset(state_key, mapping=self._hot(state))
+        if state.sections:
+            pipe.hset(sections_key, mapping={s.section_id: s.model_dump_json() for s in state.sections})
+            pipe.zadd(order_key, {s.section_id: n for n, s in enumerate(state.sections, 1)})
+            pipe.hset(state_key, "section_seq", len(state.sections))
+        if state.sources:
+            pipe.hset(sources_key, mapping={m: s.model_dump_json() for m, s in state.sources.items()})
+            pipe.rpush(source_order_key, *state.sources)
+        for key in self._keys(run_id)[:5]:
+            pipe.expire(key, RUN_TTL_SECONDS)
+        pipe.execute()
+
+    @staticmethod
+    def _hot(state: RunState) -> dict[FieldT, EncodableT]:
+        run = state.run
+        return {
+            "run": run.model_dump_json(exclude=set(MESSAGE_FIELDS)),
+            "progress_message": run.progress_message or "", "report_message": run.report_message or "",
+            "status": state.status.value, "version": str(state.version), "phase": state.phase,
+            "activity": state.activity, "checking": state.checking, "summary": state.summary,
+            "reason": state.reason, "context_summaries": json.dumps(state.context_summaries),
+            "usage": state.usage.model_dump_json(),
+            "budget_left": state.budget_left.model_dump_json() if state.budget_left else "",
+            "started_at": _time(state.started_at), "updated_at": _time(state.updated_at),
+            "report_updated_at": _time(state.report_updated_at), "finished_at": _time(state.finished_at),
+        }
+
+    @staticmethod
+    def _keys(run_id: str) -> list[str]:
+        return [keys.run_state(run_id), keys.run_sections(run_id), keys.run_section_order(run_id),
+                keys.run_sources(run_id), keys.run_source_order(run_id), keys.ACTIVE_RUNS, keys.UPDATES_STREAM]
+
+    # --- reading ---------------------------------------------------------------------
+
     def get(self, run_id: str) -> RunState:
+        state_key, sections_key, order_key, sources_key, source_order_key = self._keys(run_id)[:5]
+        pipe = self.redis.pipeline(transaction=True)  # one consistent snapshot of all five keys
+        pipe.hgetall(state_key)
+        pipe.hgetall(sections_key)
+        pipe.zrange(order_key, 0, -1)
+        pipe.hgetall(sources_key)
+        pipe.lrange(source_order_key, 0, -1)
+        hot, sections, order, sources, source_order = pipe.execute()
+        if not hot:
+            return self._legacy(run_id)
+        return _assemble(run_id, hot, sections, order, sources, source_order)
+
+    def _legacy(self, run_id: str) -> RunState:
+        """A run stored whole by an earlier version: move it to the incremental layout once."""
         raw = self.redis.get(keys.run(run_id))
         if raw is None:
             raise RunNotFound(run_id)
-        return RunState.model_validate_json(raw)
-
-    def save(self, state: RunState) -> None:
-        """Persist and announce; finished runs leave the active set."""
-        pipe = self.redis.pipeline()
-        pipe.set(keys.run(state.run.id), state.model_dump_json(), ex=RUN_TTL_SECONDS)
-        if state.status.finished:
-            pipe.srem(keys.ACTIVE_RUNS, state.run.id)
-        pipe.xadd(keys.UPDATES_STREAM, {"run_id": state.run.id, "version": state.version},
-                  maxlen=keys.UPDATES_MAXLEN, approximate=True)
-        pipe.execute()
-
-    def apply(self, state: RunState, event: RunEvent) -> RunState:
-        state = apply_event(state, event)
-        self.save(state)
+        state = RunState.model_validate_json(raw)
+        self._store_new(state)
+        self.redis.delete(keys.run(run_id))
         return state
-
-    def set_messages(self, run_id: str, *, progress: str | None, report: str | None) -> RunState:
-        state = self.get(run_id)
-        state.run = state.run.model_copy(update={"progress_message": progress, "report_message": report})
-        self.save(state)
-        return state
-
-    def mark_failed(self, run_id: str, reason: str) -> RunState:
-        from agent import Finished
-
-        state = self.get(run_id)
-        if state.status.finished:
-            return state
-        return self.apply(state, Finished(status="failed", summary=state.summary, reason=reason))
 
     def active_ids(self) -> list[str]:
-        return sorted(m.decode() if isinstance(m, bytes) else m for m in self.redis.smembers(keys.ACTIVE_RUNS))
+        return sorted(_text(m) for m in self.redis.smembers(keys.ACTIVE_RUNS))
 
     def thread_run_ids(self, channel: str, thread_ts: str) -> list[str]:
-        return [m.decode() if isinstance(m, bytes) else m for m in self.redis.lrange(keys.thread_runs(channel, thread_ts), 0, -1)]
+        return [_text(m) for m in self.redis.lrange(keys.thread_runs(channel, thread_ts), 0, -1)]
 
     def claim_event(self, event_id: str, ttl_seconds: int) -> bool:
         """True the first time an event id is seen (Slack retries deliver it again)."""
         return bool(self.redis.set(keys.dedupe(event_id), "1", nx=True, ex=ttl_seconds))
+
+    # --- writing ---------------------------------------------------------------------
+
+    def write(self, run_id: str, change: Write, *, expected_version: int | None = None,
+              after_finish: bool = False) -> WriteResult:
+        """Apply `change` atomically (see the module docstring for the rules)."""
+        args: list[Any] = [run_id, RUN_TTL_SECONDS, "" if expected_version is None else expected_version,
+                           "1" if after_finish else "0", change.status.value if change.status else "",
+                           keys.UPDATES_MAXLEN, len(change.fields)]
+        for name, value in change.fields.items():
+            args += [name, value]
+        args.append(len(change.sections))
+        for section, to_end in change.sections:
+            args += [section.section_id, section.model_dump_json(), "1" if to_end else "0"]
+        args.append(len(change.sources))
+        for source in change.sources:
+            args += [source.marker, source.model_dump_json()]
+        code, version, status = self._write(keys=self._keys(run_id), args=args)
+        outcome = {1: WriteOutcome.written, 0: WriteOutcome.not_found, -1: WriteOutcome.closed,
+                   -2: WriteOutcome.conflict}[int(code)]
+        return WriteResult(outcome, int(version), RunStatus(_text(status)) if status else None)
+
+    def apply(self, state: RunState, event: RunEvent) -> RunState:
+        """Apply one event from the writer's copy `state` (updated in place and returned).
+
+        Compare-and-set on the copy's version: if someone else wrote since, the copy is reloaded
+        and the event applied again to the newer state. A finished run is not changed: the
+        stored (finished) state comes back, so a late writer learns the run is over."""
+        for _ in range(MAX_CAS_RETRIES):
+            expected = state.version
+            state = apply_in_place(state, event)
+            result = self.write(state.run.id, write_for(state, event), expected_version=expected)
+            if result.outcome == WriteOutcome.written:
+                state.version = result.version
+                return state
+            if result.outcome == WriteOutcome.not_found:
+                raise RunNotFound(state.run.id)
+            state = self.get(state.run.id)
+            if result.outcome == WriteOutcome.closed:
+                return state
+        raise RuntimeError(f"run {state.run.id}: {MAX_CAS_RETRIES} conflicting writes in a row")
+
+    def set_messages(self, run_id: str, *, progress: str | None, report: str | None) -> RunState:
+        """Where the surface shows the run; references only, so allowed at any point of its life."""
+        result = self.write(run_id, Write(fields={"progress_message": progress or "", "report_message": report or "",
+                                                  "updated_at": _time(utcnow())}), after_finish=True)
+        if result.outcome == WriteOutcome.not_found:
+            raise RunNotFound(run_id)
+        return self.get(run_id)
+
+    def finish(self, run_id: str, status: RunStatus, reason: str) -> RunState:
+        """End a run from outside its worker (a forced stop, a failure). A run that already
+        finished keeps its ending; either way the stored state comes back."""
+        now = _time(utcnow())
+        result = self.write(run_id, Write(status=status, fields={
+            "reason": reason, "phase": status.value, "activity": "", "finished_at": now, "updated_at": now,
+            "report_updated_at": now}))
+        if result.outcome == WriteOutcome.not_found:
+            raise RunNotFound(run_id)
+        return self.get(run_id)
+
+    def mark_failed(self, run_id: str, reason: str) -> RunState:
+        return self.finish(run_id, RunStatus.failed, reason)
+
+
+class ThreadMoved(Exception):
+    """A continuation lost the race: another run already follows its parent in the thread."""
+
+    def __init__(self, latest: str | None) -> None:
+        super().__init__(latest)
+        self.latest = latest
+
+
+def _assemble(run_id: str, hot: Mapping[bytes, bytes], sections: Mapping[bytes, bytes], order: list[bytes],
+              sources: Mapping[bytes, bytes], source_order: list[bytes]) -> RunState:
+    h = {_text(k): _text(v) for k, v in hot.items()}
+    run = Run.model_validate_json(h["run"]).model_copy(
+        update={name: h.get(name) or None for name in MESSAGE_FIELDS})
+    return RunState.model_validate({
+        "run": run, "status": h["status"], "version": int(h.get("version", 0)),
+        "phase": h.get("phase", ""), "activity": h.get("activity", ""), "checking": h.get("checking", ""),
+        "sections": [Section.model_validate_json(sections[sid]) for sid in order if sid in sections],
+        "sources": {_text(m): Source.model_validate_json(sources[m]) for m in source_order if m in sources},
+        "summary": h.get("summary", ""), "reason": h.get("reason", ""),
+        "context_summaries": json.loads(h.get("context_summaries") or "[]"),
+        "usage": Usage.model_validate_json(h["usage"]) if h.get("usage") else Usage(),
+        "budget_left": BudgetLeft.model_validate_json(h["budget_left"]) if h.get("budget_left") else None,
+        # Timestamps are stored as ISO text; pydantic parses them back.
+        "started_at": h.get("started_at") or None, "updated_at": h.get("updated_at") or utcnow(),
+        "report_updated_at": h.get("report_updated_at") or None, "finished_at": h.get("finished_at") or None,
+    })

@@ -183,12 +183,12 @@ def _children(pid: int) -> list[int]:
 def test_a_direct_message_is_a_question_and_history_shows_revisions(stack, fake_slack, fake_model) -> None:
     from tests.fakes.anthropic import text_reply, tool_reply
 
-    calls = iter([
-        tool_reply(("web_search", {"query": "vti expense ratio"})),
-        tool_reply(("write_section", {"title": "Fees", "body": "VTI costs 0.04% [s1]."})),
-        tool_reply(("revise_section", {"section_id": "sec1", "body": "VTI costs 0.03% [s1].",
-                                       "reason": "the 2024 fact sheet"})),
-    ])
+    write = ("write_section", {"title": "Fees", "body": "VTI costs 0.04% [s1]."})
+    revise = ("revise_section", {"section_id": "sec1", "body": "VTI costs 0.03% [s1].", "reason": "the 2024 fact sheet"})
+    # The snippet states no figure: the figure check refuses each write once, and saves it
+    # (the figure marked for the reader) when it is sent again unchanged.
+    calls = iter([tool_reply(call) for call in
+                  [("web_search", {"query": "vti expense ratio"}), write, write, revise, revise]])
     fake_model.policy = lambda request: next(calls, text_reply("VTI costs 0.03% [s1]."))
     dm = message_event("What does VTI cost?", channel="D0ANA", user="U0ANA", channel_type="im")
     ts = fake_slack.seed_event(dm)

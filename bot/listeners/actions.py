@@ -1,7 +1,6 @@
 """Buttons on the progress message."""
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from slack_bolt.async_app import AsyncApp
@@ -9,7 +8,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from ..render import GO_DEEPER_ACTION
 from ..services import Services
-from ..steering import go_deeper, run_for_message
+from ..steering import go_deeper
 
 
 def register(app: AsyncApp, services: Services) -> None:
@@ -20,7 +19,7 @@ def register(app: AsyncApp, services: Services) -> None:
         ts = (body.get("container") or {}).get("message_ts") or (body.get("message") or {}).get("ts")
         if not channel or not ts:
             return
-        state = await asyncio.to_thread(run_for_message, services, channel, ts)
+        state = await services.runs.run_of_message(channel, ts)
         if state is None:
             return
         action_ts = next((a.get("action_ts") for a in body.get("actions", [])), "") or body.get("trigger_id", "")

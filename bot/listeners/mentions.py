@@ -11,8 +11,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent.defaults import MAX_QUESTION_CHARS
-from jobs import Run, RunState, enqueue, keys
-from jobs.continuation import create_successor
+from jobs import Run, RunState
 
 from ..publisher import remember_rendered
 from ..render import render_help, render_progress, render_report
@@ -38,13 +37,12 @@ async def handle_mention(services: Services, client: AsyncWebClient, event: dict
     if mention.bot_id or (services.bot_user_id and mention.user == services.bot_user_id):
         return  # our own or another bot's message
     event_id = body.get("event_id") or f"{mention.channel}:{mention.ts}"
-    # Redis calls go to a thread: the event loop must stay free to ack other events.
-    if not await asyncio.to_thread(services.store.claim_event, f"event:{event_id}", EVENT_DEDUPE_TTL_SECONDS):
+    # Every run call goes to a thread (AsyncRuns): the event loop must stay free to ack other events.
+    if not await services.runs.claim_event(f"event:{event_id}", EVENT_DEDUPE_TTL_SECONDS):
         log.info("dropped a repeated delivery of %s", event_id)
         return
     question = question_of(mention.text, services.bot_user_id)
-    if mention.thread_ts and question and await asyncio.to_thread(
-            services.store.thread_run_ids, mention.channel, mention.thread_ts):
+    if mention.thread_ts and question and await services.runs.in_thread(mention.channel, mention.thread_ts):
         # A mention inside one of our threads steers or continues that research.
         await thread_message(services, client, channel=mention.channel, thread_ts=mention.thread_ts, ts=mention.ts,
                              user=mention.user, text=question, event_id=event_id)
@@ -68,8 +66,9 @@ async def handle_question(services: Services, client: AsyncWebClient, *, channel
                      f"That question is {len(question):,} characters; I take up to {MAX_QUESTION_CHARS:,}. "
                      "Ask the question in a sentence or two and share long material as a file in the thread.")
         return
-    await start_run(services, client, Run(team=team, channel=channel, thread_ts=thread_ts, requester=user,
+    state = await services.runs.start(Run(team=team, channel=channel, thread_ts=thread_ts, requester=user,
                                           question=question))
+    await post_and_launch(services, client, state)
 
 
 async def _reply(client: AsyncWebClient, channel: str, thread_ts: str, text: str) -> None:
@@ -79,40 +78,31 @@ async def _reply(client: AsyncWebClient, channel: str, thread_ts: str, text: str
         log.warning("could not reply in %s: %s", channel, exc.response.get("error"))
 
 
-async def start_run(services: Services, client: AsyncWebClient, run: Run, parent: RunState | None = None) -> None:
-    """Post the run's messages and queue it. A continuation (with `parent`) posts a new
-    progress message and keeps editing the parent's pinned report."""
-    store = services.store
-    if parent is None:
-        state = await asyncio.to_thread(store.create, run)
-    else:
-        state = await asyncio.to_thread(create_successor, store, parent, run)
+async def post_and_launch(services: Services, client: AsyncWebClient, state: RunState, *,
+                          continuing: bool = False) -> None:
+    """Post the run's messages and queue it. A continuation posts a new progress message and
+    keeps editing its parent's pinned report."""
+    run = state.run
     progress, report = render_progress(state), render_report(state)
     try:
-        posted = await client.chat_postMessage(channel=run.channel, thread_ts=run.thread_ts,
+        posted = await client.chat_postMessage(channel=run.channel or "", thread_ts=run.thread_ts,
                                                text=progress.text, blocks=progress.blocks)
         report_ts = run.report_message
         if report_ts is None:
-            pinned = await client.chat_postMessage(channel=run.channel, thread_ts=run.thread_ts,
+            pinned = await client.chat_postMessage(channel=run.channel or "", thread_ts=run.thread_ts,
                                                    text=report.text, blocks=report.blocks, unfurl_links=False)
             report_ts = pinned["ts"]
             await pin(client, run.channel or "", report_ts)
     except SlackApiError as exc:
         error = exc.response.get("error")
         log.error("could not post run %s messages in %s: %s", run.id, run.channel, error)
-        await asyncio.to_thread(store.mark_failed, run.id,
-                                f"could not post in this channel ({error}); invite the bot and ask again")
+        await services.runs.fail(run.id, f"could not post in this channel ({error}); invite the bot and ask again")
         return
-
-    def record_and_enqueue() -> None:
-        store.set_messages(run.id, progress=posted["ts"], report=report_ts)
-        for ts in (posted["ts"], report_ts):  # reactions and buttons on either message find the run
-            services.redis.set(keys.message_run(run.channel or "", ts), run.id, ex=90 * 24 * 3600)
-        remember_rendered(services.redis, run.id, progress=progress.digest(),
-                          report=report.digest() if parent is None else "")
-        enqueue(services.redis, run)
-
-    await asyncio.to_thread(record_and_enqueue)
+    state = await services.runs.attach_messages(run.id, progress=posted["ts"], report=report_ts)
+    # The publisher's digest cache (its own record): it need not edit what was just posted.
+    await asyncio.to_thread(remember_rendered, services.redis, run.id, progress=progress.digest(),
+                            report="" if continuing else report.digest())
+    await services.runs.launch(state.run)
     log.info("run %s started in %s", run.id, run.channel)
 
 

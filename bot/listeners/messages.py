@@ -3,7 +3,6 @@ Our own messages, other bots, edits, deletions and messages mentioning us (the m
 listener handles those) are ignored."""
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
@@ -32,7 +31,7 @@ def register(app: AsyncApp, services: Services) -> None:
         if message.user == services.bot_user_id or (services.bot_user_id and f"<@{services.bot_user_id}>" in message.text):
             return
         event_id = body.get("event_id") or f"{message.channel}:{message.ts}"
-        if not await asyncio.to_thread(services.store.claim_event, f"event:{event_id}", EVENT_DEDUPE_TTL_SECONDS):
+        if not await services.runs.claim_event(f"event:{event_id}", EVENT_DEDUPE_TTL_SECONDS):
             return
         if message.thread_ts is None:  # a direct message to the bot is a question
             await handle_question(services, client, channel=message.channel, thread_ts=message.ts, user=message.user,

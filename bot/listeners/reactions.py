@@ -1,7 +1,6 @@
 """The stop reaction on a run's progress or report message; every other reaction is ignored."""
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from pydantic import ValidationError
@@ -10,7 +9,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from ..services import Services
 from ..slack_events import ReactionEvent
-from ..steering import run_for_message, stop_run
+from ..steering import stop_run
 
 
 def register(app: AsyncApp, services: Services) -> None:
@@ -22,6 +21,6 @@ def register(app: AsyncApp, services: Services) -> None:
             return
         if reaction.reaction != services.stop_reaction or reaction.user == services.bot_user_id:
             return
-        state = await asyncio.to_thread(run_for_message, services, reaction.item.channel, reaction.item.ts)
+        state = await services.runs.run_of_message(reaction.item.channel, reaction.item.ts)
         if state is not None:
             await stop_run(services, client, state, reaction.user, reaction.item.channel)

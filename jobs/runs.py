@@ -1,0 +1,205 @@
+"""What the surface (the bot) may do to runs: the one API it uses, so `jobs/` alone owns
+run records and their Redis keys.
+
+`Runs` is synchronous (workers, the CLI, tests); `AsyncRuns` is the same API for an event
+loop: every call runs in a worker thread, so a Redis round trip never stalls the loop that
+acks Slack events.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from enum import Enum
+
+from redis import Redis
+from rq.command import send_stop_job_command
+from rq.exceptions import InvalidJobOperation, NoSuchJobError
+
+from . import keys
+from .continuation import create_successor, latest_run, successor
+from .control import add_note, record_upgrade, request_stop
+from .models import Run, RunState, RunStatus
+from .queue import enqueue
+from .store import RUN_TTL_SECONDS, RunNotFound, RunStore, ThreadMoved
+
+__all__ = ["AsyncRuns", "Continuation", "Runs", "Upgrade"]
+
+log = logging.getLogger(__name__)
+
+# A reply is claimed for a continuation once; Slack retries an event for up to ~5 minutes.
+CONTINUE_DEDUPE_TTL_SECONDS = 24 * 3600
+# A continuation that loses the race to a run that has itself already ended tries again
+# from that run, at most this often (each try needs another run to end in between).
+MAX_CONTINUE_TRIES = 3
+
+
+class Upgrade(str, Enum):
+    raised = "raised"  # the running loop adopts the deep budget at its next step
+    already = "already"  # this event was seen before (a retry): nothing changed
+    next_run = "next_run"  # the run had ended: the thread's next continuation runs deep
+
+
+@dataclass(frozen=True)
+class Continuation:
+    """A reply after the end: `started` is True when `state` is a new run to post and launch;
+    False when another reply got there first and this request became a note of its run."""
+
+    state: RunState
+    started: bool
+
+
+class Runs:
+    def __init__(self, store: RunStore) -> None:
+        self.store = store
+        self._redis: Redis = store.redis
+
+    # --- reading -------------------------------------------------------------------
+
+    def get(self, run_id: str) -> RunState:
+        return self.store.get(run_id)
+
+    def claim_event(self, event_id: str, ttl_seconds: int) -> bool:
+        return self.store.claim_event(event_id, ttl_seconds)
+
+    def in_thread(self, channel: str, thread_ts: str) -> bool:
+        """True when the thread has runs of ours."""
+        return bool(self.store.thread_run_ids(channel, thread_ts))
+
+    def latest_in_thread(self, channel: str, thread_ts: str) -> RunState | None:
+        return latest_run(self.store, channel, thread_ts)
+
+    def run_of_message(self, channel: str, ts: str) -> RunState | None:
+        """The run a progress or report message belongs to (for reactions and buttons)."""
+        run_id = self._redis.get(keys.message_run(channel, ts))
+        if not run_id:
+            return None
+        try:
+            return self.store.get(run_id.decode() if isinstance(run_id, bytes) else run_id)
+        except RunNotFound:
+            return None
+
+    # --- starting ------------------------------------------------------------------
+
+    def start(self, run: Run) -> RunState:
+        """Record a new run (queued, linked to its thread); `attach_messages` and `launch` follow."""
+        return self.store.create(run)
+
+    def attach_messages(self, run_id: str, *, progress: str, report: str) -> RunState:
+        """Where the run is shown; reactions and buttons on either message find the run."""
+        state = self.store.set_messages(run_id, progress=progress, report=report)
+        pipe = self._redis.pipeline()
+        for ts in (progress, report):
+            pipe.set(keys.message_run(state.run.channel or "", ts), run_id, ex=RUN_TTL_SECONDS)
+        pipe.execute()
+        return state
+
+    def launch(self, run: Run) -> None:
+        """Queue the run's job."""
+        enqueue(self._redis, run)
+
+    def continue_from(self, parent: RunState, request: str, *, requester: str, author: str,
+                      event_id: str) -> Continuation | None:
+        """A reply after `parent` ended. Exactly one of several replies racing each other starts
+        the continuation (a compare-and-set on the thread); the others become its notes.
+        None for a repeated delivery of the same reply."""
+        if not self.store.claim_event(f"continue:{event_id}", CONTINUE_DEDUPE_TTL_SECONDS):
+            return None
+        for _ in range(MAX_CONTINUE_TRIES):
+            try:
+                return Continuation(create_successor(self.store, parent, successor(self.store, parent, request,
+                                                                                   requester)), started=True)
+            except ThreadMoved as moved:
+                if moved.latest is None:
+                    raise RunNotFound(parent.run.id) from None
+                winner = self.store.get(moved.latest)
+            if not winner.status.finished:
+                add_note(self._redis, winner.run.id, event_id, author, request)
+                return Continuation(winner, started=False)
+            parent = winner  # the run that got there first has ended too: continue from it
+        raise RuntimeError(f"thread of run {parent.run.id}: {MAX_CONTINUE_TRIES} continuations raced and all ended")
+
+    # --- steering ------------------------------------------------------------------
+
+    def request_stop(self, run_id: str, by: str) -> bool:
+        """Ask the loop to stop and finalize; True for the first request (later ones change nothing)."""
+        return request_stop(self._redis, run_id, by)
+
+    def force_stop(self, run_id: str, reason: str) -> RunState:
+        """End the run as stopped now and kill its job. The stop is recorded first, so whatever
+        the job still writes is refused; a run that already ended keeps its ending."""
+        state = self.store.finish(run_id, RunStatus.stopped, reason)
+        job_id = self._redis.get(keys.current_job(run_id))
+        if job_id:
+            try:
+                send_stop_job_command(self._redis, job_id.decode() if isinstance(job_id, bytes) else job_id)
+            except (InvalidJobOperation, NoSuchJobError):  # the job just finished, or never started
+                log.warning("run %s: hard stop of job %s failed", run_id, job_id)
+        return state
+
+    def upgrade(self, run_id: str, event_id: str) -> Upgrade:
+        """The deep budget, once per event id: for the running loop, or for the thread's next run."""
+        state = self.store.get(run_id)
+        run = state.run
+        if state.status.finished:
+            self._redis.set(keys.thread_profile(run.channel or "", run.thread_ts or ""), "deep", ex=RUN_TTL_SECONDS)
+            return Upgrade.next_run
+        return Upgrade.raised if record_upgrade(self._redis, run.id, event_id) else Upgrade.already
+
+    def add_note(self, run_id: str, event_id: str, author: str, text: str) -> bool:
+        """A note for the running loop's next step, once per event id. True when new."""
+        return add_note(self._redis, run_id, event_id, author, text)
+
+    def fail(self, run_id: str, reason: str) -> RunState:
+        return self.store.mark_failed(run_id, reason)
+
+
+class AsyncRuns:
+    """`Runs` for an event loop (see the module docstring)."""
+
+    def __init__(self, runs: Runs) -> None:
+        self.sync = runs
+
+    async def get(self, run_id: str) -> RunState:
+        return await asyncio.to_thread(self.sync.get, run_id)
+
+    async def claim_event(self, event_id: str, ttl_seconds: int) -> bool:
+        return await asyncio.to_thread(self.sync.claim_event, event_id, ttl_seconds)
+
+    async def in_thread(self, channel: str, thread_ts: str) -> bool:
+        return await asyncio.to_thread(self.sync.in_thread, channel, thread_ts)
+
+    async def latest_in_thread(self, channel: str, thread_ts: str) -> RunState | None:
+        return await asyncio.to_thread(self.sync.latest_in_thread, channel, thread_ts)
+
+    async def run_of_message(self, channel: str, ts: str) -> RunState | None:
+        return await asyncio.to_thread(self.sync.run_of_message, channel, ts)
+
+    async def start(self, run: Run) -> RunState:
+        return await asyncio.to_thread(self.sync.start, run)
+
+    async def attach_messages(self, run_id: str, *, progress: str, report: str) -> RunState:
+        return await asyncio.to_thread(lambda: self.sync.attach_messages(run_id, progress=progress, report=report))
+
+    async def launch(self, run: Run) -> None:
+        await asyncio.to_thread(self.sync.launch, run)
+
+    async def continue_from(self, parent: RunState, request: str, *, requester: str, author: str,
+                            event_id: str) -> Continuation | None:
+        return await asyncio.to_thread(lambda: self.sync.continue_from(
+            parent, request, requester=requester, author=author, event_id=event_id))
+
+    async def request_stop(self, run_id: str, by: str) -> bool:
+        return await asyncio.to_thread(self.sync.request_stop, run_id, by)
+
+    async def force_stop(self, run_id: str, reason: str) -> RunState:
+        return await asyncio.to_thread(self.sync.force_stop, run_id, reason)
+
+    async def upgrade(self, run_id: str, event_id: str) -> Upgrade:
+        return await asyncio.to_thread(self.sync.upgrade, run_id, event_id)
+
+    async def add_note(self, run_id: str, event_id: str, author: str, text: str) -> bool:
+        return await asyncio.to_thread(self.sync.add_note, run_id, event_id, author, text)
+
+    async def fail(self, run_id: str, reason: str) -> RunState:
+        return await asyncio.to_thread(self.sync.fail, run_id, reason)
