@@ -10,7 +10,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from agent import AgentConfig, FetchConfig, SearchConfig
 from agent.config import Caps, SearchProvider
 from agent import defaults as agent_defaults
-from jobs import JobRuntime
+from agent.workspace import ThreadWorkspace
+from jobs import JobRuntime, Run
 
 from .local_redis import DATA_DIR_VARIABLE, default_data_dir
 
@@ -103,4 +104,15 @@ class Settings(BaseSettings):
     def job_runtime(self) -> JobRuntime:
         return JobRuntime(agent=self.agent_config(), anthropic_api_key=self.secret("anthropic_api_key"),
                           anthropic_base_url=self.anthropic_base_url, redis_url=self.redis_url,
-                          lock_seconds=self.run_lock_seconds)
+                          lock_seconds=self.run_lock_seconds, workspace_for=self._workspace_for)
+
+    def _workspace_for(self, run: Run) -> ThreadWorkspace | None:
+        """A run in a Slack thread reads that thread's files and messages with the bot token."""
+        token = self.secret("slack_bot_token")
+        if not (token and run.channel and run.thread_ts):
+            return None
+        from slack_sdk.web.async_client import AsyncWebClient
+
+        from .slack_workspace import SlackWorkspace
+
+        return SlackWorkspace(AsyncWebClient(token=token, base_url=self.slack_api_url), run.channel, run.thread_ts)

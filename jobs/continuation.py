@@ -37,12 +37,23 @@ def create_successor(store: RunStore, parent: RunState, run: Run) -> RunState:
                         sources=parent.sources.values(), after=parent.run.id)
 
 
+# How far back the chain of runs is walked for earlier follow-ups (each is one Redis read).
+MAX_CHAIN = 200
+
+
 def prior_of(store: RunStore, state: RunState) -> PriorRun | None:
+    """What a continuation inherits: the parent's report and rolling thread summary, and every
+    follow-up asked before its own, oldest first (verbatim: they are short)."""
     if not state.run.parent_run_id:
         return None
     parent = store.get(state.run.parent_run_id)
+    chain = [parent]
+    while chain[-1].run.parent_run_id and len(chain) < MAX_CHAIN:
+        chain.append(store.get(chain[-1].run.parent_run_id))
+    follow_ups = [s.run.request for s in reversed(chain) if s.run.request]
     return PriorRun(run_id=parent.run.id, summary=parent.summary, sections=parent.sections,
-                    context_summaries=parent.context_summaries, sources=list(parent.sources.values()))
+                    context_summaries=parent.context_summaries, sources=list(parent.sources.values()),
+                    thread_summary=parent.thread_summary, follow_ups=follow_ups, runs_before=len(chain))
 
 
 def latest_run(store: RunStore, channel: str, thread_ts: str) -> RunState | None:

@@ -24,6 +24,7 @@ from agent.results import RedisResultStore
 from agent.task import PriorRun
 
 from . import keys
+from .connection import connect_async
 from .continuation import prior_of
 from .control import RedisRunControl, upgraded_profile
 from .models import RunState
@@ -38,6 +39,11 @@ def task_for(state: RunState, runtime: JobRuntime | None = None, profile: str | 
     run = state.run
     where = f"Slack channel {run.channel}, thread {run.thread_ts}" if run.channel else "terminal"
     return ResearchTask(
+        # Constraints stated in the question (a first run) or the follow-up (a continuation) are
+        # pulled out before the run starts; a resumed run keeps the opening it had.
+        constraints_from=run.request if prior else run.question,
+        # A first run's question is the thread's first message when the mention started the thread.
+        started_ts=(run.thread_ts or "") if prior is None else "",
         follow_up=run.request,
         prior=prior,
         earlier_runs=[f"run {prior.run_id} (continued by this one)"] if prior else [],
@@ -77,7 +83,7 @@ async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime, token
                      holder["state"].reason or holder["state"].status.value)
 
     run_id = state.run.id
-    async_redis = AsyncRedis.from_url(runtime.redis_url)
+    async_redis = connect_async(runtime.redis_url)  # a Redis restart mid-run is waited out, not fatal
     heartbeat = asyncio.create_task(_heartbeat(async_redis, run_id, token, runtime.lock_seconds))
     alive = await async_redis.get(keys.alive(run_id))
     try:
@@ -90,6 +96,7 @@ async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime, token
                 checkpoints=RedisCheckpointStore(async_redis, run_id),
                 registry=SourceRegistry(state.sources.values()), sections=state.sections,
                 active_until=float(alive) if alive else None,
+                workspace=runtime.workspace_for(state.run) if runtime.workspace_for else None,
             )
         await RedisCheckpointStore(async_redis, run_id).clear()
     finally:

@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 
 from agent import Section, Source
 from agent.events import utcnow
+from agent.thread_memory import ThreadSummary
 
 
 class RunStatus(str, Enum):
@@ -74,6 +75,9 @@ class RunState(BaseModel):
     summary: str = ""
     reason: str = ""  # why the run ended other than normally
     context_summaries: list[str] = Field(default_factory=list)  # compaction handoffs, for continuations
+    # What the team should know about how the run works (search degraded, …), shown once each.
+    notices: list[str] = Field(default_factory=list)
+    thread_summary: ThreadSummary | None = None  # the thread's rolling memory after this run
     usage: Usage = Field(default_factory=Usage)
     budget_left: BudgetLeft | None = None
     started_at: datetime | None = None

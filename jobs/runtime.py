@@ -5,9 +5,13 @@ travel through Redis with the job.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agent import AgentConfig
+from agent.workspace import ThreadWorkspace
+
+from .models import Run
 
 
 @dataclass
@@ -20,6 +24,9 @@ class JobRuntime:
     # A job holds its run's lock this long between heartbeats; a dead worker's run is
     # recovered after at most this.
     lock_seconds: float = 30.0
+    # The run's thread (files, earlier messages), given by the surface that knows where runs live
+    # (the Slack app); None in the terminal or without a thread.
+    workspace_for: Callable[[Run], ThreadWorkspace | None] | None = field(default=None, repr=False)
 
 
 _runtime: JobRuntime | None = None

@@ -15,7 +15,7 @@ from agent import (
     SourceAdded,
     UsageRecorded,
 )
-from agent.events import Disagreement, utcnow
+from agent.events import ConflictSettled, ConstraintsFound, Disagreement, SearchDegraded, utcnow
 from agent.report import Revision
 
 from .models import BudgetLeft, RunState, RunStatus, Usage
@@ -37,17 +37,25 @@ def apply_in_place(state: RunState, event: RunEvent) -> RunState:
             state.status = RunStatus.running
     elif isinstance(event, Disagreement):
         state.checking = event.text
+    elif isinstance(event, ConflictSettled):
+        state.checking = ""  # settled: the resolution is in the report, not on the progress line
+    elif isinstance(event, SearchDegraded):
+        if event.text not in state.notices:
+            state.notices = [*state.notices, event.text]
+    elif isinstance(event, ConstraintsFound):
+        state.run = state.run.model_copy(update={"constraints": event.constraints})
     elif isinstance(event, SourceAdded):
         state.sources[event.source.marker] = event.source
     elif isinstance(event, SectionWritten):
         state.sections[:] = [s for s in state.sections if s.section_id != event.section_id] + [
-            Section(section_id=event.section_id, title=event.title, body=event.body)
+            Section(section_id=event.section_id, title=event.title, body=event.body,
+                    figures_checked=event.figures_checked, flags=event.flags)
         ]
     elif isinstance(event, SectionRevised):
         for n, s in enumerate(state.sections):
             if s.section_id == event.section_id:
                 state.sections[n] = s.model_copy(update={
-                    "body": event.body,
+                    "body": event.body, "figures_checked": event.figures_checked, "flags": event.flags,
                     "revisions": [*s.revisions, Revision(body=s.body, reason=event.reason)],
                 })
     elif isinstance(event, UsageRecorded):
@@ -60,6 +68,8 @@ def apply_in_place(state: RunState, event: RunEvent) -> RunState:
         state.summary = event.summary
         state.reason = event.reason
         state.context_summaries = event.context_summaries
+        state.thread_summary = event.thread_summary
+        state.checking = ""
         state.phase = event.status
         state.activity = ""
         state.finished_at = utcnow()

@@ -36,7 +36,8 @@ from agent import (
     Source,
     SourceAdded,
 )
-from agent.events import utcnow
+from agent.events import ConstraintsFound, SearchDegraded, utcnow
+from agent.thread_memory import ThreadSummary
 
 from . import keys
 from .models import BudgetLeft, Run, RunState, RunStatus, Usage
@@ -156,7 +157,12 @@ def write_for(state: RunState, event: RunEvent) -> Write:
     elif isinstance(event, Finished):
         change.status = state.status
         change.fields.update(summary=state.summary, reason=state.reason, phase=state.phase, activity=state.activity,
-                             context_summaries=json.dumps(state.context_summaries), finished_at=_time(state.finished_at))
+                             context_summaries=json.dumps(state.context_summaries), finished_at=_time(state.finished_at),
+                             checking=state.checking, thread_summary=_thread_summary(state))
+    elif isinstance(event, ConstraintsFound):
+        change.fields["run"] = state.run.model_dump_json(exclude=set(MESSAGE_FIELDS))
+    elif isinstance(event, SearchDegraded):
+        change.fields["notices"] = json.dumps(state.notices)
     else:
         change.status = state.status
         change.fields.update(phase=state.phase, activity=state.activity, checking=state.checking,
@@ -223,6 +229,7 @@ class RunStore:
             "budget_left": state.budget_left.model_dump_json() if state.budget_left else "",
             "started_at": _time(state.started_at), "updated_at": _time(state.updated_at),
             "report_updated_at": _time(state.report_updated_at), "finished_at": _time(state.finished_at),
+            "notices": json.dumps(state.notices), "thread_summary": _thread_summary(state),
         }
 
     @staticmethod
@@ -354,4 +361,10 @@ def _assemble(run_id: str, hot: Mapping[bytes, bytes], sections: Mapping[bytes, 
         # Timestamps are stored as ISO text; pydantic parses them back.
         "started_at": h.get("started_at") or None, "updated_at": h.get("updated_at") or utcnow(),
         "report_updated_at": h.get("report_updated_at") or None, "finished_at": h.get("finished_at") or None,
+        "notices": json.loads(h.get("notices") or "[]"),
+        "thread_summary": ThreadSummary.model_validate_json(h["thread_summary"]) if h.get("thread_summary") else None,
     })
+
+
+def _thread_summary(state: RunState) -> str:
+    return state.thread_summary.model_dump_json() if state.thread_summary is not None else ""

@@ -96,11 +96,8 @@ def stack(tmp_path: Path, redis_aof: RedisWithAOF, fake_slack, fake_model, fake_
         yield s
 
 
-JOB_FIX = ("needs jobs/executor.py run_agent to open its asyncio Redis with the reconnecting client "
-           "(connect_async, see bot/runner.py; helper 'state'; exact fix in the faults report)")
 
 
-@pytest.mark.xfail(strict=True, reason=JOB_FIX)
 def test_a_run_survives_redis_restarting_mid_run_and_loses_nothing(
         stack: Stack, redis_aof: RedisWithAOF, fake_slack: FakeSlack, fake_model: FakeAnthropic) -> None:
     restarts: list[threading.Thread] = []
@@ -141,11 +138,8 @@ def test_a_mention_while_redis_is_down_starts_once_redis_is_back(
     wait_for(lambda: "Final" in block_text(fake_slack.message(CHANNEL, replies[1].ts)), 60, "its final report")
 
 
-LISTENER_FIX = ("needs bot/listeners/mentions.py to tell the thread to try again when Redis stays down past the "
-                "reconnect patience (helper 'state'; exact fix in the faults report)")
 
 
-@pytest.mark.xfail(strict=True, reason=LISTENER_FIX)
 def test_a_mention_while_redis_stays_down_is_answered_with_try_again(
         stack: Stack, redis_aof: RedisWithAOF, fake_slack: FakeSlack) -> None:
     redis_aof.stop()

@@ -120,9 +120,12 @@ def test_a_reply_after_the_end_continues_the_research_in_the_same_report(tmp_pat
         # The five things a continuation carries, checked where they must arrive: its first request.
         assert opening.startswith("<task>\nexpense ratio VTI SCHB ITOT\n</task>"), "1. the original question"
         assert "- <@U0BEN>: Only sources after 2020" in opening, "2. the constraints and the user's notes"
-        assert "## sec1 Fees" in opening and "VTI charges 0.03% [s" in opening, "3. the parent's sections"
-        assert re.search(r"\[s1\] .+ — http", opening), "4. the citation registry, markers unchanged"
-        assert "<summary of steps" in opening and "established_facts" in opening, "5. its compaction summaries"
+        assert re.search(r'- sec1 "Fees": VTI charges the lowest fee \[s\d+\]', opening), \
+            "3. the parent's sections, as an outline (open_section opens one)"
+        assert re.search(r"passages are registered, \[s1\]–\[s\d+\]", opening), \
+            "4. the citation registry, markers unchanged (counted, not listed)"
+        assert re.search(r"What the thread has established.*\n- In short: the sources agree .*\[s\d+\]", opening), \
+            "5. the rolling thread summary (the parent's cited findings; compaction facts: test_thread_memory.py)"
         assert "<follow_up>\nNow add ITOT's tracking difference\n</follow_up>" in opening, "and the new request"
         wait_for(lambda: len([m for m in bot_replies(fake_slack, thread) if "Done" in block_text(m)]) == 2, 30,
                  "the continuation to finish")
@@ -159,7 +162,7 @@ def test_a_killed_worker_is_replaced_and_the_run_resumes_from_its_checkpoint(tmp
         with running(["worker"], env, tmp_path / "worker2.log", new_session=True):
             wait_for(lambda: "Final" in report(fake_slack, report_ts), 60, "the resumed run to finish")
         text = report(fake_slack, report_ts)
-        assert "Fees" in text and "VTI charges 0.03%" in text, "earlier sections survived"
+        assert "Fees" in text and "VTI charges the lowest fee" in text, "earlier sections survived"
         assert policy.turn <= 24 + 1, "the run did not start over"
         first_after = main_requests(fake_model)[requests_at_kill]
         assert len(first_after["messages"]) >= 2 * (turn_at_kill - 2), "the fresh worker continued the same history"
@@ -182,6 +185,7 @@ def _children(pid: int) -> list[int]:
 
 def test_a_direct_message_is_a_question_and_history_shows_revisions(stack, fake_slack, fake_model) -> None:
     from tests.fakes.anthropic import text_reply, tool_reply
+    from tests.fakes.policies import extract, is_extraction
 
     write = ("write_section", {"title": "Fees", "body": "VTI costs 0.04% [s1]."})
     revise = ("revise_section", {"section_id": "sec1", "body": "VTI costs 0.03% [s1].", "reason": "the 2024 fact sheet"})
@@ -189,7 +193,8 @@ def test_a_direct_message_is_a_question_and_history_shows_revisions(stack, fake_
     # (the figure marked for the reader) when it is sent again unchanged.
     calls = iter([tool_reply(call) for call in
                   [("web_search", {"query": "vti expense ratio"}), write, write, revise, revise]])
-    fake_model.policy = lambda request: next(calls, text_reply("VTI costs 0.03% [s1]."))
+    fake_model.policy = lambda request: (extract(request) if is_extraction(request)  # the constraints pass
+                                         else next(calls, text_reply("VTI costs 0.03% [s1].")))
     dm = message_event("What does VTI cost?", channel="D0ANA", user="U0ANA", channel_type="im")
     ts = fake_slack.seed_event(dm)
     assert post_event(stack, dm).status_code == 200

@@ -6,6 +6,7 @@ import logging
 from typing import Any
 
 from pydantic import ValidationError
+from redis.exceptions import RedisError
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
@@ -25,7 +26,27 @@ log = logging.getLogger(__name__)
 def register(app: AsyncApp, services: Services) -> None:
     @app.event("app_mention")
     async def on_mention(event: dict[str, Any], body: dict[str, Any], client: AsyncWebClient) -> None:
-        await handle_mention(services, client, event, body)
+        try:
+            await handle_mention(services, client, event, body)
+        except RedisError as exc:
+            await storage_down(client, event, exc)
+
+
+# Said in the thread when run storage does not answer even after the client's reconnect backoff.
+STORAGE_DOWN = ("I could not start on this: my run storage is not answering right now, so nothing was started. "
+                "Please ask again in a minute.")
+
+
+async def storage_down(client: AsyncWebClient, event: dict[str, Any], exc: Exception) -> None:
+    """Nothing is lost silently: the thread is told to try again (a Slack error here is only logged)."""
+    log.error("run storage unavailable for an event in %s: %s", event.get("channel"), exc)
+    channel, thread_ts = event.get("channel"), event.get("thread_ts") or event.get("ts")
+    if not (channel and thread_ts):
+        return
+    try:
+        await client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=STORAGE_DOWN)
+    except Exception as post_error:  # Slack trouble on top: the log line above is what is left
+        log.warning("could not tell the thread to try again: %s", post_error)
 
 
 async def handle_mention(services: Services, client: AsyncWebClient, event: dict[str, Any], body: dict[str, Any]) -> None:

@@ -40,8 +40,14 @@ def _system_text(request: dict[str, Any]) -> str:
     return system if isinstance(system, str) else " ".join(b.get("text", "") for b in system)
 
 
+def is_constraints(request: dict[str, Any]) -> bool:
+    """The small model's constraints pass at the start of a run (agent/prompts/constraints.md)."""
+    return "the constraints it states" in " ".join(_system_text(request).split())
+
+
 def is_extraction(request: dict[str, Any]) -> bool:
-    return "You read one web page" in _system_text(request)
+    """A small-model side request (page reading, or the constraints pass), not a turn of the loop."""
+    return "You read one web page" in _system_text(request) or is_constraints(request)
 
 
 def question_of(request: dict[str, Any]) -> str:
@@ -52,6 +58,8 @@ def question_of(request: dict[str, Any]) -> str:
 
 def extract(request: dict[str, Any], *, fabricate: bool = False) -> Reply:
     """Answer a read_page extraction: sentences of the page sharing words with the goal."""
+    if is_constraints(request):
+        return text_reply('{"constraints": []}')  # scripted requests state none
     prompt = _text(request["messages"][-1])
     goal = re.search(r"<goal>(.*?)</goal>", prompt, re.S)
     page = re.search(r"<page[^>]*>\n(.*)\n</page>", prompt, re.S)
