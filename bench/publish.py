@@ -10,11 +10,16 @@ the updates stream and write to the fake Slack Web API over HTTP, which answers 
 Retry-After past 50 chat.update calls per minute. A few runs grow reports too big for one
 message, so the full report is spilled into a file in the thread.
 
+All runs end at about the same moment, the worst case for "final states first": ours keeps
+two chat.update slots of the window for every run still owed its final state and spaces
+routine syncs by each run's fair share of the rest, so the finals go out at once.
+
 When every run has ended, the bench waits for Slack to settle and checks that every report
 and progress message is exactly the rendering of its run's final state (and every spilled
 report's file exactly its full text). The same workload then runs against the baseline:
 no coalescing and no shared limiter (429s left to the client's retry handler, as a naive
-publisher would). Exit 1 when our publisher's final Slack state is not exact.
+publisher would). Exit 1 when our publisher's final Slack state is not exact, or when it
+received a 429.
 """
 from __future__ import annotations
 
@@ -301,6 +306,10 @@ async def main(argv: list[str] | None = None) -> int:
     ours = results[0]
     if ours.exact_runs != ours.runs:
         print(f"\nFAIL: {ours.runs - ours.exact_runs} run(s) do not show their final state exactly", file=sys.stderr)
+        return 1
+    if ours.count_429:
+        print(f"\nFAIL: our publisher received {ours.count_429} 429(s); the shared limiter should prevent them",
+              file=sys.stderr)
         return 1
     return 0
 

@@ -3,14 +3,17 @@ from __future__ import annotations
 
 import logging
 
+from redis.asyncio import Redis as AsyncRedis
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.authorization import AuthorizeResult
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler, async_default_handlers
 from slack_sdk.web.async_client import AsyncWebClient
 
 from .listeners import register
+from .ratelimit import SlackRateLimiter
 from .services import Services
 from .settings import Settings
+from .slack_client import LimitedWebClient, limit_every_write
 
 log = logging.getLogger(__name__)
 
@@ -31,8 +34,10 @@ RATE_LIMIT_RETRIES = 3
 
 def slack_client(settings: Settings) -> AsyncWebClient:
     handlers = async_default_handlers() + [AsyncRateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES)]
-    return AsyncWebClient(token=settings.secret("slack_bot_token"), base_url=settings.slack_api_url,
-                          retry_handlers=handlers)
+    # Every Slack write waits for the shared per-workspace limiter and outlasts 429s (slack_client.py).
+    limiter = SlackRateLimiter(AsyncRedis.from_url(settings.redis_url)) if settings.redis_url else None
+    return LimitedWebClient(token=settings.secret("slack_bot_token"), base_url=settings.slack_api_url,
+                            retry_handlers=handlers, limiter=limiter)
 
 
 async def identify(client: AsyncWebClient) -> AuthorizeResult:
@@ -56,5 +61,7 @@ def build_app(settings: Settings, services: Services, client: AsyncWebClient, id
         request_verification_enabled=settings.slack_app_token is None,
         ignoring_self_events_enabled=True,
     )
+    if isinstance(client, LimitedWebClient):
+        app.use(limit_every_write(client))  # Bolt gives each listener a fresh client: make it a limited one
     register(app, services)
     return app

@@ -6,21 +6,17 @@ per run or per process, so the count lives in Redis: a sliding window of call ti
 `deepthread:ratelimit:{team}:{method}`, taken and checked in one Lua script against Redis's
 own clock (every process agrees on it). A 429 pauses the bucket for its Retry-After, so
 every run in every process backs off together instead of each finding out by itself.
+Every Slack write goes through here, by way of the client in slack_client.py.
 """
 from __future__ import annotations
 
 import asyncio
-import copy
 import logging
 import random
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TypeVar
 
 from redis.asyncio import Redis as AsyncRedis
-from slack_sdk.errors import SlackApiError
-from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
-from slack_sdk.web.async_client import AsyncWebClient
 
 from jobs.keys import PREFIX
 
@@ -30,30 +26,56 @@ log = logging.getLogger(__name__)
 
 DEFAULT_BUCKET = "default"  # runs without a Slack team id share this workspace bucket
 WINDOW_SECONDS = 60.0  # Slack's tiers are counted per minute
-# Calls we allow ourselves per window, per workspace: each tier less some headroom.
+TIER_2_PER_MINUTE = 20  # pins.add, pins.remove
+# chat.postMessage has its own limit: about one a second per channel (short bursts allowed).
+POST_MESSAGE_PER_CHANNEL_PER_MINUTE = 60
+
+
+def _ours(per_minute: int) -> int:
+    return int(per_minute * limits.RATE_HEADROOM)
+
+
+# Calls we allow ourselves per window, per workspace: each tier less some headroom. Every Slack
+# write we make is listed; a method missing here (a read) is not counted, only its 429s waited out.
 CALLS_PER_WINDOW: Mapping[str, int] = {
-    "chat.update": int(limits.TIER_3_PER_MINUTE * limits.RATE_HEADROOM),
-    "files.delete": int(limits.TIER_3_PER_MINUTE * limits.RATE_HEADROOM),
-    "files.getUploadURLExternal": int(limits.TIER_4_PER_MINUTE * limits.RATE_HEADROOM),
-    "files.completeUploadExternal": int(limits.TIER_4_PER_MINUTE * limits.RATE_HEADROOM),
+    "chat.update": _ours(limits.TIER_3_PER_MINUTE),
+    "chat.delete": _ours(limits.TIER_3_PER_MINUTE),
+    "chat.postMessage": _ours(POST_MESSAGE_PER_CHANNEL_PER_MINUTE),  # per channel, see PER_CHANNEL
+    "chat.postEphemeral": _ours(limits.TIER_4_PER_MINUTE),
+    "pins.add": _ours(TIER_2_PER_MINUTE),
+    "pins.remove": _ours(TIER_2_PER_MINUTE),
+    "reactions.add": _ours(limits.TIER_3_PER_MINUTE),
+    "reactions.remove": _ours(limits.TIER_3_PER_MINUTE),
+    "files.delete": _ours(limits.TIER_3_PER_MINUTE),
+    "files.getUploadURLExternal": _ours(limits.TIER_4_PER_MINUTE),
+    "files.completeUploadExternal": _ours(limits.TIER_4_PER_MINUTE),
     # Slack does not publish its tier; treat it like the other per-thread writes.
-    "assistant.threads.setStatus": int(limits.TIER_3_PER_MINUTE * limits.RATE_HEADROOM),
+    "assistant.threads.setStatus": _ours(limits.TIER_3_PER_MINUTE),
 }
-# A method missing from CALLS_PER_WINDOW gets the strictest tier we use.
-DEFAULT_CALLS_PER_WINDOW = int(limits.TIER_3_PER_MINUTE * limits.RATE_HEADROOM)
+# A method missing from the table, when a caller counts it anyway, gets the strictest tier we use.
+DEFAULT_CALLS_PER_WINDOW = _ours(limits.TIER_3_PER_MINUTE)
+# Methods Slack limits per channel rather than per workspace: one bucket per channel.
+PER_CHANNEL = frozenset({"chat.postMessage"})
 # Share of each window kept for urgent calls (a run's final state), so a busy workspace
 # still shows every finished report promptly.
 URGENT_SHARE = 0.1
+# The methods a final state uses (the publisher's); only these keep slots for urgent calls.
+URGENT_METHODS = frozenset({"chat.update", "assistant.threads.setStatus", "files.getUploadURLExternal",
+                            "files.completeUploadExternal", "files.delete"})
+# Final states first: calls of these methods a run's final state needs (its progress and
+# report messages, and clearing its assistant status). Routine calls leave that many slots
+# per run still owed a final state.
+FINAL_CALLS_PER_RUN: Mapping[str, int] = {"chat.update": 2, "assistant.threads.setStatus": 1}
+# However many runs are owed a final state, routine calls (progress) keep this share of the
+# window, so no run's progress stops altogether.
+ROUTINE_FLOOR_SHARE = 0.1
 # Waiters re-check at least this often, so a freed slot is not left idle for long.
 MAX_SLEEP_SECONDS = 1.0
 # Spread re-checks of many waiters so they do not all hit Redis in the same millisecond.
 JITTER_SECONDS = 0.05
 # A Retry-After we cannot read is taken as this.
 DEFAULT_RETRY_AFTER_SECONDS = 1.0
-# A call rate-limited this many times in a row is given up (the publisher retries it later).
-MAX_429_RETRIES = 3
 
-T = TypeVar("T")
 # Whether a call may use the slots kept for urgent ones: fixed, or asked before every try.
 Urgency = bool | Callable[[], Awaitable[bool]]
 
@@ -105,6 +127,15 @@ def bucket_of(team: str | None) -> str:
     return team or DEFAULT_BUCKET
 
 
+def bucket_method(method: str, channel: str | None = None) -> str:
+    """The bucket a call counts in: the method, or method and channel where Slack counts per channel."""
+    return f"{method}:{channel}" if method in PER_CHANNEL and channel else method
+
+
+def _method_of(bucket: str) -> str:
+    return bucket.split(":", 1)[0]
+
+
 def window_key(team: str | None, method: str) -> str:
     return f"{PREFIX}:ratelimit:{bucket_of(team)}:{method}"
 
@@ -114,7 +145,13 @@ def pause_key(team: str | None, method: str) -> str:
 
 
 class SlackRateLimiter:
-    """`await acquire(team, method)` before each call; `await pause(...)` after a 429."""
+    """`await acquire(team, method)` before each call; `await pause(...)` after a 429.
+
+    `method` may be a bucket from `bucket_method` (a method and its channel). The publisher
+    tells it how many runs are still owed a final state (`expect_finals`): routine calls of
+    a method in FINAL_CALLS_PER_RUN leave those slots free, so every final state goes out at
+    once however busy the workspace was.
+    """
 
     def __init__(self, redis: AsyncRedis, *, calls_per_window: Mapping[str, int] | None = None,
                  window_seconds: float = WINDOW_SECONDS) -> None:
@@ -122,17 +159,36 @@ class SlackRateLimiter:
         self.calls_per_window = dict(CALLS_PER_WINDOW if calls_per_window is None else calls_per_window)
         if any(cap < 1 for cap in self.calls_per_window.values()) or window_seconds <= 0:
             raise ValueError("every method needs at least one call per window, and the window a length")
+        self.window_seconds = window_seconds
         self.window_ms = int(window_seconds * 1000)
+        self.finals_owed = 0  # runs (active, or ended but not yet shown) that will need a final state
         self._take = redis.register_script(_TAKE)
         self._pause = redis.register_script(_PAUSE)
         self._paused_for = redis.register_script(_PAUSED_FOR)
 
+    def counts(self, method: str) -> bool:
+        """Whether calls of `method` are counted (every write is); others only wait out 429s."""
+        return _method_of(method) in self.calls_per_window
+
     def cap(self, method: str) -> int:
-        return self.calls_per_window.get(method, DEFAULT_CALLS_PER_WINDOW)
+        return self.calls_per_window.get(_method_of(method), DEFAULT_CALLS_PER_WINDOW)
+
+    def expect_finals(self, runs: int) -> None:
+        self.finals_owed = max(0, runs)
 
     def reserve(self, method: str) -> int:
+        """Slots of each window routine calls leave to urgent ones (final states)."""
         cap = self.cap(method)
-        return min(cap - 1, max(1, int(cap * URGENT_SHARE))) if cap > 1 else 0
+        if cap <= 1 or _method_of(method) not in URGENT_METHODS:
+            return 0
+        base = max(1, int(cap * URGENT_SHARE))
+        finals = FINAL_CALLS_PER_RUN.get(_method_of(method), 0) * self.finals_owed
+        floor = max(1, int(cap * ROUTINE_FLOOR_SHARE))
+        return min(cap - floor, base + finals) if finals else min(cap - 1, base)
+
+    def routine_share(self, method: str) -> int:
+        """Calls per window routine updates of `method` may make now."""
+        return self.cap(method) - self.reserve(method)
 
     async def try_acquire(self, team: str | None, method: str, *, urgent: bool = False) -> float:
         """Take a call slot now if there is one: 0.0, else the seconds until one may free up."""
@@ -183,44 +239,3 @@ def retry_after_seconds(headers: object) -> float:
         return max(0.0, float(value)) if value is not None else DEFAULT_RETRY_AFTER_SECONDS
     except (TypeError, ValueError):
         return DEFAULT_RETRY_AFTER_SECONDS
-
-
-class LimitedSlack:
-    """Slack calls that go through the shared limiter.
-
-    Each call waits for a slot in its workspace's bucket of every method it makes; a 429
-    pauses those buckets for Retry-After (for every process) and the call tries again, up
-    to `max_429_retries` times. Without a limiter, calls go straight to the client (whose
-    own retry handlers then deal with 429s): the benchmark's baseline.
-    """
-
-    def __init__(self, client: AsyncWebClient, limiter: SlackRateLimiter | None,
-                 max_429_retries: int = MAX_429_RETRIES) -> None:
-        if limiter is not None:
-            # The limiter handles 429s for everyone; the SDK's handler would wait for this call alone.
-            client = copy.copy(client)
-            client.retry_handlers = [h for h in client.retry_handlers
-                                     if not isinstance(h, AsyncRateLimitErrorRetryHandler)]
-        self.client = client
-        self.limiter = limiter
-        self.max_429_retries = max_429_retries
-
-    async def call(self, team: str | None, methods: str | tuple[str, ...], fn: Callable[[], Awaitable[T]], *,
-                   urgent: Urgency = False) -> T:
-        """`await fn()` once a slot is free in every bucket it uses. `urgent` calls may use the
-        slots routine ones leave free."""
-        names = (methods,) if isinstance(methods, str) else methods
-        attempt = 0
-        while True:
-            if self.limiter is not None:
-                for method in names:
-                    await self.limiter.acquire(team, method, urgent=urgent)
-            try:
-                return await fn()
-            except SlackApiError as exc:
-                if self.limiter is None or exc.response.status_code != 429 or attempt >= self.max_429_retries:
-                    raise
-                attempt += 1
-                seconds = retry_after_seconds(exc.response.headers)
-                for method in names:
-                    await self.limiter.pause(team, method, seconds)

@@ -15,12 +15,13 @@ from dataclasses import dataclass
 
 from redis.asyncio import Redis as AsyncRedis
 from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.web.async_client import AsyncWebClient
 
 from jobs import RunState
 from jobs.keys import PREFIX
 
-from .ratelimit import LimitedSlack
 from .render import Attachment
+from .slack_client import take_slots
 
 log = logging.getLogger(__name__)
 
@@ -71,9 +72,10 @@ def _text(value: bytes | str) -> str:
 
 
 class SpillFiles:
-    def __init__(self, redis: AsyncRedis, slack: LimitedSlack, *, refresh_seconds: float = REFRESH_SECONDS) -> None:
+    def __init__(self, redis: AsyncRedis, client: AsyncWebClient, *,
+                 refresh_seconds: float = REFRESH_SECONDS) -> None:
         self.redis = redis
-        self.slack = slack
+        self.client = client
         self.refresh_seconds = refresh_seconds
 
     async def record(self, channel: str, report_ts: str) -> SpillRecord | None:
@@ -107,11 +109,12 @@ class SpillFiles:
                 and now - record.uploaded_at < self.refresh_seconds):
             return SpillOutcome(wake_at=record.uploaded_at + self.refresh_seconds)
 
-        client = self.slack.client
+        client = self.client
         try:
-            answer = await self.slack.call(run.team, UPLOAD_METHODS, lambda: client.files_upload_v2(
+            answer = await take_slots(client, run.team, UPLOAD_METHODS, lambda: client.files_upload_v2(
                 channel=channel, thread_ts=run.thread_ts, filename=attachment.filename,
-                content=attachment.content, title=attachment.title, initial_comment=attachment.comment))
+                content=attachment.content, title=attachment.title, initial_comment=attachment.comment),
+                urgent=state.status.finished)
         except SlackApiError as exc:
             error = str(exc.response.get("error") or f"HTTP {exc.response.status_code}")
             if error in SETUP_ERRORS:
@@ -140,9 +143,9 @@ class SpillFiles:
             await self.redis.expire(stale_key(channel, ts), RECORD_TTL_SECONDS)
 
     async def _delete(self, team: str | None, channel: str, ts: str, file_id: str) -> bool:
-        client = self.slack.client
+        client = self.client
         try:
-            await self.slack.call(team, "files.delete", lambda: client.files_delete(file=file_id))
+            await take_slots(client, team, "files.delete", lambda: client.files_delete(file=file_id))
         except SlackApiError as exc:
             error = exc.response.get("error")
             if error not in GONE:
