@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import logging
 
-from redis.asyncio import Redis as AsyncRedis
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.authorization import AuthorizeResult
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler, async_default_handlers
 from slack_sdk.web.async_client import AsyncWebClient
+
+from jobs.connection import connect_async
 
 from .listeners import register
 from .ratelimit import SlackRateLimiter
@@ -32,10 +33,15 @@ logging.getLogger("slack_bolt.AsyncApp").addFilter(_OwnClientNotice())
 RATE_LIMIT_RETRIES = 3
 
 
+# The limiter's Redis connections: a burst of writes queues for them rather than skipping the limiter.
+LIMITER_CONNECTIONS = 50
+
+
 def slack_client(settings: Settings) -> AsyncWebClient:
     handlers = async_default_handlers() + [AsyncRateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES)]
     # Every Slack write waits for the shared per-workspace limiter and outlasts 429s (slack_client.py).
-    limiter = SlackRateLimiter(AsyncRedis.from_url(settings.redis_url)) if settings.redis_url else None
+    limiter = (SlackRateLimiter(connect_async(settings.redis_url, max_connections=LIMITER_CONNECTIONS))
+               if settings.redis_url else None)
     return LimitedWebClient(token=settings.secret("slack_bot_token"), base_url=settings.slack_api_url,
                             retry_handlers=handlers, limiter=limiter)
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from redis import Redis
+from redis.asyncio import BlockingConnectionPool
 from redis.asyncio import Redis as AsyncRedis
 from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import EqualJitterBackoff
@@ -16,6 +17,7 @@ __all__ = ["connect", "connect_async"]
 # the largest, each wait jittered (half fixed, half random) so processes do not return in
 # lockstep; 17 to 35 s in all before the error reaches the caller.
 REDIS_RETRIES = 20
+POOL_WAIT_SECONDS = 20.0
 REDIS_FIRST_WAIT_SECONDS = 0.1
 REDIS_MAX_WAIT_SECONDS = 2.0
 # Refused or reset connections, and LOADING while the append-only file is read back (a subclass).
@@ -28,7 +30,13 @@ def connect(url: str) -> Redis:
     return Redis.from_url(url, retry=Retry(backoff, REDIS_RETRIES, supported_errors=REDIS_RETRY_ON))
 
 
-def connect_async(url: str) -> AsyncRedis:
-    """The asyncio twin of `connect`."""
+def connect_async(url: str, *, max_connections: int | None = None) -> AsyncRedis:
+    """The asyncio twin of `connect`. With `max_connections`, callers beyond it wait for a free
+    connection (up to POOL_WAIT_SECONDS) instead of failing with "Too many connections": a burst
+    of events must queue for Redis, not skip it."""
     backoff = EqualJitterBackoff(cap=REDIS_MAX_WAIT_SECONDS, base=REDIS_FIRST_WAIT_SECONDS)
-    return AsyncRedis.from_url(url, retry=AsyncRetry(backoff, REDIS_RETRIES, supported_errors=REDIS_RETRY_ON))
+    retry = AsyncRetry(backoff, REDIS_RETRIES, supported_errors=REDIS_RETRY_ON)
+    if max_connections is None:
+        return AsyncRedis.from_url(url, retry=retry)
+    pool = BlockingConnectionPool.from_url(url, max_connections=max_connections, timeout=POOL_WAIT_SECONDS)
+    return AsyncRedis(connection_pool=pool, retry=retry)

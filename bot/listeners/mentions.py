@@ -101,10 +101,15 @@ async def _reply(client: AsyncWebClient, channel: str, thread_ts: str, text: str
 
 async def post_and_launch(services: Services, client: AsyncWebClient, state: RunState, *,
                           continuing: bool = False) -> None:
-    """Post the run's messages and queue it. A continuation posts a new progress message and
-    keeps editing its parent's pinned report."""
+    """Queue the run, then post its messages. A continuation posts a new progress message and
+    keeps editing its parent's pinned report.
+
+    Queued first: posts wait for a slot in the channel's rate-limit bucket (about one a second
+    per channel), and a burst of mentions must not hold research back behind Slack. Whatever the
+    run does before its messages exist is in run state; the publisher renders it once they do."""
     run = state.run
     progress, report = render_progress(state), render_report(state)
+    await services.runs.launch(state.run)
     try:
         posted = await client.chat_postMessage(channel=run.channel or "", thread_ts=run.thread_ts,
                                                text=progress.text, blocks=progress.blocks)
@@ -123,7 +128,6 @@ async def post_and_launch(services: Services, client: AsyncWebClient, state: Run
     # The publisher's digest cache (its own record): it need not edit what was just posted.
     await asyncio.to_thread(remember_rendered, services.redis, run.id, progress=progress.digest(),
                             report="" if continuing else report.digest())
-    await services.runs.launch(state.run)
     log.info("run %s started in %s", run.id, run.channel)
 
 
