@@ -54,9 +54,37 @@ def assemble(summary: str, sections: Sequence[Section], sources: Mapping[str, So
         return MARKER_RE.sub(repl, text)
 
     new_summary = renumber(summary)
-    new_sections = [(section, renumber(section.body)) for section in sections]
+    new_sections = [(section, renumber(marked_body(section))) for section in sections]
     footnotes = [Footnote(number=n, source=sources[m]) for m, n in numbers.items()]
     return AssembledReport(summary=new_summary, sections=new_sections, footnotes=footnotes)
+
+
+# Shown after a figure that no cited passage states (the model insisted): the reader checks it.
+FLAG_MARK = " ⚠"
+SNIPPET_NOTE = "search snippet only"
+
+
+def marked_body(section: Section) -> str:
+    """The body with each flagged figure marked where its sentence states it."""
+    body = section.body
+    for flag in section.flags:
+        at = body.find(flag.sentence)
+        start = at if at >= 0 else 0
+        found = body.find(flag.figure, start)
+        if found >= 0:
+            end = found + len(flag.figure)
+            body = body[:end] + FLAG_MARK + body[end:]
+    return body
+
+
+def figure_line(sections: Sequence[Section]) -> str:
+    """For the footer: "31 figures checked against their sources · 1 not found in its source"."""
+    checked = sum(s.figures_checked for s in sections)
+    flagged = sum(len(s.flags) for s in sections)
+    if not checked and not flagged:
+        return ""
+    line = f"{checked} figure{'s' if checked != 1 else ''} checked against their sources"
+    return line + (f" · {flagged} not found in its source{FLAG_MARK}" if flagged else "")
 
 
 def domain_of(url: str) -> str:
@@ -87,11 +115,13 @@ def to_markdown(title: str, report: AssembledReport, footer: str = "") -> str:
         lines += ["## Sources", ""]
         for note in report.footnotes:
             s = note.source
+            kind = f" · {SNIPPET_NOTE}" if s.kind == "snippet" else ""
             lines.append(
                 f"{note.number}. [{s.title}]({s.url}) · {domain_of(s.url)} · "
-                f"\"{shorten(s.passage, 160)}\" · fetched {s.retrieved_at:%Y-%m-%d}"
+                f"\"{shorten(s.passage, 160)}\" · fetched {s.retrieved_at:%Y-%m-%d}{kind}"
             )
         lines.append("")
-    if footer:
-        lines += ["---", footer, ""]
+    figures = figure_line([section for section, _ in report.sections])
+    if footer or figures:
+        lines += ["---", " · ".join(part for part in (footer, figures) if part), ""]
     return "\n".join(lines)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent import assemble
-from agent.report import AssembledReport, Footnote, domain_of, shorten, to_markdown
+from agent.report import SNIPPET_NOTE, AssembledReport, Footnote, domain_of, figure_line, shorten, to_markdown
 from jobs import RunState, RunStatus
 
 from . import limits
@@ -33,6 +33,10 @@ __all__ = [
 
 TITLE_CHARS = 250  # the question as the report's title
 ACTIVITY_CHARS = 300  # "Now: …" in the progress message
+CONSTRAINT_CHARS = 120  # each pinned constraint on the progress message
+MAX_CONSTRAINTS_SHOWN = 8
+NOTICE_CHARS = 400  # "Search degraded: …" and other notices
+MAX_NOTICES_SHOWN = 3
 PASSAGE_CHARS = 140  # quoted passage per source line: enough to recognise it
 SOURCE_TITLE_CHARS = 80
 # When the full report is a little too long, sources shrink to these before the report spills.
@@ -183,6 +187,7 @@ def render_progress(state: RunState, stop_reaction: str = "octagonal_sign") -> S
             lines.append(f"Now: {escape_text(shorten(state.activity, ACTIVITY_CHARS))}")
         if state.checking:
             lines.append(f"Checking: {escape_text(shorten(state.checking, ACTIVITY_CHARS))}")
+        lines += _standing_lines(state)
         reaction = escape_text(stop_reaction.strip(":"))
         lines.append(f":{reaction}: react to stop · reply “go deeper” for a longer budget · reply to add a requirement")
         text = "\n".join(lines)
@@ -193,12 +198,24 @@ def render_progress(state: RunState, stop_reaction: str = "octagonal_sign") -> S
         lines = [f"✅ Done · {facts} · the pinned report is final"]
         if state.reason:
             lines.append(f"Note: {_with_mentions(shorten(state.reason, ACTIVITY_CHARS))}")
+        lines += _standing_lines(state)
     else:
         word = "Stopped" if status == RunStatus.stopped else "Ended early"
         lines = [f"⚠️ {word} · {facts}", f"Why: {_with_mentions(shorten(state.reason or 'unknown', ACTIVITY_CHARS))}",
                  "Sections written so far are kept in the pinned report."]
     text = "\n".join(lines)
     return SlackMessage(text=text, blocks=[_section(text)])
+
+
+def _standing_lines(state: RunState) -> list[str]:
+    """What stays on the progress message once said: the pinned constraints (so the requester can
+    correct them) and notices such as degraded search."""
+    lines = []
+    if state.run.constraints:
+        listed = " · ".join(shorten(c, CONSTRAINT_CHARS) for c in state.run.constraints[:MAX_CONSTRAINTS_SHOWN])
+        lines.append(f"Constraints: {escape_text(listed)} _(reply to correct them)_")
+    lines += [f"⚠️ {escape_text(shorten(notice, NOTICE_CHARS))}" for notice in state.notices[:MAX_NOTICES_SHOWN]]
+    return lines
 
 
 def render_status(state: RunState) -> str:
@@ -235,6 +252,9 @@ def _footer(state: RunState) -> str:
     parts += [f"{_minutes(state)} min", _plural(state.usage.requests, "model request"), f"run {state.run.id}"]
     if state.run.parent_run_id:
         parts.append(f"continues run {escape_text(state.run.parent_run_id)}")
+    figures = figure_line(state.sections)
+    if figures:
+        parts.append(escape_text(figures))
     return " · ".join(parts)
 
 
@@ -249,9 +269,10 @@ def _domain(url: str) -> str:
 def _source_line(note: Footnote, title_chars: int, passage_chars: int) -> str:
     s = note.source
     domain = _domain(s.url)
+    kind = f" · _{SNIPPET_NOTE}_" if s.kind == "snippet" else ""
     return (f"[{note.number}] {link(s.url, shorten(s.title, title_chars) or domain)} · "
             f"{escape_text(domain)} · “{escape_text(shorten(s.passage, passage_chars))}” · "
-            f"fetched {s.retrieved_at:%Y-%m-%d}")
+            f"fetched {s.retrieved_at:%Y-%m-%d}{kind}")
 
 
 class _Blocks:

@@ -276,3 +276,41 @@ def test_assistant_status_follows_the_phase_and_clears_when_finished() -> None:
     state = apply(state, Progress(phase="finishing", activity="Writing"))
     assert render_status(state) == "is writing the summary…"
     assert render_status(apply(state, Finished(status="completed", summary="", reason=""))) == ""
+
+
+# --- what the reader can check: flagged figures, snippet sources, constraints, notices ----
+
+def test_a_flagged_figure_is_marked_and_the_footer_counts_the_checks() -> None:
+    from agent.figures import FigureFlag
+
+    flag = FigureFlag(figure="0.09%", sentence="Rivals charge 0.09% [s2].", markers=["s2"], why="not found in [s2]")
+    state = apply(new_state(), Progress(phase="researching", activity="x"), SourceAdded(source=source(1)),
+                  SourceAdded(source=source(2)),
+                  SectionWritten(section_id="sec1", title="Fees", body="VTI costs 0.01% [s1]. Rivals charge 0.09% [s2].",
+                                 figures_checked=2, flags=[flag]),
+                  Finished(status="completed", summary="VTI is cheapest [s1]."))
+    text = text_of(render_report(state))
+    assert "Rivals charge 0.09% ⚠ <https://www.example.org/doc/2|[2]>" in text
+    assert "2 figures checked against their sources · 1 not found in its source ⚠" in text
+
+
+def test_sources_say_which_are_only_search_snippets() -> None:
+    snippet = source(2).model_copy(update={"kind": "snippet"})
+    state = apply(new_state(), SourceAdded(source=source(1)), SourceAdded(source=snippet),
+                  SectionWritten(section_id="sec1", title="Fees", body="A [s1]. B [s2]."))
+    lines = [line for line in text_of(render_report(state)).splitlines() if line.startswith("[")]
+    assert "search snippet only" not in lines[0] and lines[1].endswith("_search snippet only_")
+
+
+def test_progress_shows_the_pinned_constraints_and_a_degraded_search_notice() -> None:
+    from agent.events import ConstraintsFound, SearchDegraded
+
+    state = apply(new_state(), Progress(phase="researching", activity="Searching"),
+                  ConstraintsFound(constraints=["Only sources after 2020", "<!channel> no robo-advisers"],
+                                   added=["Only sources after 2020"]),
+                  SearchDegraded(text="Search degraded: DuckDuckGo is rate-limiting searches; Brave answered instead."))
+    text = render_progress(state).text
+    assert "Constraints: Only sources after 2020 · &lt;!channel&gt; no robo-advisers _(reply to correct them)_" in text
+    assert "⚠️ Search degraded: DuckDuckGo is rate-limiting searches" in text
+    done = apply(state, Finished(status="completed", summary="x"))
+    assert "Constraints: Only sources after 2020" in render_progress(done).text, "still visible when done"
