@@ -116,11 +116,13 @@ def cmd_inspect(settings: Settings, args: argparse.Namespace) -> int:
         return 2
     from redis import Redis
 
-    from .inspect import inspect, sections
+    from .inspect import inspect, sections, sources
 
     redis = Redis.from_url(settings.redis_url)
     if args.sections:
         return sections(redis, args.run_id, sys.stdout)
+    if args.sources:
+        return sources(redis, args.run_id, sys.stdout)
     return inspect(redis, args.run_id, args.request, sys.stdout)
 
 
@@ -179,6 +181,8 @@ def parser() -> argparse.ArgumentParser:
     i.add_argument("run_id")
     i.add_argument("request", nargs="?", type=int, help="print this request (1-based) in full, as JSON")
     i.add_argument("--sections", action="store_true", help="print every report section with its revision history")
+    i.add_argument("--sources", action="store_true",
+                   help="print every source in full: passage, the page text around it, fetch time, page hash")
     e = sub.add_parser("eval", help="research a question set, grade each report with the small model, write a scorecard")
     e.add_argument("questions", nargs="?", help="JSONL of questions (default: the shipped bench/eval/questions.jsonl)")
     e.add_argument("--out", help="output directory (default: deepthread-eval-<date>-<time>)")

@@ -6,6 +6,7 @@ from typing import TextIO
 
 from redis import Redis
 
+from agent import assemble
 from agent.context.requestlog import RequestRecord, load_body, load_records
 from agent.pricing import TokenCounts, cost_usd
 from jobs import RunNotFound, RunStore
@@ -67,6 +68,32 @@ def sections(redis: Redis, run_id: str, out: TextIO) -> int:
         print(f"-- current\n{section.body}\n", file=out)
     if not state.sections:
         print("No sections written.", file=out)
+    return 0
+
+
+def sources(redis: Redis, run_id: str, out: TextIO) -> int:
+    """Every source of the run in full: what it says, where it stood on the page, when and how it was read.
+    Numbered as the report's footnotes where cited; uncited sources follow under their markers."""
+    try:
+        state = RunStore(redis).get(run_id)
+    except RunNotFound:
+        print(f"Run {run_id}: no run state (expired or unknown).", file=out)
+        return 1
+    report = assemble(state.summary, state.sections, state.sources)
+    numbers = {note.source.marker: note.number for note in report.footnotes}
+    ordered = sorted(state.sources.values(), key=lambda s: (s.marker not in numbers, numbers.get(s.marker, 0),
+                                                             int(s.marker[1:]) if s.marker[1:].isdigit() else 0))
+    for source in ordered:
+        label = f"[{numbers[source.marker]}]" if source.marker in numbers else "(not cited)"
+        print(f"== {label} [{source.marker}] {source.title}\n{source.url}", file=out)
+        print(f"{source.kind} · fetched {source.retrieved_at:%Y-%m-%d %H:%M:%S} UTC"
+              + (f" · page text sha256 {source.page_sha256}" if source.page_sha256 else ""), file=out)
+        print(f"-- passage\n{source.passage}", file=out)
+        if source.context and source.context != source.passage:
+            print(f"-- around it\n{source.context}", file=out)
+        print("", file=out)
+    if not state.sources:
+        print("No sources registered.", file=out)
     return 0
 
 

@@ -13,6 +13,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from jobs import RunState, Upgrade
 
+from .evidence import SOURCE_COMMAND, SOURCES_COMMAND, source_reply, sources_reply
+from .mrkdwn import escape_text, shorten_mrkdwn, to_mrkdwn
 from .services import Services
 
 log = logging.getLogger(__name__)
@@ -74,6 +76,11 @@ async def thread_message(services: Services, client: AsyncWebClient, *, channel:
     if wanted:
         await _post(client, channel, thread_ts, section_history(latest, wanted.group(1)))
         return
+    footnote = SOURCE_COMMAND.match(text)
+    if footnote or SOURCES_COMMAND.match(text):
+        reply = source_reply(latest, int(footnote.group(1))) if footnote else sources_reply(latest)
+        await _post(client, channel, thread_ts, reply)
+        return
     if not latest.status.finished:
         if await services.runs.add_note(latest.run.id, event_id, f"<@{user}>", text):
             await _acknowledge(client, channel, ts, thread_ts, NOTED)
@@ -92,11 +99,13 @@ def section_history(state: RunState, section_id: str | None) -> str:
         return "No section of this report has been revised." if section_id is None else f"{section_id} has not been revised."
     lines = []
     for section in revised:
-        lines.append(f"*{section.section_id} {section.title}*: revised ×{len(section.revisions)}")
+        # Model text: escaped like every other field the bot sends (no mention through a reason).
+        lines.append(f"*{section.section_id} {escape_text(section.title)}*: revised ×{len(section.revisions)}")
         for n, revision in reversed(list(enumerate(section.revisions, 1))):
             if len(section.revisions) - n >= HISTORY_REVISIONS_SHOWN:
                 break
-            lines.append(f"• version {n}, replaced because: {revision.reason}\n> {revision.body[:300]}")
+            quoted = "\n".join("> " + line for line in shorten_mrkdwn(to_mrkdwn(revision.body), 300).split("\n"))
+            lines.append(f"• version {n}, replaced because: {escape_text(revision.reason)}\n{quoted}")
     return "\n".join(lines)
 
 

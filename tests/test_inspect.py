@@ -37,10 +37,23 @@ def test_inspect_lists_requests_and_prints_one_in_full(redis: Redis, redis_url: 
     assert "from cache" in listing.stdout and "est. $" in listing.stdout
     assert f"{len(rows)} requests (" in listing.stdout
 
-    full = json.loads(inspect(state.run.id, "1").stdout)
-    assert full["request"]["messages"] == fake_model.requests[0]["messages"], "byte-for-byte what was sent"
-    assert full["request"]["tools"] == fake_model.requests[0]["tools"]
+    # The first turn of the loop (request 1 is the small model's constraints pass).
+    first_turn = next(int(row.split()[0]) for row in rows if row.split()[1] == "turn")
+    full = json.loads(inspect(state.run.id, str(first_turn)).stdout)
+    sent = fake_model.requests[first_turn - 1]
+    assert full["request"]["messages"] == sent["messages"], "byte-for-byte what was sent"
+    assert full["request"]["tools"] == sent["tools"]
 
     assert "does not exist" in inspect(state.run.id, "999").stdout
     missing = inspect("nope")
     assert missing.returncode == 1 and "No model requests are logged" in missing.stdout
+
+    evidence = inspect(state.run.id, "--sources")
+    assert evidence.returncode == 0, evidence.stderr
+    stored = RunStore(redis).get(state.run.id)
+    cited = re.findall(r"^== \[(\d+)\] \[(s\d+)\]", evidence.stdout, re.M)
+    assert cited and cited[0][0] == "1", "cited sources first, numbered as the report's footnotes"
+    assert evidence.stdout.count("-- passage") == len(stored.sources), "every source, cited or not"
+    excerpt = next(s for s in stored.sources.values() if s.kind == "excerpt")
+    assert excerpt.passage in evidence.stdout and f"page text sha256 {excerpt.page_sha256}" in evidence.stdout
+    assert "-- around it" in evidence.stdout and "fetched " in evidence.stdout

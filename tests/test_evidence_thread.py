@@ -1,0 +1,52 @@
+"""`source N` and `sources` in the thread: the evidence behind a footnote, end to end."""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.fakes.slack import FakeSlack, app_mention_event, message_event
+from tests.processes import Stack, deepthread_stack, wait_for
+from tests.test_end_to_end import CHANNEL, block_text, bot_replies, post_event
+
+
+@pytest.fixture
+def stack(tmp_path: Path, redis_url: str, fake_slack, fake_model, fake_web) -> Iterator[Stack]:
+    with deepthread_stack(tmp_path, redis_url=redis_url, slack_url=fake_slack.url,
+                          model_url=fake_model.url, web_url=fake_web.url) as s:
+        yield s
+
+
+def ask_in_thread(stack: Stack, slack: FakeSlack, thread: str, text: str) -> str:
+    before = len(bot_replies(slack, thread))
+    assert post_event(stack, message_event(text, channel=CHANNEL, thread_ts=thread, user="U0BEN")).status_code == 200
+    replies = wait_for(lambda: len(bot_replies(slack, thread)) > before and bot_replies(slack, thread), 15,
+                       f"the answer to {text!r}")
+    return replies[-1].text
+
+
+def test_source_n_replies_with_the_full_passage_its_page_context_and_fetch_time(stack, fake_slack) -> None:
+    envelope = app_mention_event("expense ratio VTI SCHB ITOT", channel=CHANNEL)
+    thread = fake_slack.seed_event(envelope)
+    assert post_event(stack, envelope).status_code == 200
+    replies = wait_for(lambda: len(bot_replies(fake_slack, thread)) >= 2 and bot_replies(fake_slack, thread), 10,
+                       "the run's messages")
+    report = wait_for(lambda: "Final" in block_text(fake_slack.message(CHANNEL, replies[1].ts))
+                      and block_text(fake_slack.message(CHANNEL, replies[1].ts)), 40, "the final report")
+    first_source = re.search(r"^\[1\] .*?“(.+?)…?” · fetched", report, re.M)
+    assert first_source, report
+
+    answer = ask_in_thread(stack, fake_slack, thread, "source 1")
+    assert answer.startswith("*[1]*") and "Fetched 20" in answer and "page excerpt, verified" in answer
+    assert "*The passage:*" in answer and first_source.group(1)[:40] in answer
+    assert "*Around it on the page:*" in answer and "Page text SHA-256" in answer
+
+    listing = ask_in_thread(stack, fake_slack, thread, "sources")
+    assert listing.startswith("*Sources cited in the report*") and "\n[1] " in listing
+
+    missing = ask_in_thread(stack, fake_slack, thread, "source 99")
+    assert "no footnote 99" in missing
+    assert len([m for m in bot_replies(fake_slack, thread) if "Researching" in block_text(m)]) == 0, \
+        "the commands started no continuation"
