@@ -17,6 +17,7 @@ from bot.local_redis import (
     LocalRedis,
     default_data_dir,
 )
+from tests.fakes.policies import is_extraction
 from tests.fakes.server import free_port
 from tests.fakes.slack import FakeSlack, app_mention_event, message_event
 from tests.processes import SIGNING_SECRET, Stack, environment, running, wait_for
@@ -92,8 +93,9 @@ def test_a_reply_in_an_old_thread_continues_it_after_up_restarts(tmp_path: Path,
         reply = message_event("Now add ITOT's tracking difference", channel=CHANNEL, thread_ts=thread)
         fake_slack.seed_event(reply)
         assert post_event(stack, reply).status_code == 200
-        wait_for(lambda: len(fake_model.requests) > first_requests, 30, "the continuation's first model request")
-        opening = json.dumps(fake_model.requests[first_requests]["messages"][0])
+        turns = wait_for(lambda: [r for r in fake_model.requests[first_requests:] if not is_extraction(r)], 30,
+                         "the continuation's first turn")  # after the small model's constraints pass
+        opening = json.dumps(turns[0]["messages"][0])
         assert "expense ratio VTI SCHB ITOT" in opening and "tracking difference" in opening, \
             "the continuation carries the old run's question and the new request"
         wait_for(lambda: len([m for m in bot_replies(fake_slack, thread) if "Done" in block_text(m)]) == 2, 60,
