@@ -104,10 +104,17 @@ def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:
         print(f"The question is {len(question):,} characters; the limit is {MAX_QUESTION_CHARS:,}.", file=sys.stderr)
         return 2
     require(settings, "ask")
-    from .terminal import ask
+    from .terminal import ReportFile, ask, default_output
 
     gc.freeze()
-    return asyncio.run(ask(question, settings.job_runtime(), Path(args.out) if args.out else None, args.profile))
+    path = Path(args.out) if args.out else default_output(question)
+    report = ReportFile(path)
+    try:
+        return asyncio.run(ask(question, settings.job_runtime(), path, args.profile, report))
+    except KeyboardInterrupt:
+        report.interrupted()
+        print(f"\nInterrupted: the report so far is in {path}", file=sys.stderr)
+        return 130
 
 
 def cmd_inspect(settings: Settings, args: argparse.Namespace) -> int:

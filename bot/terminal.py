@@ -1,6 +1,7 @@
 """`deepthread ask`: one research in the terminal, live progress, the report as Markdown."""
 from __future__ import annotations
 
+import os
 import re
 import sys
 from pathlib import Path
@@ -38,12 +39,51 @@ class TerminalProgress:
             self._last = line
 
 
-async def ask(question: str, runtime: JobRuntime, output: Path | None, profile: str = "standard") -> int:
+class ReportFile:
+    """The report on disk, rewritten as sections land (atomically: a reader or a Ctrl-C never
+    sees half a file), so an interrupted run keeps everything it had written."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._written = ""
+        self.state: RunState | None = None
+
+    def __call__(self, state: RunState) -> None:
+        self.state = state
+        if state.sections or state.summary or state.status.finished:
+            self.write(report_markdown(state))
+
+    def write(self, text: str) -> None:
+        if text == self._written:
+            return
+        partial = self.path.with_name(self.path.name + ".partial")
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, self.path)
+        self._written = text
+
+    def interrupted(self) -> None:
+        """Ctrl-C: say so in the file, keeping what was written."""
+        if self.state is not None:
+            self.write(report_markdown(self.state) + "\n_Interrupted (Ctrl-C) before the run finished._\n")
+
+
+async def ask(question: str, runtime: JobRuntime, output: Path | None, profile: str = "standard",
+              report: ReportFile | None = None) -> int:
     run = Run(question=question, profile=profile)
-    state = await run_inline(run, runtime, TerminalProgress(sys.stderr))
     path = output or default_output(question)
-    path.write_text(report_markdown(state), encoding="utf-8")
+    report = report or ReportFile(path)
+    progress = TerminalProgress(sys.stderr)
+    print(f"Run {run.id}: the report is written to {path} as sections land", file=sys.stderr)
+
+    def on_change(state: RunState) -> None:
+        progress(state)
+        report(state)
+
+    state = await run_inline(run, runtime, on_change)
+    report.write(report_markdown(state))
     if state.status != RunStatus.completed:
         print(f"Run ended early: {state.reason}", file=sys.stderr)
     print(f"Report written to {path} ({len(state.sections)} sections, {len(state.sources)} sources)")
+    print(f"Its model requests: deepthread inspect {run.id}" if runtime.redis_url
+          else "Set REDIS_URL to keep this run's model requests for deepthread inspect", file=sys.stderr)
     return 0 if state.status == RunStatus.completed else 1

@@ -4,20 +4,32 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from agent import RunEvent, research
+from agent.context.requestlog import RedisRequestLog
 
+from .connection import connect_async
 from .executor import anthropic_client, task_for
 from .models import Run, RunState
 from .runtime import JobRuntime
 from .state import apply_event
 
+__all__ = ["run_inline"]
+
 
 async def run_inline(run: Run, runtime: JobRuntime, on_change: Callable[[RunState], None]) -> RunState:
+    """Research `run` here, telling `on_change` each new state. With a Redis configured, the
+    model requests are logged there under the run's id, so `deepthread inspect` reads them."""
     holder = {"state": RunState(run=run)}
 
     async def emit(event: RunEvent) -> None:
         holder["state"] = apply_event(holder["state"], event)
         on_change(holder["state"])
 
-    async with anthropic_client(runtime) as client:
-        await research(task_for(holder["state"], runtime), runtime.agent, anthropic=client, emit=emit)
+    redis = connect_async(runtime.redis_url) if runtime.redis_url else None
+    try:
+        async with anthropic_client(runtime) as client:
+            await research(task_for(holder["state"], runtime), runtime.agent, anthropic=client, emit=emit,
+                           request_log=RedisRequestLog(redis, run.id) if redis is not None else None)
+    finally:
+        if redis is not None:
+            await redis.aclose()
     return holder["state"]
