@@ -407,8 +407,10 @@ class ResearchLoop:
     async def _record_usage(self) -> None:
         u = self.ctx.model.usage
         ledger, now = self.ledger, self.clock()
+        # One counter: "model requests" and "requests left" both read the ledger's count, the one
+        # the budget enforces (model turns, task agents' included; page reading is not a request).
         await self.ctx.emit(UsageRecorded(
-            requests=u.requests, input_tokens=u.input_tokens, output_tokens=u.output_tokens,
+            requests=ledger.requests, input_tokens=u.input_tokens, output_tokens=u.output_tokens,
             cache_read_tokens=u.cache_read_tokens, cache_creation_tokens=u.cache_creation_tokens,
             profile=ledger.budget.profile, requests_left=max(0, ledger.budget.max_requests - ledger.requests),
             minutes_left=ledger.seconds_to_end(now) / 60,

@@ -222,3 +222,12 @@ async def test_user_note_reaches_the_next_turn(fake_model, fake_web) -> None:
     await run(fake_model, fake_web, control=control)
     second = json.dumps(main_requests(fake_model)[1]["messages"][-1])
     assert 'user_note from=\\"<@U0BEN>\\">only use sources after 2020' in second
+
+
+async def test_progress_counts_requests_with_the_counter_the_budget_enforces(fake_model, fake_web) -> None:
+    from agent.events import UsageRecorded
+
+    events, _ = await run(fake_model, fake_web)  # page reads make small-model requests too
+    usage = [e for e in events if isinstance(e, UsageRecorded)]
+    assert usage and all(u.requests + u.requests_left == Budget().max_requests for u in usage)
+    assert usage[-1].requests < len(fake_model.requests), "page reading is not a model request of the budget"
