@@ -306,3 +306,78 @@ class TaskAgentsPolicy:
         else:
             facts = " ".join(list(dict.fromkeys(MARKER.findall(results)))[:3]) or "nothing found"
         return text_reply(f"Findings on {objective}: {facts}. Weak evidence: none flagged.")
+
+
+# --- a thread of runs (tests/test_thread_chain.py) ---------------------------------------
+
+RUN_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve")
+RUNS_BEFORE = re.compile(r'<thread runs_before="(\d+)"')
+
+
+def run_number(request: dict[str, Any]) -> int:
+    """Which run of its thread a request belongs to, read from its opening (1 = no <thread>)."""
+    found = RUNS_BEFORE.search(_text(request["messages"][0]))
+    return int(found.group(1)) + 1 if found else 1
+
+
+class ThreadPolicy:
+    """A research thread, one run after another, decided from each request alone.
+
+    The constraints pass finds `constraint` in the request that states it (and nothing in
+    others). Run 1 searches, writes sec1 citing the first passage and answers with `fact`
+    (number words, never digits: the figure check would rightly refuse figures no passage
+    states). Every continuation revises sec1 once, citing the marker the opening's outline
+    shows, then answers with one cited sentence of its own; the last run (`last_run`) instead
+    repeats the run-1 fact as it finds it in its opening, so its answer cites it only if the
+    thread's memory kept it.
+    """
+
+    def __init__(self, constraint: str, fact: str, last_run: int) -> None:
+        self.constraint = constraint
+        self.fact = fact
+        self.last_run = last_run
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        if is_constraints(request):
+            stated = self.constraint.lower() in _text(request["messages"][-1]).lower()
+            found = [{"kind": "dates", "text": self.constraint}] if stated else []
+            return text_reply(json.dumps({"constraints": found}))
+        if is_extraction(request):
+            return extract(request)
+        if is_summary_request(request):
+            return summary_reply(request)
+        messages = request["messages"]
+        calls = [b for m in messages if m["role"] == "assistant" for b in _blocks(m) if b["type"] == "tool_use"]
+        done = [c["name"] for c in calls]
+        forced = (request.get("tool_choice") or {}).get("type") == "none"
+        run = run_number(request)
+        if run == 1:
+            return self._first_run(messages, calls, done, forced)
+        opening = _text(messages[0])
+        outline = re.search(r'^- sec1 "[^"]*".*?(\[s\d+\])', opening, re.MULTILINE)
+        marker = outline.group(1) if outline else ""
+        word = RUN_WORDS[run] if run < len(RUN_WORDS) else str(run)
+        if not forced and not done and marker:
+            body = f"VTI charges the lowest fee, as run {word} confirmed {marker}."
+            return tool_reply(("revise_section", {"section_id": "sec1", "body": body,
+                                                  "reason": f"follow-up {word} rechecked the fee"}))
+        if run == self.last_run:
+            kept = next((line[2:] for line in opening.splitlines()
+                         if line.startswith("- ") and self.fact in line and MARKER.search(line)), "")
+            answer = kept or "The thread's memory has nothing about the first run."
+        else:
+            answer = f"Follow-up {word} is answered: the fee ranking holds {marker}."
+        return text_reply(f"Found: the thread's passages. Missing: nothing.\n<summary>{answer}</summary>")
+
+    def _first_run(self, messages: list[dict[str, Any]], calls: list[dict[str, Any]], done: list[str],
+                   forced: bool) -> Reply:
+        if not done and not forced:
+            return tool_reply(("web_search", {"query": "expense ratio VTI"}))
+        written = [c["input"]["body"] for c in calls if c["name"] == "write_section"]
+        if not written and not forced:
+            seen = MARKER.findall(_text(messages[-1]))
+            if seen:
+                return tool_reply(("write_section", {"title": "Fees", "body": f"VTI charges the lowest fee {seen[0]}."}))
+        cited = MARKER.search(written[0]) if written else None
+        marker = cited.group(0) if cited else ""
+        return text_reply(f"Found: one passage. Missing: nothing.\n<summary>{self.fact} {marker}.</summary>")
