@@ -106,7 +106,7 @@ class Ledger(BaseModel):
     def correction_refusal(self, section_id: str) -> str | None:
         """Why another correction is not allowed, or None. The counts are the thread's: a
         continuation starts from the revisions its report already has (see `count_revisions`)."""
-        per_section, per_thread = self.budget.corrections_per_section, self.budget.corrections_per_run
+        per_section, per_thread = self.budget.corrections_per_section, self.budget.corrections_per_thread
         if sum(self.corrections.values()) >= per_thread:
             return (f"the thread's correction capacity ({per_thread} revisions across all its runs, {self.budget.profile} "
                     "profile) is used up. Keep the section as it is and state the remaining doubt in your final "

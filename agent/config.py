@@ -63,7 +63,7 @@ class Budget(BaseModel):
     max_output_tokens: int | None = None
     max_cost_usd: float | None = None
     corrections_per_section: int = defaults.STANDARD_CORRECTIONS_PER_SECTION
-    corrections_per_run: int = defaults.STANDARD_CORRECTIONS_PER_RUN
+    corrections_per_thread: int = defaults.STANDARD_CORRECTIONS_PER_THREAD
     reserve_requests: int = defaults.FINALIZATION_RESERVE_REQUESTS
     reserve_seconds: float = defaults.FINALIZATION_RESERVE_SECONDS
 
@@ -72,7 +72,7 @@ PROFILES: dict[str, Budget] = {
     "standard": Budget(),
     "deep": Budget(profile="deep", max_requests=defaults.DEEP_MAX_REQUESTS, active_seconds=defaults.DEEP_ACTIVE_SECONDS,
                    corrections_per_section=defaults.DEEP_CORRECTIONS_PER_SECTION,
-                   corrections_per_run=defaults.DEEP_CORRECTIONS_PER_RUN),
+                   corrections_per_thread=defaults.DEEP_CORRECTIONS_PER_THREAD),
 }
 
 

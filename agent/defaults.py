@@ -16,8 +16,9 @@ DEEP_MAX_REQUESTS = 200
 STANDARD_ACTIVE_SECONDS = 60 * 60  # active time: model and tool work, parallel work counted once
 DEEP_ACTIVE_SECONDS = 90 * 60  # the deep profile's target
 WALL_SAFETY_SECONDS = 120 * 60  # wall time, whatever the profile
-STANDARD_CORRECTIONS_PER_SECTION, STANDARD_CORRECTIONS_PER_RUN = 2, 8
-DEEP_CORRECTIONS_PER_SECTION, DEEP_CORRECTIONS_PER_RUN = 6, 24
+# Correction capacity, counted across all the runs of one thread (a continuation inherits the count).
+STANDARD_CORRECTIONS_PER_SECTION, STANDARD_CORRECTIONS_PER_THREAD = 2, 8
+DEEP_CORRECTIONS_PER_SECTION, DEEP_CORRECTIONS_PER_THREAD = 6, 24
 # Requests kept back from exploration so the agent can always write its answer.
 FINALIZATION_RESERVE_REQUESTS = 2
 # Time kept back from exploration for the final answer (one request, streamed).
