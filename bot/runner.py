@@ -4,6 +4,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
@@ -14,18 +15,36 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 import jobs
-from jobs import RunStore
+from jobs import AsyncRuns, Runs, RunStore
 from jobs.connection import connect, connect_async
 from jobs.keys import QUEUE
 from jobs.worker import SWEEP_INTERVAL_SECONDS, WORKER_TTL_SECONDS, DeepthreadWorker
 
 from .app import build_app, identify, slack_client
+from .orphans import ORPHAN_CHECK_SECONDS, post_orphans
 from .publisher import Publisher
 from .server import web_app
 from .services import Services
 from .settings import Settings
 
 log = logging.getLogger(__name__)
+
+# How often serve looks for stops whose grace ran out (one sorted-set read; idle workers check too).
+HARD_STOP_CHECK_SECONDS = 2.0
+
+
+async def _every(seconds: float, check: Callable[[], Awaitable[object]], stop: asyncio.Event, what: str) -> None:
+    """Run `check` now and then every `seconds` until `stop`; a failed round is logged and retried."""
+    while not stop.is_set():
+        try:
+            await check()
+        except Exception:  # Redis away or Slack trouble: what was recorded stays recorded; retry
+            log.exception("%s failed", what)
+        try:
+            await asyncio.wait_for(stop.wait(), seconds)
+        except TimeoutError:
+            pass
+
 
 async def serve(settings: Settings) -> int:
     assert settings.redis_url
@@ -46,10 +65,16 @@ async def serve(settings: Settings) -> int:
     services = Services(redis=redis, store=store, bot_user_id=identity.bot_user_id,
                         stop_reaction=settings.stop_reaction,
                         admins=settings.id_set(settings.admins), channels=settings.id_set(settings.channels))
+    services.runs = AsyncRuns(Runs(store, hard_stop_seconds=settings.hard_stop_seconds))
     app = build_app(settings, services, client, identity)
     stop = asyncio.Event()
     publisher = asyncio.create_task(
         Publisher(redis, async_redis, store, client, stop_reaction=settings.stop_reaction).run(stop), name="publisher")
+    # Work recorded in Redis by a process that may have died: forced stops, runs never posted.
+    hard_stops = asyncio.create_task(_every(HARD_STOP_CHECK_SECONDS, services.runs.force_due_stops, stop,
+                                            "hard-stop check"), name="hard-stops")
+    orphans = asyncio.create_task(_every(ORPHAN_CHECK_SECONDS, lambda: post_orphans(services, client), stop,
+                                         "orphan check"), name="orphans")
 
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -67,7 +92,7 @@ async def serve(settings: Settings) -> int:
         await stop.wait()
         await runner.cleanup()
     stop.set()
-    await asyncio.gather(publisher, return_exceptions=True)
+    await asyncio.gather(publisher, hard_stops, orphans, return_exceptions=True)
     await async_redis.aclose()
     return code
 

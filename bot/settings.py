@@ -12,6 +12,7 @@ from agent.config import Caps, SearchProvider
 from agent import defaults as agent_defaults
 from agent.workspace import ThreadWorkspace
 from jobs import JobRuntime, Run
+from jobs.hard_stop import HARD_STOP_SECONDS
 
 from .local_redis import DATA_DIR_VARIABLE, default_data_dir
 
@@ -65,6 +66,9 @@ class Settings(BaseSettings):
     # How long an overloaded model service is waited out before the run answers from what it has.
     model_patience_seconds: float | None = Field(default=None, gt=0,
                                                  validation_alias=_env("DEEPTHREAD_MODEL_PATIENCE_SECONDS"))
+    # After a stop, how long the loop may take to finish on its own before its job is killed.
+    hard_stop_seconds: float = Field(default=HARD_STOP_SECONDS, gt=0,
+                                     validation_alias=_env("DEEPTHREAD_HARD_STOP_SECONDS"))
     # Where `deepthread up` keeps its embedded Redis (append-only file), so a restart keeps every run.
     data_dir: Path = Field(default_factory=default_data_dir, validation_alias=_env(DATA_DIR_VARIABLE))
 

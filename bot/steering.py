@@ -4,7 +4,6 @@ Shared by the listeners (messages, mentions, reactions, buttons) so each rule li
 """
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 
@@ -23,8 +22,6 @@ GO_DEEPER = re.compile(r"^\s*(?:<@\w+>\s*)?(?:please\s+)?go\s+deeper\b[\s.!]*$",
 HISTORY = re.compile(r"^\s*(?:<@\w+>\s*)?history(?:\s+(sec\d+))?\s*$", re.IGNORECASE)
 # Earlier revisions shown per section in the thread, newest first (the rest via `deepthread inspect`).
 HISTORY_REVISIONS_SHOWN = 5
-# After a stop, the loop gets this long to finish on its own before RQ kills the job.
-HARD_STOP_GRACE_SECONDS = 90
 NOTE_ACK_REACTION = "memo"
 NOTED = "Noted: I will take this into account from the next step on."
 
@@ -47,17 +44,11 @@ async def stop_run(services: Services, client: AsyncWebClient, state: RunState, 
         who = f"<@{run.requester}> (who asked)" if run.requester else "the person who asked"
         await _ephemeral(client, channel, user, f"Only {who} or a workspace admin can stop this run.")
         return
+    # The fallback (end the run as stopped and kill its job if it has not wound down after
+    # DEEPTHREAD_HARD_STOP_SECONDS) is recorded with the request: serve or a worker carries it out.
     if not await services.runs.request_stop(run.id, f"<@{user}>"):
         return  # already stopping
     log.info("run %s: stop requested by %s", run.id, user)
-    asyncio.create_task(_hard_stop_later(services, run.id, user))
-
-
-async def _hard_stop_later(services: Services, run_id: str, user: str) -> None:
-    """The fallback: if the loop has not wound down after the grace period, end the run as
-    stopped and kill its job (a run that finished meanwhile keeps its ending)."""
-    await asyncio.sleep(HARD_STOP_GRACE_SECONDS)
-    await services.runs.force_stop(run_id, f"stopped by <@{user}> (forced after {HARD_STOP_GRACE_SECONDS} s)")
 
 
 async def thread_message(services: Services, client: AsyncWebClient, *, channel: str, thread_ts: str, ts: str,

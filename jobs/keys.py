@@ -7,6 +7,10 @@ UPDATES_STREAM = f"{PREFIX}:updates"  # one entry per run-state change: {run_id,
 ACTIVE_RUNS = f"{PREFIX}:runs:active"  # runs not yet finished, re-rendered on publisher start
 # Announcements are small; keep enough for a restarted publisher to catch up.
 UPDATES_MAXLEN = 10_000
+HARD_STOPS = f"{PREFIX}:hard-stops"  # sorted set: run id -> when its stop is forced (epoch s)
+HARD_STOP_REASONS = f"{PREFIX}:hard-stops:reasons"  # hash: run id -> the reason the forced stop records
+# Sorted set: run id -> when it was created (epoch s), for runs whose messages are not posted yet.
+UNPOSTED = f"{PREFIX}:runs:unposted"
 
 
 def run(run_id: str) -> str:
@@ -89,3 +93,8 @@ def message_run(channel: str, ts: str) -> str:
 def thread_profile(channel: str, thread_ts: str) -> str:
     """An upgrade asked for after the thread's run ended applies to the next continuation."""
     return f"{PREFIX}:thread:{channel}:{thread_ts}:profile"
+
+
+def posting(run_id: str) -> str:
+    """Held while one serve process posts an orphaned run's messages (a lease, so a crash retries)."""
+    return f"{PREFIX}:run:{run_id}:posting"

@@ -3,6 +3,10 @@
 A run is orphaned when it is active, no job holds its lock, and its current job is not
 waiting in the queue. Every worker sweeps at start and then periodically; the lock makes a
 duplicate harmless (the second job sees the lock and exits).
+
+That includes a run the bot recorded but never launched (serve died between the two): once
+it is older than a grace period it is launched here, and serve posts its messages
+(bot/orphans.py); while younger, the bot may still be launching it.
 """
 from __future__ import annotations
 
@@ -12,7 +16,10 @@ from redis import Redis
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 
+from agent.events import utcnow
+
 from . import keys
+from .models import RunState
 from .queue import enqueue
 from .store import RunNotFound, RunStore
 
@@ -20,6 +27,9 @@ log = logging.getLogger(__name__)
 
 # A run re-queued this often and still orphaned is marked failed instead of looping forever.
 MAX_ATTEMPTS = 5
+# The bot launches a run right after recording it (milliseconds); one still not launched, and
+# not shown in Slack, after this long was abandoned by a process that died.
+UNLAUNCHED_GRACE_SECONDS = 60
 WAITING = {JobStatus.QUEUED, JobStatus.SCHEDULED, JobStatus.DEFERRED}
 
 
@@ -33,6 +43,12 @@ def _job_waiting(redis: Redis, run_id: str) -> bool:
         return False
 
 
+def _being_set_up(state: RunState) -> bool:
+    """The bot recorded the run moments ago and is launching and posting it."""
+    age = (utcnow() - state.run.created_at).total_seconds()
+    return bool(state.run.channel) and not state.run.progress_message and age < UNLAUNCHED_GRACE_SECONDS
+
+
 def sweep(redis: Redis) -> list[str]:
     """Re-queue orphaned runs; returns their ids."""
     store = RunStore(redis)
@@ -44,8 +60,8 @@ def sweep(redis: Redis) -> list[str]:
             state = store.get(run_id)
         except RunNotFound:
             continue
-        if state.status.finished or not state.run.report_message and state.run.channel:
-            continue  # finished, or still being set up by the bot (its messages are not posted yet)
+        if state.status.finished or _being_set_up(state):
+            continue
         # Only one sweeper re-queues a given orphan.
         if not redis.set(keys.dedupe(f"recover:{run_id}"), "1", nx=True, ex=30):
             continue

@@ -11,6 +11,7 @@ import asyncio
 import logging
 from dataclasses import dataclass
 from enum import Enum
+from typing import cast
 
 from redis import Redis
 from rq.command import send_stop_job_command
@@ -18,7 +19,9 @@ from rq.exceptions import InvalidJobOperation, NoSuchJobError
 
 from . import keys
 from .continuation import create_successor, latest_run, successor
-from .control import add_note, record_upgrade, request_stop
+from .control import add_note, record_upgrade
+from .hard_stop import HARD_STOP_SECONDS, claim_due, request_stop_with_deadline
+from .hard_stop import done as hard_stop_done
 from .models import Run, RunState, RunStatus
 from .queue import enqueue
 from .store import RUN_TTL_SECONDS, RunNotFound, RunStore, ThreadMoved
@@ -32,6 +35,8 @@ CONTINUE_DEDUPE_TTL_SECONDS = 24 * 3600
 # A continuation that loses the race to a run that has itself already ended tries again
 # from that run, at most this often (each try needs another run to end in between).
 MAX_CONTINUE_TRIES = 3
+# Orphaned runs returned per check: a backlog is posted over a few checks.
+MAX_UNPOSTED_PER_CHECK = 20
 
 
 class Upgrade(str, Enum):
@@ -50,9 +55,10 @@ class Continuation:
 
 
 class Runs:
-    def __init__(self, store: RunStore) -> None:
+    def __init__(self, store: RunStore, *, hard_stop_seconds: float = HARD_STOP_SECONDS) -> None:
         self.store = store
         self._redis: Redis = store.redis
+        self.hard_stop_seconds = hard_stop_seconds
 
     # --- reading -------------------------------------------------------------------
 
@@ -83,7 +89,15 @@ class Runs:
 
     def start(self, run: Run) -> RunState:
         """Record a new run (queued, linked to its thread); `attach_messages` and `launch` follow."""
+        self._mark_unposted(run)
         return self.store.create(run)
+
+    def _mark_unposted(self, run: Run) -> None:
+        """Until `attach_messages`, the run is listed as not shown in Slack, so a serve process
+        posts it if the one that started it died first (`unposted`). Listed before the run is
+        stored: a crash in between leaves an id `unposted` drops, never an unlisted run."""
+        if run.channel:
+            self._redis.zadd(keys.UNPOSTED, {run.id: run.created_at.timestamp()})
 
     def attach_messages(self, run_id: str, *, progress: str, report: str) -> RunState:
         """Where the run is shown; reactions and buttons on either message find the run."""
@@ -91,8 +105,30 @@ class Runs:
         pipe = self._redis.pipeline()
         for ts in (progress, report):
             pipe.set(keys.message_run(state.run.channel or "", ts), run_id, ex=RUN_TTL_SECONDS)
+        pipe.zrem(keys.UNPOSTED, run_id)
+        pipe.delete(keys.posting(run_id))
         pipe.execute()
         return state
+
+    def unposted(self, older_than_seconds: float) -> list[RunState]:
+        """Runs (any status) whose messages were never posted, created at least this long ago:
+        the process that started them died between starting and posting."""
+        seconds, micros = self._redis.time()
+        ids = cast(list[bytes], self._redis.zrangebyscore(keys.UNPOSTED, "-inf",
+                                                          seconds + micros / 1e6 - older_than_seconds,
+                                                          start=0, num=MAX_UNPOSTED_PER_CHECK))
+        found = []
+        for raw in ids:
+            run_id = raw.decode()
+            try:
+                found.append(self.store.get(run_id))
+            except RunNotFound:  # listed, then never stored (see _mark_unposted), or expired
+                self._redis.zrem(keys.UNPOSTED, run_id)
+        return found
+
+    def claim_posting(self, run_id: str, lease_seconds: float) -> bool:
+        """One process posts an orphan's messages; if it dies, the lease runs out and another tries."""
+        return bool(self._redis.set(keys.posting(run_id), "1", nx=True, px=int(lease_seconds * 1000)))
 
     def launch(self, run: Run) -> None:
         """Queue the run's job."""
@@ -106,10 +142,12 @@ class Runs:
         if not self.store.claim_event(f"continue:{event_id}", CONTINUE_DEDUPE_TTL_SECONDS):
             return None
         for _ in range(MAX_CONTINUE_TRIES):
+            run = successor(self.store, parent, request, requester)
+            self._mark_unposted(run)
             try:
-                return Continuation(create_successor(self.store, parent, successor(self.store, parent, request,
-                                                                                   requester)), started=True)
+                return Continuation(create_successor(self.store, parent, run), started=True)
             except ThreadMoved as moved:
+                self._redis.zrem(keys.UNPOSTED, run.id)
                 if moved.latest is None:
                     raise RunNotFound(parent.run.id) from None
                 winner = self.store.get(moved.latest)
@@ -122,8 +160,25 @@ class Runs:
     # --- steering ------------------------------------------------------------------
 
     def request_stop(self, run_id: str, by: str) -> bool:
-        """Ask the loop to stop and finalize; True for the first request (later ones change nothing)."""
-        return request_stop(self._redis, run_id, by)
+        """Ask the loop to stop and finalize; True for the first request (later ones change nothing).
+        Its fallback is recorded with it: if the run has not ended `hard_stop_seconds` from now,
+        `force_due_stops` (serve or any worker, whichever is alive) forces the stop."""
+        return request_stop_with_deadline(self._redis, run_id, by, self.hard_stop_seconds)
+
+    def force_due_stops(self) -> list[str]:
+        """Force every stop whose grace has run out and that this caller claimed; returns the ids
+        of runs it ended. A run that wound down in time keeps its own ending."""
+        forced = []
+        for due in claim_due(self._redis):
+            try:
+                if not self.store.get(due.run_id).status.finished:
+                    self.force_stop(due.run_id, due.reason)
+                    forced.append(due.run_id)
+                    log.warning("run %s: not wound down in time after its stop; forced", due.run_id)
+            except RunNotFound:
+                pass  # expired meanwhile: nothing left to stop
+            hard_stop_done(self._redis, due.run_id)  # not reached if this process dies first: retried
+        return forced
 
     def force_stop(self, run_id: str, reason: str) -> RunState:
         """End the run as stopped now and kill its job. The stop is recorded first, so whatever
@@ -151,7 +206,10 @@ class Runs:
         return add_note(self._redis, run_id, event_id, author, text)
 
     def fail(self, run_id: str, reason: str) -> RunState:
-        return self.store.mark_failed(run_id, reason)
+        """End the run as failed; it is no longer waiting to be posted (the surface gave up on it)."""
+        state = self.store.mark_failed(run_id, reason)
+        self._redis.zrem(keys.UNPOSTED, run_id)
+        return state
 
 
 class AsyncRuns:
@@ -195,6 +253,9 @@ class AsyncRuns:
     async def force_stop(self, run_id: str, reason: str) -> RunState:
         return await asyncio.to_thread(self.sync.force_stop, run_id, reason)
 
+    async def force_due_stops(self) -> list[str]:
+        return await asyncio.to_thread(self.sync.force_due_stops)
+
     async def upgrade(self, run_id: str, event_id: str) -> Upgrade:
         return await asyncio.to_thread(self.sync.upgrade, run_id, event_id)
 
@@ -203,3 +264,9 @@ class AsyncRuns:
 
     async def fail(self, run_id: str, reason: str) -> RunState:
         return await asyncio.to_thread(self.sync.fail, run_id, reason)
+
+    async def unposted(self, older_than_seconds: float) -> list[RunState]:
+        return await asyncio.to_thread(self.sync.unposted, older_than_seconds)
+
+    async def claim_posting(self, run_id: str, lease_seconds: float) -> bool:
+        return await asyncio.to_thread(self.sync.claim_posting, run_id, lease_seconds)

@@ -1,4 +1,5 @@
-"""The RQ worker Deepthread runs: RQ's own, plus a sweep for runs whose worker died."""
+"""The RQ worker Deepthread runs: RQ's own, plus a sweep for runs whose worker died and for
+stops whose grace ran out (serve checks those too: an idle worker or serve, whichever is alive)."""
 from __future__ import annotations
 
 import logging
@@ -6,6 +7,8 @@ import logging
 from rq import Worker
 
 from .recovery import sweep
+from .runs import Runs
+from .store import RunStore
 
 log = logging.getLogger(__name__)
 
@@ -22,3 +25,7 @@ class DeepthreadWorker(Worker):
             sweep(self.connection)
         except Exception:  # a failed sweep must not stop the worker; the next one retries
             log.exception("recovery sweep failed")
+        try:
+            Runs(RunStore(self.connection)).force_due_stops()
+        except Exception:  # as above: the deadline stays recorded until someone carries it out
+            log.exception("hard-stop check failed")
