@@ -25,8 +25,6 @@ log = logging.getLogger(__name__)
 UNPOSTED_GRACE_SECONDS = 120
 # How often serve looks (one sorted-set read when there is nothing to do).
 ORPHAN_CHECK_SECONDS = 15
-# One serve process posts a given orphan; if it dies mid-way, another tries after this long.
-POSTING_LEASE_SECONDS = 300
 
 
 async def post_orphans(services: Services, client: AsyncWebClient,
@@ -34,7 +32,7 @@ async def post_orphans(services: Services, client: AsyncWebClient,
     """Post every orphaned run this process claims; returns the ids it posted or ended."""
     handled = []
     for state in await services.runs.unposted(older_than_seconds):
-        if await services.runs.claim_posting(state.run.id, POSTING_LEASE_SECONDS):
+        if await services.runs.claim_posting(state.run.id):
             await _post(services, client, state)
             handled.append(state.run.id)
     return handled

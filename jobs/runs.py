@@ -39,6 +39,10 @@ MAX_CONTINUE_TRIES = 3
 MAX_UNPOSTED_PER_CHECK = 20
 
 
+# One process posts a run's messages (the mention's handler, or the orphan sweep for a run whose
+# handler died); if it dies mid-way, another may try after this long.
+POSTING_LEASE_SECONDS = 300
+
 class Upgrade(str, Enum):
     raised = "raised"  # the running loop adopts the deep budget at its next step
     already = "already"  # this event was seen before (a retry): nothing changed
@@ -126,7 +130,7 @@ class Runs:
                 self._redis.zrem(keys.UNPOSTED, run_id)
         return found
 
-    def claim_posting(self, run_id: str, lease_seconds: float) -> bool:
+    def claim_posting(self, run_id: str, lease_seconds: float = POSTING_LEASE_SECONDS) -> bool:
         """One process posts an orphan's messages; if it dies, the lease runs out and another tries."""
         return bool(self._redis.set(keys.posting(run_id), "1", nx=True, px=int(lease_seconds * 1000)))
 
@@ -268,5 +272,5 @@ class AsyncRuns:
     async def unposted(self, older_than_seconds: float) -> list[RunState]:
         return await asyncio.to_thread(self.sync.unposted, older_than_seconds)
 
-    async def claim_posting(self, run_id: str, lease_seconds: float) -> bool:
+    async def claim_posting(self, run_id: str, lease_seconds: float = POSTING_LEASE_SECONDS) -> bool:
         return await asyncio.to_thread(self.sync.claim_posting, run_id, lease_seconds)

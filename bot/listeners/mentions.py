@@ -110,6 +110,9 @@ async def post_and_launch(services: Services, client: AsyncWebClient, state: Run
     run = state.run
     progress, report = render_progress(state), render_report(state)
     await services.runs.launch(state.run)
+    # The same lease the orphan sweep takes (bot/orphans.py): however long the posts wait for
+    # their rate-limit slots, no other process posts this run's messages a second time.
+    await services.runs.claim_posting(run.id)
     try:
         posted = await client.chat_postMessage(channel=run.channel or "", thread_ts=run.thread_ts,
                                                text=progress.text, blocks=progress.blocks)
