@@ -1,4 +1,5 @@
 """The research engine. Knows nothing about Slack or RQ."""
+
 from __future__ import annotations
 
 from .citations import SourceRegistry
@@ -9,8 +10,25 @@ from .report import AssembledReport, Section, assemble, to_markdown
 from .task import ResearchTask
 
 __all__ = [
-    "AgentConfig", "AssembledReport", "Budget", "FetchConfig", "Finished", "Outcome", "PROFILES",
-    "Progress", "ResearchTask", "RunEvent", "SearchConfig", "Section", "SectionRevised",
-    "SectionWritten", "Source", "SourceAdded", "SourceRegistry", "UsageRecorded", "assemble",
-    "research", "to_markdown",
+    "AgentConfig",
+    "AssembledReport",
+    "Budget",
+    "FetchConfig",
+    "Finished",
+    "Outcome",
+    "PROFILES",
+    "Progress",
+    "ResearchTask",
+    "RunEvent",
+    "SearchConfig",
+    "Section",
+    "SectionRevised",
+    "SectionWritten",
+    "Source",
+    "SourceAdded",
+    "SourceRegistry",
+    "UsageRecorded",
+    "assemble",
+    "research",
+    "to_markdown",
 ]

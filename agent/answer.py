@@ -11,6 +11,7 @@ are plainly the fixed reflection terms the prompt asks for between batches ("Fou
 "Missing: …", "Next: …", "Checking: …"); if nothing else is left, the text is kept whole:
 an imperfect summary beats an empty report.
 """
+
 from __future__ import annotations
 
 import re
@@ -22,11 +23,24 @@ _TAGGED = re.compile(rf"<{SUMMARY_TAG}>(.*?)</{SUMMARY_TAG}>", re.S | re.I)
 _OPENED = re.compile(rf"<{SUMMARY_TAG}>(.*)$", re.S | re.I)  # cut off by the output limit
 _STRAY_TAG = re.compile(rf"</?{SUMMARY_TAG}>", re.I)
 # Reflection terms from the system prompt; a line that starts with one is working text.
-REFLECTION_TERMS = ("found", "missing", "enough", "next", "checking", "plan", "thinking", "reflection",
-                    "still missing", "what i found", "what is missing", "next step", "is it enough")
+REFLECTION_TERMS = (
+    "found",
+    "missing",
+    "enough",
+    "next",
+    "checking",
+    "plan",
+    "thinking",
+    "reflection",
+    "still missing",
+    "what i found",
+    "what is missing",
+    "next step",
+    "is it enough",
+)
 _REFLECTION_LINE = re.compile(
-    r"^\s*(?:[-*•]\s*)?(?:\*\*|_)?(?:" + "|".join(re.escape(t) for t in REFLECTION_TERMS) + r")\b[^:\n]{0,20}:",
-    re.I)
+    r"^\s*(?:[-*•]\s*)?(?:\*\*|_)?(?:" + "|".join(re.escape(t) for t in REFLECTION_TERMS) + r")\b[^:\n]{0,20}:", re.I
+)
 
 Shape = Literal["tagged", "unclosed", "cleaned", "untagged"]
 

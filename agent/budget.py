@@ -4,6 +4,7 @@ decides whether it may go on exploring, must write its answer now, or must end.
 Persisted with the run (a checkpoint carries it), so a resumed run keeps what it spent.
 Active time is the union of model and tool intervals: parallel work is counted once.
 """
+
 from __future__ import annotations
 
 import time
@@ -18,8 +19,9 @@ from .config import Budget
 from .pricing import TokenCounts, cost_usd
 
 # What the wrap-up warning asks of the lead (task agents, who write no report, get their own).
-WRITE_NOW = ("Write every finding not yet in the report with write_section (or revise_section) now, "
-             "while tools still work.")
+WRITE_NOW = (
+    "Write every finding not yet in the report with write_section (or revise_section) now, while tools still work."
+)
 
 Clock = Callable[[], float]
 LimitKey = Literal["requests", "active", "wall", "input_tokens", "output_tokens", "cost"]
@@ -75,8 +77,16 @@ class Ledger(BaseModel):
             self.active_closed += max(0.0, at - self.busy_since)
         self.busy_since, self.open_intervals = None, 0
 
-    def charge(self, model: str, input_tokens: int, output_tokens: int, cache_read: int, cache_creation: int,
-               count_request: bool = True, own_turn: bool = True) -> None:
+    def charge(
+        self,
+        model: str,
+        input_tokens: int,
+        output_tokens: int,
+        cache_read: int,
+        cache_creation: int,
+        count_request: bool = True,
+        own_turn: bool = True,
+    ) -> None:
         """Tokens and cost of every model call; the request limit counts main-model turns only
         (page extraction calls are part of the tool that made them). A task agent's turn
         (`own_turn=False`) counts toward the run's requests but says nothing about the size
@@ -108,13 +118,17 @@ class Ledger(BaseModel):
         continuation starts from the revisions its report already has (see `count_revisions`)."""
         per_section, per_thread = self.budget.corrections_per_section, self.budget.corrections_per_thread
         if sum(self.corrections.values()) >= per_thread:
-            return (f"the thread's correction capacity ({per_thread} revisions across all its runs, {self.budget.profile} "
-                    "profile) is used up. Keep the section as it is and state the remaining doubt in your final "
-                    "answer instead.")
+            return (
+                f"the thread's correction capacity ({per_thread} revisions across all its runs, {self.budget.profile} "
+                "profile) is used up. Keep the section as it is and state the remaining doubt in your final "
+                "answer instead."
+            )
         if self.corrections.get(section_id, 0) >= per_section:
-            return (f"{section_id} has been revised {per_section} times in this thread already, the per-section "
-                    f"limit of the {self.budget.profile} profile. Put the new evidence in your final answer or in a "
-                    "new section about the open point.")
+            return (
+                f"{section_id} has been revised {per_section} times in this thread already, the per-section "
+                f"limit of the {self.budget.profile} profile. Put the new evidence in your final answer or in a "
+                "new section about the open point."
+            )
         return None
 
     def count_revisions(self, section_id: str, revisions: int) -> None:
@@ -135,24 +149,60 @@ class Ledger(BaseModel):
         """(key, name, used, limit, room kept back for writing) for every limit in force."""
         b = self.budget
         limits: list[tuple[LimitKey, str, float, float, float]] = [
-            ("requests", f"request limit ({b.max_requests} model requests)", self.requests, b.max_requests,
-             b.reserve_requests),
-            ("active", f"active-time limit ({_minutes(b.active_seconds)})", self.active(now), b.active_seconds,
-             b.reserve_seconds),
-            ("wall", f"wall-time limit ({_minutes(b.wall_seconds)})", self.wall(now), b.wall_seconds,
-             b.reserve_seconds),
+            (
+                "requests",
+                f"request limit ({b.max_requests} model requests)",
+                self.requests,
+                b.max_requests,
+                b.reserve_requests,
+            ),
+            (
+                "active",
+                f"active-time limit ({_minutes(b.active_seconds)})",
+                self.active(now),
+                b.active_seconds,
+                b.reserve_seconds,
+            ),
+            (
+                "wall",
+                f"wall-time limit ({_minutes(b.wall_seconds)})",
+                self.wall(now),
+                b.wall_seconds,
+                b.reserve_seconds,
+            ),
         ]
         spend = 1 - defaults.FINALIZE_AT_SPEND_SHARE
         again = defaults.FINAL_TURN_SIZE_FACTOR
         if b.max_input_tokens is not None:
-            limits.append(("input_tokens", f"input-token limit ({b.max_input_tokens:,})", self.input_tokens,
-                           b.max_input_tokens, max(b.max_input_tokens * spend, self.last_turn_input * again)))
+            limits.append(
+                (
+                    "input_tokens",
+                    f"input-token limit ({b.max_input_tokens:,})",
+                    self.input_tokens,
+                    b.max_input_tokens,
+                    max(b.max_input_tokens * spend, self.last_turn_input * again),
+                )
+            )
         if b.max_output_tokens is not None:
-            limits.append(("output_tokens", f"output-token limit ({b.max_output_tokens:,})", self.output_tokens,
-                           b.max_output_tokens, max(b.max_output_tokens * spend, self.last_turn_output * again)))
+            limits.append(
+                (
+                    "output_tokens",
+                    f"output-token limit ({b.max_output_tokens:,})",
+                    self.output_tokens,
+                    b.max_output_tokens,
+                    max(b.max_output_tokens * spend, self.last_turn_output * again),
+                )
+            )
         if b.max_cost_usd is not None:
-            limits.append(("cost", f"cost limit (${b.max_cost_usd:.2f})", self.cost_usd, b.max_cost_usd,
-                           max(b.max_cost_usd * spend, self.last_turn_cost * again)))
+            limits.append(
+                (
+                    "cost",
+                    f"cost limit (${b.max_cost_usd:.2f})",
+                    self.cost_usd,
+                    b.max_cost_usd,
+                    max(b.max_cost_usd * spend, self.last_turn_cost * again),
+                )
+            )
         return limits
 
     def decide(self, now: float) -> Decision:
@@ -173,8 +223,13 @@ class Ledger(BaseModel):
     def seconds_to_finalize(self, now: float) -> float:
         """How long exploration may still run before a time limit's reserve is reached."""
         b = self.budget
-        return max(0.0, min(b.active_seconds - b.reserve_seconds - self.active(now),
-                            b.wall_seconds - b.reserve_seconds - self.wall(now)))
+        return max(
+            0.0,
+            min(
+                b.active_seconds - b.reserve_seconds - self.active(now),
+                b.wall_seconds - b.reserve_seconds - self.wall(now),
+            ),
+        )
 
     def wrap_up(self, now: float) -> str | None:
         """A warning a few requests (or minutes) before the final turn, while tools still work,
@@ -184,8 +239,10 @@ class Ledger(BaseModel):
         seconds = self.seconds_to_finalize(now)
         if requests > defaults.WRAP_UP_REQUESTS and seconds > defaults.WRAP_UP_SECONDS:
             return None
-        return (f"WRAP UP: about {max(0, requests)} model request(s) and {seconds / 60:.0f} min before the final "
-                "turn. Start nothing new.")
+        return (
+            f"WRAP UP: about {max(0, requests)} model request(s) and {seconds / 60:.0f} min before the final "
+            "turn. Start nothing new."
+        )
 
     def seconds_to_end(self, now: float) -> float:
         b = self.budget
@@ -195,11 +252,15 @@ class Ledger(BaseModel):
         b = self.budget
         active_left = b.active_seconds - self.active(now)
         wall_left = b.wall_seconds - self.wall(now)
-        return (f"active-time limit ({_minutes(b.active_seconds)})" if active_left <= wall_left
-                else f"wall-time limit ({_minutes(b.wall_seconds)})")
+        return (
+            f"active-time limit ({_minutes(b.active_seconds)})"
+            if active_left <= wall_left
+            else f"wall-time limit ({_minutes(b.wall_seconds)})"
+        )
 
-    def block(self, now: float, sources: int, sections: list[str], finalize: str | None,
-              wrap_up_advice: str = WRITE_NOW) -> str:
+    def block(
+        self, now: float, sources: int, sections: list[str], finalize: str | None, wrap_up_advice: str = WRITE_NOW
+    ) -> str:
         b = self.budget
         lines = [
             "<budget>",

@@ -1,7 +1,7 @@
 """The run's source registry: every citable passage gets a stable `[sN]` marker."""
+
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
 from .events import Source
@@ -18,8 +18,7 @@ class UnknownCitation(ValueError):
         listed = ", ".join(f"[{m}]" for m in unknown)
         known = f"[s1]–[s{known_count}]" if known_count else "none yet: search or read a page first"
         super().__init__(
-            f"unknown citation {listed}: cite only markers that appear in tool results "
-            f"(issued so far: {known})."
+            f"unknown citation {listed}: cite only markers that appear in tool results (issued so far: {known})."
         )
 
 
@@ -45,15 +44,21 @@ class SourceRegistry:
     def all(self) -> list[Source]:
         return list(self._by_marker.values())
 
-    def add(self, url: str, title: str, passage: str, kind: str = "excerpt", *, context: str = "",
-            page_sha256: str = "") -> tuple[Source, bool]:
+    def add(
+        self, url: str, title: str, passage: str, kind: str = "excerpt", *, context: str = "", page_sha256: str = ""
+    ) -> tuple[Source, bool]:
         """Register a passage; returns (source, is_new)."""
         existing = self._by_key.get((url, passage))
         if existing is not None:
             return self._by_marker[existing], False
         source = Source(
-            marker=f"s{len(self._by_marker) + 1}", url=url, title=title, passage=passage, kind=kind,  # type: ignore[arg-type]
-            context=context, page_sha256=page_sha256,
+            marker=f"s{len(self._by_marker) + 1}",
+            url=url,
+            title=title,
+            passage=passage,
+            kind=kind,  # type: ignore[arg-type]
+            context=context,
+            page_sha256=page_sha256,
         )
         self._remember(source)
         return source, True

@@ -1,4 +1,5 @@
 """Typed configuration the engine receives (read from the environment at the CLI edge)."""
+
 from __future__ import annotations
 
 from typing import Literal
@@ -18,8 +19,11 @@ DDGS_BACKEND = "duckduckgo,brave,mojeek,startpage,yahoo,wikipedia"
 class SearchConfig(BaseModel):
     # The fallback chain, asked in order (DEEPTHREAD_SEARCH="brave,duckduckgo"). `provider=`
     # is accepted too, as a name or a comma-separated list.
-    providers: list[SearchProvider] = Field(default_factory=lambda: list(DEFAULT_SEARCH_CHAIN), min_length=1,
-                                            validation_alias=AliasChoices("providers", "provider"))
+    providers: list[SearchProvider] = Field(
+        default_factory=lambda: list(DEFAULT_SEARCH_CHAIN),
+        min_length=1,
+        validation_alias=AliasChoices("providers", "provider"),
+    )
     searxng_url: str | None = None
     brave_api_key: str | None = Field(default=None, repr=False)
     tavily_api_key: str | None = Field(default=None, repr=False)
@@ -70,9 +74,13 @@ class Budget(BaseModel):
 
 PROFILES: dict[str, Budget] = {
     "standard": Budget(),
-    "deep": Budget(profile="deep", max_requests=defaults.DEEP_MAX_REQUESTS, active_seconds=defaults.DEEP_ACTIVE_SECONDS,
-                   corrections_per_section=defaults.DEEP_CORRECTIONS_PER_SECTION,
-                   corrections_per_thread=defaults.DEEP_CORRECTIONS_PER_THREAD),
+    "deep": Budget(
+        profile="deep",
+        max_requests=defaults.DEEP_MAX_REQUESTS,
+        active_seconds=defaults.DEEP_ACTIVE_SECONDS,
+        corrections_per_section=defaults.DEEP_CORRECTIONS_PER_SECTION,
+        corrections_per_thread=defaults.DEEP_CORRECTIONS_PER_THREAD,
+    ),
 }
 
 
@@ -92,14 +100,20 @@ class Caps(BaseModel):
                 return current
             return cap if current is None else min(current, cap)
 
-        return budget.model_copy(update={
-            "max_requests": int(lower(budget.max_requests, self.max_requests) or 0),
-            "active_seconds": lower(budget.active_seconds, None if self.active_minutes is None else self.active_minutes * 60),
-            "wall_seconds": lower(budget.wall_seconds, None if self.wall_minutes is None else self.wall_minutes * 60),
-            "max_input_tokens": lower(budget.max_input_tokens, self.max_input_tokens),
-            "max_output_tokens": lower(budget.max_output_tokens, self.max_output_tokens),
-            "max_cost_usd": lower(budget.max_cost_usd, self.max_cost_usd),
-        })
+        return budget.model_copy(
+            update={
+                "max_requests": int(lower(budget.max_requests, self.max_requests) or 0),
+                "active_seconds": lower(
+                    budget.active_seconds, None if self.active_minutes is None else self.active_minutes * 60
+                ),
+                "wall_seconds": lower(
+                    budget.wall_seconds, None if self.wall_minutes is None else self.wall_minutes * 60
+                ),
+                "max_input_tokens": lower(budget.max_input_tokens, self.max_input_tokens),
+                "max_output_tokens": lower(budget.max_output_tokens, self.max_output_tokens),
+                "max_cost_usd": lower(budget.max_cost_usd, self.max_cost_usd),
+            }
+        )
 
 
 def budget_for(profile: str, caps: Caps | None = None) -> Budget:

@@ -5,6 +5,7 @@ is shown back to the requester once (so they can correct it), carried by every c
 and kept word for word through compaction. The model's answer is validated by pydantic;
 anything unusable means "no constraints found", never a failed run.
 """
+
 from __future__ import annotations
 
 import json

@@ -2,6 +2,7 @@
 
 The engine only reads; the job layer implements it (Redis), tests use the in-memory one.
 """
+
 from __future__ import annotations
 
 from datetime import datetime

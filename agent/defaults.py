@@ -1,4 +1,5 @@
 """Every default of the research engine, named, each with the reason for its value."""
+
 from __future__ import annotations
 
 # Models: a capable main model, a fast cheap one for page extraction.

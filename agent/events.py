@@ -2,10 +2,11 @@
 
 The job layer applies them to run state; the engine never knows who listens.
 """
+
 from __future__ import annotations
 
-from datetime import datetime, timezone
-from typing import Annotated, Literal, Union
+from datetime import UTC, datetime
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
@@ -14,7 +15,7 @@ from .thread_memory import ThreadSummary
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class Source(BaseModel):
@@ -118,7 +119,15 @@ class SearchDegraded(BaseModel):
 
 
 RunEvent = Annotated[
-    Union[Progress, Disagreement, SourceAdded, SectionWritten, SectionRevised, UsageRecorded, Finished,
-          SearchDegraded, ConstraintsFound, ConflictSettled],
+    Progress
+    | Disagreement
+    | SourceAdded
+    | SectionWritten
+    | SectionRevised
+    | UsageRecorded
+    | Finished
+    | SearchDegraded
+    | ConstraintsFound
+    | ConflictSettled,
     Field(discriminator="type"),
 ]

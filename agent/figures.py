@@ -7,6 +7,7 @@ units are not converted (a percentage is never turned into a fraction, nor miles
 A sentence's figure is supported when one of its cited passages states the same value,
 or when a calculator call of this run produced it from figures that those passages state.
 """
+
 from __future__ import annotations
 
 import re
@@ -24,8 +25,7 @@ SMALL_COUNT_MAX = 10
 # A refusal lists at most this many figures from each cited passage.
 FIGURES_SHOWN_PER_PASSAGE = 6
 
-_MAGNITUDE_WORDS = {"thousand": 3, "million": 6, "billion": 9, "trillion": 12,
-                    "mn": 6, "bn": 9, "tn": 12}
+_MAGNITUDE_WORDS = {"thousand": 3, "million": 6, "billion": 9, "trillion": 12, "mn": 6, "bn": 9, "tn": 12}
 # Single-letter magnitudes only after a currency sign ($5m is money; 5m may be metres).
 _MAGNITUDE_LETTERS = {"k": 3, "m": 6, "b": 9, "t": 12}
 _CURRENCY = r"(?:US\$|A\$|C\$|\$|€|£|¥|₹|USD\s?|EUR\s?|GBP\s?)"
@@ -125,7 +125,7 @@ def sentences(body: str) -> list[str]:
             lead = _LEADING_MARKERS.match(piece)
             if lead and out:
                 out[-1] = f"{out[-1]} {lead.group(1).strip()}"
-                piece = piece[lead.end():]
+                piece = piece[lead.end() :]
             if piece.strip():
                 out.append(piece.strip())
     return out
@@ -137,9 +137,10 @@ def _same(a: Figure, b: Figure) -> bool:
 
 def _rounds_to(shown: Figure, exact: Figure) -> bool:
     """A quoted calculator result may be rounded to the places it is written with."""
-    places = -shown.value.as_tuple().exponent if isinstance(shown.value.as_tuple().exponent, int) else 0
+    exponent = shown.value.as_tuple().exponent
+    places = -exponent if isinstance(exponent, int) else 0  # NaN and infinity have no places
     try:
-        return exact.value.quantize(Decimal(1).scaleb(-max(0, int(places)))) == shown.value
+        return exact.value.quantize(Decimal(1).scaleb(-max(0, places))) == shown.value
     except InvalidOperation:
         return False
 

@@ -1,4 +1,5 @@
 """The ReAct loop: the model calls tools until it answers; the answer is the report's summary."""
+
 from __future__ import annotations
 
 import asyncio
@@ -7,7 +8,7 @@ import re
 import time
 from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import httpx
 from anthropic import AsyncAnthropic
@@ -20,27 +21,27 @@ from .budget import Clock, Ledger
 from .checkpoint import CheckpointStore, history_meta, rebuild_history, step_record
 from .citations import SourceRegistry, UnknownCitation, strip_unknown_markers
 from .config import AgentConfig
-from .control import MemoryControl, RunControl, StopRequest
+from .constraints import extract_constraints
+from .constraints import merge as merge_constraints
 from .context.history import History, ResultRecord
 from .context.manager import ContextManager
 from .context.requestlog import RequestLog
+from .control import MemoryControl, RunControl, StopRequest
 from .events import ConflictSettled, ConstraintsFound, Disagreement, Finished, Progress, SourceAdded, UsageRecorded
-from .constraints import extract_constraints
-from .constraints import merge as merge_constraints
 from .figures import Calculation
-from .thread_memory import roll
-from .workspace import ThreadWorkspace
 from .model import ModelClient, ModelUnavailable, Patience
 from .prompts import load
 from .report import Section
 from .results import Locator, ResultStore, StoredResult
 from .task import ResearchTask, first_message
 from .task_agents import NumberedLog, TaskTeam
+from .thread_memory import roll
 from .tools import Tool, ToolContext, ToolResult, default_tools, thread_tools
 from .tools.base import CALL_ID, Announced, Emit
 from .tools.links import domain, marker
-from .tools.thread_markers import file_note, thread_markers
 from .tools.spawn_tasks import SpawnTasks, offered
+from .tools.thread_markers import file_note, thread_markers
+from .workspace import ThreadWorkspace
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -52,7 +53,7 @@ DISAGREEMENT_CHARS = 300
 
 @dataclass
 class Outcome:
-    status: str  # completed | failed | stopped
+    status: Literal["completed", "failed", "stopped"]
     summary: str
     reason: str
 
@@ -73,9 +74,19 @@ def _text_of(content: list[Any]) -> str:
 class ResearchLoop:
     """The lead agent, or (made by `child`) a task agent: same loop, same context machinery."""
 
-    def __init__(self, task: ResearchTask, config: AgentConfig, ctx: ToolContext, tools: list[Tool],
-                 control: RunControl, clock: Clock, ledger: Ledger | None = None, *,
-                 prompt: str = "system", opening: str | None = None) -> None:
+    def __init__(
+        self,
+        task: ResearchTask,
+        config: AgentConfig,
+        ctx: ToolContext,
+        tools: list[Tool],
+        control: RunControl,
+        clock: Clock,
+        ledger: Ledger | None = None,
+        *,
+        prompt: str = "system",
+        opening: str | None = None,
+    ) -> None:
         self.task = task
         self.config = config
         self.ctx = ctx
@@ -91,8 +102,12 @@ class ResearchLoop:
         self.system = [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}]
         self.tool_schemas = [tool.schema() for tool in tools]
         self.context = ContextManager(
-            History(opening if opening is not None else first_message(task)), ctx.model, config.context_tokens,
-            ctx.emit, may_summarise=self._may_summarise, enabled=config.manage_context,
+            History(opening if opening is not None else first_message(task)),
+            ctx.model,
+            config.context_tokens,
+            ctx.emit,
+            may_summarise=self._may_summarise,
+            enabled=config.manage_context,
         )
         self.notes: list[str] = []  # user notes arriving mid-run (steering) are pinned with the task
         # Seconds spent building each request (elision, projection; not summaries): must not grow with history.
@@ -107,16 +122,19 @@ class ResearchLoop:
     def history(self) -> History:
         return self.context.history
 
-    def child(self, opening: str, ctx: ToolContext, tools: list[Tool], ledger: Ledger,
-              control: RunControl) -> ResearchLoop:
+    def child(
+        self, opening: str, ctx: ToolContext, tools: list[Tool], ledger: Ledger, control: RunControl
+    ) -> ResearchLoop:
         """A task agent: its own history, context management and budget, the task-agent prompt."""
-        return ResearchLoop(self.task, self.config, ctx, tools, control, self.clock, ledger,
-                            prompt="task_agent", opening=opening)
+        return ResearchLoop(
+            self.task, self.config, ctx, tools, control, self.clock, ledger, prompt="task_agent", opening=opening
+        )
 
     def _may_summarise(self) -> bool:
         # The reserve is for the answer, not for tidying notes.
         return self.ledger.decide(self.clock()).kind == "explore" and (
-            self.ledger.budget.max_requests - self.ledger.requests > self.ledger.budget.reserve_requests + 1)
+            self.ledger.budget.max_requests - self.ledger.requests > self.ledger.budget.reserve_requests + 1
+        )
 
     def _wrap_up_advice(self) -> dict[str, str]:
         if "write_section" in self.tools:
@@ -140,12 +158,18 @@ class ResearchLoop:
         update = await self.control.poll()
         if update.budget is not None:
             self.ledger.upgrade(update.budget)
-            await self.ctx.emit(Progress(phase="researching",
-                                         activity=f"Budget raised to {update.budget.profile} (revision {self.ledger.revision})"))
+            await self.ctx.emit(
+                Progress(
+                    phase="researching",
+                    activity=f"Budget raised to {update.budget.profile} (revision {self.ledger.revision})",
+                )
+            )
         for note in update.notes:
             self.notes.append(f"{note.author}: {note.text}")
-            self.history.add_text(f"<user_note from=\"{note.author}\">{note.text}</user_note>\n"
-                                  "Take this into account from now on; it is a constraint like the original ones.")
+            self.history.add_text(
+                f'<user_note from="{note.author}">{note.text}</user_note>\n'
+                "Take this into account from now on; it is a constraint like the original ones."
+            )
         return update.stop
 
     async def _guarded(self, work: Awaitable[T], stage: str, deadline: float) -> T:
@@ -194,10 +218,18 @@ class ResearchLoop:
             if finalize is None:
                 started = time.perf_counter()
                 compactions = self.context.compaction.done + self.context.compaction.failures
-                await self.context.prepare(system=self.system, tools=self.tool_schemas, last_stop_reason=self.last_stop,
-                                           notes=self.notes, sections=self._sections())
-            self.history.add_text(self.ledger.block(self.clock(), len(self.ctx.registry), self._sections(), finalize,
-                                                    **self._wrap_up_advice()))
+                await self.context.prepare(
+                    system=self.system,
+                    tools=self.tool_schemas,
+                    last_stop_reason=self.last_stop,
+                    notes=self.notes,
+                    sections=self._sections(),
+                )
+            self.history.add_text(
+                self.ledger.block(
+                    self.clock(), len(self.ctx.registry), self._sections(), finalize, **self._wrap_up_advice()
+                )
+            )
             if finalize:
                 await emit(Progress(phase="finishing", activity=f"Writing the summary ({finalize})"))
             self.context.sent()
@@ -207,8 +239,9 @@ class ResearchLoop:
             now = self.clock()
             deadline = self.ledger.seconds_to_end(now) if finalize else self.ledger.seconds_to_finalize(now)
             try:
-                message = await self._guarded(self._turn(messages, finalize is not None, deadline),
-                                              "waiting for the model", deadline)
+                message = await self._guarded(
+                    self._turn(messages, finalize is not None, deadline), "waiting for the model", deadline
+                )
             except Interrupted as cut:
                 if cut.stop is not None:
                     return await self._finish_after_stop(cut.stop)
@@ -239,7 +272,8 @@ class ResearchLoop:
             if message.stop_reason == "max_tokens" and not finalize:
                 self.history.add_text(
                     "Your last turn was cut off at the output limit. If you were about to call a tool, call "
-                    "it now; if you were writing your answer, write it again, shorter.")
+                    "it now; if you were writing your answer, write it again, shorter."
+                )
                 continue
             answer = self._published(_text_of(message.content))
             try:
@@ -288,19 +322,30 @@ class ResearchLoop:
         self._saved_steps = (self._saved_steps | set(steps)) - set(dropped)
         compaction = self.context.compaction
         meta = {
-            "history": history_meta(history), "dropped": dropped, "saved_at": self.clock(),
+            "history": history_meta(history),
+            "dropped": dropped,
+            "saved_at": self.clock(),
             "ledger": self.ledger.model_dump(mode="json"),
-            "context": {"manifest": self.context.manifest.items, "failures": compaction.failures,
-                        "deferrals": compaction.deferrals, "done": compaction.done,
-                        "meter": [self.context.meter.last_actual, self.context.meter.chars_at_last]},
+            "context": {
+                "manifest": self.context.manifest.items,
+                "failures": compaction.failures,
+                "deferrals": compaction.deferrals,
+                "done": compaction.done,
+                "meter": [self.context.meter.last_actual, self.context.meter.chars_at_last],
+            },
             "tools": {name: tool.state() for name, tool in self.tools.items()},
             "result_ids": self.ctx.result_ids.issued,
             "links": {"urls": self.ctx.links.urls, "anchors": self.ctx.links.anchors},
-            "notes": self.notes, "limit_note": self.limit_note, "last_stop": self.last_stop,
-            "rewrites_left": self.rewrites_left, "control": self.control_state(),
+            "notes": self.notes,
+            "limit_note": self.limit_note,
+            "last_stop": self.last_stop,
+            "rewrites_left": self.rewrites_left,
+            "control": self.control_state(),
             "files_seen": sorted(self.ctx.files_seen),
-            "figures": {"calculations": [[c.expression, c.result] for c in self.ctx.calculations],
-                        "refused": [[key, list(markers)] for key, markers in sorted(self.ctx.figure_refusals)]},
+            "figures": {
+                "calculations": [[c.expression, c.result] for c in self.ctx.calculations],
+                "refused": [[key, list(markers)] for key, markers in sorted(self.ctx.figure_refusals)],
+            },
         }
         await self.checkpoints.save(meta, steps)
 
@@ -334,7 +379,9 @@ class ResearchLoop:
         self.rewrites_left = meta["rewrites_left"]
         self.ctx.files_seen = set(meta.get("files_seen", []))
         figures = meta.get("figures", {})  # absent in checkpoints written before the figure check
-        self.ctx.calculations = [Calculation(expression, result) for expression, result in figures.get("calculations", [])]
+        self.ctx.calculations = [
+            Calculation(expression, result) for expression, result in figures.get("calculations", [])
+        ]
         self.ctx.figure_refusals = {(key, tuple(markers)) for key, markers in figures.get("refused", [])}
         restore = getattr(self.control, "restore", None)
         if callable(restore):
@@ -344,8 +391,11 @@ class ResearchLoop:
         self.ledger.begin(self.clock())
         try:
             return await self.ctx.model.turn(
-                system=self.system, tools=self.tool_schemas, messages=messages,
-                max_tokens=self.config.main_max_tokens, tool_choice={"type": "none"} if final else None,
+                system=self.system,
+                tools=self.tool_schemas,
+                messages=messages,
+                max_tokens=self.config.main_max_tokens,
+                tool_choice={"type": "none"} if final else None,
                 timeout=max(1.0, min(self.config.request_timeout, deadline)),
             )
         finally:
@@ -357,16 +407,19 @@ class ResearchLoop:
         await self.ctx.emit(Progress(phase="finishing", activity=f"Stopping ({reason}): writing the summary"))
         if self.ledger.requests >= self.ledger.budget.max_requests:
             return Outcome("stopped", "", reason)
-        self.history.add_text(f"STOP: the run was {reason}. Call no tools. Write your final answer now from what "
-                              "you have, inside <summary></summary>, with citations, and say what remains open.")
+        self.history.add_text(
+            f"STOP: the run was {reason}. Call no tools. Write your final answer now from what "
+            "you have, inside <summary></summary>, with citations, and say what remains open."
+        )
         try:
             async with asyncio.timeout(defaults.STOP_FINALIZE_SECONDS):
                 message = await self._turn(self.history.messages(), True, defaults.STOP_FINALIZE_SECONDS)
         except (TimeoutError, ModelUnavailable):
             return Outcome("stopped", "", reason)
         await self._record_usage()
-        answer = strip_unknown_markers(self._published(_text_of(message.content)),
-                                       {s.marker for s in self.ctx.registry.all()})
+        answer = strip_unknown_markers(
+            self._published(_text_of(message.content)), {s.marker for s in self.ctx.registry.all()}
+        )
         return Outcome("stopped", answer, reason)
 
     @staticmethod
@@ -374,8 +427,11 @@ class ResearchLoop:
         """Only the answer is published; the model's reflection around it stays private."""
         answer = final_answer(text)
         if answer.shape != "tagged":
-            log.info("final answer without a closed <summary> tag (%s); published the %s text", answer.shape,
-                     "cleaned" if answer.shape == "cleaned" else "whole")
+            log.info(
+                "final answer without a closed <summary> tag (%s); published the %s text",
+                answer.shape,
+                "cleaned" if answer.shape == "cleaned" else "whole",
+            )
         return answer.summary
 
     async def _cancelled_results(self, calls: list[Any], reason: str) -> list[ResultRecord]:
@@ -398,7 +454,7 @@ class ResearchLoop:
                 lowered = line.strip().lower()
                 for prefix, settled in ((CHECKING_PREFIX, False), (SETTLED_PREFIX, True)):
                     if lowered.startswith(prefix):
-                        text = line.strip()[len(prefix):].strip()
+                        text = line.strip()[len(prefix) :].strip()
                         if text:
                             text = strip_unknown_markers(text, set())[:DISAGREEMENT_CHARS]
                             await self.ctx.emit(ConflictSettled(text=text) if settled else Disagreement(text=text))
@@ -409,12 +465,18 @@ class ResearchLoop:
         ledger, now = self.ledger, self.clock()
         # One counter: "model requests" and "requests left" both read the ledger's count, the one
         # the budget enforces (model turns, task agents' included; page reading is not a request).
-        await self.ctx.emit(UsageRecorded(
-            requests=ledger.requests, input_tokens=u.input_tokens, output_tokens=u.output_tokens,
-            cache_read_tokens=u.cache_read_tokens, cache_creation_tokens=u.cache_creation_tokens,
-            profile=ledger.budget.profile, requests_left=max(0, ledger.budget.max_requests - ledger.requests),
-            minutes_left=ledger.seconds_to_end(now) / 60,
-        ))
+        await self.ctx.emit(
+            UsageRecorded(
+                requests=ledger.requests,
+                input_tokens=u.input_tokens,
+                output_tokens=u.output_tokens,
+                cache_read_tokens=u.cache_read_tokens,
+                cache_creation_tokens=u.cache_creation_tokens,
+                profile=ledger.budget.profile,
+                requests_left=max(0, ledger.budget.max_requests - ledger.requests),
+                minutes_left=ledger.seconds_to_end(now) / 60,
+            )
+        )
 
     async def _run_tools(self, calls: list[Any]) -> list[ResultRecord]:
         """Run one batch of calls concurrently; answer them together, in call order."""
@@ -429,26 +491,46 @@ class ResearchLoop:
                 prepared.append((call, tool, tool.Input.model_validate(call.input), None))
             except ValidationError as exc:
                 problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'input'}: {e['msg']}" for e in exc.errors())
-                prepared.append((call, tool, None, f"Invalid input for {call.name}: {problems}. Call it again with corrected arguments."))
+                prepared.append(
+                    (
+                        call,
+                        tool,
+                        None,
+                        f"Invalid input for {call.name}: {problems}. Call it again with corrected arguments.",
+                    )
+                )
         activity = "; ".join(tool.progress(args) for _, tool, args, err in prepared if tool and err is None)
         if activity:
             await self.ctx.emit(Progress(phase="researching", activity=activity))
         results = await asyncio.gather(*(self._timed(call.id, tool, args, err) for call, tool, args, err in prepared))
         await self.announce_sources()
         step = self.history.next_step - 1
-        return [await self._store(call, result, step) for (call, *_), result in zip(prepared, results)]
+        return [await self._store(call, result, step) for (call, *_), result in zip(prepared, results, strict=True)]
 
     async def _store(self, call: Any, result: ToolResult, step: int) -> ResultRecord:
         """Every result is stored under its own id before the model sees it."""
         result_id = self.ctx.result_ids.next()
         arguments = call.input if isinstance(call.input, dict) else {}
         what = f"{call.name} " + ", ".join(f"{k}={str(v)[:80]!r}" for k, v in arguments.items())
-        await self.ctx.results.put(StoredResult(
-            id=result_id, kind=call.name, arguments=arguments, text=result.text, is_error=result.is_error,
-            locator=Locator(what=what, start=0, end=len(result.text), total=len(result.text)),
-        ))
-        return ResultRecord(tool_use_id=call.id, result_id=result_id, tool=call.name, arguments=arguments,
-                            text=f"[{result_id}]\n{result.text}", is_error=result.is_error, step=step)
+        await self.ctx.results.put(
+            StoredResult(
+                id=result_id,
+                kind=call.name,
+                arguments=arguments,
+                text=result.text,
+                is_error=result.is_error,
+                locator=Locator(what=what, start=0, end=len(result.text), total=len(result.text)),
+            )
+        )
+        return ResultRecord(
+            tool_use_id=call.id,
+            result_id=result_id,
+            tool=call.name,
+            arguments=arguments,
+            text=f"[{result_id}]\n{result.text}",
+            is_error=result.is_error,
+            step=step,
+        )
 
     async def _timed(self, call_id: str, tool: Tool | None, args: Any, error: str | None) -> ToolResult:
         """A tool call is an activity interval: parallel calls overlap and count once."""
@@ -476,7 +558,9 @@ class ResearchLoop:
             raise
         except Exception as exc:  # a tool bug must not end the run; the model can route around it
             log.exception("tool %s failed", tool.name)
-            return ToolResult(f"{tool.name} failed unexpectedly ({type(exc).__name__}); try another approach.", is_error=True)
+            return ToolResult(
+                f"{tool.name} failed unexpectedly ({type(exc).__name__}); try another approach.", is_error=True
+            )
 
     async def announce_sources(self) -> None:
         """Announce sources registered since the last call, by this loop or any other of the run."""
@@ -513,21 +597,37 @@ async def research(
     def charge(message: Any, is_turn: bool) -> None:
         u = message.usage
         (current[0].ledger if current else ledger).charge(
-            message.model, u.input_tokens or 0, u.output_tokens or 0, u.cache_read_input_tokens or 0,
-            u.cache_creation_input_tokens or 0, count_request=is_turn)
+            message.model,
+            u.input_tokens or 0,
+            u.output_tokens or 0,
+            u.cache_read_input_tokens or 0,
+            u.cache_creation_input_tokens or 0,
+            count_request=is_turn,
+        )
 
     client = anthropic.with_options(max_retries=config.model_max_retries)
     numbered = NumberedLog(request_log) if request_log is not None else None
     model = ModelClient(
-        client, main_model=config.main_model, small_model=config.small_model, timeout=config.request_timeout,
-        log=numbered, on_usage=charge, patience=Patience(seconds=config.model_patience_seconds),
+        client,
+        main_model=config.main_model,
+        small_model=config.small_model,
+        timeout=config.request_timeout,
+        log=numbered,
+        on_usage=charge,
+        patience=Patience(seconds=config.model_patience_seconds),
     )
     timeout = httpx.Timeout(config.fetch.read_timeout, connect=config.fetch.connect_timeout)
     async with httpx.AsyncClient(timeout=timeout, headers={"User-Agent": defaults.USER_AGENT}) as http:
         registry = registry if registry is not None else SourceRegistry()
         ctx = ToolContext(
-            config=config, registry=registry, http=http, model=model,
-            emit=emit, goal_question=task.question, announced=Announced(len(registry)), workspace=workspace,
+            config=config,
+            registry=registry,
+            http=http,
+            model=model,
+            emit=emit,
+            goal_question=task.question,
+            announced=Announced(len(registry)),
+            workspace=workspace,
         )
         if results is not None:
             ctx.results = results
@@ -558,13 +658,22 @@ async def research(
             from .salvage import SALVAGED_NOTE, salvaged_summary
 
             summary = salvaged_summary(str(exc), loop.ctx.sections.values(), ctx.registry.all())
-            outcome = (Outcome("completed", summary, f"{exc}; {SALVAGED_NOTE}") if summary
-                       else Outcome("failed", "", f"the run stopped early: {exc}"))
+            outcome = (
+                Outcome("completed", summary, f"{exc}; {SALVAGED_NOTE}")
+                if summary
+                else Outcome("failed", "", f"the run stopped early: {exc}")
+            )
         await loop.announce_sources()
     previous = task.prior.memory().summary if task.prior else None
-    await emit(Finished(status=outcome.status, summary=outcome.summary, reason=outcome.reason,  # type: ignore[arg-type]
-                        context_summaries=loop.history.summaries,
-                        thread_summary=roll(previous, outcome.summary, loop.history.summaries)))
+    await emit(
+        Finished(
+            status=outcome.status,
+            summary=outcome.summary,
+            reason=outcome.reason,
+            context_summaries=loop.history.summaries,
+            thread_summary=roll(previous, outcome.summary, loop.history.summaries),
+        )
+    )
     return outcome
 
 
@@ -574,8 +683,9 @@ async def _with_stated_constraints(task: ResearchTask, model: ModelClient, emit:
     found = await extract_constraints(model, task.constraints_from)
     constraints = merge_constraints(task.constraints, found)
     if constraints != task.constraints:
-        await emit(ConstraintsFound(constraints=constraints,
-                                    added=[c for c in constraints if c not in task.constraints]))
+        await emit(
+            ConstraintsFound(constraints=constraints, added=[c for c in constraints if c not in task.constraints])
+        )
     return task.model_copy(update={"constraints": constraints, "constraints_from": None})
 
 
@@ -591,10 +701,14 @@ async def _with_markers(task: ResearchTask, ctx: ToolContext) -> ResearchTask:
             update["thread_markers"] = await thread_markers(ctx.workspace, before_ts=task.started_ts)
         except Exception as exc:  # the thread is context, not the task: a Slack hiccup must not stop the run
             log.warning("thread markers unavailable: %s", exc)
-            update["thread_markers"] = ("The thread's files and earlier messages could not be listed just now; "
-                                        "read_thread and find_in_files may still work.")
+            update["thread_markers"] = (
+                "The thread's files and earlier messages could not be listed just now; "
+                "read_thread and find_in_files may still work."
+            )
         ctx.files_seen = {f.id for f in await _files_or_none(ctx.workspace)}
-    urls = list(dict.fromkeys(u.rstrip(".,;:!?") for u in URL_IN_TEXT.findall(f"{task.question}\n{task.follow_up or ''}")))
+    urls = list(
+        dict.fromkeys(u.rstrip(".,;:!?") for u in URL_IN_TEXT.findall(f"{task.question}\n{task.follow_up or ''}"))
+    )
     if urls:
         lines = ["Links in the request (read_page takes the id or the URL):"]
         lines += [f"- {marker(ctx.links.add(url), domain(url), url, '')} {url}" for url in urls[:MAX_LINKS_LISTED]]

@@ -1,5 +1,6 @@
 """The model boundary: one place that talks to the Messages API, counts usage, logs each
 request as dispatched, and turns failures into values."""
+
 from __future__ import annotations
 
 import asyncio
@@ -45,7 +46,7 @@ class Patience:
     def wait(self, attempt: int, retry_after: float | None = None, rand: Callable[[], float] = random.random) -> float:
         """Equal jitter: half the doubled wait for sure, the other half at random; never less
         than the service's own Retry-After, never more than `max_wait`."""
-        ceiling = min(self.max_wait, self.first_wait * 2 ** attempt)
+        ceiling = min(self.max_wait, self.first_wait * 2**attempt)
         wait = ceiling / 2 + rand() * ceiling / 2
         return min(self.max_wait, max(wait, retry_after or 0.0))
 
@@ -103,17 +104,26 @@ def describe_api_error(exc: anthropic.APIError) -> str:
 
 
 def _message_of(exc: anthropic.APIStatusError) -> str:
-    body = exc.body if isinstance(exc.body, dict) else {}
-    error = body.get("error") if isinstance(body.get("error"), dict) else body
+    body: dict[str, Any] = exc.body if isinstance(exc.body, dict) else {}
+    nested = body.get("error")
+    error: dict[str, Any] = nested if isinstance(nested, dict) else body
     return str(error.get("message", exc.message))[:200]
 
 
 class ModelClient:
     """Main-model turns (streamed) and small-model calls, with usage counted in one place."""
 
-    def __init__(self, client: AsyncAnthropic, *, main_model: str, small_model: str, timeout: float,
-                 log: RequestLog | None = None, on_usage: Callable[[Message, bool], None] | None = None,
-                 patience: Patience | None = None) -> None:
+    def __init__(
+        self,
+        client: AsyncAnthropic,
+        *,
+        main_model: str,
+        small_model: str,
+        timeout: float,
+        log: RequestLog | None = None,
+        on_usage: Callable[[Message, bool], None] | None = None,
+        patience: Patience | None = None,
+    ) -> None:
         self._client = client
         self.patience = patience or Patience()
         # Told of every response: (message, is a main-model turn) — the ledger charges it.
@@ -136,8 +146,13 @@ class ModelClient:
         tool_choice: dict[str, Any] | None = None,
         kind: str = "turn",
     ) -> Message:
-        body: dict[str, Any] = {"model": self.main_model, "system": system, "tools": tools, "messages": messages,
-                                "max_tokens": max_tokens}
+        body: dict[str, Any] = {
+            "model": self.main_model,
+            "system": system,
+            "tools": tools,
+            "messages": messages,
+            "max_tokens": max_tokens,
+        }
         if tool_choice is not None:
             body["tool_choice"] = tool_choice
 
@@ -158,11 +173,16 @@ class ModelClient:
         return message
 
     async def small(self, *, system: str, prompt: str, max_tokens: int) -> str:
-        body: dict[str, Any] = {"model": self.small_model, "system": system, "max_tokens": max_tokens,
-                                "messages": [{"role": "user", "content": prompt}]}
+        body: dict[str, Any] = {
+            "model": self.small_model,
+            "system": system,
+            "max_tokens": max_tokens,
+            "messages": [{"role": "user", "content": prompt}],
+        }
         try:
-            message = await self._patiently(lambda: self._client.messages.create(**body, timeout=self._timeout),
-                                            "extract")
+            message = await self._patiently(
+                lambda: self._client.messages.create(**body, timeout=self._timeout), "extract"
+            )
         except anthropic.APIError as exc:
             await self._record("extract", body, None, describe_api_error(exc))
             raise ModelUnavailable(describe_api_error(exc)) from exc
@@ -189,8 +209,13 @@ class ModelClient:
                 if waited + wait > patience.seconds:
                     log.warning("model service still overloaded after %.0f s (%s); giving up", waited, kind)
                     raise
-                log.warning("model service overloaded (%s); trying again in %.1f s (waited %.0f of %.0f s)",
-                            kind, wait, waited, patience.seconds)
+                log.warning(
+                    "model service overloaded (%s); trying again in %.1f s (waited %.0f of %.0f s)",
+                    kind,
+                    wait,
+                    waited,
+                    patience.seconds,
+                )
                 await asyncio.sleep(wait)
                 attempt += 1
 
@@ -198,7 +223,11 @@ class ModelClient:
         """The real size of a request, asked of the API (no model call, no cost)."""
         try:
             counted = await self._client.messages.count_tokens(
-                model=self.main_model, system=system, tools=tools, messages=messages)  # type: ignore[arg-type]
+                model=self.main_model,
+                system=system,
+                tools=tools,  # type: ignore[arg-type]  # our dicts follow the API's shapes
+                messages=messages,  # type: ignore[arg-type]
+            )
         except anthropic.APIError as exc:
             raise ModelUnavailable(describe_api_error(exc)) from exc
         return counted.input_tokens
@@ -209,12 +238,15 @@ class ModelClient:
         self._logged += 1
         usage = message.usage if message is not None else None
         record = RequestRecord(
-            n=self._logged, kind=kind, model=body["model"],
+            n=self._logged,
+            kind=kind,
+            model=body["model"],
             input_tokens=(usage.input_tokens or 0) if usage else 0,
             output_tokens=(usage.output_tokens or 0) if usage else 0,
             cache_read_tokens=(usage.cache_read_input_tokens or 0) if usage else 0,
             cache_creation_tokens=(usage.cache_creation_input_tokens or 0) if usage else 0,
-            stop_reason=message.stop_reason if message is not None else None, error=error,
+            stop_reason=message.stop_reason if message is not None else None,
+            error=error,
             **(describe(body) if kind == "turn" or kind == "summary" else {}),
         )
         await self._log.record(record, body)

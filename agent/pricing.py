@@ -1,5 +1,6 @@
 """Estimated cost of model usage. Published list prices per million tokens, by model family;
 an estimate for the report footer and `inspect`, not a bill."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

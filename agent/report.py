@@ -1,4 +1,5 @@
 """The sectioned report and its assembly: [sN] markers become numbered footnotes."""
+
 from __future__ import annotations
 
 import re
@@ -43,7 +44,7 @@ def assemble(summary: str, sections: Sequence[Section], sources: Mapping[str, So
     numbers: dict[str, int] = {}
 
     def renumber(text: str) -> str:
-        def repl(match: "re.Match[str]") -> str:
+        def repl(match: re.Match[str]) -> str:
             marker = f"s{match.group(1)}"
             if marker not in sources:
                 return ""  # never show a raw marker to a reader
@@ -118,7 +119,7 @@ def to_markdown(title: str, report: AssembledReport, footer: str = "") -> str:
             kind = f" · {SNIPPET_NOTE}" if s.kind == "snippet" else ""
             lines.append(
                 f"{note.number}. [{s.title}]({s.url}) · {domain_of(s.url)} · "
-                f"\"{shorten(s.passage, 160)}\" · fetched {s.retrieved_at:%Y-%m-%d}{kind}"
+                f'"{shorten(s.passage, 160)}" · fetched {s.retrieved_at:%Y-%m-%d}{kind}'
             )
         lines.append("")
     figures = figure_line([section for section, _ in report.sections])

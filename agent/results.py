@@ -3,6 +3,7 @@
 Results live outside the prompt; the model gets them back by id with fetch_result. Redis in
 a worker (survives the process), memory in the terminal mode.
 """
+
 from __future__ import annotations
 
 import json

@@ -7,6 +7,7 @@ citations kept, so footnotes still resolve), or, with no section yet, the source
 The summary says plainly that the model was unavailable, so nobody mistakes it for the
 model's own conclusion.
 """
+
 from __future__ import annotations
 
 import re
@@ -47,13 +48,23 @@ def salvaged_summary(why: str, sections: Iterable[Section], sources: Iterable[So
     """A summary in the report's Markdown, or "" when there is nothing to build one from."""
     sections, sources = list(sections), list(sources)
     if sections:
-        lines = [(f"_The model service became unavailable ({why}), so this summary repeats the opening of "
-                  "each section written before it did; the sections below are complete as written._"), ""]
+        lines = [
+            (
+                f"_The model service became unavailable ({why}), so this summary repeats the opening of "
+                "each section written before it did; the sections below are complete as written._"
+            ),
+            "",
+        ]
         lines += [f"- **{section.title}**: {_lead(section.body)}" for section in sections if section.body.strip()]
         return "\n".join(lines)
     if sources:
-        lines = [(f"_The model service became unavailable ({why}) before any section was written. "
-                  "These are the sources found so far; reply in this thread to continue the research._"), ""]
+        lines = [
+            (
+                f"_The model service became unavailable ({why}) before any section was written. "
+                "These are the sources found so far; reply in this thread to continue the research._"
+            ),
+            "",
+        ]
         lines += [f"- {source.title or source.url} [{source.marker}]" for source in sources[:LISTED_SOURCES]]
         if len(sources) > LISTED_SOURCES:
             lines.append(f"- … and {len(sources) - LISTED_SOURCES} more, listed under Sources")

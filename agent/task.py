@@ -1,4 +1,5 @@
 """What the engine is asked to do: the task and the markers of its surroundings."""
+
 from __future__ import annotations
 
 from datetime import date
@@ -24,12 +25,27 @@ class PriorRun(BaseModel):
     runs_before: int = 1
 
     def memory(self) -> ThreadMemory:
-        summary = self.thread_summary if self.thread_summary is not None else roll(
-            None, self.summary, self.context_summaries)  # a parent from before thread summaries existed
-        outline = [OutlineEntry(section_id=s.section_id, title=s.title, first_sentence=first_sentence(s.body),
-                                revisions=len(s.revisions)) for s in self.sections]
-        return ThreadMemory(run_id=self.run_id, runs_before=self.runs_before, follow_ups=self.follow_ups,
-                            last_answer=self.summary, outline=outline, summary=summary, sources=len(self.sources))
+        summary = (
+            self.thread_summary if self.thread_summary is not None else roll(None, self.summary, self.context_summaries)
+        )  # a parent from before thread summaries existed
+        outline = [
+            OutlineEntry(
+                section_id=s.section_id,
+                title=s.title,
+                first_sentence=first_sentence(s.body),
+                revisions=len(s.revisions),
+            )
+            for s in self.sections
+        ]
+        return ThreadMemory(
+            run_id=self.run_id,
+            runs_before=self.runs_before,
+            follow_ups=self.follow_ups,
+            last_answer=self.summary,
+            outline=outline,
+            summary=summary,
+            sources=len(self.sources),
+        )
 
 
 class ResearchTask(BaseModel):

@@ -7,6 +7,7 @@ section's full text), the last answer, and ONE rolling thread summary that each 
 rewrites at its end, so run N knows what runs 1…N-1 established without the opening
 growing with N. Content stays behind markers; only the summary is prose, and it is capped.
 """
+
 from __future__ import annotations
 
 import json
@@ -52,8 +53,10 @@ class ThreadSummary(BaseModel):
         """Newest items win: a later run's facts replace what they supersede."""
         return ThreadSummary(
             facts=[ThreadFact(claim=_cut(f.claim, ITEM_CHARS), markers=f.markers) for f in self.facts[-MAX_FACTS:]],
-            dead_ends=[DeadEnd(approach=_cut(d.approach, ITEM_CHARS), why_failed=_cut(d.why_failed, ITEM_CHARS))
-                       for d in self.dead_ends[-MAX_DEAD_ENDS:]],
+            dead_ends=[
+                DeadEnd(approach=_cut(d.approach, ITEM_CHARS), why_failed=_cut(d.why_failed, ITEM_CHARS))
+                for d in self.dead_ends[-MAX_DEAD_ENDS:]
+            ],
             open_questions=[_cut(q, ITEM_CHARS) for q in self.open_questions[-MAX_OPEN_QUESTIONS:]],
         )
 
@@ -116,16 +119,22 @@ def _trim_once(memory: ThreadMemory) -> bool:
 
 
 def _render(memory: ThreadMemory) -> str:
-    lines = [f'<thread runs_before="{memory.runs_before}" last_run="{memory.run_id}">',
-             "This continues research already done in this thread. Build on it: do not redo finished work or reopen "
-             "settled questions; revise sections with revise_section (same ids) where the new request changes them, "
-             "or add new ones."]
+    lines = [
+        f'<thread runs_before="{memory.runs_before}" last_run="{memory.run_id}">',
+        "This continues research already done in this thread. Build on it: do not redo finished work or reopen "
+        "settled questions; revise sections with revise_section (same ids) where the new request changes them, "
+        "or add new ones.",
+    ]
     if memory.follow_ups:
         lines.append("Earlier follow-ups in the thread, oldest first (each was answered by a run):")
         lines += [f"- {_cut(f, FOLLOW_UP_CHARS)}" for f in memory.follow_ups]
     lines.append("The report's outline (open a section's full text with open_section):")
-    lines += [f"- {e.section_id} \"{e.title}\"" + (f" (revised ×{e.revisions})" if e.revisions else "")
-              + f": {e.first_sentence}" for e in memory.outline] or ["- no sections yet"]
+    lines += [
+        f'- {e.section_id} "{e.title}"'
+        + (f" (revised ×{e.revisions})" if e.revisions else "")
+        + f": {e.first_sentence}"
+        for e in memory.outline
+    ] or ["- no sections yet"]
     summary = memory.summary
     lines.append("What the thread has established (cite these markers; they stay valid):")
     lines += [f"- {_with_markers(f)}" for f in summary.facts] or ["- nothing yet"]
@@ -138,8 +147,10 @@ def _render(memory: ThreadMemory) -> str:
     if memory.last_answer.strip():
         lines += ["The last run's answer:", _cut(memory.last_answer.strip(), LAST_ANSWER_CHARS)]
     if memory.sources:
-        lines.append(f"{memory.sources} passages are registered, [s1]–[s{memory.sources}]: cite them by marker; "
-                     "open_section shows which passages a section cites.")
+        lines.append(
+            f"{memory.sources} passages are registered, [s1]–[s{memory.sources}]: cite them by marker; "
+            "open_section shows which passages a section cites."
+        )
     lines.append("</thread>")
     return "\n".join(lines)
 
@@ -169,8 +180,9 @@ def roll(previous: ThreadSummary | None, answer: str, context_summaries: list[st
     for sentence in _cited_sentences(answer):  # kept as written, markers in place
         facts.pop(_claim_key(sentence), None)
         facts[_claim_key(sentence)] = ThreadFact(claim=sentence, markers=[f"s{m}" for m in MARKER_RE.findall(sentence)])
-    return ThreadSummary(facts=list(facts.values()), dead_ends=list(dead_ends.values()),
-                         open_questions=questions).capped()
+    return ThreadSummary(
+        facts=list(facts.values()), dead_ends=list(dead_ends.values()), open_questions=questions
+    ).capped()
 
 
 def _handoff(text: str) -> dict[str, Any]:
@@ -179,7 +191,7 @@ def _handoff(text: str) -> dict[str, Any]:
     if start < 0 or end <= start:
         return {}
     try:
-        parsed = json.loads(text[start:end + 1])
+        parsed = json.loads(text[start : end + 1])
     except json.JSONDecodeError:
         return {}
     return parsed if isinstance(parsed, dict) else {}

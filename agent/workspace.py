@@ -5,6 +5,7 @@ version lives in `bot/slack_workspace.py`; `MemoryWorkspace` serves tests and th
 Every failure is a `WorkspaceError` whose message says what went wrong and what to do, so
 the thread tools hand it to the agent as it is.
 """
+
 from __future__ import annotations
 
 from datetime import UTC, datetime
@@ -85,15 +86,15 @@ class ThreadWorkspace(Protocol):
         """Messages `start`..`end` (numbers from 1, both included) that exist."""
         ...
 
-    async def message_count(self) -> int:
-        ...
+    async def message_count(self) -> int: ...
 
 
 class MemoryWorkspace:
     """A thread held in memory, for tests and the terminal."""
 
-    def __init__(self, files: list[tuple[FileInfo, bytes]] | None = None,
-                 messages: list[ThreadMessage] | None = None) -> None:
+    def __init__(
+        self, files: list[tuple[FileInfo, bytes]] | None = None, messages: list[ThreadMessage] | None = None
+    ) -> None:
         self._files: dict[str, tuple[FileInfo, bytes]] = {info.id: (info, data) for info, data in files or []}
         self._messages = list(messages or [])
         self.downloads: list[str] = []  # file ids downloaded, in order (tests count them)
@@ -128,5 +129,7 @@ class MemoryWorkspace:
 
 
 def too_large(name: str, size: int, cap: int) -> str:
-    return (f"{name} is {size / 1_048_576:.1f} MB, over the {cap / 1_048_576:.0f} MB limit for reading files; "
-            "ask the requester for a smaller export (a single sheet, the relevant pages) or work without it")
+    return (
+        f"{name} is {size / 1_048_576:.1f} MB, over the {cap / 1_048_576:.0f} MB limit for reading files; "
+        "ask the requester for a smaller export (a single sheet, the relevant pages) or work without it"
+    )

@@ -1,4 +1,5 @@
 """Building the Bolt app and its Slack client from settings."""
+
 from __future__ import annotations
 
 import logging
@@ -40,18 +41,28 @@ LIMITER_CONNECTIONS = 50
 def slack_client(settings: Settings) -> AsyncWebClient:
     handlers = async_default_handlers() + [AsyncRateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES)]
     # Every Slack write waits for the shared per-workspace limiter and outlasts 429s (slack_client.py).
-    limiter = (SlackRateLimiter(connect_async(settings.redis_url, max_connections=LIMITER_CONNECTIONS))
-               if settings.redis_url else None)
-    return LimitedWebClient(token=settings.secret("slack_bot_token"), base_url=settings.slack_api_url,
-                            retry_handlers=handlers, limiter=limiter)
+    limiter = (
+        SlackRateLimiter(connect_async(settings.redis_url, max_connections=LIMITER_CONNECTIONS))
+        if settings.redis_url
+        else None
+    )
+    return LimitedWebClient(
+        token=settings.secret("slack_bot_token"),
+        base_url=settings.slack_api_url,
+        retry_handlers=handlers,
+        limiter=limiter,
+    )
 
 
 async def identify(client: AsyncWebClient) -> AuthorizeResult:
     """Ask Slack who we are once at start-up (also proves the token works)."""
     answer = await client.auth_test()
     return AuthorizeResult(
-        enterprise_id=answer.get("enterprise_id"), team_id=answer.get("team_id"),
-        bot_token=client.token, bot_id=answer.get("bot_id"), bot_user_id=answer.get("user_id"),
+        enterprise_id=answer.get("enterprise_id"),
+        team_id=answer.get("team_id"),
+        bot_token=client.token,
+        bot_id=answer.get("bot_id"),
+        bot_user_id=answer.get("user_id"),
     )
 
 

@@ -5,6 +5,7 @@ A status is a nicety, the messages are the product: nothing here fails a sync. A
 that refuses statuses (`not_allowed`, `missing_scope`, …) is not asked again for a day,
 whichever process found out.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -45,10 +46,19 @@ RETRY_SECONDS = 2.0
 # A workspace that refused assistant statuses is not asked again for this long.
 STATUS_OFF_SECONDS = 24 * 3600
 # Answers to assistant.threads.setStatus that mean this workspace or app cannot have one.
-STATUS_UNSUPPORTED = frozenset({
-    "not_allowed", "unknown_method", "missing_scope", "not_allowed_token_type", "no_permission",
-    "feature_not_enabled", "method_deprecated", "access_denied", "team_not_allowed",
-})
+STATUS_UNSUPPORTED = frozenset(
+    {
+        "not_allowed",
+        "unknown_method",
+        "missing_scope",
+        "not_allowed_token_type",
+        "no_permission",
+        "feature_not_enabled",
+        "method_deprecated",
+        "access_denied",
+        "team_not_allowed",
+    }
+)
 
 Load = Callable[[str], Awaitable[RunState | None]]
 Wake = Callable[[str, float], None]  # look at this run again at this epoch time
@@ -63,8 +73,16 @@ def status_off_key(team: str | None) -> str:
 
 
 class AssistantStatus:
-    def __init__(self, redis: AsyncRedis, client: AsyncWebClient, leases: Leases, *, load: Load, wake: Wake,
-                 refresh_seconds: float = STATUS_REFRESH_SECONDS) -> None:
+    def __init__(
+        self,
+        redis: AsyncRedis,
+        client: AsyncWebClient,
+        leases: Leases,
+        *,
+        load: Load,
+        wake: Wake,
+        refresh_seconds: float = STATUS_REFRESH_SECONDS,
+    ) -> None:
         self.redis = redis
         self.client = client
         self.leases = leases
@@ -95,8 +113,9 @@ class AssistantStatus:
             return
         # One status writer per run at a time, acting on the newest state: a refresh that read
         # an older state can never land after the status was cleared.
-        if not await self.redis.set(status_lease_key(run.id), self.leases.owner, nx=True,
-                                    px=int(STATUS_LEASE_SECONDS * 1000)):
+        if not await self.redis.set(
+            status_lease_key(run.id), self.leases.owner, nx=True, px=int(STATUS_LEASE_SECONDS * 1000)
+        ):
             self.wake(run.id, time.time() + LEASED_RETRY_SECONDS)
             return
         try:
@@ -115,11 +134,15 @@ class AssistantStatus:
             return
         channel, thread_ts, team = run.channel or "", run.thread_ts or "", run.team
         try:
-            await take_slots(self.client, team, "assistant.threads.setStatus",
-                             lambda: self.client.assistant_threads_setStatus(
-                                 channel_id=channel, thread_ts=thread_ts, status=status),
-                             urgent=state.status.finished,  # clearing it is part of the final state
-                             patience_seconds=0, wait=False)
+            await take_slots(
+                self.client,
+                team,
+                "assistant.threads.setStatus",
+                lambda: self.client.assistant_threads_setStatus(channel_id=channel, thread_ts=thread_ts, status=status),
+                urgent=state.status.finished,  # clearing it is part of the final state
+                patience_seconds=0,
+                wait=False,
+            )
         except SlotBusy as busy:  # never hold up the messages for a status: come back when a slot frees
             self.wake(run.id, now + max(busy.retry_after, LEASED_RETRY_SECONDS))
             return
@@ -128,8 +151,12 @@ class AssistantStatus:
             if error in STATUS_UNSUPPORTED:
                 # The first process to find out says so; every process stops asking.
                 if await self.redis.set(status_off_key(team), error, nx=True, ex=STATUS_OFF_SECONDS):
-                    log.warning("workspace %s does not take assistant thread statuses (%s); not asking again "
-                                "for %d h", bucket_of(team), error, STATUS_OFF_SECONDS // 3600)
+                    log.warning(
+                        "workspace %s does not take assistant thread statuses (%s); not asking again for %d h",
+                        bucket_of(team),
+                        error,
+                        STATUS_OFF_SECONDS // 3600,
+                    )
                 return
             log.info("run %s: setting the assistant status failed (%s); will retry", run.id, error)
             self.wake(run.id, now + RETRY_SECONDS)

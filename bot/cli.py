@@ -1,4 +1,5 @@
 """The `deepthread` command: serve, worker, up, ask, doctor."""
+
 from __future__ import annotations
 
 import argparse
@@ -28,7 +29,7 @@ def load_settings() -> Settings:
         for error in exc.errors():
             name = str(error["loc"][0]).upper() if error["loc"] else "setting"
             print(f"{name}: {error['msg']}", file=sys.stderr)
-        raise SystemExit(2)
+        raise SystemExit(2) from None
 
 
 def require(settings: Settings, command: str) -> None:
@@ -77,8 +78,11 @@ def cmd_up(settings: Settings, _: argparse.Namespace) -> int:
     if not settings.redis_url:
         local = LocalRedis(data_dir=settings.data_dir).start()
         settings = settings.model_copy(update={"redis_url": local.url})
-        print(f"Started a local redis-server at {local.url}, data in {local.data_dir} "
-              f"(set {DATA_DIR_VARIABLE} to keep it elsewhere)", file=sys.stderr)
+        print(
+            f"Started a local redis-server at {local.url}, data in {local.data_dir} "
+            f"(set {DATA_DIR_VARIABLE} to keep it elsewhere)",
+            file=sys.stderr,
+        )
     env = {**os.environ, "REDIS_URL": settings.redis_url or ""}
     worker = subprocess.Popen([sys.executable, "-m", "bot.cli", "worker"], env=env)
     try:
@@ -157,10 +161,14 @@ def cmd_eval(settings: Settings, args: argparse.Namespace) -> int:
         return 2
     require(settings, "ask")
     out_dir = Path(args.out) if args.out else Path(f"deepthread-eval-{datetime.now():%Y%m%d-%H%M%S}")
-    options = EvalOptions(questions_file=questions_file, out_dir=out_dir, concurrency=args.concurrency,
-                          judge_model=settings.small_model,
-                          baseline=Path(args.baseline) if args.baseline else None,
-                          deepresearch_bench=Path(args.deepresearch_bench) if args.deepresearch_bench else None)
+    options = EvalOptions(
+        questions_file=questions_file,
+        out_dir=out_dir,
+        concurrency=args.concurrency,
+        judge_model=settings.small_model,
+        baseline=Path(args.baseline) if args.baseline else None,
+        deepresearch_bench=Path(args.deepresearch_bench) if args.deepresearch_bench else None,
+    )
     gc.freeze()
     try:
         card = asyncio.run(run_eval(questions, settings.job_runtime(), options))
@@ -182,15 +190,21 @@ def parser() -> argparse.ArgumentParser:
     a.add_argument("--out", help="report file (default: deepthread-report-<question>.md)")
     a.add_argument("--profile", choices=["standard", "deep"], default="standard")
     d = sub.add_parser("doctor", help="check the configuration")
-    d.add_argument("--live", action="store_true",
-                   help="also ask the services: Slack token scopes, both models, one search")
+    d.add_argument(
+        "--live", action="store_true", help="also ask the services: Slack token scopes, both models, one search"
+    )
     i = sub.add_parser("inspect", help="list a run's model requests as dispatched, or print one in full")
     i.add_argument("run_id")
     i.add_argument("request", nargs="?", type=int, help="print this request (1-based) in full, as JSON")
     i.add_argument("--sections", action="store_true", help="print every report section with its revision history")
-    i.add_argument("--sources", action="store_true",
-                   help="print every source in full: passage, the page text around it, fetch time, page hash")
-    e = sub.add_parser("eval", help="research a question set, grade each report with the small model, write a scorecard")
+    i.add_argument(
+        "--sources",
+        action="store_true",
+        help="print every source in full: passage, the page text around it, fetch time, page hash",
+    )
+    e = sub.add_parser(
+        "eval", help="research a question set, grade each report with the small model, write a scorecard"
+    )
     e.add_argument("questions", nargs="?", help="JSONL of questions (default: the shipped bench/eval/questions.jsonl)")
     e.add_argument("--out", help="output directory (default: deepthread-eval-<date>-<time>)")
     e.add_argument("--concurrency", type=int, default=3, help="questions researched at the same time (default 3)")
@@ -200,14 +214,22 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-COMMANDS = {"serve": cmd_serve, "worker": cmd_worker, "up": cmd_up, "ask": cmd_ask, "doctor": cmd_doctor,
-            "inspect": cmd_inspect, "eval": cmd_eval}
+COMMANDS = {
+    "serve": cmd_serve,
+    "worker": cmd_worker,
+    "up": cmd_up,
+    "ask": cmd_ask,
+    "doctor": cmd_doctor,
+    "inspect": cmd_inspect,
+    "eval": cmd_eval,
+}
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    logging.basicConfig(level=os.environ.get("DEEPTHREAD_LOG_LEVEL", "INFO"),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=os.environ.get("DEEPTHREAD_LOG_LEVEL", "INFO"), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     # The SDKs log request details at DEBUG; keep them quiet so tokens never reach the log.
     for noisy in ("httpx", "httpx2", "httpcore", "slack_sdk", "anthropic"):
         logging.getLogger(noisy).setLevel(logging.WARNING)

@@ -4,6 +4,7 @@ The static checks (`doctor.py`) say whether a setting is present; these say whet
 works: the Slack token's scopes against what the code calls, each configured model
 answering a one-token request, and one search through the configured provider chain.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -33,19 +34,28 @@ async def slack_live_problems(settings: Settings) -> list[str]:
         answer = await client.auth_test()
     except SlackApiError as exc:
         error = exc.response.get("error", "unknown_error")
-        return [f"Slack refused SLACK_BOT_TOKEN ({error}): copy the Bot User OAuth Token again from OAuth & "
-                "Permissions, and reinstall the app if it was revoked"]
+        return [
+            f"Slack refused SLACK_BOT_TOKEN ({error}): copy the Bot User OAuth Token again from OAuth & "
+            "Permissions, and reinstall the app if it was revoked"
+        ]
     except Exception as exc:  # network, DNS, TLS: the line must say which
-        return [f"Slack could not be reached at {settings.slack_api_url} ({type(exc).__name__}): check the network "
-                "or SLACK_API_URL"]
+        return [
+            f"Slack could not be reached at {settings.slack_api_url} ({type(exc).__name__}): check the network "
+            "or SLACK_API_URL"
+        ]
     header = next((v for k, v in answer.headers.items() if k.lower() == SCOPES_HEADER), None)
     if header is None:
-        return ["Slack did not report the token's scopes (no x-oauth-scopes header): cannot check them; compare "
-                "OAuth & Permissions with manifest.yml by hand"]
+        return [
+            "Slack did not report the token's scopes (no x-oauth-scopes header): cannot check them; compare "
+            "OAuth & Permissions with manifest.yml by hand"
+        ]
     granted = {s.strip() for s in str(header).split(",") if s.strip()}
-    return [f"Slack token lacks the scope {scope} (needed for {why}): add it under OAuth & Permissions (or update "
-            "the app from manifest.yml) and reinstall the app"
-            for scope, why in REQUIRED_BOT_SCOPES.items() if scope not in granted]
+    return [
+        f"Slack token lacks the scope {scope} (needed for {why}): add it under OAuth & Permissions (or update "
+        "the app from manifest.yml) and reinstall the app"
+        for scope, why in REQUIRED_BOT_SCOPES.items()
+        if scope not in granted
+    ]
 
 
 async def model_live_problems(settings: Settings) -> list[str]:
@@ -53,27 +63,36 @@ async def model_live_problems(settings: Settings) -> list[str]:
     if not key:
         return []
     problems: list[str] = []
-    async with anthropic.AsyncAnthropic(api_key=key, base_url=settings.anthropic_base_url, max_retries=1,
-                                        timeout=PROBE_TIMEOUT_SECONDS) as client:
+    async with anthropic.AsyncAnthropic(
+        api_key=key, base_url=settings.anthropic_base_url, max_retries=1, timeout=PROBE_TIMEOUT_SECONDS
+    ) as client:
         for variable, model in (("DEEPTHREAD_MODEL", settings.model), ("DEEPTHREAD_SMALL_MODEL", settings.small_model)):
             try:
-                await client.messages.create(model=model, max_tokens=1,
-                                             messages=[{"role": "user", "content": "ping"}])
+                await client.messages.create(model=model, max_tokens=1, messages=[{"role": "user", "content": "ping"}])
             except anthropic.AuthenticationError:
-                return ["ANTHROPIC_API_KEY was refused by the model service: create a new key in the Anthropic "
-                        "console and export it"]
+                return [
+                    "ANTHROPIC_API_KEY was refused by the model service: create a new key in the Anthropic "
+                    "console and export it"
+                ]
             except anthropic.NotFoundError:
-                problems.append(f"{variable}={model} is not a model this key can use: set it to a current model "
-                                "name from the Anthropic models overview")
+                problems.append(
+                    f"{variable}={model} is not a model this key can use: set it to a current model "
+                    "name from the Anthropic models overview"
+                )
             except anthropic.PermissionDeniedError:
-                problems.append(f"{variable}={model}: this key may not use that model; pick another or ask the "
-                                "account admin")
+                problems.append(
+                    f"{variable}={model}: this key may not use that model; pick another or ask the account admin"
+                )
             except anthropic.APIStatusError as exc:
-                problems.append(f"{variable}={model} answered {exc.status_code} ({_short(exc.message)}): "
-                                "try again later, or check the account's limits")
+                problems.append(
+                    f"{variable}={model} answered {exc.status_code} ({_short(exc.message)}): "
+                    "try again later, or check the account's limits"
+                )
             except anthropic.APIConnectionError as exc:
-                return [f"the model service could not be reached ({type(exc).__name__}): check the network "
-                        "or ANTHROPIC_BASE_URL"]
+                return [
+                    f"the model service could not be reached ({type(exc).__name__}): check the network "
+                    "or ANTHROPIC_BASE_URL"
+                ]
     return problems
 
 
@@ -83,10 +102,12 @@ PROBES: tuple[Probe, ...] = (slack_live_problems, model_live_problems, live_sear
 async def live_problems(settings: Settings) -> list[str]:
     results = await asyncio.gather(*(probe(settings) for probe in PROBES), return_exceptions=True)
     problems: list[str] = []
-    for probe, result in zip(PROBES, results):
+    for probe, result in zip(PROBES, results, strict=True):
         if isinstance(result, BaseException):
-            problems.append(f"{probe.__name__.replace('_problems', '').replace('live_', '')} check crashed "
-                            f"({type(result).__name__}: {_short(str(result))}): please report this")
+            problems.append(
+                f"{probe.__name__.replace('_problems', '').replace('live_', '')} check crashed "
+                f"({type(result).__name__}: {_short(str(result))}): please report this"
+            )
         else:
             problems.extend(result)
     return problems

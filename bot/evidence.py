@@ -4,6 +4,7 @@ Footnote numbers are the report's own (numbered in order of first citation, summ
 so what a reader types is what they see. The passage, the page text around it and its
 fetch time come from run state: the evidence survives the page changing or disappearing.
 """
+
 from __future__ import annotations
 
 import re
@@ -38,11 +39,16 @@ def source_reply(state: RunState, number: int) -> str:
         known = f"1–{len(notes)}" if notes else "none yet"
         return f"The report has no footnote {number} (footnotes: {known}). Reply `sources` for the list."
     s = note.source
-    kind = "page excerpt, verified word for word against the page" if s.kind == "excerpt" else \
-        "search snippet only (the page itself was not read)"
-    lines = [f"*[{number}]* {link(s.url, shorten(s.title, TITLE_CHARS) or domain_of(s.url))} · "
-             f"{escape_text(domain_of(s.url))}",
-             f"Fetched {s.retrieved_at:%Y-%m-%d %H:%M} UTC · {kind} · cited as `[{escape_text(s.marker)}]`"]
+    kind = (
+        "page excerpt, verified word for word against the page"
+        if s.kind == "excerpt"
+        else "search snippet only (the page itself was not read)"
+    )
+    lines = [
+        f"*[{number}]* {link(s.url, shorten(s.title, TITLE_CHARS) or domain_of(s.url))} · "
+        f"{escape_text(domain_of(s.url))}",
+        f"Fetched {s.retrieved_at:%Y-%m-%d %H:%M} UTC · {kind} · cited as `[{escape_text(s.marker)}]`",
+    ]
     if s.page_sha256:
         lines.append(f"Page text SHA-256: `{s.page_sha256[:16]}…` (to tell whether the page has changed since)")
     lines += ["*The passage:*", _quote(shorten(s.passage, PASSAGE_CHARS))]
@@ -54,8 +60,10 @@ def source_reply(state: RunState, number: int) -> str:
 def _listing(note: Footnote) -> str:
     s = note.source
     kind = "excerpt" if s.kind == "excerpt" else "snippet only"
-    return (f"[{note.number}] {link(s.url, shorten(s.title, TITLE_CHARS) or domain_of(s.url))} · "
-            f"{escape_text(domain_of(s.url))} · {kind} · fetched {s.retrieved_at:%Y-%m-%d}")
+    return (
+        f"[{note.number}] {link(s.url, shorten(s.title, TITLE_CHARS) or domain_of(s.url))} · "
+        f"{escape_text(domain_of(s.url))} · {kind} · fetched {s.retrieved_at:%Y-%m-%d}"
+    )
 
 
 def sources_reply(state: RunState) -> str:

@@ -1,4 +1,5 @@
 """`deepthread inspect RUN_ID`: every model request of a run as it was dispatched."""
+
 from __future__ import annotations
 
 import json
@@ -47,10 +48,14 @@ def totals(records: list[RequestRecord]) -> list[str]:
         share = c.cache_read / context if context else 0.0
         cost = cost_usd(model, c)
         total_cost += cost
-        lines.append(f"{model}: input {_k(context)} tokens ({share:.0%} from cache, {_k(c.cache_creation)} written, "
-                     f"{_k(c.input)} uncached) · output {_k(c.output)} · est. ${cost:.2f}")
+        lines.append(
+            f"{model}: input {_k(context)} tokens ({share:.0%} from cache, {_k(c.cache_creation)} written, "
+            f"{_k(c.input)} uncached) · output {_k(c.output)} · est. ${cost:.2f}"
+        )
     kinds = {k: sum(1 for r in records if r.kind == k) for k in dict.fromkeys(r.kind for r in records)}
-    lines.append(f"{len(records)} requests ({', '.join(f'{n} {k}' for k, n in kinds.items())}) · est. ${total_cost:.2f} in all")
+    lines.append(
+        f"{len(records)} requests ({', '.join(f'{n} {k}' for k, n in kinds.items())}) · est. ${total_cost:.2f} in all"
+    )
     return lines
 
 
@@ -81,13 +86,22 @@ def sources(redis: Redis, run_id: str, out: TextIO) -> int:
         return 1
     report = assemble(state.summary, state.sections, state.sources)
     numbers = {note.source.marker: note.number for note in report.footnotes}
-    ordered = sorted(state.sources.values(), key=lambda s: (s.marker not in numbers, numbers.get(s.marker, 0),
-                                                             int(s.marker[1:]) if s.marker[1:].isdigit() else 0))
+    ordered = sorted(
+        state.sources.values(),
+        key=lambda s: (
+            s.marker not in numbers,
+            numbers.get(s.marker, 0),
+            int(s.marker[1:]) if s.marker[1:].isdigit() else 0,
+        ),
+    )
     for source in ordered:
         label = f"[{numbers[source.marker]}]" if source.marker in numbers else "(not cited)"
         print(f"== {label} [{source.marker}] {source.title}\n{source.url}", file=out)
-        print(f"{source.kind} · fetched {source.retrieved_at:%Y-%m-%d %H:%M:%S} UTC"
-              + (f" · page text sha256 {source.page_sha256}" if source.page_sha256 else ""), file=out)
+        print(
+            f"{source.kind} · fetched {source.retrieved_at:%Y-%m-%d %H:%M:%S} UTC"
+            + (f" · page text sha256 {source.page_sha256}" if source.page_sha256 else ""),
+            file=out,
+        )
         print(f"-- passage\n{source.passage}", file=out)
         if source.context and source.context != source.passage:
             print(f"-- around it\n{source.context}", file=out)
@@ -107,8 +121,17 @@ def inspect(redis: Redis, run_id: str, request: int | None, out: TextIO) -> int:
             print(f"Request {request} does not exist: this run has requests 1–{len(records)}.", file=out)
             return 2
         record = records[request - 1]
-        print(json.dumps({"record": record.model_dump(mode="json", exclude={"parts"}),
-                          "request": load_body(redis, run_id, record)}, indent=2, ensure_ascii=False), file=out)
+        print(
+            json.dumps(
+                {
+                    "record": record.model_dump(mode="json", exclude={"parts"}),
+                    "request": load_body(redis, run_id, record),
+                },
+                indent=2,
+                ensure_ascii=False,
+            ),
+            file=out,
+        )
         return 0
     try:
         state = RunStore(redis).get(run_id)

@@ -7,6 +7,7 @@ on Redis's clock) before it lets go, and the next claim waits out the coalescing
 there, so the interval holds across processes too. The interval is the caller's at each claim,
 so it shrinks at once when the workspace calms; a sync that sent nothing does not count.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -83,9 +84,12 @@ class Leases:
     async def claim(self, run_id: str, *, interval: float, force: bool) -> float:
         """0.0: leased; -1.0: another process is syncing it; else seconds until it may be synced.
         `force` skips the coalescing interval (a final state goes out at once)."""
-        answer = int(await self._claim(keys=[lease_key(run_id), last_sync_key(run_id)],
-                                       args=[self.owner, int(LEASE_SECONDS * 1000), int(interval * 1000),
-                                             "1" if force else "0"]))
+        answer = int(
+            await self._claim(
+                keys=[lease_key(run_id), last_sync_key(run_id)],
+                args=[self.owner, int(LEASE_SECONDS * 1000), int(interval * 1000), "1" if force else "0"],
+            )
+        )
         return -1.0 if answer < 0 else answer / 1000
 
     async def edited(self, run_id: str) -> None:

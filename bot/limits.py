@@ -3,6 +3,7 @@
 `violations` checks a rendered message against every message limit, so the renderer,
 the tests and the benchmark all agree on what "fits" means.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator

@@ -9,6 +9,7 @@ file says so); two redis-servers appending to one file would corrupt it.
 Without a data directory (benches, throwaway stacks) the server lives in a temporary
 directory, saves nothing and forgets everything when it stops.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -82,7 +83,8 @@ class LocalRedis:
             directory, mode = self._tmp.name, EPHEMERAL
         self._process = subprocess.Popen(
             [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", directory, *mode],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
             # The server inherits the lock: if `up` dies without stopping it, the directory stays
             # locked until the orphaned server is gone too.
             pass_fds=(self._lock.fileno(),) if self._lock is not None else (),
@@ -99,8 +101,9 @@ class LocalRedis:
                 time.sleep(0.05)
         self.stop()
         where = f" with data in {self.data_dir}" if self.data_dir else ""
-        raise RuntimeError(f"redis-server did not start on port {self.port}{where}: run it by hand to see why, "
-                           "or set REDIS_URL")
+        raise RuntimeError(
+            f"redis-server did not start on port {self.port}{where}: run it by hand to see why, or set REDIS_URL"
+        )
 
     def _take_lock(self, directory: Path) -> None:
         lock = (directory / LOCK_FILE).open("w")
@@ -108,8 +111,10 @@ class LocalRedis:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             lock.close()
-            raise DataDirInUse(f"another `deepthread up` is using {directory}: stop it first, or set "
-                               f"{DATA_DIR_VARIABLE} to another directory") from None
+            raise DataDirInUse(
+                f"another `deepthread up` is using {directory}: stop it first, or set "
+                f"{DATA_DIR_VARIABLE} to another directory"
+            ) from None
         lock.write(str(os.getpid()))
         lock.flush()
         self._lock = lock

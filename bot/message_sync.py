@@ -5,6 +5,7 @@ Rendering is whole and deterministic, so a digest says whether Slack needs an up
 changed messages are sent. A message waits for its rate-limit slot before it is rendered for
 the last time: a sync that waited sends the newest state, not the one it started with.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -33,8 +34,16 @@ log = logging.getLogger("bot.publisher.messages")
 # A rendering this old when its rate-limit slot comes up is rebuilt from the newest state first.
 STALE_AFTER_SECONDS = 0.5
 # Slack errors after which a message can never be updated again.
-PERMANENT_ERRORS = frozenset({"message_not_found", "cant_update_message", "edit_window_closed", "channel_not_found",
-                              "is_archived", "not_in_channel"})
+PERMANENT_ERRORS = frozenset(
+    {
+        "message_not_found",
+        "cant_update_message",
+        "edit_window_closed",
+        "channel_not_found",
+        "is_archived",
+        "not_in_channel",
+    }
+)
 # Slack refused the rendering itself: retrying the same bytes cannot help (a bug to log loudly).
 REJECTED_RENDERING = frozenset({"msg_too_long", "msg_blocks_too_long", "invalid_blocks", "invalid_blocks_format"})
 
@@ -58,9 +67,18 @@ def _render(state: RunState, attachment_error: str | None = None, stop_reaction:
 
 
 class MessageSync:
-    def __init__(self, redis: AsyncRedis, client: AsyncWebClient, spill: SpillFiles, status: AssistantStatus, *,
-                 load: Load, wake: Wake, is_active: Callable[[str], Awaitable[bool]],
-                 stop_reaction: str = "octagonal_sign") -> None:
+    def __init__(
+        self,
+        redis: AsyncRedis,
+        client: AsyncWebClient,
+        spill: SpillFiles,
+        status: AssistantStatus,
+        *,
+        load: Load,
+        wake: Wake,
+        is_active: Callable[[str], Awaitable[bool]],
+        stop_reaction: str = "octagonal_sign",
+    ) -> None:
         self.redis = redis
         self.client = client
         self.spill = spill
@@ -87,8 +105,10 @@ class MessageSync:
             rendering.report = (await asyncio.to_thread(_render, state, error, self.stop_reaction)).report
         ok, edited = outcome.ok, False
         rendered_at = time.monotonic()
-        for name, ts, message in (("progress", run.progress_message, rendering.progress),
-                                  ("report", run.report_message, rendering.report)):
+        for name, ts, message in (
+            ("progress", run.progress_message, rendering.progress),
+            ("report", run.report_message, rendering.report),
+        ):
             if ts and stored.get(name) != message.digest():
                 done = await self._update(state, name, ts, message, rendered_at, stored.get(name), error)
                 ok, edited = ok and done.ok, edited or done.sent
@@ -96,8 +116,16 @@ class MessageSync:
             await self.status.sync(state)  # the answer first, then the status cleared
         return Synced(ok=ok, sent=edited)
 
-    async def _update(self, state: RunState, name: str, ts: str, message: SlackMessage, rendered_at: float,
-                      sent: str | None, attachment_error: str | None) -> Synced:
+    async def _update(
+        self,
+        state: RunState,
+        name: str,
+        ts: str,
+        message: SlackMessage,
+        rendered_at: float,
+        sent: str | None,
+        attachment_error: str | None,
+    ) -> Synced:
         run = state.run
         channel = run.channel or ""
 
@@ -127,8 +155,13 @@ class MessageSync:
                 log.warning("run %s: %s message can no longer be updated (%s)", run.id, name, error)
                 return Synced(ok=True, sent=False)  # nothing a retry could fix; do not loop on it
             if error in REJECTED_RENDERING:
-                log.error("run %s: Slack refused the %s rendering (%s): %s", run.id, name, error,
-                          exc.response.get("response_metadata"))
+                log.error(
+                    "run %s: Slack refused the %s rendering (%s): %s",
+                    run.id,
+                    name,
+                    error,
+                    exc.response.get("response_metadata"),
+                )
                 await rendered.remember(self.redis, run.id, {name: message.digest()})  # not again until it changes
                 return Synced(ok=True, sent=False)
             log.warning("run %s: updating the %s message failed (%s); will retry", run.id, name, error)

@@ -21,7 +21,13 @@ from markdown_it import MarkdownIt
 from markdown_it.tree import SyntaxTreeNode
 
 __all__ = [
-    "MAX_LINK_CHARS", "escape_text", "link", "link_target", "paragraph_texts", "shorten_mrkdwn", "split_text",
+    "MAX_LINK_CHARS",
+    "escape_text",
+    "link",
+    "link_target",
+    "paragraph_texts",
+    "shorten_mrkdwn",
+    "split_text",
     "to_mrkdwn",
 ]
 
@@ -234,9 +240,7 @@ def _link_as_text(label: str, url: str) -> str:
 
 def _url(url: str) -> str:
     """Make a URL safe inside `<url|label>`: percent-encode delimiters, escape `&`."""
-    encoded = _URL_UNSAFE.sub(
-        lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), url
-    )
+    encoded = _URL_UNSAFE.sub(lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), url)
     return encoded.replace("&", "&amp;")
 
 
@@ -397,9 +401,7 @@ class _Block:
     preformatted: bool = False
 
 
-def _blocks(
-    nodes: list[SyntaxTreeNode], ctx: _Ctx, depth: int, separator: list[str]
-) -> list[str]:
+def _blocks(nodes: list[SyntaxTreeNode], ctx: _Ctx, depth: int, separator: list[str]) -> list[str]:
     """Render sibling blocks, with ``separator`` lines between them."""
     lines: list[str] = []
     for node in nodes:
@@ -584,10 +586,7 @@ class _Layout:
         self.text = text
         # Fences are the only backtick runs we emit; alternate runs open and close.
         self._fence_ends = [m.end() for m in _BACKTICK_RUN.finditer(text)]
-        spans = sorted(
-            [m.span() for m in _ATOM.finditer(text)]
-            + [m.span() for m in _BACKTICK_RUN.finditer(text)]
-        )
+        spans = sorted([m.span() for m in _ATOM.finditer(text)] + [m.span() for m in _BACKTICK_RUN.finditer(text)])
         merged: list[tuple[int, int]] = []
         for span_start, span_end in spans:
             if merged and span_start < merged[-1][1]:
@@ -621,11 +620,7 @@ class _Layout:
                 pos = text.rfind(brk, start, window_end + len(brk))
                 while pos >= floor:
                     resume = pos + len(brk)
-                    if not (
-                        self.splits_atom(pos)
-                        or self.splits_atom(resume)
-                        or self.empties_code(pos, resume)
-                    ):
+                    if not (self.splits_atom(pos) or self.splits_atom(resume) or self.empties_code(pos, resume)):
                         return pos, resume
                     pos = text.rfind(brk, start, pos + len(brk) - 1)
         # No break fits: cut mid-word, not through an atom nor (if avoidable) a character

@@ -3,6 +3,7 @@ before posting its messages. Serve looks for them periodically and posts them as
 flow would have (progress, then the pinned report); if Slack refuses, the run is ended with
 the reason. Launching a run that never was is the workers' part (jobs/recovery.py).
 """
+
 from __future__ import annotations
 
 import logging
@@ -27,8 +28,9 @@ UNPOSTED_GRACE_SECONDS = 120
 ORPHAN_CHECK_SECONDS = 15
 
 
-async def post_orphans(services: Services, client: AsyncWebClient,
-                       older_than_seconds: float = UNPOSTED_GRACE_SECONDS) -> list[str]:
+async def post_orphans(
+    services: Services, client: AsyncWebClient, older_than_seconds: float = UNPOSTED_GRACE_SECONDS
+) -> list[str]:
     """Post every orphaned run this process claims; returns the ids it posted or ended."""
     handled = []
     for state in await services.runs.unposted(older_than_seconds):
@@ -43,12 +45,14 @@ async def _post(services: Services, client: AsyncWebClient, state: RunState) -> 
     channel = run.channel or ""
     progress, report = render_progress(state, services.stop_reaction), render_report(state)
     try:
-        posted = await client.chat_postMessage(channel=channel, thread_ts=run.thread_ts, text=progress.text,
-                                               blocks=progress.blocks)
+        posted = await client.chat_postMessage(
+            channel=channel, thread_ts=run.thread_ts, text=progress.text, blocks=progress.blocks
+        )
         report_ts = run.report_message  # a continuation keeps editing its parent's pinned report
         if report_ts is None:
-            pinned = await client.chat_postMessage(channel=channel, thread_ts=run.thread_ts, text=report.text,
-                                                   blocks=report.blocks, unfurl_links=False)
+            pinned = await client.chat_postMessage(
+                channel=channel, thread_ts=run.thread_ts, text=report.text, blocks=report.blocks, unfurl_links=False
+            )
             report_ts = pinned["ts"]
             await pin(client, channel, report_ts)
     except SlackApiError as exc:

@@ -20,12 +20,15 @@ state and calls chat.update only when the rendering changed.
 It remembers how far it has read only once everything read was synced, and resumes from
 there (plus every active run) on start, so a restart loses nothing: it re-renders from state.
 """
+
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
 import uuid
+from functools import partial
+from typing import Any
 
 from redis import Redis
 from redis.asyncio import Redis as AsyncRedis
@@ -73,12 +76,20 @@ class Publisher:
     coalescing (the benchmark's baseline); 429s are then left to the client's retry handler.
     """
 
-    def __init__(self, redis: Redis, async_redis: AsyncRedis, store: RunStore, client: AsyncWebClient, *,
-                 limiter: SlackRateLimiter | None = None, shared_limiter: bool = True,
-                 update_interval: float = UPDATE_INTERVAL_SECONDS,
-                 spill_refresh_seconds: float = spill.REFRESH_SECONDS,
-                 status_refresh_seconds: float = STATUS_REFRESH_SECONDS,
-                 stop_reaction: str = "octagonal_sign") -> None:
+    def __init__(
+        self,
+        redis: Redis,
+        async_redis: AsyncRedis,
+        store: RunStore,
+        client: AsyncWebClient,
+        *,
+        limiter: SlackRateLimiter | None = None,
+        shared_limiter: bool = True,
+        update_interval: float = UPDATE_INTERVAL_SECONDS,
+        spill_refresh_seconds: float = spill.REFRESH_SECONDS,
+        status_refresh_seconds: float = STATUS_REFRESH_SECONDS,
+        stop_reaction: str = "octagonal_sign",
+    ) -> None:
         self.redis = redis
         self.async_redis = async_redis
         self.store = store
@@ -92,12 +103,24 @@ class Publisher:
             self.client = LimitedWebClient.like(client, self.limiter)
         self.update_interval = update_interval
         self.leases = Leases(async_redis, uuid.uuid4().hex)  # this process's name on the leases it holds
-        self.status = AssistantStatus(async_redis, self.client, self.leases, load=self._load, wake=self._wake,
-                                      refresh_seconds=status_refresh_seconds)
-        self.messages = MessageSync(async_redis, self.client,
-                                    spill.SpillFiles(async_redis, self.client, refresh_seconds=spill_refresh_seconds),
-                                    self.status, load=self._load, wake=self._wake, is_active=self._is_active,
-                                    stop_reaction=stop_reaction)
+        self.status = AssistantStatus(
+            async_redis,
+            self.client,
+            self.leases,
+            load=self._load,
+            wake=self._wake,
+            refresh_seconds=status_refresh_seconds,
+        )
+        self.messages = MessageSync(
+            async_redis,
+            self.client,
+            spill.SpillFiles(async_redis, self.client, refresh_seconds=spill_refresh_seconds),
+            self.status,
+            load=self._load,
+            wake=self._wake,
+            is_active=self._is_active,
+            stop_reaction=stop_reaction,
+        )
         self._due: dict[str, float] = {}  # run id -> monotonic time its next sync may start
         self._dirty: set[str] = set()  # runs with announced changes not yet synced
         self._tasks: dict[str, asyncio.Task[None]] = {}
@@ -153,7 +176,7 @@ class Publisher:
         # Runs being synced right now are looked at again when that sync ends, not before.
         wait = min((due for run_id, due in self._due.items() if run_id not in self._tasks), default=None)
         block = READ_BLOCK_MS if wait is None else int(min(READ_BLOCK_MS, max(1.0, (wait - time.monotonic()) * 1000)))
-        answer = await self.async_redis.xread({UPDATES_STREAM: last_id}, block=block, count=500)
+        answer: Any = await self.async_redis.xread({UPDATES_STREAM: last_id}, block=block, count=500)
         news = False
         for _stream, entries in answer or []:
             for entry_id, fields in entries:
@@ -202,7 +225,10 @@ class Publisher:
                 del self._due[run_id]
                 task = asyncio.create_task(self._cycle(run_id), name=f"publish-{run_id}")
                 self._tasks[run_id] = task
-                task.add_done_callback(lambda _t, r=run_id: self._tasks.pop(r, None))
+                task.add_done_callback(partial(self._forget, run_id))
+
+    def _forget(self, run_id: str, _task: asyncio.Task[None]) -> None:
+        self._tasks.pop(run_id, None)
 
     async def _cycle(self, run_id: str) -> None:
         """One attempt to sync a run: lease it, sync it, say when to look again."""

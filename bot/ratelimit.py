@@ -8,6 +8,7 @@ own clock (every process agrees on it). A 429 pauses the bucket for its Retry-Af
 every run in every process backs off together instead of each finding out by itself.
 Every Slack write goes through here, by way of the client in slack_client.py.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -60,8 +61,15 @@ PER_CHANNEL = frozenset({"chat.postMessage"})
 # still shows every finished report promptly.
 URGENT_SHARE = 0.1
 # The methods a final state uses (the publisher's); only these keep slots for urgent calls.
-URGENT_METHODS = frozenset({"chat.update", "assistant.threads.setStatus", "files.getUploadURLExternal",
-                            "files.completeUploadExternal", "files.delete"})
+URGENT_METHODS = frozenset(
+    {
+        "chat.update",
+        "assistant.threads.setStatus",
+        "files.getUploadURLExternal",
+        "files.completeUploadExternal",
+        "files.delete",
+    }
+)
 # Final states first: calls of these methods a run's final state needs (its progress and
 # report messages, and clearing its assistant status). Routine calls leave that many slots
 # per run still owed a final state.
@@ -153,8 +161,13 @@ class SlackRateLimiter:
     once however busy the workspace was.
     """
 
-    def __init__(self, redis: AsyncRedis, *, calls_per_window: Mapping[str, int] | None = None,
-                 window_seconds: float = WINDOW_SECONDS) -> None:
+    def __init__(
+        self,
+        redis: AsyncRedis,
+        *,
+        calls_per_window: Mapping[str, int] | None = None,
+        window_seconds: float = WINDOW_SECONDS,
+    ) -> None:
         self.redis = redis
         self.calls_per_window = dict(CALLS_PER_WINDOW if calls_per_window is None else calls_per_window)
         if any(cap < 1 for cap in self.calls_per_window.values()) or window_seconds <= 0:
@@ -192,9 +205,10 @@ class SlackRateLimiter:
 
     async def try_acquire(self, team: str | None, method: str, *, urgent: bool = False) -> float:
         """Take a call slot now if there is one: 0.0, else the seconds until one may free up."""
-        wait_ms = await self._take(keys=[window_key(team, method), pause_key(team, method)],
-                                   args=[self.cap(method), self.window_ms, uuid.uuid4().hex,
-                                         0 if urgent else self.reserve(method)])
+        wait_ms = await self._take(
+            keys=[window_key(team, method), pause_key(team, method)],
+            args=[self.cap(method), self.window_ms, uuid.uuid4().hex, 0 if urgent else self.reserve(method)],
+        )
         return int(wait_ms) / 1000
 
     async def acquire(self, team: str | None, method: str, *, urgent: Urgency = False) -> float:
@@ -217,8 +231,7 @@ class SlackRateLimiter:
         """Stop every caller of this workspace's `method` for `seconds` (a 429's Retry-After)."""
         ms = max(1, int(seconds * 1000))
         lasts = int(await self._pause(keys=[pause_key(team, method)], args=[ms])) / 1000
-        log.info("Slack rate-limited %s in workspace %s: every publisher waits %.1f s", method,
-                 bucket_of(team), lasts)
+        log.info("Slack rate-limited %s in workspace %s: every publisher waits %.1f s", method, bucket_of(team), lasts)
         return lasts
 
     async def paused_for(self, team: str | None, method: str) -> float:

@@ -4,6 +4,7 @@ report as a Markdown file when it outgrows one message) and the assistant thread
 Pure and deterministic from state alone (no clock reads), so a hash of the output tells
 the publisher whether Slack needs an update, and a restart renders the same bytes again.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -27,8 +28,14 @@ from .mrkdwn import (
 )
 
 __all__ = [
-    "Attachment", "ReportRendering", "SlackMessage", "render_help", "render_progress", "render_report",
-    "render_report_parts", "render_status",
+    "Attachment",
+    "ReportRendering",
+    "SlackMessage",
+    "render_help",
+    "render_progress",
+    "render_report",
+    "render_report_parts",
+    "render_status",
 ]
 
 TITLE_CHARS = 250  # the question as the report's title
@@ -174,8 +181,10 @@ def _with_mentions(text: str) -> str:
 def render_progress(state: RunState, stop_reaction: str = "octagonal_sign") -> SlackMessage:
     """Phase, what is being checked now, sources so far, model requests, minutes, budget;
     while running, how to steer (stop reaction, go deeper, add a requirement) and a button."""
-    facts = (f"{_minutes(state)} min · {_plural(state.usage.requests, 'model request')} · "
-             f"{_plural(len(state.sources), 'source')}")
+    facts = (
+        f"{_minutes(state)} min · {_plural(state.usage.requests, 'model request')} · "
+        f"{_plural(len(state.sources), 'source')}"
+    )
     status = state.status
     budget = _budget_left(state)
     if status == RunStatus.queued:
@@ -191,8 +200,12 @@ def render_progress(state: RunState, stop_reaction: str = "octagonal_sign") -> S
         reaction = escape_text(stop_reaction.strip(":"))
         lines.append(f":{reaction}: react to stop · reply “go deeper” for a longer budget · reply to add a requirement")
         text = "\n".join(lines)
-        button = {"type": "actions", "elements": [{"type": "button", "action_id": GO_DEEPER_ACTION,
-                                                    "text": {"type": "plain_text", "text": "Go deeper"}}]}
+        button = {
+            "type": "actions",
+            "elements": [
+                {"type": "button", "action_id": GO_DEEPER_ACTION, "text": {"type": "plain_text", "text": "Go deeper"}}
+            ],
+        }
         return SlackMessage(text=text, blocks=[_section(text), button])
     elif status == RunStatus.completed:
         lines = [f"✅ Done · {facts} · the pinned report is final"]
@@ -201,8 +214,11 @@ def render_progress(state: RunState, stop_reaction: str = "octagonal_sign") -> S
         lines += _standing_lines(state)
     else:
         word = "Stopped" if status == RunStatus.stopped else "Ended early"
-        lines = [f"⚠️ {word} · {facts}", f"Why: {_with_mentions(shorten(state.reason or 'unknown', ACTIVITY_CHARS))}",
-                 "Sections written so far are kept in the pinned report."]
+        lines = [
+            f"⚠️ {word} · {facts}",
+            f"Why: {_with_mentions(shorten(state.reason or 'unknown', ACTIVITY_CHARS))}",
+            "Sections written so far are kept in the pinned report.",
+        ]
     text = "\n".join(lines)
     return SlackMessage(text=text, blocks=[_section(text)])
 
@@ -270,9 +286,11 @@ def _source_line(note: Footnote, title_chars: int, passage_chars: int) -> str:
     s = note.source
     domain = _domain(s.url)
     kind = f" · _{SNIPPET_NOTE}_" if s.kind == "snippet" else ""
-    return (f"[{note.number}] {link(s.url, shorten(s.title, title_chars) or domain)} · "
-            f"{escape_text(domain)} · “{escape_text(shorten(s.passage, passage_chars))}” · "
-            f"fetched {s.retrieved_at:%Y-%m-%d}{kind}")
+    return (
+        f"[{note.number}] {link(s.url, shorten(s.title, title_chars) or domain)} · "
+        f"{escape_text(domain)} · “{escape_text(shorten(s.passage, passage_chars))}” · "
+        f"fetched {s.retrieved_at:%Y-%m-%d}{kind}"
+    )
 
 
 class _Blocks:
@@ -328,8 +346,9 @@ def _full_layout(state: RunState, report: AssembledReport, urls: dict[int, str],
         title = _bold(f"{index}. {section.title}")
         out.text(f"{title}{_revised(len(section.revisions))}\n{to_mrkdwn(body, urls)}")
     if report.footnotes:
-        title_chars, passage_chars = ((COMPACT_SOURCE_TITLE_CHARS, COMPACT_PASSAGE_CHARS) if compact
-                                      else (SOURCE_TITLE_CHARS, PASSAGE_CHARS))
+        title_chars, passage_chars = (
+            (COMPACT_SOURCE_TITLE_CHARS, COMPACT_PASSAGE_CHARS) if compact else (SOURCE_TITLE_CHARS, PASSAGE_CHARS)
+        )
         out.text("\n".join(["*Sources*", *(_source_line(n, title_chars, passage_chars) for n in report.footnotes)]))
     out.context(_footer(state))
     return out
@@ -364,6 +383,7 @@ def _index(report: AssembledReport, sentence_chars: int, count: int) -> str:
 
 def _fit_index(report: AssembledReport, room_chars: int, room_blocks: int) -> _Blocks:
     """The richest index that fits: shorter first sentences first, then fewer titles."""
+
     def fits(candidate: _Blocks) -> bool:
         return candidate.chars <= room_chars and len(candidate.blocks) <= room_blocks
 
@@ -385,16 +405,21 @@ def _fit_index(report: AssembledReport, room_chars: int, room_blocks: int) -> _B
 def _spill_notice(state: RunState, report: AssembledReport, attachment: Attachment, error: str | None) -> str:
     size = f"{_plural(len(report.sections), 'section')}, {_plural(len(report.footnotes), 'source')}"
     if error:
-        return (f"⚠️ This report ({size}) is too long for one Slack message and the full text could not be "
-                f"attached (Slack answered `{escape_text(error)}`). Below: the summary and an index of the sections.")
+        return (
+            f"⚠️ This report ({size}) is too long for one Slack message and the full text could not be "
+            f"attached (Slack answered `{escape_text(error)}`). Below: the summary and an index of the sections."
+        )
     when = " It is refreshed as the research goes on." if not state.status.finished else ""
-    return (f"📎 *The full report ({size}) is in the attached file* `{escape_text(attachment.filename)}` "
-            f"in this thread: it is too long for one Slack message, so below are the summary and an index "
-            f"of the sections.{when}")
+    return (
+        f"📎 *The full report ({size}) is in the attached file* `{escape_text(attachment.filename)}` "
+        f"in this thread: it is too long for one Slack message, so below are the summary and an index "
+        f"of the sections.{when}"
+    )
 
 
-def _spill_layout(state: RunState, report: AssembledReport, urls: dict[int, str], attachment: Attachment,
-                  error: str | None) -> _Blocks:
+def _spill_layout(
+    state: RunState, report: AssembledReport, urls: dict[int, str], attachment: Attachment, error: str | None
+) -> _Blocks:
     head = _head(state)
     head.text(_spill_notice(state, report, attachment, error))
     footer = _Blocks()
@@ -416,9 +441,15 @@ def _spill_layout(state: RunState, report: AssembledReport, urls: dict[int, str]
     out.extend(index)
     # The summary's own sources (numbered first) in full when there is room; always the total.
     cited = [n for n in report.footnotes if re.search(rf"\[{n.number}\]", report.summary)]
-    sources = _measure("\n".join(["*Sources* cited in the summary",
-                                  *(_source_line(n, COMPACT_SOURCE_TITLE_CHARS, COMPACT_PASSAGE_CHARS) for n in cited),
-                                  f"{_plural(len(report.footnotes), 'source')} in all{where}."]))
+    sources = _measure(
+        "\n".join(
+            [
+                "*Sources* cited in the summary",
+                *(_source_line(n, COMPACT_SOURCE_TITLE_CHARS, COMPACT_PASSAGE_CHARS) for n in cited),
+                f"{_plural(len(report.footnotes), 'source')} in all{where}.",
+            ]
+        )
+    )
     room_left = limits.BLOCK_TEXT_BUDGET - out.chars - footer.chars
     if cited and sources.chars <= room_left and len(out.blocks) + len(sources.blocks) + 1 <= limits.MAX_BLOCKS:
         out.extend(sources)
@@ -471,4 +502,3 @@ def render_help() -> str:
         "Ask me a research question and I will dig into it and keep a cited report pinned in "
         "this thread, e.g. `@deepthread compare the fees and tracking error of VTI, ITOT and SCHB`."
     )
-

@@ -5,6 +5,7 @@ messages as last sent (so an unchanged rendering is never sent again) and the as
 status with when it was set. The mention listener writes the first digests when it posts
 the messages; the publisher keeps them up to date.
 """
+
 from __future__ import annotations
 
 from redis import Redis

@@ -1,4 +1,5 @@
 """Long-running processes: the Slack app with its publisher, and the RQ worker."""
+
 from __future__ import annotations
 
 import asyncio
@@ -8,8 +9,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
-from redis import Redis
-from redis.asyncio import Redis as AsyncRedis
 from rq import Queue
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
@@ -54,27 +53,40 @@ async def serve(settings: Settings) -> int:
     try:
         identity = await identify(client)
     except SlackApiError as exc:
-        log.error("Slack rejected SLACK_BOT_TOKEN (%s): use the bot token (xoxb-…) of an installed app",
-                  exc.response.get("error"))
+        log.error(
+            "Slack rejected SLACK_BOT_TOKEN (%s): use the bot token (xoxb-…) of an installed app",
+            exc.response.get("error"),
+        )
         return 2
     except Exception as exc:
-        log.error("could not reach Slack at %s (%s): check SLACK_API_URL and the network",
-                  settings.slack_api_url, type(exc).__name__)
+        log.error(
+            "could not reach Slack at %s (%s): check SLACK_API_URL and the network",
+            settings.slack_api_url,
+            type(exc).__name__,
+        )
         return 2
     store = RunStore(redis)
-    services = Services(redis=redis, store=store, bot_user_id=identity.bot_user_id,
-                        stop_reaction=settings.stop_reaction,
-                        admins=settings.id_set(settings.admins), channels=settings.id_set(settings.channels))
+    services = Services(
+        redis=redis,
+        store=store,
+        bot_user_id=identity.bot_user_id,
+        stop_reaction=settings.stop_reaction,
+        admins=settings.id_set(settings.admins),
+        channels=settings.id_set(settings.channels),
+    )
     services.runs = AsyncRuns(Runs(store, hard_stop_seconds=settings.hard_stop_seconds))
     app = build_app(settings, services, client, identity)
     stop = asyncio.Event()
     publisher = asyncio.create_task(
-        Publisher(redis, async_redis, store, client, stop_reaction=settings.stop_reaction).run(stop), name="publisher")
+        Publisher(redis, async_redis, store, client, stop_reaction=settings.stop_reaction).run(stop), name="publisher"
+    )
     # Work recorded in Redis by a process that may have died: forced stops, runs never posted.
-    hard_stops = asyncio.create_task(_every(HARD_STOP_CHECK_SECONDS, services.runs.force_due_stops, stop,
-                                            "hard-stop check"), name="hard-stops")
-    orphans = asyncio.create_task(_every(ORPHAN_CHECK_SECONDS, lambda: post_orphans(services, client), stop,
-                                         "orphan check"), name="orphans")
+    hard_stops = asyncio.create_task(
+        _every(HARD_STOP_CHECK_SECONDS, services.runs.force_due_stops, stop, "hard-stop check"), name="hard-stops"
+    )
+    orphans = asyncio.create_task(
+        _every(ORPHAN_CHECK_SECONDS, lambda: post_orphans(services, client), stop, "orphan check"), name="orphans"
+    )
 
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -98,8 +110,14 @@ async def serve(settings: Settings) -> int:
 
 
 # Slack errors that mean the app-level token will never work: stop with one clear line.
-APP_TOKEN_REJECTED = {"invalid_auth", "not_authed", "not_allowed_token_type", "token_revoked", "token_expired",
-                      "account_inactive"}
+APP_TOKEN_REJECTED = {
+    "invalid_auth",
+    "not_authed",
+    "not_allowed_token_type",
+    "token_revoked",
+    "token_expired",
+    "account_inactive",
+}
 
 
 async def _socket_mode(app: Any, client: AsyncWebClient, app_token: str, stop: asyncio.Event) -> int:
@@ -113,8 +131,9 @@ async def _socket_mode(app: Any, client: AsyncWebClient, app_token: str, stop: a
     except SlackApiError as exc:
         error = exc.response.get("error")
         if error in APP_TOKEN_REJECTED:
-            log.error("Slack rejected SLACK_APP_TOKEN (%s): use an app-level token (xapp-…) with connections:write",
-                      error)
+            log.error(
+                "Slack rejected SLACK_APP_TOKEN (%s): use an app-level token (xapp-…) with connections:write", error
+            )
             return 2
         first_url = None  # Slack is having trouble: the client keeps retrying
     handler = AsyncSocketModeHandler(app, app_token)
@@ -138,7 +157,11 @@ def work(settings: Settings, *, burst: bool = False) -> int:
     assert settings.redis_url
     redis = connect(settings.redis_url)
     jobs.configure(settings.job_runtime())
-    worker = DeepthreadWorker([Queue(QUEUE, connection=redis)], connection=redis,
-                              worker_ttl=WORKER_TTL_SECONDS, maintenance_interval=SWEEP_INTERVAL_SECONDS)
+    worker = DeepthreadWorker(
+        [Queue(QUEUE, connection=redis)],
+        connection=redis,
+        worker_ttl=WORKER_TTL_SECONDS,
+        maintenance_interval=SWEEP_INTERVAL_SECONDS,
+    )
     worker.work(burst=burst, with_scheduler=not burst, logging_level="INFO")
     return 0

@@ -3,6 +3,7 @@
 `manifest.yml` asks for exactly these (a test holds the two together), and
 `deepthread doctor --live` compares them with what the installed token reports.
 """
+
 from __future__ import annotations
 
 REQUIRED_BOT_SCOPES: dict[str, str] = {

@@ -1,4 +1,5 @@
 """HTTP mode: Slack posts events to /slack/events; the publisher runs alongside."""
+
 from __future__ import annotations
 
 import json

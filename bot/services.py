@@ -1,4 +1,5 @@
 """What listeners and the publisher share in one bot process."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

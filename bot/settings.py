@@ -1,15 +1,16 @@
 """Configuration, read once from the environment at the CLI edge (names: DESIGN.md §4)."""
+
 from __future__ import annotations
 
 from pathlib import Path
-from typing import get_args
+from typing import Any, get_args
 
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from agent import AgentConfig, FetchConfig, SearchConfig
-from agent.config import Caps, SearchProvider
 from agent import defaults as agent_defaults
+from agent.config import Caps, SearchProvider
 from agent.workspace import ThreadWorkspace
 from jobs import JobRuntime, Run
 from jobs.hard_stop import HARD_STOP_SECONDS
@@ -64,11 +65,13 @@ class Settings(BaseSettings):
     # How long a dead worker's run stays locked before another worker resumes it.
     run_lock_seconds: float = Field(default=30.0, gt=0, validation_alias=_env("DEEPTHREAD_RUN_LOCK_SECONDS"))
     # How long an overloaded model service is waited out before the run answers from what it has.
-    model_patience_seconds: float | None = Field(default=None, gt=0,
-                                                 validation_alias=_env("DEEPTHREAD_MODEL_PATIENCE_SECONDS"))
+    model_patience_seconds: float | None = Field(
+        default=None, gt=0, validation_alias=_env("DEEPTHREAD_MODEL_PATIENCE_SECONDS")
+    )
     # After a stop, how long the loop may take to finish on its own before its job is killed.
-    hard_stop_seconds: float = Field(default=HARD_STOP_SECONDS, gt=0,
-                                     validation_alias=_env("DEEPTHREAD_HARD_STOP_SECONDS"))
+    hard_stop_seconds: float = Field(
+        default=HARD_STOP_SECONDS, gt=0, validation_alias=_env("DEEPTHREAD_HARD_STOP_SECONDS")
+    )
     # Where `deepthread up` keeps its embedded Redis (append-only file), so a restart keeps every run.
     data_dir: Path = Field(default_factory=default_data_dir, validation_alias=_env(DATA_DIR_VARIABLE))
 
@@ -84,6 +87,10 @@ class Settings(BaseSettings):
         value = getattr(self, name)
         return value.get_secret_value() if value is not None else None
 
+    def _search_urls(self) -> dict[str, Any]:
+        """Endpoint overrides (tests point them at fakes); unset ones keep the providers' defaults."""
+        return {name: url for name, url in (("brave_url", self.brave_url), ("tavily_url", self.tavily_url)) if url}
+
     def agent_config(self) -> AgentConfig:
         known = [name for name in self.search_chain() if name in SEARCH_PROVIDERS]  # doctor names the others
         search = SearchConfig(
@@ -91,24 +98,39 @@ class Settings(BaseSettings):
             searxng_url=self.searxng_url,
             brave_api_key=self.secret("brave_api_key"),
             tavily_api_key=self.secret("tavily_api_key"),
-            **{name: url for name, url in (("brave_url", self.brave_url), ("tavily_url", self.tavily_url)) if url},
+            **self._search_urls(),
         )
         allow = [a.strip() for a in self.fetch_allow.split(",") if a.strip()]
-        extra: dict[str, float] = {"context_tokens": self.context_tokens} if self.context_tokens else {}
+        extra: dict[str, Any] = {"context_tokens": self.context_tokens} if self.context_tokens else {}
         if self.model_patience_seconds is not None:
             extra["model_patience_seconds"] = self.model_patience_seconds
         if self.max_task_agents is not None:
             extra["max_task_agents"] = self.max_task_agents
-        caps = Caps(max_requests=self.max_requests, active_minutes=self.max_active_minutes,
-                    wall_minutes=self.max_wall_minutes, max_cost_usd=self.max_cost_usd,
-                    max_input_tokens=self.max_input_tokens)
-        return AgentConfig(main_model=self.model, small_model=self.small_model, search=search,
-                           fetch=FetchConfig(allow=allow), caps=caps, **extra)
+        caps = Caps(
+            max_requests=self.max_requests,
+            active_minutes=self.max_active_minutes,
+            wall_minutes=self.max_wall_minutes,
+            max_cost_usd=self.max_cost_usd,
+            max_input_tokens=self.max_input_tokens,
+        )
+        return AgentConfig(
+            main_model=self.model,
+            small_model=self.small_model,
+            search=search,
+            fetch=FetchConfig(allow=allow),
+            caps=caps,
+            **extra,
+        )
 
     def job_runtime(self) -> JobRuntime:
-        return JobRuntime(agent=self.agent_config(), anthropic_api_key=self.secret("anthropic_api_key"),
-                          anthropic_base_url=self.anthropic_base_url, redis_url=self.redis_url,
-                          lock_seconds=self.run_lock_seconds, workspace_for=self._workspace_for)
+        return JobRuntime(
+            agent=self.agent_config(),
+            anthropic_api_key=self.secret("anthropic_api_key"),
+            anthropic_base_url=self.anthropic_base_url,
+            redis_url=self.redis_url,
+            lock_seconds=self.run_lock_seconds,
+            workspace_for=self._workspace_for,
+        )
 
     def _workspace_for(self, run: Run) -> ThreadWorkspace | None:
         """A run in a Slack thread reads that thread's files and messages with the bot token."""

@@ -15,6 +15,7 @@ state): `take_slots(...)` acquires first and runs its function with those calls 
 A 429 on an admitted call is raised to that caller, who renders afresh and asks again.
 The limiter is a courtesy: when Redis is unreachable, writes go straight to Slack.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -88,33 +89,65 @@ def _channel_of(*bodies: object) -> str | None:
 class LimitedWebClient(AsyncWebClient):
     """An AsyncWebClient that counts every write against the shared limiter (no limiter: a plain client)."""
 
-    def __init__(self, *args: Any, limiter: SlackRateLimiter | None = None,
-                 patience_seconds: float = PATIENCE_SECONDS, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        limiter: SlackRateLimiter | None = None,
+        patience_seconds: float = PATIENCE_SECONDS,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.limiter = limiter
         self.patience_seconds = patience_seconds
         self.team: str | None = self.default_params.get("team_id")
         if limiter is not None:
             # The limiter waits out 429s for every caller at once; the SDK's handler would wait for one call alone.
-            self.retry_handlers = [h for h in self.retry_handlers
-                                   if not isinstance(h, AsyncRateLimitErrorRetryHandler)]
+            self.retry_handlers = [h for h in self.retry_handlers if not isinstance(h, AsyncRateLimitErrorRetryHandler)]
 
     @classmethod
-    def like(cls, client: AsyncWebClient, limiter: SlackRateLimiter | None, *,
-             patience_seconds: float = PATIENCE_SECONDS) -> LimitedWebClient:
+    def like(
+        cls, client: AsyncWebClient, limiter: SlackRateLimiter | None, *, patience_seconds: float = PATIENCE_SECONDS
+    ) -> LimitedWebClient:
         """The same connection settings, token and team as `client` (as Bolt copies its client)."""
-        return cls(token=client.token, base_url=client.base_url, timeout=client.timeout, ssl=client.ssl,
-                   proxy=client.proxy, session=client.session, trust_env_in_session=client.trust_env_in_session,
-                   headers=client.headers, team_id=client.default_params.get("team_id"), logger=client.logger,
-                   retry_handlers=list(client.retry_handlers), limiter=limiter, patience_seconds=patience_seconds)
+        return cls(
+            token=client.token,
+            base_url=client.base_url,
+            timeout=client.timeout,
+            ssl=client.ssl,
+            proxy=client.proxy,
+            session=client.session,
+            trust_env_in_session=client.trust_env_in_session,
+            headers=client.headers,
+            team_id=client.default_params.get("team_id"),
+            logger=client.logger,
+            retry_handlers=list(client.retry_handlers),
+            limiter=limiter,
+            patience_seconds=patience_seconds,
+        )
 
-    async def api_call(self, api_method: str, *, http_verb: str = "POST", files: dict | None = None,
-                       data: dict | FormData | None = None, params: dict | None = None, json: dict | None = None,
-                       headers: dict | None = None, auth: dict | None = None) -> AsyncSlackResponse:
+    async def api_call(
+        self,
+        api_method: str,
+        *,
+        http_verb: str = "POST",
+        files: dict | None = None,
+        data: dict | FormData | None = None,
+        params: dict | None = None,
+        json: dict | None = None,
+        headers: dict | None = None,
+        auth: dict | None = None,
+    ) -> AsyncSlackResponse:
         async def call() -> AsyncSlackResponse:
             return await super(LimitedWebClient, self).api_call(
-                api_method, http_verb=http_verb, files=files, data=data, params=params, json=json,
-                headers=headers, auth=auth)
+                api_method,
+                http_verb=http_verb,
+                files=files,
+                data=data,
+                params=params,
+                json=json,
+                headers=headers,
+                auth=auth,
+            )
 
         limiter = self.limiter
         if limiter is None:
@@ -149,8 +182,9 @@ class LimitedWebClient(AsyncWebClient):
             if wait:
                 await self.limiter.acquire(team, bucket, urgent=urgent)
                 return
-            busy = await self.limiter.try_acquire(team, bucket, urgent=urgent if isinstance(urgent, bool)
-                                                  else await urgent())
+            busy = await self.limiter.try_acquire(
+                team, bucket, urgent=urgent if isinstance(urgent, bool) else await urgent()
+            )
             if busy > 0:
                 raise SlotBusy(bucket, busy)
         except RedisError as exc:  # Slack writes must not stop because the limiter's Redis is away
@@ -165,9 +199,16 @@ class LimitedWebClient(AsyncWebClient):
             await asyncio.sleep(seconds)
 
 
-async def take_slots(client: AsyncWebClient, team: str | None, methods: str | tuple[str, ...],
-                     fn: Callable[[], Awaitable[T]], *, urgent: Urgency = False,
-                     patience_seconds: float = PATIENCE_SECONDS, wait: bool = True) -> T:
+async def take_slots(
+    client: AsyncWebClient,
+    team: str | None,
+    methods: str | tuple[str, ...],
+    fn: Callable[[], Awaitable[T]],
+    *,
+    urgent: Urgency = False,
+    patience_seconds: float = PATIENCE_SECONDS,
+    wait: bool = True,
+) -> T:
     """`await fn()` once a slot is free in every bucket it uses, those calls admitted.
 
     `fn` runs after the wait, so it can build what it sends from the newest state. A 429
@@ -199,7 +240,9 @@ async def take_slots(client: AsyncWebClient, team: str | None, methods: str | tu
 def limit_every_write(client: LimitedWebClient) -> Callable[..., Awaitable[None]]:
     """A Bolt global middleware: each request's client becomes a limited one on `client`'s limiter."""
 
-    async def middleware(context: Any, next: Callable[[], Awaitable[None]]) -> None:  # `next`: Bolt passes arguments by name
+    async def middleware(
+        context: Any, next: Callable[[], Awaitable[None]]
+    ) -> None:  # `next`: Bolt passes arguments by name
         plain = context.get("client")
         if plain is not None and not isinstance(plain, LimitedWebClient):
             context["client"] = LimitedWebClient.like(plain, client.limiter, patience_seconds=client.patience_seconds)

@@ -1,4 +1,5 @@
 """The Slack events we accept, as pydantic models: anything else is ignored, never a crash."""
+
 from __future__ import annotations
 
 import re

@@ -7,6 +7,7 @@ downloaded, and only from Slack's file host: nothing a user or a page writes can
 path at another URL. Without a valid token Slack does not refuse with an error status: it
 sends its sign-in page (HTML, 200), so an HTML answer for a non-HTML file is a refusal.
 """
+
 from __future__ import annotations
 
 import time
@@ -53,24 +54,38 @@ def _refusal(exc: SlackApiError, what: str) -> WorkspaceError:
     error = str(exc.response.get("error", "unknown_error"))
     if error == "missing_scope":
         needed = exc.response.get("needed", "files:read")
-        return FileUnavailable(f"the bot's Slack token lacks the {needed} scope, so it cannot read {what}. Ask a "
-                               f"workspace admin to reinstall Deepthread with {needed} (it is in manifest.yml); "
-                               "meanwhile ask the requester to paste the relevant part into the thread")
+        return FileUnavailable(
+            f"the bot's Slack token lacks the {needed} scope, so it cannot read {what}. Ask a "
+            f"workspace admin to reinstall Deepthread with {needed} (it is in manifest.yml); "
+            "meanwhile ask the requester to paste the relevant part into the thread"
+        )
     if error in ("file_not_found", "file_deleted"):
-        return FileUnavailable(f"Slack says {what} does not exist or the bot cannot see it ({error}): it was "
-                               "deleted or shared where the bot is not a member. Ask the requester to share it "
-                               "again in this thread")
+        return FileUnavailable(
+            f"Slack says {what} does not exist or the bot cannot see it ({error}): it was "
+            "deleted or shared where the bot is not a member. Ask the requester to share it "
+            "again in this thread"
+        )
     if error in ("not_in_channel", "channel_not_found"):
-        return WorkspaceError(f"the bot is not a member of this channel, so it cannot read {what} ({error}); "
-                              "ask the requester to invite it")
+        return WorkspaceError(
+            f"the bot is not a member of this channel, so it cannot read {what} ({error}); "
+            "ask the requester to invite it"
+        )
     return WorkspaceError(f"Slack refused to give {what} ({error}); try again later")
 
 
 class SlackWorkspace:
     """One thread of one channel, read with the bot's client."""
 
-    def __init__(self, client: AsyncWebClient, channel: str, thread_ts: str, *, bot_user_id: str = "",
-                 http: httpx.AsyncClient | None = None, files_origin: str | None = None) -> None:
+    def __init__(
+        self,
+        client: AsyncWebClient,
+        channel: str,
+        thread_ts: str,
+        *,
+        bot_user_id: str = "",
+        http: httpx.AsyncClient | None = None,
+        files_origin: str | None = None,
+    ) -> None:
         self._client = client
         self.channel = channel
         self.thread_ts = thread_ts
@@ -91,7 +106,8 @@ class SlackWorkspace:
         try:
             while len(messages) < MAX_THREAD_MESSAGES:
                 response = await self._client.conversations_replies(
-                    channel=self.channel, ts=self.thread_ts, limit=REPLIES_PAGE, cursor=cursor)
+                    channel=self.channel, ts=self.thread_ts, limit=REPLIES_PAGE, cursor=cursor
+                )
                 messages += response.get("messages", [])
                 cursor = (response.get("response_metadata") or {}).get("next_cursor")
                 if not cursor:
@@ -103,9 +119,14 @@ class SlackWorkspace:
 
     def _message(self, number: int, raw: dict[str, Any]) -> ThreadMessage:
         is_bot = bool(raw.get("bot_id")) or (bool(self._bot_user_id) and raw.get("user") == self._bot_user_id)
-        return ThreadMessage(number=number, ts=str(raw["ts"]), author=str(raw.get("user") or raw.get("bot_id") or ""),
-                             text=str(raw.get("text", "")), is_bot=is_bot,
-                             files=[str(f["id"]) for f in raw.get("files", []) if f.get("id")])
+        return ThreadMessage(
+            number=number,
+            ts=str(raw["ts"]),
+            author=str(raw.get("user") or raw.get("bot_id") or ""),
+            text=str(raw.get("text", "")),
+            is_bot=is_bot,
+            files=[str(f["id"]) for f in raw.get("files", []) if f.get("id")],
+        )
 
     async def messages(self, start: int, end: int) -> list[ThreadMessage]:
         thread = await self._thread()
@@ -125,17 +146,24 @@ class SlackWorkspace:
                     continue
                 if file_id not in self._infos:
                     # Messages carry full file objects on Slack; when one is thin, ask files.info.
-                    self._infos[file_id] = (self._info_of(item, raw) if item.get("name")
-                                            else await self._files_info(file_id, raw))
+                    self._infos[file_id] = (
+                        self._info_of(item, raw) if item.get("name") else await self._files_info(file_id, raw)
+                    )
                 shared.append(self._infos[file_id])
         return shared
 
     def _info_of(self, item: dict[str, Any], message: dict[str, Any]) -> FileInfo:
-        return FileInfo(id=str(item["id"]), name=str(item.get("name") or item.get("title") or item["id"]),
-                        title=str(item.get("title", "")), mimetype=str(item.get("mimetype", "")),
-                        filetype=str(item.get("filetype", "")), size=int(item.get("size") or 0),
-                        shared_by=str(item.get("user") or message.get("user") or ""),
-                        shared_ts=str(message.get("ts", "")), permalink=str(item.get("permalink", "")))
+        return FileInfo(
+            id=str(item["id"]),
+            name=str(item.get("name") or item.get("title") or item["id"]),
+            title=str(item.get("title", "")),
+            mimetype=str(item.get("mimetype", "")),
+            filetype=str(item.get("filetype", "")),
+            size=int(item.get("size") or 0),
+            shared_by=str(item.get("user") or message.get("user") or ""),
+            shared_ts=str(message.get("ts", "")),
+            permalink=str(item.get("permalink", "")),
+        )
 
     async def _files_info(self, file_id: str, message: dict[str, Any] | None = None) -> FileInfo:
         raw = await self._file_object(file_id)
@@ -150,8 +178,9 @@ class SlackWorkspace:
 
     async def download(self, file_id: str, max_bytes: int = MAX_FILE_BYTES) -> bytes:
         if file_id not in {f.id for f in await self.files()}:
-            raise FileUnavailable(f"file {file_id} was not shared in this thread; read_file opens only this "
-                                  "thread's files")
+            raise FileUnavailable(
+                f"file {file_id} was not shared in this thread; read_file opens only this thread's files"
+            )
         raw = await self._file_object(file_id)  # fresh: access may have changed since the file was listed
         info = self._info_of(raw, {})
         if info.size > max_bytes:
@@ -159,8 +188,10 @@ class SlackWorkspace:
         url = str(raw.get("url_private_download") or raw.get("url_private") or "")
         if not url.startswith(self._files_origin + "/"):
             # Never follow a download address that is not Slack's file host.
-            raise FileUnavailable(f"Slack gave no downloadable address for {info.name} (it may be an external "
-                                  "link or a Slack post); ask the requester to upload the file itself")
+            raise FileUnavailable(
+                f"Slack gave no downloadable address for {info.name} (it may be an external "
+                "link or a Slack post); ask the requester to upload the file itself"
+            )
         return await self._fetch(url, info, max_bytes)
 
     async def _fetch(self, url: str, info: FileInfo, max_bytes: int) -> bytes:
@@ -169,17 +200,21 @@ class SlackWorkspace:
         http = self._http or httpx.AsyncClient(timeout=DOWNLOAD_TIMEOUT_SECONDS)
         try:
             # httpx drops the Authorization header on a redirect to another host (Slack's CDN signs its URLs).
-            async with http.stream("GET", url, headers=headers, follow_redirects=True,
-                                   timeout=DOWNLOAD_TIMEOUT_SECONDS) as response:
+            async with http.stream(
+                "GET", url, headers=headers, follow_redirects=True, timeout=DOWNLOAD_TIMEOUT_SECONDS
+            ) as response:
                 if response.status_code != 200:
-                    raise FileUnavailable(f"Slack answered HTTP {response.status_code} for {info.name}; try again "
-                                          "later or ask the requester to share it again")
+                    raise FileUnavailable(
+                        f"Slack answered HTTP {response.status_code} for {info.name}; try again "
+                        "later or ask the requester to share it again"
+                    )
                 served = response.headers.get("content-type", "").split(";")[0].strip().lower()
                 if served == "text/html" and not info.name.lower().endswith((".html", ".htm")):
                     raise FileUnavailable(
                         f"Slack sent its sign-in page instead of {info.name}: the bot's token may not download "
                         "files. Ask a workspace admin to check that Deepthread has the files:read scope and "
-                        "reinstall it")
+                        "reinstall it"
+                    )
                 body = bytearray()
                 async for chunk in response.aiter_bytes():
                     body += chunk

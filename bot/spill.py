@@ -8,6 +8,7 @@ the thread is never without the full report. A delete that fails is retried late
 While a run is active the file is replaced at most every REFRESH_SECONDS (each version is
 a new file in the thread); the final version is uploaded as soon as the run ends.
 """
+
 from __future__ import annotations
 
 import logging
@@ -33,11 +34,22 @@ SETUP_ERROR_RETRY_SECONDS = 600.0
 RECORD_TTL_SECONDS = 90 * 24 * 3600
 UPLOAD_METHODS = ("files.getUploadURLExternal", "files.completeUploadExternal")
 # Slack errors a retry cannot fix until someone changes the app or the channel.
-SETUP_ERRORS = frozenset({
-    "missing_scope", "not_allowed_token_type", "no_permission", "not_in_channel", "channel_not_found",
-    "is_archived", "restricted_action", "file_uploads_disabled", "file_uploads_except_images_disabled",
-    "not_allowed", "invalid_channel", "ekm_access_denied",
-})
+SETUP_ERRORS = frozenset(
+    {
+        "missing_scope",
+        "not_allowed_token_type",
+        "no_permission",
+        "not_in_channel",
+        "channel_not_found",
+        "is_archived",
+        "restricted_action",
+        "file_uploads_disabled",
+        "file_uploads_except_images_disabled",
+        "not_allowed",
+        "invalid_channel",
+        "ekm_access_denied",
+    }
+)
 # Answers to files.delete that mean the file is already gone.
 GONE = frozenset({"file_not_found", "file_deleted"})
 
@@ -72,8 +84,7 @@ def _text(value: bytes | str) -> str:
 
 
 class SpillFiles:
-    def __init__(self, redis: AsyncRedis, client: AsyncWebClient, *,
-                 refresh_seconds: float = REFRESH_SECONDS) -> None:
+    def __init__(self, redis: AsyncRedis, client: AsyncWebClient, *, refresh_seconds: float = REFRESH_SECONDS) -> None:
         self.redis = redis
         self.client = client
         self.refresh_seconds = refresh_seconds
@@ -82,9 +93,13 @@ class SpillFiles:
         raw = {_text(k): _text(v) for k, v in (await self.redis.hgetall(spill_key(channel, report_ts))).items()}
         if not raw:
             return None
-        return SpillRecord(file_id=raw.get("file_id", ""), digest=raw.get("digest", ""),
-                           uploaded_at=float(raw.get("uploaded_at") or 0), error=raw.get("error", ""),
-                           error_at=float(raw.get("error_at") or 0))
+        return SpillRecord(
+            file_id=raw.get("file_id", ""),
+            digest=raw.get("digest", ""),
+            uploaded_at=float(raw.get("uploaded_at") or 0),
+            error=raw.get("error", ""),
+            error_at=float(raw.get("error_at") or 0),
+        )
 
     async def sync(self, state: RunState, attachment: Attachment | None, now: float) -> SpillOutcome:
         """Make the thread's file match `attachment` (None: the report fits, so no file)."""
@@ -105,21 +120,40 @@ class SpillFiles:
             return SpillOutcome()
         if record is not None and record.error and now - record.error_at < SETUP_ERROR_RETRY_SECONDS:
             return SpillOutcome(error=record.error, wake_at=record.error_at + SETUP_ERROR_RETRY_SECONDS)
-        if (record is not None and record.file_id and not state.status.finished
-                and now - record.uploaded_at < self.refresh_seconds):
+        if (
+            record is not None
+            and record.file_id
+            and not state.status.finished
+            and now - record.uploaded_at < self.refresh_seconds
+        ):
             return SpillOutcome(wake_at=record.uploaded_at + self.refresh_seconds)
 
         client = self.client
         try:
-            answer = await take_slots(client, run.team, UPLOAD_METHODS, lambda: client.files_upload_v2(
-                channel=channel, thread_ts=run.thread_ts, filename=attachment.filename,
-                content=attachment.content, title=attachment.title, initial_comment=attachment.comment),
-                urgent=state.status.finished)
+            answer = await take_slots(
+                client,
+                run.team,
+                UPLOAD_METHODS,
+                lambda: client.files_upload_v2(
+                    channel=channel,
+                    thread_ts=run.thread_ts,
+                    filename=attachment.filename,
+                    content=attachment.content,
+                    title=attachment.title,
+                    initial_comment=attachment.comment,
+                ),
+                urgent=state.status.finished,
+            )
         except SlackApiError as exc:
             error = str(exc.response.get("error") or f"HTTP {exc.response.status_code}")
             if error in SETUP_ERRORS:
-                log.warning("run %s: could not attach the full report in %s (%s): the app needs files:write "
-                            "and access to the channel", run.id, channel, error)
+                log.warning(
+                    "run %s: could not attach the full report in %s (%s): the app needs files:write "
+                    "and access to the channel",
+                    run.id,
+                    channel,
+                    error,
+                )
                 await self.redis.hset(key, mapping={"error": error, "error_at": now})
                 await self.redis.expire(key, RECORD_TTL_SECONDS)
                 return SpillOutcome(error=error, wake_at=now + SETUP_ERROR_RETRY_SECONDS)
@@ -130,8 +164,10 @@ class SpillFiles:
             return SpillOutcome(ok=False)
         uploaded = answer.get("file") or (answer.get("files") or [{}])[0]
         file_id = str(uploaded.get("id", ""))
-        await self.redis.hset(key, mapping={"file_id": file_id, "digest": attachment.digest(), "uploaded_at": now,
-                                            "error": "", "error_at": 0})
+        await self.redis.hset(
+            key,
+            mapping={"file_id": file_id, "digest": attachment.digest(), "uploaded_at": now, "error": "", "error_at": 0},
+        )
         await self.redis.expire(key, RECORD_TTL_SECONDS)
         if record is not None and record.file_id and record.file_id != file_id:
             await self._delete_or_remember(run.team, channel, ts, record.file_id)

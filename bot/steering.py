@@ -2,6 +2,7 @@
 
 Shared by the listeners (messages, mentions, reactions, buttons) so each rule lives once.
 """
+
 from __future__ import annotations
 
 import logging
@@ -51,8 +52,17 @@ async def stop_run(services: Services, client: AsyncWebClient, state: RunState, 
     log.info("run %s: stop requested by %s", run.id, user)
 
 
-async def thread_message(services: Services, client: AsyncWebClient, *, channel: str, thread_ts: str, ts: str,
-                         user: str, text: str, event_id: str) -> None:
+async def thread_message(
+    services: Services,
+    client: AsyncWebClient,
+    *,
+    channel: str,
+    thread_ts: str,
+    ts: str,
+    user: str,
+    text: str,
+    event_id: str,
+) -> None:
     """A human's message in a thread that has runs: upgrade, steer, or continue."""
     latest = await services.runs.latest_in_thread(channel, thread_ts)
     if latest is None:
@@ -87,7 +97,11 @@ def section_history(state: RunState, section_id: str | None) -> str:
         return f"There is no section {section_id} in this report (sections: {known})."
     revised = [s for s in sections if s.revisions]
     if not revised:
-        return "No section of this report has been revised." if section_id is None else f"{section_id} has not been revised."
+        return (
+            "No section of this report has been revised."
+            if section_id is None
+            else f"{section_id} has not been revised."
+        )
     lines = []
     for section in revised:
         # Model text: escaped like every other field the bot sends (no mention through a reason).
@@ -104,20 +118,30 @@ async def go_deeper(services: Services, client: AsyncWebClient, state: RunState,
     run = state.run
     upgrade = await services.runs.upgrade(run.id, event_id)
     if upgrade == Upgrade.next_run:
-        await _post(client, channel, run.thread_ts, "This run has ended; the next one in this thread "
-                    "(reply with what to look into) will use the deep budget.")
+        await _post(
+            client,
+            channel,
+            run.thread_ts,
+            "This run has ended; the next one in this thread (reply with what to look into) will use the deep budget.",
+        )
     elif upgrade == Upgrade.raised:
-        await _post(client, channel, run.thread_ts, "Going deeper: this run's budget is raised to the deep profile "
-                    "from its next step.")
+        await _post(
+            client,
+            channel,
+            run.thread_ts,
+            "Going deeper: this run's budget is raised to the deep profile from its next step.",
+        )
 
 
-async def continue_thread(services: Services, client: AsyncWebClient, parent: RunState, request: str,
-                          user: str, event_id: str, ts: str) -> None:
+async def continue_thread(
+    services: Services, client: AsyncWebClient, parent: RunState, request: str, user: str, event_id: str, ts: str
+) -> None:
     """Continue the research; a reply that lost the race to another becomes a note of its run."""
     from .listeners.mentions import post_and_launch  # listeners import this module too
 
-    continuation = await services.runs.continue_from(parent, request, requester=user, author=f"<@{user}>",
-                                                     event_id=event_id)
+    continuation = await services.runs.continue_from(
+        parent, request, requester=user, author=f"<@{user}>", event_id=event_id
+    )
     if continuation is None:
         return  # a repeated delivery
     if continuation.started:

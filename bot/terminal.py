@@ -1,4 +1,5 @@
 """`deepthread ask`: one research in the terminal, live progress, the report as Markdown."""
+
 from __future__ import annotations
 
 import os
@@ -67,8 +68,9 @@ class ReportFile:
             self.write(report_markdown(self.state) + "\n_Interrupted (Ctrl-C) before the run finished._\n")
 
 
-async def ask(question: str, runtime: JobRuntime, output: Path | None, profile: str = "standard",
-              report: ReportFile | None = None) -> int:
+async def ask(
+    question: str, runtime: JobRuntime, output: Path | None, profile: str = "standard", report: ReportFile | None = None
+) -> int:
     run = Run(question=question, profile=profile)
     path = output or default_output(question)
     report = report or ReportFile(path)
@@ -84,6 +86,10 @@ async def ask(question: str, runtime: JobRuntime, output: Path | None, profile: 
     if state.status != RunStatus.completed:
         print(f"Run ended early: {state.reason}", file=sys.stderr)
     print(f"Report written to {path} ({len(state.sections)} sections, {len(state.sources)} sources)")
-    print(f"Its model requests: deepthread inspect {run.id}" if runtime.redis_url
-          else "Set REDIS_URL to keep this run's model requests for deepthread inspect", file=sys.stderr)
+    print(
+        f"Its model requests: deepthread inspect {run.id}"
+        if runtime.redis_url
+        else "Set REDIS_URL to keep this run's model requests for deepthread inspect",
+        file=sys.stderr,
+    )
     return 0 if state.status == RunStatus.completed else 1

@@ -1,4 +1,5 @@
 """Runs: records, state in Redis, the queue and the job entry point. Knows nothing about Slack."""
+
 from __future__ import annotations
 
 from . import keys
@@ -11,6 +12,20 @@ from .runtime import JobRuntime, configure
 from .store import RunNotFound, RunStore
 
 __all__ = [
-    "AsyncRuns", "Continuation", "JobRuntime", "Run", "RunNotFound", "RunState", "RunStatus", "RunStore", "Runs",
-    "Upgrade", "configure", "enqueue", "execute", "job_timeout_for", "keys", "run_inline",
+    "AsyncRuns",
+    "Continuation",
+    "JobRuntime",
+    "Run",
+    "RunNotFound",
+    "RunState",
+    "RunStatus",
+    "RunStore",
+    "Runs",
+    "Upgrade",
+    "configure",
+    "enqueue",
+    "execute",
+    "job_timeout_for",
+    "keys",
+    "run_inline",
 ]

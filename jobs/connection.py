@@ -1,4 +1,5 @@
 """Redis connections that ride out a Redis restart: one place, used by serve, workers and jobs."""
+
 from __future__ import annotations
 
 from redis import Redis
@@ -10,7 +11,13 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 
-__all__ = ["connect", "connect_async"]
+__all__ = ["connect", "connect_async", "text"]
+
+
+def text(value: bytes | str) -> str:
+    """A value read from Redis as text, whichever way the client was opened."""
+    return value.decode() if isinstance(value, bytes) else value
+
 
 # A Redis restart (a deploy, a crash with its append-only file reloaded) takes seconds. Every
 # command of serve and the worker waits it out: reconnect, doubling the wait from the first to

@@ -1,10 +1,12 @@
 """Continuation runs: a reply in a thread whose run has ended continues the same research."""
+
 from __future__ import annotations
 
 from agent.control import Note
 from agent.task import PriorRun
 
 from . import keys
+from .connection import text
 from .models import Run, RunState
 from .store import RunStore
 
@@ -23,18 +25,28 @@ def successor(store: RunStore, parent: RunState, request: str, requester: str | 
     profile = store.redis.get(keys.thread_profile(run.channel or "", run.thread_ts or ""))
     constraints = list(dict.fromkeys([*run.constraints, *notes_of(store, run.id)]))
     return Run(
-        team=run.team, channel=run.channel, thread_ts=run.thread_ts, requester=requester or run.requester,
-        question=run.question, constraints=constraints,
-        profile=profile.decode() if profile else run.profile,
-        parent_run_id=run.id, request=request, report_message=run.report_message,
+        team=run.team,
+        channel=run.channel,
+        thread_ts=run.thread_ts,
+        requester=requester or run.requester,
+        question=run.question,
+        constraints=constraints,
+        profile=text(profile) if profile else run.profile,
+        parent_run_id=run.id,
+        request=request,
+        report_message=run.report_message,
     )
 
 
 def create_successor(store: RunStore, parent: RunState, run: Run) -> RunState:
     """Its state starts with the parent's report and sources, so the pinned report keeps them.
     Linked only while the parent is still the thread's latest run (else ThreadMoved)."""
-    return store.create(run, sections=[s.model_copy(deep=True) for s in parent.sections],
-                        sources=parent.sources.values(), after=parent.run.id)
+    return store.create(
+        run,
+        sections=[s.model_copy(deep=True) for s in parent.sections],
+        sources=parent.sources.values(),
+        after=parent.run.id,
+    )
 
 
 # How far back the chain of runs is walked for earlier follow-ups (each is one Redis read).
@@ -51,9 +63,16 @@ def prior_of(store: RunStore, state: RunState) -> PriorRun | None:
     while chain[-1].run.parent_run_id and len(chain) < MAX_CHAIN:
         chain.append(store.get(chain[-1].run.parent_run_id))
     follow_ups = [s.run.request for s in reversed(chain) if s.run.request]
-    return PriorRun(run_id=parent.run.id, summary=parent.summary, sections=parent.sections,
-                    context_summaries=parent.context_summaries, sources=list(parent.sources.values()),
-                    thread_summary=parent.thread_summary, follow_ups=follow_ups, runs_before=len(chain))
+    return PriorRun(
+        run_id=parent.run.id,
+        summary=parent.summary,
+        sections=parent.sections,
+        context_summaries=parent.context_summaries,
+        sources=list(parent.sources.values()),
+        thread_summary=parent.thread_summary,
+        follow_ups=follow_ups,
+        runs_before=len(chain),
+    )
 
 
 def latest_run(store: RunStore, channel: str, thread_ts: str) -> RunState | None:

@@ -1,5 +1,6 @@
 """Run control through Redis: the bot records stops, upgrades and notes; the running loop
 reads them at its next step (and polls for a stop while it waits)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -11,6 +12,7 @@ from agent.config import Caps, budget_for
 from agent.control import ControlUpdate, Note, StopRequest
 
 from . import keys
+from .connection import text
 
 CONTROL_TTL_SECONDS = 7 * 24 * 3600
 
@@ -61,7 +63,7 @@ class RedisRunControl:
         upgrades = await self._redis.hgetall(keys.upgrades(self._run_id))
         if len(upgrades) > self.upgrades_seen:
             self.upgrades_seen = len(upgrades)
-            profile = next(iter(upgrades.values())).decode()  # one upgrade target today: "deep"
+            profile = text(next(iter(upgrades.values())))  # one upgrade target today: "deep"
             update.budget = budget_for(profile, self._caps)
         raw_notes = await self._redis.lrange(keys.notes(self._run_id), self.notes_seen, -1)
         self.notes_seen += len(raw_notes)

@@ -3,6 +3,7 @@
 One job at a time holds a run (a Redis lock its heartbeat refreshes); a job that finds a
 checkpoint resumes from it, so a worker that dies costs at most the turn it was on.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -34,8 +35,9 @@ from .store import RunStore
 log = logging.getLogger(__name__)
 
 
-def task_for(state: RunState, runtime: JobRuntime | None = None, profile: str | None = None,
-             prior: PriorRun | None = None) -> ResearchTask:
+def task_for(
+    state: RunState, runtime: JobRuntime | None = None, profile: str | None = None, prior: PriorRun | None = None
+) -> ResearchTask:
     run = state.run
     where = f"Slack channel {run.channel}, thread {run.thread_ts}" if run.channel else "terminal"
     return ResearchTask(
@@ -79,8 +81,11 @@ async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime, token
         holder["state"] = store.apply(holder["state"], event)
         if was_open and holder["state"].status.finished and not isinstance(event, Finished):
             # Ended from outside (a forced stop): the store refuses this job's writes from now on.
-            log.info("run %s ended from outside (%s); this job's further events are dropped", run_id,
-                     holder["state"].reason or holder["state"].status.value)
+            log.info(
+                "run %s ended from outside (%s); this job's further events are dropped",
+                run_id,
+                holder["state"].reason or holder["state"].status.value,
+            )
 
     run_id = state.run.id
     async_redis = connect_async(runtime.redis_url)  # a Redis restart mid-run is waited out, not fatal
@@ -89,12 +94,16 @@ async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime, token
     try:
         async with anthropic_client(runtime) as client:
             await research(
-                task_for(state, runtime, upgraded_profile(store.redis, run_id), prior_of(store, state)), runtime.agent,
-                anthropic=client, emit=emit,
-                results=RedisResultStore(async_redis, run_id), request_log=RedisRequestLog(async_redis, run_id),
+                task_for(state, runtime, upgraded_profile(store.redis, run_id), prior_of(store, state)),
+                runtime.agent,
+                anthropic=client,
+                emit=emit,
+                results=RedisResultStore(async_redis, run_id),
+                request_log=RedisRequestLog(async_redis, run_id),
                 control=RedisRunControl(async_redis, run_id, runtime.agent.caps),
                 checkpoints=RedisCheckpointStore(async_redis, run_id),
-                registry=SourceRegistry(state.sources.values()), sections=state.sections,
+                registry=SourceRegistry(state.sources.values()),
+                sections=state.sections,
                 active_until=float(alive) if alive else None,
                 workspace=runtime.workspace_for(state.run) if runtime.workspace_for else None,
             )
@@ -129,5 +138,7 @@ def execute(run_id: str) -> str:
         state = asyncio.run(run_agent(store, state, runtime, token))
     except Exception as exc:
         log.exception("run %s crashed", run_id)
-        state = store.mark_failed(run_id, f"internal error ({type(exc).__name__}); the operator can find details in the worker log")
+        state = store.mark_failed(
+            run_id, f"internal error ({type(exc).__name__}); the operator can find details in the worker log"
+        )
     return state.status.value

@@ -10,6 +10,7 @@ dies before it is done, the stop falls due again for another.
     deepthread:hard-stops          sorted set: run id -> when its stop is forced (epoch s)
     deepthread:hard-stops:reasons  hash: run id -> the reason the forced stop records
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -70,9 +71,16 @@ def forced_reason(by: str, grace_seconds: float) -> str:
 def request_stop_with_deadline(redis: Redis, run_id: str, by: str, grace_seconds: float) -> bool:
     """Ask the loop to stop and record when to force it. True for the first request only."""
     script = redis.register_script(_REQUEST)
-    created = script(keys=[keys.stop(run_id), keys.HARD_STOPS, keys.HARD_STOP_REASONS],
-                     args=[StopRequest(by=by).model_dump_json(), CONTROL_TTL_SECONDS, run_id, grace_seconds,
-                           forced_reason(by, grace_seconds)])
+    created = script(
+        keys=[keys.stop(run_id), keys.HARD_STOPS, keys.HARD_STOP_REASONS],
+        args=[
+            StopRequest(by=by).model_dump_json(),
+            CONTROL_TTL_SECONDS,
+            run_id,
+            grace_seconds,
+            forced_reason(by, grace_seconds),
+        ],
+    )
     return bool(created)
 
 
@@ -85,8 +93,10 @@ def claim_due(redis: Redis, lease_seconds: float = CLAIM_LEASE_SECONDS) -> list[
     deadline a lease ahead, so if this caller dies before `done`, another one retries later."""
     script = redis.register_script(_CLAIM)
     claimed = script(keys=[keys.HARD_STOPS, keys.HARD_STOP_REASONS], args=[lease_seconds, MAX_DUE_PER_CHECK])
-    return [DueStop(_text(run_id), _text(reason) or "stopped (forced after its grace period)")
-            for run_id, reason in zip(claimed[::2], claimed[1::2])]
+    return [
+        DueStop(_text(run_id), _text(reason) or "stopped (forced after its grace period)")
+        for run_id, reason in zip(claimed[::2], claimed[1::2], strict=True)
+    ]
 
 
 def done(redis: Redis, run_id: str) -> None:

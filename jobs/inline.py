@@ -1,4 +1,5 @@
 """Run one research in this process with in-memory state (the terminal mode)."""
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -27,8 +28,13 @@ async def run_inline(run: Run, runtime: JobRuntime, on_change: Callable[[RunStat
     redis = connect_async(runtime.redis_url) if runtime.redis_url else None
     try:
         async with anthropic_client(runtime) as client:
-            await research(task_for(holder["state"], runtime), runtime.agent, anthropic=client, emit=emit,
-                           request_log=RedisRequestLog(redis, run.id) if redis is not None else None)
+            await research(
+                task_for(holder["state"], runtime),
+                runtime.agent,
+                anthropic=client,
+                emit=emit,
+                request_log=RedisRequestLog(redis, run.id) if redis is not None else None,
+            )
     finally:
         if redis is not None:
             await redis.aclose()

@@ -1,4 +1,5 @@
 """Redis key names, in one place so every reader and writer agrees."""
+
 from __future__ import annotations
 
 PREFIX = "deepthread"

@@ -1,4 +1,5 @@
 """The Run record and the run state the publisher renders."""
+
 from __future__ import annotations
 
 import secrets

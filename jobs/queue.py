@@ -1,4 +1,5 @@
 """Enqueueing runs on the RQ queue, with a timeout taken from the run's budget."""
+
 from __future__ import annotations
 
 from redis import Redis

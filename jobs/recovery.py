@@ -8,6 +8,7 @@ That includes a run the bot recorded but never launched (serve died between the 
 it is older than a grace period it is launched here, and serve posts its messages
 (bot/orphans.py); while younger, the bot may still be launching it.
 """
+
 from __future__ import annotations
 
 import logging
@@ -19,6 +20,7 @@ from rq.job import Job, JobStatus
 from agent.events import utcnow
 
 from . import keys
+from .connection import text
 from .models import RunState
 from .queue import enqueue
 from .store import RunNotFound, RunStore
@@ -38,7 +40,7 @@ def _job_waiting(redis: Redis, run_id: str) -> bool:
     if not job_id:
         return False
     try:
-        return Job.fetch(job_id.decode(), connection=redis).get_status() in WAITING
+        return Job.fetch(text(job_id), connection=redis).get_status() in WAITING
     except NoSuchJobError:
         return False
 
@@ -71,6 +73,7 @@ def sweep(redis: Redis) -> list[str]:
             continue
         enqueue(redis, state.run, attempt=attempt)
         recovered.append(run_id)
-        log.warning("run %s had no live worker; queued again to resume from its checkpoint (attempt %d)",
-                    run_id, attempt)
+        log.warning(
+            "run %s had no live worker; queued again to resume from its checkpoint (attempt %d)", run_id, attempt
+        )
     return recovered

@@ -5,6 +5,7 @@ run records and their Redis keys.
 loop: every call runs in a worker thread, so a Redis round trip never stalls the loop that
 acks Slack events.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -42,6 +43,7 @@ MAX_UNPOSTED_PER_CHECK = 20
 # One process posts a run's messages (the mention's handler, or the orphan sweep for a run whose
 # handler died); if it dies mid-way, another may try after this long.
 POSTING_LEASE_SECONDS = 300
+
 
 class Upgrade(str, Enum):
     raised = "raised"  # the running loop adopts the deep budget at its next step
@@ -118,9 +120,12 @@ class Runs:
         """Runs (any status) whose messages were never posted, created at least this long ago:
         the process that started them died between starting and posting."""
         seconds, micros = self._redis.time()
-        ids = cast(list[bytes], self._redis.zrangebyscore(keys.UNPOSTED, "-inf",
-                                                          seconds + micros / 1e6 - older_than_seconds,
-                                                          start=0, num=MAX_UNPOSTED_PER_CHECK))
+        ids = cast(
+            list[bytes],
+            self._redis.zrangebyscore(
+                keys.UNPOSTED, "-inf", seconds + micros / 1e6 - older_than_seconds, start=0, num=MAX_UNPOSTED_PER_CHECK
+            ),
+        )
         found = []
         for raw in ids:
             run_id = raw.decode()
@@ -138,8 +143,9 @@ class Runs:
         """Queue the run's job."""
         enqueue(self._redis, run)
 
-    def continue_from(self, parent: RunState, request: str, *, requester: str, author: str,
-                      event_id: str) -> Continuation | None:
+    def continue_from(
+        self, parent: RunState, request: str, *, requester: str, author: str, event_id: str
+    ) -> Continuation | None:
         """A reply after `parent` ended. Exactly one of several replies racing each other starts
         the continuation (a compare-and-set on the thread); the others become its notes.
         None for a repeated delivery of the same reply."""
@@ -246,10 +252,12 @@ class AsyncRuns:
     async def launch(self, run: Run) -> None:
         await asyncio.to_thread(self.sync.launch, run)
 
-    async def continue_from(self, parent: RunState, request: str, *, requester: str, author: str,
-                            event_id: str) -> Continuation | None:
-        return await asyncio.to_thread(lambda: self.sync.continue_from(
-            parent, request, requester=requester, author=author, event_id=event_id))
+    async def continue_from(
+        self, parent: RunState, request: str, *, requester: str, author: str, event_id: str
+    ) -> Continuation | None:
+        return await asyncio.to_thread(
+            lambda: self.sync.continue_from(parent, request, requester=requester, author=author, event_id=event_id)
+        )
 
     async def request_stop(self, run_id: str, by: str) -> bool:
         return await asyncio.to_thread(self.sync.request_stop, run_id, by)

@@ -3,6 +3,7 @@
 RQ forks a work-horse per job; the horse inherits this module's state, so secrets never
 travel through Redis with the job.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable

@@ -3,6 +3,7 @@
 `apply_event` is pure (callers keep the old state); `apply_in_place` changes the writer's own
 copy, so adding the 2,000th source costs what adding the first did (no copy of the registry).
 """
+
 from __future__ import annotations
 
 from agent import (
@@ -48,21 +49,31 @@ def apply_in_place(state: RunState, event: RunEvent) -> RunState:
         state.sources[event.source.marker] = event.source
     elif isinstance(event, SectionWritten):
         state.sections[:] = [s for s in state.sections if s.section_id != event.section_id] + [
-            Section(section_id=event.section_id, title=event.title, body=event.body,
-                    figures_checked=event.figures_checked, flags=event.flags)
+            Section(
+                section_id=event.section_id,
+                title=event.title,
+                body=event.body,
+                figures_checked=event.figures_checked,
+                flags=event.flags,
+            )
         ]
     elif isinstance(event, SectionRevised):
         for n, s in enumerate(state.sections):
             if s.section_id == event.section_id:
-                state.sections[n] = s.model_copy(update={
-                    "body": event.body, "figures_checked": event.figures_checked, "flags": event.flags,
-                    "revisions": [*s.revisions, Revision(body=s.body, reason=event.reason)],
-                })
+                state.sections[n] = s.model_copy(
+                    update={
+                        "body": event.body,
+                        "figures_checked": event.figures_checked,
+                        "flags": event.flags,
+                        "revisions": [*s.revisions, Revision(body=s.body, reason=event.reason)],
+                    }
+                )
     elif isinstance(event, UsageRecorded):
         state.usage = Usage(**event.model_dump(include=set(Usage.model_fields)))
         if event.profile is not None and event.requests_left is not None and event.minutes_left is not None:
-            state.budget_left = BudgetLeft(profile=event.profile, requests_left=event.requests_left,
-                                           minutes_left=event.minutes_left)
+            state.budget_left = BudgetLeft(
+                profile=event.profile, requests_left=event.requests_left, minutes_left=event.minutes_left
+            )
     elif isinstance(event, Finished):
         state.status = RunStatus(event.status)
         state.summary = event.summary

@@ -15,6 +15,7 @@ a compare-and-set on the version when the writer computed its change from a copy
 version, and announces the change. `get` reads all five keys in one transaction and
 assembles the RunState.
 """
+
 from __future__ import annotations
 
 import json
@@ -43,8 +44,16 @@ from . import keys
 from .models import BudgetLeft, Run, RunState, RunStatus, Usage
 from .state import apply_in_place
 
-__all__ = ["RUN_TTL_SECONDS", "RunNotFound", "RunStore", "ThreadMoved", "Write", "WriteOutcome", "WriteResult",
-           "write_for"]
+__all__ = [
+    "RUN_TTL_SECONDS",
+    "RunNotFound",
+    "RunStore",
+    "ThreadMoved",
+    "Write",
+    "WriteOutcome",
+    "WriteResult",
+    "write_for",
+]
 
 # Finished runs stay readable (continuations, re-renders) for this long.
 RUN_TTL_SECONDS = 90 * 24 * 3600
@@ -156,18 +165,29 @@ def write_for(state: RunState, event: RunEvent) -> Write:
             change.sections.append((section, isinstance(event, SectionWritten)))
     elif isinstance(event, Finished):
         change.status = state.status
-        change.fields.update(summary=state.summary, reason=state.reason, phase=state.phase, activity=state.activity,
-                             context_summaries=json.dumps(state.context_summaries), finished_at=_time(state.finished_at),
-                             checking=state.checking, thread_summary=_thread_summary(state))
+        change.fields.update(
+            summary=state.summary,
+            reason=state.reason,
+            phase=state.phase,
+            activity=state.activity,
+            context_summaries=json.dumps(state.context_summaries),
+            finished_at=_time(state.finished_at),
+            checking=state.checking,
+            thread_summary=_thread_summary(state),
+        )
     elif isinstance(event, ConstraintsFound):
         change.fields["run"] = state.run.model_dump_json(exclude=set(MESSAGE_FIELDS))
     elif isinstance(event, SearchDegraded):
         change.fields["notices"] = json.dumps(state.notices)
     else:
         change.status = state.status
-        change.fields.update(phase=state.phase, activity=state.activity, checking=state.checking,
-                             usage=state.usage.model_dump_json(),
-                             budget_left=state.budget_left.model_dump_json() if state.budget_left else "")
+        change.fields.update(
+            phase=state.phase,
+            activity=state.activity,
+            checking=state.checking,
+            usage=state.usage.model_dump_json(),
+            budget_left=state.budget_left.model_dump_json() if state.budget_left else "",
+        )
     return change
 
 
@@ -179,8 +199,9 @@ class RunStore:
 
     # --- creating --------------------------------------------------------------------
 
-    def create(self, run: Run, *, sections: Iterable[Section] = (), sources: Iterable[Source] = (),
-               after: str | None = None) -> RunState:
+    def create(
+        self, run: Run, *, sections: Iterable[Section] = (), sources: Iterable[Source] = (), after: str | None = None
+    ) -> RunState:
         """Store a new run and link it to its thread (and the active set).
 
         With `after`, the link is a compare-and-set: it succeeds only while `after` is still the
@@ -188,9 +209,16 @@ class RunStore:
         got there first."""
         state = RunState(run=run, sections=list(sections), sources={s.marker: s for s in sources})
         self._store_new(state)
-        linked = _text(self._link(keys=[keys.thread_runs(run.channel or "", run.thread_ts or ""), keys.ACTIVE_RUNS],
-                                  args=[run.id, after or "", RUN_TTL_SECONDS])) if run.channel and run.thread_ts \
+        linked = (
+            _text(
+                self._link(
+                    keys=[keys.thread_runs(run.channel or "", run.thread_ts or ""), keys.ACTIVE_RUNS],
+                    args=[run.id, after or "", RUN_TTL_SECONDS],
+                )
+            )
+            if run.channel and run.thread_ts
             else self._activate(run.id)
+        )
         if linked != run.id:
             self.redis.delete(*self._keys(run.id)[:5])
             raise ThreadMoved(linked)
@@ -221,21 +249,37 @@ class RunStore:
         run = state.run
         return {
             "run": run.model_dump_json(exclude=set(MESSAGE_FIELDS)),
-            "progress_message": run.progress_message or "", "report_message": run.report_message or "",
-            "status": state.status.value, "version": str(state.version), "phase": state.phase,
-            "activity": state.activity, "checking": state.checking, "summary": state.summary,
-            "reason": state.reason, "context_summaries": json.dumps(state.context_summaries),
+            "progress_message": run.progress_message or "",
+            "report_message": run.report_message or "",
+            "status": state.status.value,
+            "version": str(state.version),
+            "phase": state.phase,
+            "activity": state.activity,
+            "checking": state.checking,
+            "summary": state.summary,
+            "reason": state.reason,
+            "context_summaries": json.dumps(state.context_summaries),
             "usage": state.usage.model_dump_json(),
             "budget_left": state.budget_left.model_dump_json() if state.budget_left else "",
-            "started_at": _time(state.started_at), "updated_at": _time(state.updated_at),
-            "report_updated_at": _time(state.report_updated_at), "finished_at": _time(state.finished_at),
-            "notices": json.dumps(state.notices), "thread_summary": _thread_summary(state),
+            "started_at": _time(state.started_at),
+            "updated_at": _time(state.updated_at),
+            "report_updated_at": _time(state.report_updated_at),
+            "finished_at": _time(state.finished_at),
+            "notices": json.dumps(state.notices),
+            "thread_summary": _thread_summary(state),
         }
 
     @staticmethod
     def _keys(run_id: str) -> list[str]:
-        return [keys.run_state(run_id), keys.run_sections(run_id), keys.run_section_order(run_id),
-                keys.run_sources(run_id), keys.run_source_order(run_id), keys.ACTIVE_RUNS, keys.UPDATES_STREAM]
+        return [
+            keys.run_state(run_id),
+            keys.run_sections(run_id),
+            keys.run_section_order(run_id),
+            keys.run_sources(run_id),
+            keys.run_source_order(run_id),
+            keys.ACTIVE_RUNS,
+            keys.UPDATES_STREAM,
+        ]
 
     # --- reading ---------------------------------------------------------------------
 
@@ -274,12 +318,19 @@ class RunStore:
 
     # --- writing ---------------------------------------------------------------------
 
-    def write(self, run_id: str, change: Write, *, expected_version: int | None = None,
-              after_finish: bool = False) -> WriteResult:
+    def write(
+        self, run_id: str, change: Write, *, expected_version: int | None = None, after_finish: bool = False
+    ) -> WriteResult:
         """Apply `change` atomically (see the module docstring for the rules)."""
-        args: list[Any] = [run_id, RUN_TTL_SECONDS, "" if expected_version is None else expected_version,
-                           "1" if after_finish else "0", change.status.value if change.status else "",
-                           keys.UPDATES_MAXLEN, len(change.fields)]
+        args: list[Any] = [
+            run_id,
+            RUN_TTL_SECONDS,
+            "" if expected_version is None else expected_version,
+            "1" if after_finish else "0",
+            change.status.value if change.status else "",
+            keys.UPDATES_MAXLEN,
+            len(change.fields),
+        ]
         for name, value in change.fields.items():
             args += [name, value]
         args.append(len(change.sections))
@@ -289,8 +340,12 @@ class RunStore:
         for source in change.sources:
             args += [source.marker, source.model_dump_json()]
         code, version, status = self._write(keys=self._keys(run_id), args=args)
-        outcome = {1: WriteOutcome.written, 0: WriteOutcome.not_found, -1: WriteOutcome.closed,
-                   -2: WriteOutcome.conflict}[int(code)]
+        outcome = {
+            1: WriteOutcome.written,
+            0: WriteOutcome.not_found,
+            -1: WriteOutcome.closed,
+            -2: WriteOutcome.conflict,
+        }[int(code)]
         return WriteResult(outcome, int(version), RunStatus(_text(status)) if status else None)
 
     def apply(self, state: RunState, event: RunEvent) -> RunState:
@@ -315,8 +370,17 @@ class RunStore:
 
     def set_messages(self, run_id: str, *, progress: str | None, report: str | None) -> RunState:
         """Where the surface shows the run; references only, so allowed at any point of its life."""
-        result = self.write(run_id, Write(fields={"progress_message": progress or "", "report_message": report or "",
-                                                  "updated_at": _time(utcnow())}), after_finish=True)
+        result = self.write(
+            run_id,
+            Write(
+                fields={
+                    "progress_message": progress or "",
+                    "report_message": report or "",
+                    "updated_at": _time(utcnow()),
+                }
+            ),
+            after_finish=True,
+        )
         if result.outcome == WriteOutcome.not_found:
             raise RunNotFound(run_id)
         return self.get(run_id)
@@ -325,9 +389,20 @@ class RunStore:
         """End a run from outside its worker (a forced stop, a failure). A run that already
         finished keeps its ending; either way the stored state comes back."""
         now = _time(utcnow())
-        result = self.write(run_id, Write(status=status, fields={
-            "reason": reason, "phase": status.value, "activity": "", "finished_at": now, "updated_at": now,
-            "report_updated_at": now}))
+        result = self.write(
+            run_id,
+            Write(
+                status=status,
+                fields={
+                    "reason": reason,
+                    "phase": status.value,
+                    "activity": "",
+                    "finished_at": now,
+                    "updated_at": now,
+                    "report_updated_at": now,
+                },
+            ),
+        )
         if result.outcome == WriteOutcome.not_found:
             raise RunNotFound(run_id)
         return self.get(run_id)
@@ -344,26 +419,42 @@ class ThreadMoved(Exception):
         self.latest = latest
 
 
-def _assemble(run_id: str, hot: Mapping[bytes, bytes], sections: Mapping[bytes, bytes], order: list[bytes],
-              sources: Mapping[bytes, bytes], source_order: list[bytes]) -> RunState:
+def _assemble(
+    run_id: str,
+    hot: Mapping[bytes, bytes],
+    sections: Mapping[bytes, bytes],
+    order: list[bytes],
+    sources: Mapping[bytes, bytes],
+    source_order: list[bytes],
+) -> RunState:
     h = {_text(k): _text(v) for k, v in hot.items()}
-    run = Run.model_validate_json(h["run"]).model_copy(
-        update={name: h.get(name) or None for name in MESSAGE_FIELDS})
-    return RunState.model_validate({
-        "run": run, "status": h["status"], "version": int(h.get("version", 0)),
-        "phase": h.get("phase", ""), "activity": h.get("activity", ""), "checking": h.get("checking", ""),
-        "sections": [Section.model_validate_json(sections[sid]) for sid in order if sid in sections],
-        "sources": {_text(m): Source.model_validate_json(sources[m]) for m in source_order if m in sources},
-        "summary": h.get("summary", ""), "reason": h.get("reason", ""),
-        "context_summaries": json.loads(h.get("context_summaries") or "[]"),
-        "usage": Usage.model_validate_json(h["usage"]) if h.get("usage") else Usage(),
-        "budget_left": BudgetLeft.model_validate_json(h["budget_left"]) if h.get("budget_left") else None,
-        # Timestamps are stored as ISO text; pydantic parses them back.
-        "started_at": h.get("started_at") or None, "updated_at": h.get("updated_at") or utcnow(),
-        "report_updated_at": h.get("report_updated_at") or None, "finished_at": h.get("finished_at") or None,
-        "notices": json.loads(h.get("notices") or "[]"),
-        "thread_summary": ThreadSummary.model_validate_json(h["thread_summary"]) if h.get("thread_summary") else None,
-    })
+    run = Run.model_validate_json(h["run"]).model_copy(update={name: h.get(name) or None for name in MESSAGE_FIELDS})
+    return RunState.model_validate(
+        {
+            "run": run,
+            "status": h["status"],
+            "version": int(h.get("version", 0)),
+            "phase": h.get("phase", ""),
+            "activity": h.get("activity", ""),
+            "checking": h.get("checking", ""),
+            "sections": [Section.model_validate_json(sections[sid]) for sid in order if sid in sections],
+            "sources": {_text(m): Source.model_validate_json(sources[m]) for m in source_order if m in sources},
+            "summary": h.get("summary", ""),
+            "reason": h.get("reason", ""),
+            "context_summaries": json.loads(h.get("context_summaries") or "[]"),
+            "usage": Usage.model_validate_json(h["usage"]) if h.get("usage") else Usage(),
+            "budget_left": BudgetLeft.model_validate_json(h["budget_left"]) if h.get("budget_left") else None,
+            # Timestamps are stored as ISO text; pydantic parses them back.
+            "started_at": h.get("started_at") or None,
+            "updated_at": h.get("updated_at") or utcnow(),
+            "report_updated_at": h.get("report_updated_at") or None,
+            "finished_at": h.get("finished_at") or None,
+            "notices": json.loads(h.get("notices") or "[]"),
+            "thread_summary": ThreadSummary.model_validate_json(h["thread_summary"])
+            if h.get("thread_summary")
+            else None,
+        }
+    )
 
 
 def _thread_summary(state: RunState) -> str:

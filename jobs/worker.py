@@ -1,5 +1,6 @@
 """The RQ worker Deepthread runs: RQ's own, plus a sweep for runs whose worker died and for
 stops whose grace ran out (serve checks those too: an idle worker or serve, whichever is alive)."""
+
 from __future__ import annotations
 
 import logging

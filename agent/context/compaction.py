@@ -5,6 +5,7 @@ steps (a tool call always stays with its result), never re-summarises a summary,
 the saving on the real request before adopting it, and leaves the context untouched when
 the summary fails or saves too little.
 """
+
 from __future__ import annotations
 
 import json
@@ -57,7 +58,7 @@ def parse_summary(text: str) -> CompactionSummary:
 def tail_start(history: History, budget_tokens: int, chars_per_token: int = 4) -> int:
     """Index into history.steps where the verbatim tail begins (≥ 1 step kept, ≤ TAIL_MAX_SHARE)."""
     limit = defaults.TAIL_MAX_SHARE * budget_tokens
-    total = 0
+    total = 0.0
     start = len(history.steps)
     for i in range(len(history.steps) - 1, -1, -1):
         total += history.steps[i].chars() / chars_per_token

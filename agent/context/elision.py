@@ -5,15 +5,16 @@ never a result whose markers or id the agent used in its latest turns; never the
 recent result of each tool. Elisions are batched so each batch frees enough to pay for the
 prompt-cache rewrite it causes.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from .. import defaults
+from ..citations import MARKER_RE
 from .history import RESULT_ID_RE, History, ResultRecord
 from .stubs import stub_for
 from .tokens import CHARS_PER_TOKEN
-from ..citations import MARKER_RE
 
 
 @dataclass
@@ -33,8 +34,13 @@ def eligible(history: History) -> list[ResultRecord]:
         if current - step.index <= defaults.ELIDE_AFTER_STEPS:
             break  # steps are in order: the rest are younger
         for record in step.results:
-            if (record.stub is None and record.tokens > defaults.ELIDE_MIN_TOKENS and record not in latest
-                    and record.result_id not in cited and not cited.intersection(record.markers)):
+            if (
+                record.stub is None
+                and record.tokens > defaults.ELIDE_MIN_TOKENS
+                and record not in latest
+                and record.result_id not in cited
+                and not cited.intersection(record.markers)
+            ):
                 found.append(record)
     return found
 

@@ -4,6 +4,7 @@ A step is one assistant turn and the user message that answers it (tool results,
 text such as the budget block). Each step serialises itself once and again only when it
 changes (an elision), so building a request never re-serialises what cannot have changed.
 """
+
 from __future__ import annotations
 
 import re
@@ -61,8 +62,11 @@ class ResultRecord:
         return self._proposed
 
     def block(self) -> dict[str, Any]:
-        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": self.tool_use_id,
-                                 "content": self.stub if self.stub is not None else self.text}
+        block: dict[str, Any] = {
+            "type": "tool_result",
+            "tool_use_id": self.tool_use_id,
+            "content": self.stub if self.stub is not None else self.text,
+        }
         if self.is_error:
             block["is_error"] = True
         return block
@@ -213,7 +217,7 @@ class History:
         return self._settled
 
     def unsettled_steps(self) -> list[Step]:
-        return self.steps[self.settled():]
+        return self.steps[self.settled() :]
 
     # --- projection -------------------------------------------------------------------
     def head(self) -> dict[str, Any]:

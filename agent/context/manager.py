@@ -1,5 +1,6 @@
 """Keeps the context within budget before every request: elision every turn, compaction
 only when it must. The loop asks it for the history to send and tells it what came back."""
+
 from __future__ import annotations
 
 import logging
@@ -24,9 +25,15 @@ EXHAUSTED_SHARE = 0.92
 
 
 class ContextManager:
-    def __init__(self, history: History, model: ModelClient, budget_tokens: int,
-                 emit: Callable[[RunEvent], Awaitable[None]], may_summarise: Callable[[], bool],
-                 enabled: bool = True) -> None:
+    def __init__(
+        self,
+        history: History,
+        model: ModelClient,
+        budget_tokens: int,
+        emit: Callable[[RunEvent], Awaitable[None]],
+        may_summarise: Callable[[], bool],
+        enabled: bool = True,
+    ) -> None:
         self.history = history
         self.model = model
         self.budget = budget_tokens
@@ -52,8 +59,15 @@ class ContextManager:
     def observe(self, usage: Any) -> None:
         self.meter.observe(usage, self._chars_sent)
 
-    async def prepare(self, *, system: Any, tools: list[dict[str, Any]], last_stop_reason: str | None,
-                      notes: list[str], sections: list[str]) -> None:
+    async def prepare(
+        self,
+        *,
+        system: Any,
+        tools: list[dict[str, Any]],
+        last_stop_reason: str | None,
+        notes: list[str],
+        sections: list[str],
+    ) -> None:
         if not self.enabled:
             return
         batch = plan(self.history, self.budget, self.tokens())
@@ -64,11 +78,21 @@ class ContextManager:
         if self.tokens() >= defaults.COMPACT_AT_SHARE * self.budget and not self.compaction.disabled:
             await self._compact(system, tools, last_stop_reason, notes, sections)
 
-    async def _compact(self, system: Any, tools: list[dict[str, Any]], last_stop_reason: str | None,
-                       notes: list[str], sections: list[str]) -> None:
+    async def _compact(
+        self,
+        system: Any,
+        tools: list[dict[str, Any]],
+        last_stop_reason: str | None,
+        notes: list[str],
+        sections: list[str],
+    ) -> None:
         state = self.compaction
         reason = defer_reason(last_stop_reason)
-        if reason and state.deferrals < defaults.COMPACT_MAX_DEFERRALS and self.tokens() < DEFER_LIMIT_SHARE * self.budget:
+        if (
+            reason
+            and state.deferrals < defaults.COMPACT_MAX_DEFERRALS
+            and self.tokens() < DEFER_LIMIT_SHARE * self.budget
+        ):
             state.deferrals += 1
             log.info("compaction deferred: %s", reason)
             return
@@ -81,15 +105,22 @@ class ContextManager:
         try:
             # The same prefix as the last turn, so the summary request reads it from cache.
             message = await self.model.turn(
-                system=system, tools=tools, messages=history.messages(extra_text=instruction(history, start)),
-                max_tokens=defaults.SUMMARY_MAX_TOKENS, tool_choice={"type": "none"}, kind="summary",
+                system=system,
+                tools=tools,
+                messages=history.messages(extra_text=instruction(history, start)),
+                max_tokens=defaults.SUMMARY_MAX_TOKENS,
+                tool_choice={"type": "none"},
+                kind="summary",
             )
             summary = parse_summary("".join(b.text for b in message.content if b.type == "text"))
             before = await self.model.count_tokens(system=system, tools=tools, messages=history.messages())
             self.manifest.add(summary.exact_identifiers)
             first, last = history.steps[0].index, history.steps[start - 1].index
             candidate = history.compacted(
-                start, render_summary(summary, first, last), render_pinned(history.opening, notes, sections, self.manifest))
+                start,
+                render_summary(summary, first, last),
+                render_pinned(history.opening, notes, sections, self.manifest),
+            )
             after = await self.model.count_tokens(system=system, tools=tools, messages=candidate.messages())
         except (ValueError, ModelUnavailable) as exc:
             state.failures += 1

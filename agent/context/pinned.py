@@ -1,5 +1,6 @@
 """PINNED: what survives every compaction word for word (task, constraints, notes, report
 outline, and a manifest of exact identifiers)."""
+
 from __future__ import annotations
 
 from collections.abc import Iterable

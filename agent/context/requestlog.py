@@ -3,6 +3,7 @@
 Messages are stored once, content-addressed: a step that did not change between two
 requests costs nothing more to log, so a 300-turn run logs in O(turns) space, not O(turns²).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -13,6 +14,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 from redis.asyncio import Redis
+from redis.typing import EncodableT, FieldT
 
 from ..events import utcnow
 
@@ -129,7 +131,8 @@ class RedisRequestLog(ContentAddressedLog):
         record.parts, new = self._parts(body)
         pipe = self._redis.pipeline()
         if new:
-            pipe.hset(self._parts_key, mapping=new)
+            mapping: dict[FieldT, EncodableT] = {key: value for key, value in new.items()}
+            pipe.hset(self._parts_key, mapping=mapping)
         pipe.rpush(self._records, record.model_dump_json())
         pipe.expire(self._records, LOG_TTL_SECONDS)
         pipe.expire(self._parts_key, LOG_TTL_SECONDS)
@@ -148,5 +151,9 @@ def load_records(redis: Any, run_id: str) -> list[RequestRecord]:
 
 def load_body(redis: Any, run_id: str, record: RequestRecord) -> dict[str, Any]:
     values = redis.hmget(f"deepthread:request-parts:{run_id}", record.parts)
-    parts = {key: (raw.decode() if isinstance(raw, bytes) else raw) for key, raw in zip(record.parts, values) if raw}
+    parts = {
+        key: (raw.decode() if isinstance(raw, bytes) else raw)
+        for key, raw in zip(record.parts, values, strict=True)
+        if raw
+    }
     return assemble(record, parts)

@@ -1,4 +1,5 @@
 """Stubs: what an elided result leaves behind, enough to decide whether to fetch it back."""
+
 from __future__ import annotations
 
 import re

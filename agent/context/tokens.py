@@ -1,4 +1,5 @@
 """Token estimates between model responses (the response's usage is the real count)."""
+
 from __future__ import annotations
 
 import json
@@ -22,8 +23,9 @@ class ContextMeter:
         self.chars_at_last = 0
 
     def observe(self, usage: Any, chars_sent: int) -> None:
-        self.last_actual = (usage.input_tokens or 0) + (usage.cache_creation_input_tokens or 0) + (
-            usage.cache_read_input_tokens or 0)
+        self.last_actual = (
+            (usage.input_tokens or 0) + (usage.cache_creation_input_tokens or 0) + (usage.cache_read_input_tokens or 0)
+        )
         self.chars_at_last = chars_sent
 
     def estimate(self, chars_now: int) -> int:

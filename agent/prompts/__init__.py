@@ -1,4 +1,5 @@
 """Prompts are product code: kept as files, loaded once, snapshot-tested."""
+
 from __future__ import annotations
 
 from functools import cache

@@ -1,5 +1,6 @@
 """Parallel task agents for spawn_tasks: briefs, child budgets, the team that runs them, and
 the one result they come back as."""
+
 from __future__ import annotations
 
 from .brief import TaskBrief

@@ -3,6 +3,7 @@
 Task agents' own Progress events would overwrite each other (and the lead's), so each is
 turned into its branch's state and the whole board is shown instead.
 """
+
 from __future__ import annotations
 
 from .. import defaults
@@ -48,6 +49,7 @@ class Board:
 
     def emitter(self, number: int) -> Emit:
         """The emit a task agent gets: its progress becomes its branch's state; sources and usage pass on."""
+
         async def emit(event: RunEvent) -> None:
             if isinstance(event, Progress):
                 if number in self._running:
@@ -55,4 +57,5 @@ class Board:
                     await self.show()
                 return
             await self._emit(event)
+
         return emit

@@ -3,6 +3,7 @@
 A task agent sees nothing of the lead's conversation and nothing of its siblings, so the
 brief must stand alone (PROMPTS.md "Task-agent briefs"); the schema asks for every part.
 """
+
 from __future__ import annotations
 
 from datetime import date
@@ -21,19 +22,33 @@ def _required(value: str, what: str) -> str:
 
 class TaskBrief(BaseModel):
     objective: str = Field(description="The one thing this task agent must find out, in a sentence or two.")
-    output: str = Field(description=(
-        "What to bring back and in what shape, e.g. 'each fund's 2024 expense ratio with its as-of date, "
-        "every figure cited'."))
-    background: str = Field(description=(
-        "What you already know that helps: figures found so far, definitions, which of the requester's "
-        "constraints matter here ('' only when you know nothing yet)."))
-    key_questions: list[str] = Field(min_length=1, description="The specific questions to answer, most important first.")
-    boundaries: str = Field(description=(
-        "What NOT to cover, naming what the other task agents handle, so no two do the same work."))
+    output: str = Field(
+        description=(
+            "What to bring back and in what shape, e.g. 'each fund's 2024 expense ratio with its as-of date, "
+            "every figure cited'."
+        )
+    )
+    background: str = Field(
+        description=(
+            "What you already know that helps: figures found so far, definitions, which of the requester's "
+            "constraints matter here ('' only when you know nothing yet)."
+        )
+    )
+    key_questions: list[str] = Field(
+        min_length=1, description="The specific questions to answer, most important first."
+    )
+    boundaries: str = Field(
+        description=("What NOT to cover, naming what the other task agents handle, so no two do the same work.")
+    )
     sources: str = Field(description="Source types to prefer, e.g. 'issuer fact sheets and SEC filings, not blogs'.")
-    call_budget: int = Field(ge=1, le=defaults.TASK_MAX_CALL_BUDGET, description=(
-        f"Research steps it may take: under 5 for a simple lookup, about 10 for a hard question "
-        f"(at most {defaults.TASK_MAX_CALL_BUDGET}; the harness stops it there)."))
+    call_budget: int = Field(
+        ge=1,
+        le=defaults.TASK_MAX_CALL_BUDGET,
+        description=(
+            f"Research steps it may take: under 5 for a simple lookup, about 10 for a hard question "
+            f"(at most {defaults.TASK_MAX_CALL_BUDGET}; the harness stops it there)."
+        ),
+    )
 
     @field_validator("objective")
     @classmethod
@@ -70,8 +85,12 @@ def opening(brief: TaskBrief, number: int, steps: int, today: date, constraints:
     if brief.sources:
         lines.append(f"Sources to prefer: {brief.sources}")
     lines.append(f"Call budget: {steps} research steps; the budget block counts them and the harness stops you there.")
-    lines += ["</task_brief>", "<context>", f"Today's date: {today.isoformat()}",
-              "The requester's constraints (they bind you too):"]
+    lines += [
+        "</task_brief>",
+        "<context>",
+        f"Today's date: {today.isoformat()}",
+        "The requester's constraints (they bind you too):",
+    ]
     lines += [f"- {c}" for c in [*constraints, *notes]] or ["- none stated"]
     lines.append("</context>")
     return "\n".join(lines)

@@ -4,6 +4,7 @@ The lead's finalization reserve is never part of the pool, and the lead keeps a 
 requests beyond it to write sections from what comes back. Each child's time ends a margin
 before the lead's own exploration deadline, so its findings arrive before the lead must write.
 """
+
 from __future__ import annotations
 
 from .. import defaults
@@ -25,20 +26,26 @@ def carve(lead: Ledger, now: float, call_budgets: list[int]) -> list[Budget]:
         raise TaskRefused(
             f"Not enough budget left for {parts} task agent(s): {max(0, requests)} model requests can be spared, "
             f"and each needs at least {defaults.TASK_MIN_REQUESTS}. "
-            + ("Give fewer tasks, or research" if parts > 1 else "Research") + " this directly with web_search and "
-            "read_page, or write up what you have.")
+            + ("Give fewer tasks, or research" if parts > 1 else "Research")
+            + " this directly with web_search and "
+            "read_page, or write up what you have."
+        )
     seconds = min(room["active"], room["wall"]) - defaults.TASK_RETURN_MARGIN_SECONDS
     if seconds < defaults.TASK_MIN_SECONDS:
         raise TaskRefused(
             f"Too little time left for task agents ({max(0.0, seconds):.0f} s before you must write). "
-            "Research directly or write up what you have.")
+            "Research directly or write up what you have."
+        )
     reserve = min(float(defaults.TASK_RESERVE_SECONDS), seconds / 3)
     budgets = []
     for calls in call_budgets:
         budget = Budget(
-            profile="task agent", max_requests=min(calls + defaults.TASK_RESERVE_REQUESTS, share),
-            active_seconds=seconds, wall_seconds=seconds,
-            reserve_requests=defaults.TASK_RESERVE_REQUESTS, reserve_seconds=reserve,
+            profile="task agent",
+            max_requests=min(calls + defaults.TASK_RESERVE_REQUESTS, share),
+            active_seconds=seconds,
+            wall_seconds=seconds,
+            reserve_requests=defaults.TASK_RESERVE_REQUESTS,
+            reserve_seconds=reserve,
         )
         # Token and cost caps, where the run has them, are split evenly.
         if "input_tokens" in room:

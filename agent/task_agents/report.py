@@ -3,6 +3,7 @@
 All of a spawn_tasks call's reports come back as ONE tool result, a section per task, so the
 lead's context holds the findings and never a task agent's own history.
 """
+
 from __future__ import annotations
 
 from typing import Literal
@@ -53,10 +54,13 @@ def record_id(call_id: str, index: int) -> str:
 def to_stored(report: TaskReport, call_id: str, index: int) -> StoredResult:
     text = report.findings
     return StoredResult(
-        id=record_id(call_id, index), kind=STORED_KIND, text=text,
+        id=record_id(call_id, index),
+        kind=STORED_KIND,
+        text=text,
         arguments=report.model_dump(mode="json", exclude={"findings"}),
-        locator=Locator(what=f"task agent {report.number}: {shorten(report.objective, 80)}", end=len(text),
-                        total=len(text)),
+        locator=Locator(
+            what=f"task agent {report.number}: {shorten(report.objective, 80)}", end=len(text), total=len(text)
+        ),
     )
 
 
@@ -79,8 +83,10 @@ def met_passages(history: History, registry: SourceRegistry) -> str:
         return "It found nothing before it stopped."
     lines = ["It wrote no findings. Passages its searches and reads returned (unchecked by it; read before relying):"]
     for source in sources[: defaults.TASK_FAILED_LEADS]:
-        lines.append(f'- [{source.marker}] {shorten(source.title, 60)} ({domain_of(source.url)}, {source.kind}): '
-                     f'"{shorten(source.passage, LEAD_PASSAGE_CHARS)}"')
+        lines.append(
+            f"- [{source.marker}] {shorten(source.title, 60)} ({domain_of(source.url)}, {source.kind}): "
+            f'"{shorten(source.passage, LEAD_PASSAGE_CHARS)}"'
+        )
     if len(sources) > defaults.TASK_FAILED_LEADS:
         lines.append(f"- … and {len(sources) - defaults.TASK_FAILED_LEADS} more passages.")
     return "\n".join(lines)
@@ -92,8 +98,10 @@ def render(reports: list[TaskReport], reused: int = 0) -> str:
     summary = ", ".join(f"{n} {status}" for status, n in counts.items() if n)
     # The task list comes first: an elided result's stub quotes the opening as what it covers.
     tasks = "; ".join(f"{r.number}. {shorten(r.objective, defaults.TASK_LABEL_CHARS)}" for r in reports)
-    head = (f"{len(reports)} task agent(s) reported ({summary}): {tasks}.\nCite their [sN] markers as they are; "
-            "check conflicting or surprising figures yourself before relying on them.")
+    head = (
+        f"{len(reports)} task agent(s) reported ({summary}): {tasks}.\nCite their [sN] markers as they are; "
+        "check conflicting or surprising figures yourself before relying on them."
+    )
     if reused:
         head += f" {reused} of them had finished before the run was resumed and were not run again."
     return "\n\n".join([head, *(r.section() for r in reports)])

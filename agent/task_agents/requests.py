@@ -5,6 +5,7 @@ those counts would collide. This wrapper numbers every record once, run-wide, an
 task agent's requests with its task (`task:2`, `task:2:extract`), so `deepthread inspect`
 shows each child's full history beside the lead's.
 """
+
 from __future__ import annotations
 
 from typing import Any

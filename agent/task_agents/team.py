@@ -7,6 +7,7 @@ A stop reaches them by cancellation: the lead cancels the spawn_tasks call, and 
 task agent and each of their in-flight model and tool calls. Each finished task agent's
 report is stored under an id derived from the call, so a resumed run does not run it again.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -75,27 +76,48 @@ class TaskTeam:
             board.mark(report)
         await board.show()
         async with asyncio.TaskGroup() as group:
-            running = {i: group.create_task(self._one(call_id, i, first + i, briefs[i], budget, board, finished))
-                       for i, budget in zip(pending, budgets)}
+            running = {
+                i: group.create_task(self._one(call_id, i, first + i, briefs[i], budget, board, finished))
+                for i, budget in zip(pending, budgets, strict=True)
+            }
         reports.update({i: task.result() for i, task in running.items()})
         return render([reports[i] for i in range(len(briefs))], reused=len(briefs) - len(pending))
 
-    async def _one(self, call_id: str, index: int, number: int, brief: TaskBrief, budget: Budget, board: Board,
-                   finished: dict[int, TaskReport]) -> TaskReport:
+    async def _one(
+        self,
+        call_id: str,
+        index: int,
+        number: int,
+        brief: TaskBrief,
+        budget: Budget,
+        board: Board,
+        finished: dict[int, TaskReport],
+    ) -> TaskReport:
         lead = self.lead
         ledger = Ledger.start(budget, lead.clock)
 
         def charge(message: Any, is_turn: bool) -> None:
             u = message.usage
-            counts = (message.model, u.input_tokens or 0, u.output_tokens or 0, u.cache_read_input_tokens or 0,
-                      u.cache_creation_input_tokens or 0)
+            counts = (
+                message.model,
+                u.input_tokens or 0,
+                u.output_tokens or 0,
+                u.cache_read_input_tokens or 0,
+                u.cache_creation_input_tokens or 0,
+            )
             ledger.charge(*counts, count_request=is_turn)
             lead.ledger.charge(*counts, count_request=is_turn, own_turn=False)  # the run's budget pays too
 
         config = lead.config
-        model = ModelClient(self.anthropic, main_model=config.main_model, small_model=config.small_model,
-                            timeout=config.request_timeout, on_usage=charge, patience=lead.ctx.model.patience,
-                            log=self.log.labelled(f"task:{number}") if self.log else None)
+        model = ModelClient(
+            self.anthropic,
+            main_model=config.main_model,
+            small_model=config.small_model,
+            timeout=config.request_timeout,
+            on_usage=charge,
+            patience=lead.ctx.model.patience,
+            log=self.log.labelled(f"task:{number}") if self.log else None,
+        )
         model.usage = lead.ctx.model.usage  # the run's usage totals include every task agent
         ctx = replace(lead.ctx, model=model, emit=board.emitter(number), tasks=None)
         tools = [tool.fresh() for tool in lead.tools.values() if tool.name in RESEARCH_TOOLS]
@@ -113,10 +135,16 @@ class TaskTeam:
             status, text, reason = "failed", "", f"it failed on an internal error ({type(exc).__name__})"
         await child.announce_sources()
         report = TaskReport(
-            number=number, objective=brief.objective, status=status,
-            findings=text or met_passages(child.history, ctx.registry), reason=reason,
-            requests=ledger.requests, input_tokens=ledger.input_tokens, output_tokens=ledger.output_tokens,
-            cost_usd=ledger.cost_usd, active_seconds=ledger.active(lead.clock()),
+            number=number,
+            objective=brief.objective,
+            status=status,
+            findings=text or met_passages(child.history, ctx.registry),
+            reason=reason,
+            requests=ledger.requests,
+            input_tokens=ledger.input_tokens,
+            output_tokens=ledger.output_tokens,
+            cost_usd=ledger.cost_usd,
+            active_seconds=ledger.active(lead.clock()),
             result_ids_issued=ctx.result_ids.issued,
         )
         await ctx.results.put(to_stored(report, call_id, index))

@@ -1,4 +1,5 @@
 """The research tools. Names are a contract (DESIGN.md); descriptions are prompt."""
+
 from __future__ import annotations
 
 from .base import Tool, ToolContext, ToolResult
@@ -15,8 +16,16 @@ __all__ = ["Tool", "ToolContext", "ToolResult", "default_tools", "thread_tools"]
 
 def default_tools() -> list[Tool]:
     # Fresh instances per run: tools may keep per-run memory (repeated queries, task numbers).
-    return [WebSearch(), ReadPage(), Calculator(), FetchResult(), SpawnTasks(), WriteSection(), ReviseSection(),
-            OpenSection()]
+    return [
+        WebSearch(),
+        ReadPage(),
+        Calculator(),
+        FetchResult(),
+        SpawnTasks(),
+        WriteSection(),
+        ReviseSection(),
+        OpenSection(),
+    ]
 
 
 def thread_tools() -> list[Tool]:

@@ -1,4 +1,5 @@
 """What every tool is: a name, a description (which is prompt), a typed input, and a run."""
+
 from __future__ import annotations
 
 import copy

@@ -4,6 +4,7 @@ Model text is never run as Python: a tokenizer and a recursive-descent parser co
 value as they read, over `decimal.Decimal` (so 0.1 + 0.2 is 0.3 and money stays exact),
 calendar dates, and two span types (days; months).
 """
+
 from __future__ import annotations
 
 import calendar
@@ -51,7 +52,10 @@ PI = Decimal("3.14159265358979323846264338327950288419716939937510")
 
 # Emax 999: every result is below 1e1000. Subnormal is trapped: below 1e-1000 digits would be lost.
 _ARITHMETIC = Context(
-    prec=WORKING_DIGITS, rounding=ROUND_HALF_EVEN, Emax=MAX_MAGNITUDE - 1, Emin=-MAX_MAGNITUDE,
+    prec=WORKING_DIGITS,
+    rounding=ROUND_HALF_EVEN,
+    Emax=MAX_MAGNITUDE - 1,
+    Emin=-MAX_MAGNITUDE,
     traps=[InvalidOperation, DivisionByZero, Overflow, Subnormal],
 )
 # Estimating a power's size and printing results must never trap or round away digits.
@@ -86,8 +90,7 @@ _VOCABULARY = (
     "pi, e, today, or dates like 2024-01-31"
 )
 _DATE_HINT = (
-    "a date takes + or - N days/weeks/months/years, and one date minus another gives days "
-    "(2024-03-01 - 2024-01-01)"
+    "a date takes + or - N days/weeks/months/years, and one date minus another gives days (2024-03-01 - 2024-01-01)"
 )
 
 
@@ -419,7 +422,7 @@ class _Parser:
         self.advance()
         exponent = self.unary()
         with self.computing(base.position, exponent.end) as step:
-            value = _power(base, exponent, self.text[base.position:exponent.end])
+            value = _power(base, exponent, self.text[base.position : exponent.end])
         error = precision.power_error(
             _number(base, "'^'"), base.error, _number(exponent, "'^'"), exponent.error
         ) + precision.step(step.rounded)
@@ -464,7 +467,7 @@ class _Parser:
             return False
         if not (after.kind == "op" and after.text in ("+", "-")):
             return True
-        next_char = self.text[after.position + 1: after.position + 2]
+        next_char = self.text[after.position + 1 : after.position + 2]
         if sign.position == base.end and after.position > sign.position + 1 and next_char.isspace():
             return True
         following = self.tokens[min(self.index + 2, len(self.tokens) - 1)]
@@ -582,9 +585,7 @@ class _Parser:
         """Something follows a complete operand where an operator or the end belongs."""
         token = self.token
         if token.kind == "rparen":
-            return CalculationError(
-                f"unmatched ')' {token.where}: remove it or add the '(' it closes", token.position
-            )
+            return CalculationError(f"unmatched ')' {token.where}: remove it or add the '(' it closes", token.position)
         if token.kind == "comma":
             return CalculationError(
                 f"unexpected ',' {token.where}: commas separate function arguments, as in max(1, 2), "
@@ -726,9 +727,7 @@ def _nonzero(divisor: _Operand) -> None:
     value = divisor.value
     amount = value.amount if isinstance(value, Days) else value
     if isinstance(amount, Decimal) and amount.is_zero():
-        raise CalculationError(
-            f"division by zero: {divisor.where} is 0; check the divisor", divisor.position
-        )
+        raise CalculationError(f"division by zero: {divisor.where} is 0; check the divisor", divisor.position)
 
 
 def _multiply_or_divide(op: _Token, left: _Operand, right: _Operand) -> Value:
@@ -997,11 +996,18 @@ _FUNCTIONS: dict[str, _Function] = {
 }
 # Arguments each function accepts (min/max take any number, within the expression limit).
 _ARITY: dict[str, tuple[int, int]] = {
-    "round": (1, 2), "mod": (2, 2), "min": (1, MAX_EXPRESSION_CHARS), "max": (1, MAX_EXPRESSION_CHARS), "date": (1, 3),
+    "round": (1, 2),
+    "mod": (2, 2),
+    "min": (1, MAX_EXPRESSION_CHARS),
+    "max": (1, MAX_EXPRESSION_CHARS),
+    "date": (1, 3),
     **{word: (1, 1) for word in ("abs", "sqrt", "log", "log10", "exp", "floor", "ceil")},
 }
 _SIGNATURES: dict[str, str] = {
-    "round": "(x) or (x, places)", "mod": "(a, b), the remainder of a / b", "min": "one or more values", "max": "one or more values",
+    "round": "(x) or (x, places)",
+    "mod": "(a, b), the remainder of a / b",
+    "min": "one or more values",
+    "max": "one or more values",
     "date": "(2024-03-01) or (year, month, day)",
     **{word: "one number" for word in ("abs", "sqrt", "log", "log10", "exp", "floor", "ceil")},
 }

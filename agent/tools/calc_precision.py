@@ -7,6 +7,7 @@ refuse, rather than print noise, when subtracting nearly equal rounded values (1
 taking the floor of a rounded value that sits on a whole number (floor(1/3 * 3)).
 These are first-order bounds (products of two small errors are dropped), widened by a margin.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable

@@ -1,4 +1,5 @@
 """calculator(expression): the tool the model calls; the engine is in calc_engine.py."""
+
 from __future__ import annotations
 
 from datetime import date

@@ -1,4 +1,5 @@
 """Turn fetched bytes into readable text, off the event loop (extraction is CPU work)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -6,7 +7,7 @@ import io
 import json
 import re
 from dataclasses import dataclass
-from typing import TypedDict
+from typing import Any, TypedDict
 
 import trafilatura
 from lxml.html import HtmlElement
@@ -21,6 +22,8 @@ JSON_TYPES = ("application/json",)
 PDF_TYPES = ("application/pdf", "application/x-pdf")
 # Longer PDFs are read up to here; the result says how many pages were read.
 PDF_MAX_PAGES = 300
+
+
 class TrafilaturaOptions(TypedDict):
     include_tables: bool
     include_comments: bool
@@ -30,10 +33,46 @@ class TrafilaturaOptions(TypedDict):
 TRAFILATURA_OPTIONS = TrafilaturaOptions(include_tables=True, include_comments=False)
 # Elements a browser shows as separate blocks (or line breaks): text either side of them is
 # never one word.
-HTML_BLOCK_TAGS = ("address", "article", "aside", "blockquote", "br", "dd", "details", "div", "dl", "dt",
-                   "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4", "h5", "h6", "header", "hr",
-                   "li", "main", "nav", "ol", "p", "pre", "section", "summary", "table", "tbody", "td", "tfoot",
-                   "th", "thead", "tr", "ul")
+HTML_BLOCK_TAGS = (
+    "address",
+    "article",
+    "aside",
+    "blockquote",
+    "br",
+    "dd",
+    "details",
+    "div",
+    "dl",
+    "dt",
+    "figcaption",
+    "figure",
+    "footer",
+    "form",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "header",
+    "hr",
+    "li",
+    "main",
+    "nav",
+    "ol",
+    "p",
+    "pre",
+    "section",
+    "summary",
+    "table",
+    "tbody",
+    "td",
+    "tfoot",
+    "th",
+    "thead",
+    "tr",
+    "ul",
+)
 # A text page with this share of control bytes is binary whatever its headers say.
 BINARY_CONTROL_SHARE = 0.05
 
@@ -117,8 +156,9 @@ def html_text(body: bytes | str, url: str, links: LinkTable) -> PageText:
     # page, and turn "#note" into the home page; page_text resolves the raw hrefs itself.
     # fast=True skips the fallback extractors: this pass only locates links (a third of its time;
     # the same 500 links placed on the fixture pages), the words come from the pass above.
-    linked = trafilatura.bare_extraction(tree, include_links=True, output_format="txt", fast=True,
-                                         **TRAFILATURA_OPTIONS)
+    linked = trafilatura.bare_extraction(
+        tree, include_links=True, output_format="txt", fast=True, **TRAFILATURA_OPTIONS
+    )
     return page_text(plain, getattr(linked, "body", None), url, links)
 
 
@@ -127,7 +167,10 @@ def _sniff(page: Fetched) -> str:
     head = page.body[:1024].lstrip()
     if media in PDF_TYPES or head.startswith(b"%PDF-"):
         return "pdf"
-    if media in HTML_TYPES or (media in ("", "application/octet-stream", "text/plain") and head[:15].lower().startswith((b"<!doctype html", b"<html"))):
+    if media in HTML_TYPES or (
+        media in ("", "application/octet-stream", "text/plain")
+        and head[:15].lower().startswith((b"<!doctype html", b"<html"))
+    ):
         return "html"
     if media in JSON_TYPES or media.endswith("+json"):
         return "json"
@@ -152,12 +195,15 @@ def _pdf(page: Fetched) -> Extracted:
             if text.strip():
                 parts.append(f"[page {number + 1}]\n{text.strip()}")
     except (PdfReadError, ValueError, KeyError, TypeError) as exc:
-        raise UnreadableContent(f"this PDF could not be parsed ({type(exc).__name__}); look for an HTML version") from None
+        raise UnreadableContent(
+            f"this PDF could not be parsed ({type(exc).__name__}); look for an HTML version"
+        ) from None
     if not parts:
         raise UnreadableContent("this PDF has no extractable text (it may be scanned images); look for an HTML version")
     title = ""
     try:
-        title = str((reader.metadata or {}).get("/Title") or "")
+        metadata: Any = reader.metadata or {}
+        title = str(metadata.get("/Title") or "")
     except Exception:  # broken metadata must not cost us the text
         pass
     note = f"first {PDF_MAX_PAGES} of {total} pages" if total > PDF_MAX_PAGES else f"{total} pages"

@@ -1,4 +1,5 @@
 """Fetch one web resource: guarded on every hop, capped in bytes and time."""
+
 from __future__ import annotations
 
 import asyncio
@@ -92,7 +93,9 @@ async def fetch(client: httpx.AsyncClient, url: str, config: FetchConfig) -> Fet
         async with asyncio.timeout(config.total_seconds):
             return await _fetch(client, url, config)
     except TimeoutError:
-        raise FetchError(f"the page took longer than {config.total_seconds:.0f} s to arrive; try another source") from None
+        raise FetchError(
+            f"the page took longer than {config.total_seconds:.0f} s to arrive; try another source"
+        ) from None
 
 
 async def _fetch(client: httpx.AsyncClient, url: str, config: FetchConfig) -> Fetched:
@@ -106,7 +109,9 @@ async def _fetch(client: httpx.AsyncClient, url: str, config: FetchConfig) -> Fe
         try:
             request = client.build_request("GET", pinned, headers=headers, extensions=extensions)
         except httpx.InvalidURL as exc:
-            raise FetchError(f"cannot read {url}: the URL is malformed ({exc}); check it or try another source") from None
+            raise FetchError(
+                f"cannot read {url}: the URL is malformed ({exc}); check it or try another source"
+            ) from None
         try:
             response = await client.send(request, stream=True, follow_redirects=False)
             try:
@@ -117,7 +122,9 @@ async def _fetch(client: httpx.AsyncClient, url: str, config: FetchConfig) -> Fe
                     url = _redirect_target(url, location)
                     continue
                 if response.status_code >= 400:
-                    raise FetchError(f"{url} answered HTTP {response.status_code}; try another result or the site's home page")
+                    raise FetchError(
+                        f"{url} answered HTTP {response.status_code}; try another result or the site's home page"
+                    )
                 media, charset = _media_type(response.headers.get("content-type", ""))
                 inflater = _Inflater(response.headers.get("content-encoding", ""))
                 chunks: list[bytes] = []
@@ -141,7 +148,11 @@ async def _fetch(client: httpx.AsyncClient, url: str, config: FetchConfig) -> Fe
             # malformed one surfaces here (InvalidURL, or "Invalid URL in location header").
             if isinstance(exc, httpx.InvalidURL) or "location header" in str(exc).lower():
                 raise FetchError(f"{url} redirected to a malformed address; try another source") from None
-            raise FetchError(f"could not fetch {url} (the server broke the HTTP protocol); try another source") from None
+            raise FetchError(
+                f"could not fetch {url} (the server broke the HTTP protocol); try another source"
+            ) from None
         except httpx.HTTPError as exc:
-            raise FetchError(f"could not fetch {url} ({type(exc).__name__}); check the URL or try another source") from None
+            raise FetchError(
+                f"could not fetch {url} ({type(exc).__name__}); check the URL or try another source"
+            ) from None
     raise FetchError(f"{url} redirected more than {config.max_redirects} times; try another source")

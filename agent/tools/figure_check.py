@@ -6,6 +6,7 @@ cited passages do say, so the model can fix the figure or the citation. Sending 
 figure with the same markers again is taken as the model's considered choice: the text is
 saved and the figure flagged for the reader, never silently trusted.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -36,8 +37,10 @@ class Problem:
     def describe(self) -> str:
         sentence = self.sentence if len(self.sentence) <= SENTENCE_CHARS else self.sentence[: SENTENCE_CHARS - 1] + "…"
         if not self.markers:
-            return (f'"{sentence}" states {self.figure} with no marker: end the sentence with the [sN] of the '
-                    "passage that states it.")
+            return (
+                f'"{sentence}" states {self.figure} with no marker: end the sentence with the [sN] of the '
+                "passage that states it."
+            )
         said = "; ".join(f"[{m}] says {', '.join(figs) if figs else 'no figures'}" for m, figs in self.said.items())
         return f'"{sentence}": {said}, not {self.figure}.'
 
@@ -57,9 +60,15 @@ def check_figures(body: str, ctx: ToolContext) -> FigureReport:
         verdict = check_sentence(sentence, passages, ctx.calculations)
         checked += verdict.checked
         for figure in verdict.missing:
-            problems.append(Problem(
-                figure=figure.text, key=(figure.key, tuple(sorted(verdict.markers))), sentence=sentence,
-                markers=verdict.markers, said={m: figures_said(passages.get(m, "")) for m in verdict.markers}))
+            problems.append(
+                Problem(
+                    figure=figure.text,
+                    key=(figure.key, tuple(sorted(verdict.markers))),
+                    sentence=sentence,
+                    markers=verdict.markers,
+                    said={m: figures_said(passages.get(m, "")) for m in verdict.markers},
+                )
+            )
     fresh = [p for p in problems if p.key not in ctx.figure_refusals]
     if not fresh:  # nothing, or only figures the model already insisted on
         flags = [FigureFlag(figure=p.figure, sentence=p.sentence, markers=p.markers, why=p.why()) for p in problems]
@@ -69,8 +78,10 @@ def check_figures(body: str, ctx: ToolContext) -> FigureReport:
     lines += [f"- {p.describe()}" for p in fresh[:PROBLEMS_SHOWN]]
     if len(fresh) > PROBLEMS_SHOWN:
         lines.append(f"- … and {len(fresh) - PROBLEMS_SHOWN} more.")
-    lines.append("Correct the figure, or cite the passage that states it (read the page with read_page if you only "
-                 "have a snippet). A figure you computed must come from the calculator, its inputs cited in the same "
-                 "sentence. If the figure and citation are right as written, send them again unchanged: the section "
-                 "is then saved with the figure marked for the reader as not found in its source.")
+    lines.append(
+        "Correct the figure, or cite the passage that states it (read the page with read_page if you only "
+        "have a snippet). A figure you computed must come from the calculator, its inputs cited in the same "
+        "sentence. If the figure and citation are right as written, send them again unchanged: the section "
+        "is then saved with the figure marked for the reader as not found in its source."
+    )
     return FigureReport(checked, [], "\n".join(lines))

@@ -5,6 +5,7 @@ set of files changes (BM25's word weights depend on the whole collection, so one
 all files ranks chunks of different files fairly). Meaning is judged afterwards by the small
 model (find_in_files); this module only finds chunks that share words with the query.
 """
+
 from __future__ import annotations
 
 import re
@@ -22,7 +23,55 @@ __all__ = ["Chunk", "FileIndex", "chunk_file", "tokens"]
 # dozen fit one re-ranking call.
 CHUNK_CHARS = 1_200
 # Words too common to tell chunks apart.
-STOPWORDS = frozenset(["a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "from", "has", "have", "in", "is", "it", "its", "of", "on", "or", "that", "the", "their", "this", "to", "was", "were", "what", "when", "where", "which", "who", "will", "with", "how", "did", "does", "do", "not", "no", "yes", "our", "we", "you", "they"])
+STOPWORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "for",
+        "from",
+        "has",
+        "have",
+        "in",
+        "is",
+        "it",
+        "its",
+        "of",
+        "on",
+        "or",
+        "that",
+        "the",
+        "their",
+        "this",
+        "to",
+        "was",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "will",
+        "with",
+        "how",
+        "did",
+        "does",
+        "do",
+        "not",
+        "no",
+        "yes",
+        "our",
+        "we",
+        "you",
+        "they",
+    ]
+)
 
 
 @dataclass(frozen=True)

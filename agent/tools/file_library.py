@@ -1,5 +1,6 @@
 """The run's copy of the thread's files: each downloaded and converted once, shared by read_file and
 find_in_files (and by task agents), however often and however concurrently they ask."""
+
 from __future__ import annotations
 
 import asyncio
@@ -11,8 +12,10 @@ from .file_text import FileText, UnsupportedFile, convert, kind_of
 
 __all__ = ["FileLibrary", "NoWorkspace", "describe", "display_name"]
 
-NO_WORKSPACE = ("This run has no thread to read files or messages from (it was started outside Slack). "
-                "Work from the question, web_search and read_page.")
+NO_WORKSPACE = (
+    "This run has no thread to read files or messages from (it was started outside Slack). "
+    "Work from the question, web_search and read_page."
+)
 # Names are shown to the model: one line, bounded, so a file name cannot pose as a tool result.
 MAX_NAME_CHARS = 120
 
@@ -54,8 +57,9 @@ class FileLibrary:
         if len(named) == 1:
             return named[0]
         listing = "; ".join(describe(info) for info in files) or "none"
-        raise FileUnavailable(f"there is no file {wanted!r} in this thread. Its files: {listing}. "
-                              "Pass a file id from that list")
+        raise FileUnavailable(
+            f"there is no file {wanted!r} in this thread. Its files: {listing}. Pass a file id from that list"
+        )
 
     async def text(self, workspace: ThreadWorkspace, info: FileInfo) -> FileText:
         if info.id in self._refusals:

@@ -5,6 +5,7 @@ CSV, Markdown, HTML (trafilatura, as read_page), plain text and JSON. Every bloc
 location (page 3; sheet Fees, row 12; slide 2; paragraph 14; line 40) so an excerpt can be
 cited as "file: name, page 3". Parsing is CPU work: `convert` runs it in a thread.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -23,14 +24,34 @@ __all__ = ["SUPPORTED", "Block", "FileText", "UnsupportedFile", "convert", "conv
 
 # Extension -> kind. Old binary Office formats (.doc, .xls, .ppt) are not read: no small,
 # maintained parser exists for them; the result asks for a modern export.
-EXTENSIONS = {"pdf": "pdf", "docx": "docx", "xlsx": "xlsx", "xlsm": "xlsx", "pptx": "pptx", "csv": "csv",
-              "tsv": "csv", "md": "markdown", "markdown": "markdown", "html": "html", "htm": "html",
-              "txt": "text", "text": "text", "log": "text", "json": "text"}
-MIMETYPES = {"application/pdf": "pdf", "text/csv": "csv", "text/markdown": "markdown", "text/html": "html",
-             "text/plain": "text", "application/json": "text",
-             "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
-             "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": "xlsx",
-             "application/vnd.openxmlformats-officedocument.presentationml.presentation": "pptx"}
+EXTENSIONS = {
+    "pdf": "pdf",
+    "docx": "docx",
+    "xlsx": "xlsx",
+    "xlsm": "xlsx",
+    "pptx": "pptx",
+    "csv": "csv",
+    "tsv": "csv",
+    "md": "markdown",
+    "markdown": "markdown",
+    "html": "html",
+    "htm": "html",
+    "txt": "text",
+    "text": "text",
+    "log": "text",
+    "json": "text",
+}
+MIMETYPES = {
+    "application/pdf": "pdf",
+    "text/csv": "csv",
+    "text/markdown": "markdown",
+    "text/html": "html",
+    "text/plain": "text",
+    "application/json": "text",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": "xlsx",
+    "application/vnd.openxmlformats-officedocument.presentationml.presentation": "pptx",
+}
 SUPPORTED = "PDF, DOCX, XLSX, CSV, PPTX, Markdown, HTML and plain text"
 # Rows read per sheet and sheets per workbook; the note says when more were left out.
 MAX_SHEET_ROWS = 5_000
@@ -87,7 +108,7 @@ class FileText:
 
         first = max(bisect_right(self._starts, start) - 1, 0)
         last = max(bisect_right(self._starts, max(end - 1, start)) - 1, first)
-        return self.blocks[first:last + 1]
+        return self.blocks[first : last + 1]
 
 
 def location_of(blocks: list[Block]) -> str:
@@ -104,7 +125,7 @@ def location_of(blocks: list[Block]) -> str:
         return ", ".join(p for p in (first.area, f"{first.unit}s {first.number}–{last.number}") if p)
     if not first.unit and not last.unit and first.area.split(" ")[0] == last.area.split(" ")[0]:
         noun = first.area.split(" ")[0]
-        return f"{noun}s {first.area[len(noun) + 1:]}–{last.area[len(noun) + 1:]}"
+        return f"{noun}s {first.area[len(noun) + 1 :]}–{last.area[len(noun) + 1 :]}"
     return f"{first.where} to {last.where}"
 
 
@@ -135,7 +156,9 @@ def _pdf(data: bytes) -> FileText:
         raise UnsupportedFile(f"the PDF could not be parsed ({type(exc).__name__}); ask for another export") from None
     if not blocks:
         raise UnsupportedFile("the PDF has no extractable text (it may be scanned images); ask for a text version")
-    return FileText("pdf", blocks, f"first {PDF_MAX_PAGES} of {total} pages" if total > PDF_MAX_PAGES else f"{total} pages")
+    return FileText(
+        "pdf", blocks, f"first {PDF_MAX_PAGES} of {total} pages" if total > PDF_MAX_PAGES else f"{total} pages"
+    )
 
 
 def _docx(data: bytes) -> FileText:
@@ -146,8 +169,9 @@ def _docx(data: bytes) -> FileText:
     document = docx.Document(io.BytesIO(data))
     # Paragraph.style resolves the style through the whole style sheet on every call (2 s for 2,000
     # paragraphs); the paragraph's style id looked up in a map built once costs nothing.
-    heading_ids = {style.style_id for style in document.styles
-                   if (getattr(style, "name", "") or "").lower().startswith("heading")}
+    heading_ids = {
+        style.style_id for style in document.styles if (getattr(style, "name", "") or "").lower().startswith("heading")
+    }
     blocks: list[Block] = []
     paragraphs = tables = 0
     for item in document.iter_inner_content():
@@ -229,8 +253,11 @@ def _pptx(data: bytes) -> FileText:
     deck = Presentation(io.BytesIO(data))
     blocks = []
     for number, slide in enumerate(deck.slides, start=1):
-        texts = [shape.text_frame.text.strip() for shape in slide.shapes
-                 if shape.has_text_frame and shape.text_frame.text.strip()]
+        texts = [
+            shape.text_frame.text.strip()
+            for shape in slide.shapes
+            if shape.has_text_frame and shape.text_frame.text.strip()
+        ]
         for shape in slide.shapes:
             if shape.has_table:
                 texts += [" | ".join(c.text.strip() for c in row.cells) for row in shape.table.rows]
@@ -270,12 +297,16 @@ def _html(data: bytes) -> FileText:
 def convert_sync(info: FileInfo, data: bytes) -> FileText:
     kind = kind_of(info)
     if kind is None:
-        raise UnsupportedFile(f"{info.name} is {info.mimetype or info.filetype or 'of an unknown type'}, which "
-                              f"read_file cannot read (it reads {SUPPORTED}); ask the requester for one of those, "
-                              "or work without it")
+        raise UnsupportedFile(
+            f"{info.name} is {info.mimetype or info.filetype or 'of an unknown type'}, which "
+            f"read_file cannot read (it reads {SUPPORTED}); ask the requester for one of those, "
+            "or work without it"
+        )
     if kind in ("docx", "xlsx", "pptx") and not zipfile.is_zipfile(io.BytesIO(data)):
-        raise UnsupportedFile(f"{info.name} is not a valid {kind.upper()} file (an old .doc/.xls saved under a new "
-                              "name?); ask for a re-export")
+        raise UnsupportedFile(
+            f"{info.name} is not a valid {kind.upper()} file (an old .doc/.xls saved under a new "
+            "name?); ask for a re-export"
+        )
     if kind == "pdf" and not data.lstrip()[:5].startswith(b"%PDF-"):
         raise UnsupportedFile(f"{info.name} is not a PDF despite its name; ask for a re-export")
     if kind in ("csv", "markdown", "html", "text") and _looks_binary(data):
@@ -298,8 +329,9 @@ def convert_sync(info: FileInfo, data: bytes) -> FileText:
     except UnsupportedFile:
         raise
     except (zipfile.BadZipFile, KeyError, ValueError, csv.Error) as exc:
-        raise UnsupportedFile(f"{info.name} could not be parsed as {kind.upper()} ({type(exc).__name__}); "
-                              "ask for a re-export") from None
+        raise UnsupportedFile(
+            f"{info.name} could not be parsed as {kind.upper()} ({type(exc).__name__}); ask for a re-export"
+        ) from None
     for block in result.blocks:
         block.text = _clean(block.text)
     result = FileText(result.kind, [b for b in result.blocks if b.text.strip()], result.note)

@@ -4,6 +4,7 @@ Two stages: BM25 over located chunks of every file (file_index) finds the candid
 share words with the query; the small model re-ranks them by meaning and drops those that do
 not bear on it. The answer is leads (file id, location, a preview) for read_file to open.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -36,8 +37,10 @@ RANK_MAX_TOKENS = 300
 
 
 class FindInFilesInput(BaseModel):
-    query: str = Field(description="What you are looking for in the thread's files, as words likely to appear "
-                                   "there or as a question (e.g. 'SCHB expense ratio 2024').")
+    query: str = Field(
+        description="What you are looking for in the thread's files, as words likely to appear "
+        "there or as a question (e.g. 'SCHB expense ratio 2024')."
+    )
 
     @field_validator("query")
     @classmethod
@@ -82,35 +85,45 @@ class FindInFiles(Tool):
         except WorkspaceError as exc:
             return ToolResult(f"Could not search the files: {exc}.", is_error=True)
         if not files:
-            return ToolResult("No files have been shared in this thread, so there is nothing to search. "
-                              "Use web_search for the web.", is_error=True)
+            return ToolResult(
+                "No files have been shared in this thread, so there is nothing to search. Use web_search for the web.",
+                is_error=True,
+            )
         searched, skipped = await self._index(ctx, files[:MAX_FILES_SEARCHED])
         names = {f.id: display_name(f) for f in files}
         candidates = self.library.index.search(args.query, [f.id for f in searched], RERANK_CANDIDATES)
         lines = [f"Searched {len(searched)} file(s) for {args.query!r}."]
         if not candidates:
-            lines.append("No passage shares a word with the query. Try the words a document would use "
-                         "(a product name, a figure's label), or read a file whole with read_file.")
+            lines.append(
+                "No passage shares a word with the query. Try the words a document would use "
+                "(a product name, a figure's label), or read a file whole with read_file."
+            )
         else:
             leads, how = await self._rerank(ctx, args.query, candidates, names)
             if not leads:
-                lines.append(f"None of the {len(candidates)} passages sharing words with the query bears on it "
-                             "(judged by meaning). Try other words, or read a file whole with read_file.")
+                lines.append(
+                    f"None of the {len(candidates)} passages sharing words with the query bears on it "
+                    "(judged by meaning). Try other words, or read a file whole with read_file."
+                )
             else:
                 lines.append(f"Best leads ({how}):")
                 for n, chunk in enumerate(leads, start=1):
                     preview = " ".join(chunk.text.split())
                     if len(preview) > PREVIEW_CHARS:
                         preview = preview[:PREVIEW_CHARS].rsplit(" ", 1)[0] + " …"
-                    lines.append(f"{n}. {chunk.file_id} · {names[chunk.file_id]} · {chunk.where}\n"
-                                 f"   {preview}\n"
-                                 f"   open: read_file(file='{chunk.file_id}', near='{chunk.near}', goal=…)")
+                    lines.append(
+                        f"{n}. {chunk.file_id} · {names[chunk.file_id]} · {chunk.where}\n"
+                        f"   {preview}\n"
+                        f"   open: read_file(file='{chunk.file_id}', near='{chunk.near}', goal=…)"
+                    )
                 lines.append("Previews are leads, not citable: read_file returns cited excerpts.")
         if skipped:
             lines.append("Not searched: " + "; ".join(skipped))
         if len(files) > MAX_FILES_SEARCHED:
-            lines.append(f"Only the first {MAX_FILES_SEARCHED} of {len(files)} files were searched; "
-                         "read the others by id with read_file.")
+            lines.append(
+                f"Only the first {MAX_FILES_SEARCHED} of {len(files)} files were searched; "
+                "read the others by id with read_file."
+            )
         return ToolResult("\n".join(lines))
 
     async def _index(self, ctx: ToolContext, files: list[FileInfo]) -> tuple[list[FileInfo], list[str]]:
@@ -133,12 +146,14 @@ class FindInFiles(Tool):
         reasons = await asyncio.gather(*(one(info) for info in files))
         return [f for f, why in zip(files, reasons, strict=True) if not why], [why for why in reasons if why]
 
-    async def _rerank(self, ctx: ToolContext, query: str, candidates: list[tuple[Chunk, float]],
-                      names: dict[str, str]) -> tuple[list[Chunk], str]:
+    async def _rerank(
+        self, ctx: ToolContext, query: str, candidates: list[tuple[Chunk, float]], names: dict[str, str]
+    ) -> tuple[list[Chunk], str]:
         chunks = [chunk for chunk, _ in candidates]
         passages = "\n".join(
             f'<passage n="{n}" file="{names[c.file_id]}" where="{c.where}">\n{c.text[:RERANK_CHARS]}\n</passage>'
-            for n, c in enumerate(chunks, start=1))
+            for n, c in enumerate(chunks, start=1)
+        )
         prompt = f"<query>{query}</query>\n{passages}"
         try:
             answer = await ctx.model.small(system=load("rank_chunks"), prompt=prompt, max_tokens=RANK_MAX_TOKENS)

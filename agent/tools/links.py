@@ -1,5 +1,6 @@
 """Compact link markers: a page's links become 【12†anchor†domain】 so the agent can follow
 one by id (read_page(url="12")) without full URLs bloating the context."""
+
 from __future__ import annotations
 
 import re

@@ -9,6 +9,7 @@ The address that passed the check is the one the fetch connects to, so a name th
 resolves differently a moment later (DNS rebinding) cannot slip through, and however a
 URL is spelled, the connection goes to the address that was judged.
 """
+
 from __future__ import annotations
 
 import asyncio

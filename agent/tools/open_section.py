@@ -1,4 +1,5 @@
 """open_section(section_id): the full text of a report section, which the opening lists only as markers."""
+
 from __future__ import annotations
 
 from pydantic import BaseModel, Field
@@ -33,10 +34,16 @@ class OpenSection(Tool):
         section = ctx.sections.get(args.section_id.strip())
         if section is None:
             known = ", ".join(f"{s.section_id} ({s.title})" for s in ctx.sections.values()) or "none yet"
-            return ToolResult(f"There is no section {args.section_id!r}. The report's sections: {known}.",
-                              is_error=True)
-        lines = [f"section_id: {section.section_id}", f"Title: {section.title}",
-                 f"Revisions so far in this thread: {len(section.revisions)}", "", section.body.strip()]
+            return ToolResult(
+                f"There is no section {args.section_id!r}. The report's sections: {known}.", is_error=True
+            )
+        lines = [
+            f"section_id: {section.section_id}",
+            f"Title: {section.title}",
+            f"Revisions so far in this thread: {len(section.revisions)}",
+            "",
+            section.body.strip(),
+        ]
         if section.revisions:
             lines += ["", "Why it was revised (newest first):"]
             lines += [f"- {r.reason}" for r in reversed(section.revisions[-REVISIONS_SHOWN:])]

@@ -8,6 +8,7 @@ and marked in place. Only markers are added: a link that cannot be found stays p
 a miss costs a link, never a word. Headings found the same way get `#` marks, and blocks are
 set apart by blank lines, so long pages split at paragraphs and sections (read_page.split_parts).
 """
+
 from __future__ import annotations
 
 import re
@@ -65,9 +66,9 @@ def _fence(element: etree._Element, number: int) -> None:
     if len(element):
         last = element[-1]
         tail = last.tail or ""
-        last.tail = tail.rstrip() + closing + tail[len(tail.rstrip()):]
+        last.tail = tail.rstrip() + closing + tail[len(tail.rstrip()) :]
     else:
-        element.text = element.text.rstrip() + closing + element.text[len(element.text.rstrip()):]
+        element.text = element.text.rstrip() + closing + element.text[len(element.text.rstrip()) :]
 
 
 def _spans(tree: etree._Element, page_url: str) -> tuple[str, list[_Span]]:
@@ -97,7 +98,7 @@ def _spans(tree: etree._Element, page_url: str) -> tuple[str, list[_Span]]:
     closed: list[tuple[int, int, int]] = []  # number, start, end
     position = 0
     for match in _FENCE_RE.finditer(rendered):
-        chunk = _squeeze(rendered[position:match.start()])
+        chunk = _squeeze(rendered[position : match.start()])
         squeezed.append(chunk)
         length += len(chunk)
         position = match.end()
@@ -108,8 +109,11 @@ def _spans(tree: etree._Element, page_url: str) -> tuple[str, list[_Span]]:
             closed.append((number, opened.pop(number), length))
     squeezed.append(_squeeze(rendered[position:]))
     linked = "".join(squeezed)
-    spans = [_Span(start=start, text=linked[start:end], url=fenced[number][0], level=fenced[number][1])
-             for number, start, end in closed if end > start]
+    spans = [
+        _Span(start=start, text=linked[start:end], url=fenced[number][0], level=fenced[number][1])
+        for number, start, end in closed
+        if end > start
+    ]
     return linked, sorted(spans, key=lambda s: s.start)
 
 
@@ -135,11 +139,15 @@ def _locate(page: str, linked: str, span: _Span, expected: int) -> int | None:
     """Where the span's characters are in the page's non-space text, or None."""
     if page.startswith(span.text, expected):
         return expected
-    before = linked[max(span.start - CONTEXT_CHARS, 0):span.start]
-    after = linked[span.start + len(span.text):span.start + len(span.text) + CONTEXT_CHARS]
+    before = linked[max(span.start - CONTEXT_CHARS, 0) : span.start]
+    after = linked[span.start + len(span.text) : span.start + len(span.text) + CONTEXT_CHARS]
     # The most specific needle first; the bare label only near where it is expected.
-    tries = [(before + span.text + after, len(before), False), (before + span.text, len(before), False),
-             (span.text + after, 0, False), (span.text, 0, True)]
+    tries = [
+        (before + span.text + after, len(before), False),
+        (before + span.text, len(before), False),
+        (span.text + after, 0, False),
+        (span.text, 0, True),
+    ]
     for needle, offset, near_only in tries:
         lo, hi = expected - NEAR_CHARS, expected + NEAR_CHARS + len(needle)
         found = _nearest(page, needle, expected - offset, lo, hi)
@@ -218,8 +226,11 @@ def page_text(plain: str, tree: etree._Element | None, page_url: str, links: Lin
         head, tail = marker_ends(link_id, span.url, page_url)
         opens.setdefault(start, []).append(head)
         closes.setdefault(end, []).append(tail)
-    return PageText(linked=_insert(text, prefixes, opens, closes), plain=_insert(text, prefixes, {}, {}),
-                    link_ids=list(dict.fromkeys(ids)))
+    return PageText(
+        linked=_insert(text, prefixes, opens, closes),
+        plain=_insert(text, prefixes, {}, {}),
+        link_ids=list(dict.fromkeys(ids)),
+    )
 
 
 def _insert(text: str, prefixes: dict[int, str], opens: dict[int, list[str]], closes: dict[int, list[str]]) -> str:

@@ -5,6 +5,7 @@ by the small model in one call or in parallel parts (read_page's routing and lim
 excerpts found verbatim in the file come back, each with its own [sN] marker whose source
 title says where it is: "file: fees.xlsx, sheet Fees, row 4".
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -38,13 +39,20 @@ __all__ = ["ReadFile", "ReadFileInput", "file_url", "locate"]
 
 
 class ReadFileInput(BaseModel):
-    file: str = Field(description="The id of a file shared in this thread (e.g. 'F07ABC123'), as the opening "
-                                  "or find_in_files lists it.")
-    goal: str = Field(description="What you need from the file, as a specific question or list of facts "
-                                  "(e.g. 'the 2024 expense ratio of each fund and its as-of date').")
-    near: str = Field(default="", description="Optional: a location to start reading from, as find_in_files "
-                                              "gives it ('page 40', 'sheet Q3'); use it for files too long to "
-                                              "read whole.")
+    file: str = Field(
+        description="The id of a file shared in this thread (e.g. 'F07ABC123'), as the opening "
+        "or find_in_files lists it."
+    )
+    goal: str = Field(
+        description="What you need from the file, as a specific question or list of facts "
+        "(e.g. 'the 2024 expense ratio of each fund and its as-of date')."
+    )
+    near: str = Field(
+        default="",
+        description="Optional: a location to start reading from, as find_in_files "
+        "gives it ('page 40', 'sheet Q3'); use it for files too long to "
+        "read whole.",
+    )
 
     @field_validator("goal")
     @classmethod
@@ -101,9 +109,11 @@ class ReadFile(Tool):
             info = await self.library.resolve(ctx.workspace, args.file)
             key = (info.id, " ".join(args.goal.lower().split()), args.near.strip().lower())
             if key in self._seen:
-                return ToolResult("You already read this file with this goal; its passages are in an earlier "
-                                  "result. Ask for something different, or search the files with find_in_files.",
-                                  is_error=True)
+                return ToolResult(
+                    "You already read this file with this goal; its passages are in an earlier "
+                    "result. Ask for something different, or search the files with find_in_files.",
+                    is_error=True,
+                )
             assert ctx.workspace is not None
             text = await self.library.text(ctx.workspace, info)
         except UnsupportedFile as exc:
@@ -116,19 +126,26 @@ class ReadFile(Tool):
     async def _read(self, ctx: ToolContext, info: FileInfo, text: FileText, goal: str, near: str) -> ToolResult:
         name = display_name(info)
         stored = ctx.result_ids.next()
-        await ctx.results.put(StoredResult(
-            id=stored, kind="file", arguments={"file": info.id}, text=text.text,
-            locator=Locator(what=f"file {name}", start=0, end=len(text.text), total=len(text.text)),
-        ))
+        await ctx.results.put(
+            StoredResult(
+                id=stored,
+                kind="file",
+                arguments={"file": info.id},
+                text=text.text,
+                locator=Locator(what=f"file {name}", start=0, end=len(text.text), total=len(text.text)),
+            )
+        )
         blocks = text.blocks
         start_note = ""
         if near:
             start = _block_at(text.blocks, near)
             if start is None:
                 places = ", ".join(dict.fromkeys(b.area for b in text.blocks if b.area)) or "its lines and paragraphs"
-                return ToolResult(f"There is no {near!r} in {name}. Its places: {places[:600]}. "
-                                  "Pass one of them as `near`, or leave `near` empty to read from the start.",
-                                  is_error=True)
+                return ToolResult(
+                    f"There is no {near!r} in {name}. Its places: {places[:600]}. "
+                    "Pass one of them as `near`, or leave `near` empty to read from the start.",
+                    is_error=True,
+                )
             blocks, start_note = text.blocks[start:], f" from {text.blocks[start].where}"
         body = FileText(text.kind, blocks).text
         if len(body) <= DIRECT_CHARS:
@@ -139,20 +156,27 @@ class ReadFile(Tool):
             route = f"in {len(parts)} parts read in parallel"
             if len(all_parts) > MAX_PARTS:
                 rest = _first_block_of(text, all_parts[MAX_PARTS])
-                route += (f" (the first {len(parts)} of {len(all_parts)}; read on with near='{rest}', or page "
-                          f"through fetch_result('{stored}'))")
+                route += (
+                    f" (the first {len(parts)} of {len(all_parts)}; read on with near='{rest}', or page "
+                    f"through fetch_result('{stored}'))"
+                )
         try:
             extraction = await _extract_parts(ctx, goal, name, parts)
         except ModelUnavailable as exc:
             return ToolResult(f"Could not read this file: {exc}. Try again later.", is_error=True)
         except ValueError:
-            return ToolResult("Could not read this file: the extraction step gave no usable answer twice. "
-                              "Try a narrower goal or find_in_files.", is_error=True)
+            return ToolResult(
+                "Could not read this file: the extraction step gave no usable answer twice. "
+                "Try a narrower goal or find_in_files.",
+                is_error=True,
+            )
         excerpts = verified_excerpts(extraction.excerpts, text.text)
         lines = [
             f"File: {describe(info)}",
-            (f"Read: {text.kind.upper()}, {len(text.text):,} characters"
-             f"{', ' + text.note if text.note else ''}{start_note}, {route}"),
+            (
+                f"Read: {text.kind.upper()}, {len(text.text):,} characters"
+                f"{', ' + text.note if text.note else ''}{start_note}, {route}"
+            ),
             f"Full text: fetch_result('{stored}')",
         ]
         if extraction.judgement:
@@ -164,8 +188,14 @@ class ReadFile(Tool):
             for passage in excerpts:
                 where = locate(text, passage)
                 title = f"file: {name}, {where}" if where else f"file: {name}"
-                source, _new = ctx.registry.add(file_url(info), title, passage, kind="excerpt",
-                                                context=surrounding(whole, passage), page_sha256=digest)
+                source, _new = ctx.registry.add(
+                    file_url(info),
+                    title,
+                    passage,
+                    kind="excerpt",
+                    context=surrounding(whole, passage),
+                    page_sha256=digest,
+                )
                 lines.append(f'[{source.marker}] ({where or name}) "{passage}"')
         else:
             lines.append("Nothing in this file serves the goal. Try find_in_files, another file, or the web.")

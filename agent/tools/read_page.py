@@ -3,6 +3,7 @@
 Routing: a short page is read in one extraction call; a long page or a PDF is split on its
 structure (headings, paragraphs) and its parts are read in parallel, then merged.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -39,10 +40,14 @@ CONTEXT_CHARS = 300
 
 
 class ReadPageInput(BaseModel):
-    url: str = Field(description="A full http(s) URL, or the id of a link from an earlier read_page "
-                                 "result (the 12 in 【12†anchor】).")
-    goal: str = Field(description="What you need from this page, as a specific question or list of facts "
-                                  "(e.g. 'the 2024 expense ratio of SCHB and the date it took effect').")
+    url: str = Field(
+        description="A full http(s) URL, or the id of a link from an earlier read_page "
+        "result (the 12 in 【12†anchor】)."
+    )
+    goal: str = Field(
+        description="What you need from this page, as a specific question or list of facts "
+        "(e.g. 'the 2024 expense ratio of SCHB and the date it took effect')."
+    )
 
     @field_validator("goal")
     @classmethod
@@ -184,23 +189,34 @@ class ReadPage(Tool):
             url = ctx.links.get(link_id)
             if url is None:
                 known = f"1–{len(ctx.links.urls)}" if ctx.links.urls else "none yet"
-                return ToolResult(f"There is no link {link_id} (link ids issued so far: {known}). "
-                                  "Pass a full URL or a link id from a read_page result.", is_error=True)
+                return ToolResult(
+                    f"There is no link {link_id} (link ids issued so far: {known}). "
+                    "Pass a full URL or a link id from a read_page result.",
+                    is_error=True,
+                )
             return url
         value = value.strip()
         if not re.match(r"^https?://", value, re.I):
-            return ToolResult(f"{value!r} is neither a URL nor a link id. Pass a full http(s) URL, or the "
-                              "number of a 【12†…】 link from a read_page result.", is_error=True)
+            return ToolResult(
+                f"{value!r} is neither a URL nor a link id. Pass a full http(s) URL, or the "
+                "number of a 【12†…】 link from a read_page result.",
+                is_error=True,
+            )
         return value
 
     async def _read(self, ctx: ToolContext, goal: str, url: str, truncated: bool, extracted: Extracted) -> ToolResult:
         text = extracted.text
         title = extracted.title or domain_of(url)
         page_id = ctx.result_ids.next()
-        await ctx.results.put(StoredResult(
-            id=page_id, kind="page", arguments={"url": url}, text=text.plain,
-            locator=Locator(what=url, start=0, end=len(text.plain), total=len(text.plain)),
-        ))
+        await ctx.results.put(
+            StoredResult(
+                id=page_id,
+                kind="page",
+                arguments={"url": url},
+                text=text.plain,
+                locator=Locator(what=url, start=0, end=len(text.plain), total=len(text.plain)),
+            )
+        )
         if len(text.linked) <= DIRECT_CHARS:
             parts, route = [text.linked], "direct"
         else:
@@ -214,8 +230,11 @@ class ReadPage(Tool):
         except ModelUnavailable as exc:
             return ToolResult(f"Could not read this page: {exc}. Try again later or use another source.", is_error=True)
         except ValueError:
-            return ToolResult("Could not read this page: the extraction step gave no usable answer twice. "
-                              "Try another source for the same facts.", is_error=True)
+            return ToolResult(
+                "Could not read this page: the extraction step gave no usable answer twice. "
+                "Try another source for the same facts.",
+                is_error=True,
+            )
         excerpts = verified_excerpts(extraction.excerpts, text.plain)
         kind = {"pdf": "PDF", "html": "page", "text": "text", "json": "JSON"}[extracted.kind]
         lines = [
@@ -232,11 +251,14 @@ class ReadPage(Tool):
             page = _normalise(text.plain)
             page_sha256 = hashlib.sha256(text.plain.encode("utf-8")).hexdigest()
             for passage in excerpts:
-                source, _new = ctx.registry.add(url, title, passage, kind="excerpt",
-                                                context=surrounding(page, passage), page_sha256=page_sha256)
+                source, _new = ctx.registry.add(
+                    url, title, passage, kind="excerpt", context=surrounding(page, passage), page_sha256=page_sha256
+                )
                 lines.append(f'[{source.marker}] "{passage}"')
         else:
-            lines.append("Nothing on this page serves the goal. Try a link below, another search result or a different query.")
+            lines.append(
+                "Nothing on this page serves the goal. Try a link below, another search result or a different query."
+            )
         links = self._links(ctx, extraction.links, set(text.link_ids), url)
         if links:
             lines.append("Links worth following: " + " ".join(links))
@@ -281,7 +303,9 @@ class ReadPage(Tool):
         prompt = f"<goal>{goal}</goal>\n<page{where}>\n{text}\n</page>"
         last_error: Exception | None = None
         for _ in range(EXTRACTION_ATTEMPTS):
-            answer = await ctx.model.small(system=load("read_page"), prompt=prompt, max_tokens=defaults.EXTRACT_MAX_TOKENS)
+            answer = await ctx.model.small(
+                system=load("read_page"), prompt=prompt, max_tokens=defaults.EXTRACT_MAX_TOKENS
+            )
             try:
                 return parse_extraction(answer)
             except (ValueError, ValidationError) as exc:

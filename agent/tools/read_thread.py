@@ -1,4 +1,5 @@
 """read_thread(range): the thread's earlier messages as text, with authors and times."""
+
 from __future__ import annotations
 
 import re
@@ -16,12 +17,16 @@ __all__ = ["ReadThread", "ReadThreadInput", "parse_range"]
 MAX_MESSAGES = 40
 MAX_MESSAGE_CHARS = 2_000
 DEFAULT_RANGE = "last 20"
-_RANGE_RE = re.compile(r"^\s*(?:(last)\s+(\d+)|(\d+)\s*(?:-|–|to|\.\.)\s*(\d+|end)|(\d+)|(all))\s*$", re.IGNORECASE | re.ASCII)
+_RANGE_RE = re.compile(
+    r"^\s*(?:(last)\s+(\d+)|(\d+)\s*(?:-|–|to|\.\.)\s*(\d+|end)|(\d+)|(all))\s*$", re.IGNORECASE | re.ASCII
+)
 
 
 class ReadThreadInput(BaseModel):
-    range: str = Field(default=DEFAULT_RANGE, description="Which messages, numbered from 1 (the thread's first "
-                                                          "message): '3-10', '5', 'last 10' or 'all'.")
+    range: str = Field(
+        default=DEFAULT_RANGE,
+        description="Which messages, numbered from 1 (the thread's first message): '3-10', '5', 'last 10' or 'all'.",
+    )
 
 
 def parse_range(value: str, total: int) -> tuple[int, int] | None:
@@ -75,12 +80,18 @@ class ReadThread(Tool):
             total = await ctx.workspace.message_count()
             wanted = parse_range(args.range, total)
             if wanted is None:
-                return ToolResult(f"{args.range!r} is not a range. Pass '3-10', '5', 'last 10' or 'all' "
-                                  f"(the thread has {total} messages).", is_error=True)
+                return ToolResult(
+                    f"{args.range!r} is not a range. Pass '3-10', '5', 'last 10' or 'all' "
+                    f"(the thread has {total} messages).",
+                    is_error=True,
+                )
             first, last = wanted
             if first > last:
-                return ToolResult(f"The thread has {total} messages; {args.range!r} holds none of them. "
-                                  f"Pass a range within 1-{total}.", is_error=True)
+                return ToolResult(
+                    f"The thread has {total} messages; {args.range!r} holds none of them. "
+                    f"Pass a range within 1-{total}.",
+                    is_error=True,
+                )
             cut = last - first + 1 > MAX_MESSAGES
             if cut:
                 last = first + MAX_MESSAGES - 1

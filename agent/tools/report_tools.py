@@ -1,4 +1,5 @@
 """write_section / revise_section: the agent's only way to put text in the pinned report."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -99,12 +100,16 @@ class WriteSection(Tool):
             return checked
         section_id = f"sec{len(ctx.sections) + 1}"
         figures = checked.figures
-        ctx.sections[section_id] = Section(section_id=section_id, title=title, body=args.body,
-                                           figures_checked=figures.checked, flags=figures.flags)
-        await ctx.emit(SectionWritten(section_id=section_id, title=title, body=args.body,
-                                      figures_checked=figures.checked, flags=figures.flags))
+        ctx.sections[section_id] = Section(
+            section_id=section_id, title=title, body=args.body, figures_checked=figures.checked, flags=figures.flags
+        )
+        await ctx.emit(
+            SectionWritten(
+                section_id=section_id, title=title, body=args.body, figures_checked=figures.checked, flags=figures.flags
+            )
+        )
         cited = ", ".join(f"[{m}]" for m in checked.cited)
-        return ToolResult(f"section_id: {section_id}\nSaved \"{title}\" citing {cited}.{_flag_note(checked)}")
+        return ToolResult(f'section_id: {section_id}\nSaved "{title}" citing {cited}.{_flag_note(checked)}')
 
 
 class ReviseSection(Tool):
@@ -143,7 +148,15 @@ class ReviseSection(Tool):
         section.revisions.append(Revision(body=section.body, reason=reason))
         section.body = args.body
         section.figures_checked, section.flags = checked.figures.checked, checked.figures.flags
-        await ctx.emit(SectionRevised(section_id=section.section_id, body=args.body, reason=reason,
-                                      figures_checked=checked.figures.checked, flags=checked.figures.flags))
-        return ToolResult(f"section_id: {section.section_id}\nRevised \"{section.title}\" ({reason})."
-                          f"{_flag_note(checked)}")
+        await ctx.emit(
+            SectionRevised(
+                section_id=section.section_id,
+                body=args.body,
+                reason=reason,
+                figures_checked=checked.figures.checked,
+                flags=checked.figures.flags,
+            )
+        )
+        return ToolResult(
+            f'section_id: {section.section_id}\nRevised "{section.title}" ({reason}).{_flag_note(checked)}'
+        )

@@ -1,4 +1,5 @@
 """spawn_tasks(tasks): independent research directions, worked by task agents in parallel."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -22,9 +23,13 @@ def offered(config: AgentConfig) -> bool:
 
 
 class SpawnTasksInput(BaseModel):
-    tasks: list[TaskBrief] = Field(min_length=1, description=(
-        f"One brief per independent direction, at most {defaults.MAX_TASK_AGENTS}. Each must stand alone: "
-        "a task agent sees nothing of this conversation and nothing of the other tasks."))
+    tasks: list[TaskBrief] = Field(
+        min_length=1,
+        description=(
+            f"One brief per independent direction, at most {defaults.MAX_TASK_AGENTS}. Each must stand alone: "
+            "a task agent sees nothing of this conversation and nothing of the other tasks."
+        ),
+    )
 
 
 def _inline(schema: dict[str, Any]) -> dict[str, Any]:
@@ -70,8 +75,11 @@ class SpawnTasks(Tool):
         self._finished: dict[str, dict[int, TaskReport]] = {}
 
     def schema(self) -> dict[str, Any]:
-        return {"name": self.name, "description": self.description,
-                "input_schema": _inline(self.Input.model_json_schema())}
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": _inline(self.Input.model_json_schema()),
+        }
 
     def state(self) -> Any:
         return {"spawned": self.spawned}
@@ -97,20 +105,29 @@ class SpawnTasks(Tool):
         assert isinstance(args, SpawnTasksInput)
         limit = ctx.config.max_task_agents
         if ctx.tasks is None or not offered(ctx.config):
-            return ToolResult("Task agents are not available here: research this directly with web_search and "
-                              "read_page.", is_error=True)
+            return ToolResult(
+                "Task agents are not available here: research this directly with web_search and read_page.",
+                is_error=True,
+            )
         if len(args.tasks) > limit:
             return ToolResult(
                 f"spawn_tasks takes at most {limit} tasks per call; you gave {len(args.tasks)}. Merge the closest "
                 f"directions, or run the {limit} most important now and the rest after their findings are in.",
-                is_error=True)
+                is_error=True,
+            )
         objectives = [" ".join(t.objective.lower().split()) for t in args.tasks]
         if len(set(objectives)) < len(objectives):
-            return ToolResult("Two tasks have the same objective. Give each task a distinct direction and say in "
-                              "its boundaries what the others cover.", is_error=True)
+            return ToolResult(
+                "Two tasks have the same objective. Give each task a distinct direction and say in "
+                "its boundaries what the others cover.",
+                is_error=True,
+            )
         if self._running:
-            return ToolResult("Task agents are already running for another spawn_tasks call in this turn; put all "
-                              "tasks in one call. This call was not run.", is_error=True)
+            return ToolResult(
+                "Task agents are already running for another spawn_tasks call in this turn; put all "
+                "tasks in one call. This call was not run.",
+                is_error=True,
+            )
         call_id = CALL_ID.get() or f"call{self.spawned}"
         first = self.spawned + 1
         self._running = True

@@ -3,6 +3,7 @@
 Files as one line each (id, name, type, size, who shared it); earlier messages as a count and
 their authors. The agent opens what it needs with read_file, find_in_files and read_thread.
 """
+
 from __future__ import annotations
 
 from ..workspace import FileInfo, ThreadWorkspace
@@ -41,6 +42,8 @@ async def thread_markers(workspace: ThreadWorkspace, *, before_ts: str = "") -> 
     if earlier:
         people = list(dict.fromkeys("the bot" if m.is_bot else f"<@{m.author}>" for m in earlier))
         shown = ", ".join(people[:MAX_AUTHORS_LISTED]) + (" and others" if len(people) > MAX_AUTHORS_LISTED else "")
-        lines.append(f"Earlier messages in this thread: {len(earlier)} (numbers 1–{len(earlier)}), by {shown}; "
-                     "read_thread opens them.")
+        lines.append(
+            f"Earlier messages in this thread: {len(earlier)} (numbers 1–{len(earlier)}), by {shown}; "
+            "read_thread opens them."
+        )
     return "\n".join(lines)

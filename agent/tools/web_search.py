@@ -3,6 +3,7 @@
 The search itself is a fallback chain (agent/tools/search); this tool turns its answer into
 what the model reads, and tells a human once per run when search is degraded.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -92,8 +93,7 @@ class WebSearch(Tool):
                 is_error=True,
             )
         chain = list(ctx.config.search.providers)
-        answer = await search(ctx.http, ctx.config.search, args.query, registry=self._providers,
-                              skip=self._health.dead)
+        answer = await search(ctx.http, ctx.config.search, args.query, registry=self._providers, skip=self._health.dead)
         if not answer.answered:
             self._seen.pop(key, None)  # nothing came back, so asking again later is no repeat
         for notice in self._health.observe(answer, chain):
@@ -113,8 +113,9 @@ class WebSearch(Tool):
                 f"read_page ({operator_advice(chain)}).{handover}"
             )
         if not answer.hits:
-            return ToolResult(f'No results for "{query}" from {answer.label}. Try fewer or more general words, '
-                              f"or synonyms.{handover}")
+            return ToolResult(
+                f'No results for "{query}" from {answer.label}. Try fewer or more general words, or synonyms.{handover}'
+            )
         lines = [f'{len(answer.hits)} results for "{query}" from {answer.label}:']
         for i, hit in enumerate(answer.hits, 1):
             snippet = hit.snippet or "(no snippet)"
@@ -130,8 +131,11 @@ def _all_failed(answer: SearchAnswer, chain: Sequence[str]) -> str:
         text = f"Search failed: {answer.failures[0].message}."
     else:
         text = "Search failed: no configured provider answered. " + " ".join(
-            f"{f.label}: {f.message}." for f in answer.failures)
+            f"{f.label}: {f.message}." for f in answer.failures
+        )
     if any(f.kind in _HOPELESS for f in answer.failures):
-        text += (" Do not rephrase the query: read pages you already have or URLs you know with read_page. "
-                 f"Web search is degraded for this run; {operator_advice(chain)}.")
+        text += (
+            " Do not rephrase the query: read pages you already have or URLs you know with read_page. "
+            f"Web search is degraded for this run; {operator_advice(chain)}."
+        )
     return text

@@ -1,15 +1,25 @@
 """`deepthread eval`: measure research quality on a question set with the small model as judge."""
+
 from __future__ import annotations
 
 from .command import EvalOptions, run_eval
 from .compare import BaselineError
 from .questions import (
-           SHIPPED_QUESTIONS,
-           EvalQuestion,
-           QuestionFileError,
-           load_questions,
+    SHIPPED_QUESTIONS,
+    EvalQuestion,
+    QuestionFileError,
+    load_questions,
 )
 from .scorecard import QuestionResult, Scorecard
 
-__all__ = ["SHIPPED_QUESTIONS", "BaselineError", "EvalOptions", "EvalQuestion", "QuestionFileError", "QuestionResult",
-           "Scorecard", "load_questions", "run_eval"]
+__all__ = [
+    "SHIPPED_QUESTIONS",
+    "BaselineError",
+    "EvalOptions",
+    "EvalQuestion",
+    "QuestionFileError",
+    "QuestionResult",
+    "Scorecard",
+    "load_questions",
+    "run_eval",
+]

@@ -1,4 +1,5 @@
 """Reports in the JSONL DeepResearch Bench's scorer reads: one {"id", "prompt", "article"} a line."""
+
 from __future__ import annotations
 
 import json

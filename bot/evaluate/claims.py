@@ -1,4 +1,5 @@
 """The sentences of a report that cite sources, each with the passages it cites: what the judge grades."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping

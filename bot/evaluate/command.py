@@ -1,4 +1,5 @@
 """`deepthread eval`: run a question set, grade each report, write the scorecard."""
+
 from __future__ import annotations
 
 import asyncio
@@ -58,12 +59,18 @@ async def run_eval(questions: list[EvalQuestion], runtime: JobRuntime, options: 
 
     def card() -> Scorecard:
         results = [measured[i][0] for i in sorted(measured)]
-        return Scorecard(questions_file=str(options.questions_file), model=runtime.agent.main_model,
-                         judge_model=options.judge_model, planned=len(questions),
-                         wall_seconds=round(time.monotonic() - started, 3), results=results,
-                         totals=totals_of(results))
+        return Scorecard(
+            questions_file=str(options.questions_file),
+            model=runtime.agent.main_model,
+            judge_model=options.judge_model,
+            planned=len(questions),
+            wall_seconds=round(time.monotonic() - started, 3),
+            results=results,
+            totals=totals_of(results),
+        )
 
     async with AsyncAnthropic(api_key=runtime.anthropic_api_key, base_url=runtime.anthropic_base_url) as client:
+
         async def one(index: int, question: EvalQuestion) -> None:
             async with gate:
                 measured[index] = await measure(question, runtime, client, options.judge_model, reports_dir, progress)
@@ -73,11 +80,18 @@ async def run_eval(questions: list[EvalQuestion], runtime: JobRuntime, options: 
 
     final = card()
     if options.deepresearch_bench:
-        write_bench_jsonl(options.deepresearch_bench, [
-            BenchArticle(id=bench_id(q.id), prompt=q.question, article=measured[i][1])
-            for i, q in enumerate(questions) if measured[i][1]])
+        write_bench_jsonl(
+            options.deepresearch_bench,
+            [
+                BenchArticle(id=bench_id(q.id), prompt=q.question, article=measured[i][1])
+                for i, q in enumerate(questions)
+                if measured[i][1]
+            ],
+        )
     t = final.totals
-    print(f"Citation support {pct(t.citation_support)} of {t.cited_sentences} cited sentences · "
-          f"{t.facts_stated}/{t.facts} facts stated · {t.figures_flagged} figures flagged · "
-          f"est. ${t.cost_usd + t.judge_cost_usd:.2f}. Scorecard: {options.out_dir / SCORECARD_MD}")
+    print(
+        f"Citation support {pct(t.citation_support)} of {t.cited_sentences} cited sentences · "
+        f"{t.facts_stated}/{t.facts} facts stated · {t.figures_flagged} figures flagged · "
+        f"est. ${t.cost_usd + t.judge_cost_usd:.2f}. Scorecard: {options.out_dir / SCORECARD_MD}"
+    )
     return final

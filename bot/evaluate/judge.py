@@ -1,5 +1,6 @@
 """The small model as judge: citation support, reference facts and a rubric, each as JSON
 validated by pydantic. An answer that does not validate is sent back once with the error."""
+
 from __future__ import annotations
 
 import json
@@ -20,7 +21,13 @@ from agent.pricing import TokenCounts, cost_usd
 from .claims import CitedSentence
 
 __all__ = [
-    "CitationVerdicts", "FactVerdicts", "Judge", "JudgeFailed", "RubricScores", "RubricVerdict", "SentenceVerdict",
+    "CitationVerdicts",
+    "FactVerdicts",
+    "Judge",
+    "JudgeFailed",
+    "RubricScores",
+    "RubricVerdict",
+    "SentenceVerdict",
 ]
 
 # Sentences graded per judge request: enough to amortise the instructions, few enough that
@@ -91,7 +98,7 @@ def _json_object(text: str) -> object:
     start, end = text.find("{"), text.rfind("}")
     if start < 0 or end < start:
         raise ValueError("the answer holds no JSON object")
-    return json.loads(text[start:end + 1])
+    return json.loads(text[start : end + 1])
 
 
 def _covers(expected: int, items: Sequence[SentenceVerdict] | Sequence[FactVerdict]) -> str | None:
@@ -126,7 +133,11 @@ class Judge:
         for _ in range(ATTEMPTS):
             try:
                 message = await self.client.messages.create(
-                    model=self.model, system=self._system, max_tokens=JUDGE_MAX_TOKENS, messages=messages)  # type: ignore[arg-type]
+                    model=self.model,
+                    system=self._system,
+                    max_tokens=JUDGE_MAX_TOKENS,
+                    messages=messages,  # type: ignore[arg-type]  # plain dicts in the API's shape
+                )
             except anthropic.APIError as exc:
                 raise JudgeFailed(f"the judge model request failed: {describe_api_error(exc)}") from exc
             self.requests += 1
@@ -146,21 +157,27 @@ class Judge:
                 problem = check(answer) or ""
             if not problem:
                 return answer
-            messages += [{"role": "assistant", "content": text or "(empty)"},
-                         {"role": "user", "content": f"That answer could not be used: {problem}. "
-                                                     "Answer again with only the JSON object, in the shape asked for."}]
+            messages += [
+                {"role": "assistant", "content": text or "(empty)"},
+                {
+                    "role": "user",
+                    "content": f"That answer could not be used: {problem}. "
+                    "Answer again with only the JSON object, in the shape asked for.",
+                },
+            ]
         raise JudgeFailed(f"the judge's answer did not fit the expected JSON twice ({problem})")
 
     async def citations(self, cited: Sequence[CitedSentence], sources: Mapping[str, Source]) -> list[SentenceVerdict]:
         """One verdict per cited sentence, in order."""
         verdicts: list[SentenceVerdict] = []
         for start in range(0, len(cited), SENTENCES_PER_REQUEST):
-            batch = cited[start:start + SENTENCES_PER_REQUEST]
+            batch = cited[start : start + SENTENCES_PER_REQUEST]
             items = []
             for n, claim in enumerate(batch, 1):
                 passages = "\n".join(
                     f'<passage marker="{s.marker}" kind="{s.kind}" url="{s.url}">\n{_cut(s.passage, PASSAGE_CHARS)}\n</passage>'
-                    for s in claim.passages(sources))
+                    for s in claim.passages(sources)
+                )
                 items.append(f'<item n="{n}">\n<sentence>{claim.sentence}</sentence>\n{passages}\n</item>')
             prompt = _fill(_prompt("citations"), items="\n".join(items), count=str(len(batch)))
             answer = await self._ask(prompt, CitationVerdicts, partial(_covers_verdicts, len(batch)))
@@ -169,12 +186,17 @@ class Judge:
 
     async def facts(self, question: str, report: str, facts: Sequence[str]) -> list[FactVerdict]:
         listed = "\n".join(f"{n}. {fact}" for n, fact in enumerate(facts, 1))
-        prompt = _fill(_prompt("facts"), question=question, report=_cut(report, REPORT_CHARS), facts=listed,
-                       count=str(len(facts)))
+        prompt = _fill(
+            _prompt("facts"), question=question, report=_cut(report, REPORT_CHARS), facts=listed, count=str(len(facts))
+        )
         answer = await self._ask(prompt, FactVerdicts, lambda a: _covers(len(facts), a.facts))
         return sorted(answer.facts, key=lambda v: v.n)
 
     async def rubric(self, question: str, report: str, reference: str) -> RubricVerdict:
-        prompt = _fill(_prompt("rubric"), question=question, report=_cut(report, REPORT_CHARS),
-                       reference=_cut(reference, REPORT_CHARS))
+        prompt = _fill(
+            _prompt("rubric"),
+            question=question,
+            report=_cut(report, REPORT_CHARS),
+            reference=_cut(reference, REPORT_CHARS),
+        )
         return await self._ask(prompt, RubricVerdict)

@@ -1,4 +1,5 @@
 """The scorecard as Markdown a team reads: the headline, a row per question, what went wrong."""
+
 from __future__ import annotations
 
 from .scorecard import QuestionResult, Scorecard, Totals
@@ -28,14 +29,19 @@ def _cell(text: str) -> str:
 
 
 def headline(t: Totals, wall_seconds: float) -> list[str]:
-    rubric = (f"{t.rubric_relative:.2f} on {t.rubric_graded} question(s) with a reference "
-              "(0.50 = as good as the reference)" if t.rubric_relative is not None else "– (no question has a reference)")
+    rubric = (
+        f"{t.rubric_relative:.2f} on {t.rubric_graded} question(s) with a reference (0.50 = as good as the reference)"
+        if t.rubric_relative is not None
+        else "– (no question has a reference)"
+    )
     per_question = t.requests / t.questions if t.questions else 0
     return [
         "| measure | result |",
         "|---|---|",
-        (f"| **Citation support** | **{pct(t.citation_support)}** of {t.cited_sentences} cited sentences supported by "
-        f"their cited passages ({t.partly} partly, {t.not_supported} not supported) |"),
+        (
+            f"| **Citation support** | **{pct(t.citation_support)}** of {t.cited_sentences} cited sentences supported by "
+            f"their cited passages ({t.partly} partly, {t.not_supported} not supported) |"
+        ),
         f"| Reference facts stated | {t.facts_stated} of {t.facts} ({t.facts_contradicted} contradicted) |",
         f"| Figure check | {t.figures_checked} figures checked against their sources · {t.figures_flagged} flagged |",
         f"| Rubric against reference | {rubric} |",
@@ -56,21 +62,32 @@ def _row(r: QuestionResult) -> str:
         facts = "not graded"
     if "rubric" in r.ungraded:
         rubric = "not graded"
-    return (f"| {_cell(r.id)} | {_cell(r.kind or '')} | {r.status} | {support} | {facts} | "
-            f"{len(r.flags)} of {r.figures_checked} | {rubric} | {r.requests} | ${r.cost_usd:.2f} | "
-            f"{duration(r.seconds)} | {_cell(r.report_file)} |")
+    return (
+        f"| {_cell(r.id)} | {_cell(r.kind or '')} | {r.status} | {support} | {facts} | "
+        f"{len(r.flags)} of {r.figures_checked} | {rubric} | {r.requests} | ${r.cost_usd:.2f} | "
+        f"{duration(r.seconds)} | {_cell(r.report_file)} |"
+    )
 
 
 def scorecard_markdown(card: Scorecard) -> list[str]:
-    lines = [f"# Deepthread eval · {card.created_at:%Y-%m-%d %H:%M} UTC", "",
-             (f"Model `{card.model}` · judge `{card.judge_model}` · {len(card.results)} question(s) from "
-             f"`{card.questions_file}`"), ""]
+    lines = [
+        f"# Deepthread eval · {card.created_at:%Y-%m-%d %H:%M} UTC",
+        "",
+        (
+            f"Model `{card.model}` · judge `{card.judge_model}` · {len(card.results)} question(s) from "
+            f"`{card.questions_file}`"
+        ),
+        "",
+    ]
     if card.planned > len(card.results):
         lines += [f"**Partial:** {len(card.results)} of {card.planned} questions measured so far.", ""]
     lines += headline(card.totals, card.wall_seconds) + [""]
-    lines += ["## Per question", "",
-              "| id | kind | run | citation support | facts | flagged figures | rubric | requests | cost | time | report |",
-              "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "## Per question",
+        "",
+        "| id | kind | run | citation support | facts | flagged figures | rubric | requests | cost | time | report |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     lines += [_row(r) for r in card.results] + [""]
     unsupported = [(r, s) for r in card.results for s in r.sentences if s.verdict != "supported"]
     if unsupported:
@@ -78,7 +95,7 @@ def scorecard_markdown(card: Scorecard) -> list[str]:
         for r, s in unsupported[:LISTED_MAX]:
             verdict = "not supported" if s.verdict == "not_supported" else "partly"
             cites = " ".join(f"[{m}]" for m in s.markers)
-            lines.append(f"- **{r.id}** · {s.where} · _{verdict}_: \"{_short(s.sentence)}\" — {cites}: {s.why}")
+            lines.append(f'- **{r.id}** · {s.where} · _{verdict}_: "{_short(s.sentence)}" — {cites}: {s.why}')
         if len(unsupported) > LISTED_MAX:
             lines.append(f"- … and {len(unsupported) - LISTED_MAX} more in scorecard.json")
         lines.append("")
@@ -86,12 +103,14 @@ def scorecard_markdown(card: Scorecard) -> list[str]:
     if flagged:
         lines += ["## Figures the figure check flagged", ""]
         for r, f in flagged[:LISTED_MAX]:
-            lines.append(f"- **{r.id}**: {f.figure} in \"{_short(f.sentence)}\" — {f.why}")
+            lines.append(f'- **{r.id}**: {f.figure} in "{_short(f.sentence)}" — {f.why}')
         lines.append("")
     missed = [(r, f) for r in card.results for f in r.facts if f.verdict != "stated"]
     if missed:
         lines += ["## Reference facts not stated", ""]
-        lines += [f"- **{r.id}** ({f.verdict}): {f.fact}" + (f" — {f.why}" if f.why else "") for r, f in missed[:LISTED_MAX]]
+        lines += [
+            f"- **{r.id}** ({f.verdict}): {f.fact}" + (f" — {f.why}" if f.why else "") for r, f in missed[:LISTED_MAX]
+        ]
         lines.append("")
     problems = [r for r in card.results if r.status != "completed" or r.judge_error]
     if problems:

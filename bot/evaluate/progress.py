@@ -1,4 +1,5 @@
 """A plain-text progress bar on stderr: one line whenever a question starts, is graded or ends."""
+
 from __future__ import annotations
 
 import time
@@ -21,8 +22,12 @@ class ProgressBar:
         filled = BAR_WIDTH * self.done // self.total if self.total else BAR_WIDTH
         elapsed = (time.monotonic() - self.started) / 60
         now = ", ".join(f"{q} {what}" for q, what in self.running.items()) or "–"
-        print(f"[{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {self.done}/{self.total} · {elapsed:.1f} min · "
-              f"{event} · now: {now}", file=self.out, flush=True)
+        print(
+            f"[{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {self.done}/{self.total} · {elapsed:.1f} min · "
+            f"{event} · now: {now}",
+            file=self.out,
+            flush=True,
+        )
 
     def start(self, question_id: str) -> None:
         self.running[question_id] = "researching"

@@ -1,4 +1,5 @@
 """The question set an eval runs: JSONL, one question a line, validated line by line."""
+
 from __future__ import annotations
 
 import json
@@ -31,8 +32,9 @@ class EvalQuestion(BaseModel):
     model_config = ConfigDict(populate_by_name=True)
 
     id: str = Field(min_length=1)
-    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS,
-                          validation_alias=AliasChoices("question", "prompt"))
+    question: str = Field(
+        min_length=1, max_length=MAX_QUESTION_CHARS, validation_alias=AliasChoices("question", "prompt")
+    )
     reference: str | None = None  # a good report on the question: the rubric compares against it
     facts: list[str] = Field(default_factory=list)  # what a good answer states
     profile: str = "standard"
@@ -80,6 +82,7 @@ def load_questions(path: Path, only: list[str] | None = None) -> list[EvalQuesti
             raise QuestionFileError(f"--only names ids not in {path}: {', '.join(unknown)}")
         questions = [q for q in questions if q.id in only]
     if not questions:
-        raise QuestionFileError(f"{path} has no questions; write lines like "
-                                '{"id": "q1", "question": "…", "facts": ["…"]}')
+        raise QuestionFileError(
+            f'{path} has no questions; write lines like {{"id": "q1", "question": "…", "facts": ["…"]}}'
+        )
     return questions

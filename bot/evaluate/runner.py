@@ -1,4 +1,5 @@
 """One question measured: researched by the same engine as `deepthread ask`, then graded."""
+
 from __future__ import annotations
 
 import time
@@ -23,15 +24,23 @@ def research_cost(state: RunState, main_model: str) -> float:
     """The run's estimated cost. Run state keeps one token total for both models, so it is priced
     at the main model's rate: an upper bound (page extraction runs on the cheaper small model)."""
     u = state.usage
-    return cost_usd(main_model, TokenCounts(u.input_tokens, u.output_tokens, u.cache_read_tokens,
-                                            u.cache_creation_tokens))
+    return cost_usd(
+        main_model, TokenCounts(u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_creation_tokens)
+    )
 
 
-async def measure(question: EvalQuestion, runtime: JobRuntime, judge_client: AsyncAnthropic, judge_model: str,
-                  reports_dir: Path, progress: ProgressBar) -> tuple[QuestionResult, str]:
+async def measure(
+    question: EvalQuestion,
+    runtime: JobRuntime,
+    judge_client: AsyncAnthropic,
+    judge_model: str,
+    reports_dir: Path,
+    progress: ProgressBar,
+) -> tuple[QuestionResult, str]:
     """The question's graded result and its report as Markdown ("" when it could not run)."""
-    base = QuestionResult(id=question.id, question=question.question, kind=question.kind,
-                          profile=question.profile, status="error")
+    base = QuestionResult(
+        id=question.id, question=question.question, kind=question.kind, profile=question.profile, status="error"
+    )
     progress.start(question.id)
     started = time.monotonic()
     try:
@@ -44,14 +53,20 @@ async def measure(question: EvalQuestion, runtime: JobRuntime, judge_client: Asy
     report = report_markdown(state)
     report_path = reports_dir / f"{_file_name(question.id)}.md"
     report_path.write_text(report, encoding="utf-8")
-    result = base.model_copy(update={
-        "status": state.status.value, "reason": state.reason, "seconds": round(seconds, 3),
-        "requests": state.usage.requests, "cost_usd": round(research_cost(state, runtime.agent.main_model), 4),
-        "sections": len(state.sections), "sources": len(state.sources),
-        "figures_checked": sum(s.figures_checked for s in state.sections),
-        "flags": [f for s in state.sections for f in s.flags],
-        "report_file": str(report_path.relative_to(reports_dir.parent)),
-    })
+    result = base.model_copy(
+        update={
+            "status": state.status.value,
+            "reason": state.reason,
+            "seconds": round(seconds, 3),
+            "requests": state.usage.requests,
+            "cost_usd": round(research_cost(state, runtime.agent.main_model), 4),
+            "sections": len(state.sections),
+            "sources": len(state.sources),
+            "figures_checked": sum(s.figures_checked for s in state.sections),
+            "flags": [f for s in state.sections for f in s.flags],
+            "report_file": str(report_path.relative_to(reports_dir.parent)),
+        }
+    )
     progress.grading(question.id)
     judge = Judge(judge_client, judge_model)
     await _grade(result, question, state, report, judge)
@@ -67,15 +82,19 @@ async def _grade(result: QuestionResult, question: EvalQuestion, state: RunState
     cited = cited_sentences(state)
     try:
         verdicts = await judge.citations(cited, state.sources)
-        result.sentences = [SentenceGrade(where=c.where, sentence=c.sentence, markers=c.markers, verdict=v.verdict,
-                                          why=v.why) for c, v in zip(cited, verdicts)]
+        result.sentences = [
+            SentenceGrade(where=c.where, sentence=c.sentence, markers=c.markers, verdict=v.verdict, why=v.why)
+            for c, v in zip(cited, verdicts, strict=True)
+        ]
     except JudgeFailed as exc:
         errors.append(f"citation support: {exc}")
         result.ungraded.append("citations")
     if question.facts:
         try:
             facts = await judge.facts(question.question, report, question.facts)
-            result.facts = [FactGrade(fact=f, verdict=v.verdict, why=v.why) for f, v in zip(question.facts, facts)]
+            result.facts = [
+                FactGrade(fact=f, verdict=v.verdict, why=v.why) for f, v in zip(question.facts, facts, strict=True)
+            ]
         except JudgeFailed as exc:
             errors.append(f"facts: {exc}")
             result.ungraded.append("facts")

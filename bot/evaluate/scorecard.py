@@ -1,4 +1,5 @@
 """The scorecard: per-question grades, their totals, and the JSON a later run compares against."""
+
 from __future__ import annotations
 
 from datetime import datetime

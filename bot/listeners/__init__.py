@@ -1,4 +1,5 @@
 """Listeners grouped by what they react to; each group registers itself on the app."""
+
 from __future__ import annotations
 
 from slack_bolt.async_app import AsyncApp

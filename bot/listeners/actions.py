@@ -1,4 +1,5 @@
 """Buttons on the progress message."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -1,4 +1,5 @@
 """@deepthread <question>: start a run, answer in the thread, pin the report, enqueue."""
+
 from __future__ import annotations
 
 import asyncio
@@ -33,8 +34,10 @@ def register(app: AsyncApp, services: Services) -> None:
 
 
 # Said in the thread when run storage does not answer even after the client's reconnect backoff.
-STORAGE_DOWN = ("I could not start on this: my run storage is not answering right now, so nothing was started. "
-                "Please ask again in a minute.")
+STORAGE_DOWN = (
+    "I could not start on this: my run storage is not answering right now, so nothing was started. "
+    "Please ask again in a minute."
+)
 
 
 async def storage_down(client: AsyncWebClient, event: dict[str, Any], exc: Exception) -> None:
@@ -49,7 +52,9 @@ async def storage_down(client: AsyncWebClient, event: dict[str, Any], exc: Excep
         log.warning("could not tell the thread to try again: %s", post_error)
 
 
-async def handle_mention(services: Services, client: AsyncWebClient, event: dict[str, Any], body: dict[str, Any]) -> None:
+async def handle_mention(
+    services: Services, client: AsyncWebClient, event: dict[str, Any], body: dict[str, Any]
+) -> None:
     try:
         mention = MentionEvent.model_validate(event)
     except ValidationError as exc:
@@ -65,30 +70,63 @@ async def handle_mention(services: Services, client: AsyncWebClient, event: dict
     question = question_of(mention.text, services.bot_user_id)
     if mention.thread_ts and question and await services.runs.in_thread(mention.channel, mention.thread_ts):
         # A mention inside one of our threads steers or continues that research.
-        await thread_message(services, client, channel=mention.channel, thread_ts=mention.thread_ts, ts=mention.ts,
-                             user=mention.user, text=question, event_id=event_id)
+        await thread_message(
+            services,
+            client,
+            channel=mention.channel,
+            thread_ts=mention.thread_ts,
+            ts=mention.ts,
+            user=mention.user,
+            text=question,
+            event_id=event_id,
+        )
         return
-    await handle_question(services, client, channel=mention.channel, thread_ts=mention.thread, user=mention.user,
-                          question=question, team=body.get("team_id"))
+    await handle_question(
+        services,
+        client,
+        channel=mention.channel,
+        thread_ts=mention.thread,
+        user=mention.user,
+        question=question,
+        team=body.get("team_id"),
+    )
 
 
-async def handle_question(services: Services, client: AsyncWebClient, *, channel: str, thread_ts: str, user: str,
-                          question: str, team: str | None) -> None:
+async def handle_question(
+    services: Services,
+    client: AsyncWebClient,
+    *,
+    channel: str,
+    thread_ts: str,
+    user: str,
+    question: str,
+    team: str | None,
+) -> None:
     """A new question, from a mention or a direct message: help, refuse with advice, or start."""
     if services.channels and channel not in services.channels and not channel.startswith("D"):
-        await _reply(client, channel, thread_ts, "I am not enabled in this channel. Ask me in one of the channels "
-                     "the team set me up for, or in a direct message.")
+        await _reply(
+            client,
+            channel,
+            thread_ts,
+            "I am not enabled in this channel. Ask me in one of the channels "
+            "the team set me up for, or in a direct message.",
+        )
         return
     if not question:
         await _reply(client, channel, thread_ts, render_help())
         return
     if len(question) > MAX_QUESTION_CHARS:
-        await _reply(client, channel, thread_ts,
-                     f"That question is {len(question):,} characters; I take up to {MAX_QUESTION_CHARS:,}. "
-                     "Ask the question in a sentence or two and share long material as a file in the thread.")
+        await _reply(
+            client,
+            channel,
+            thread_ts,
+            f"That question is {len(question):,} characters; I take up to {MAX_QUESTION_CHARS:,}. "
+            "Ask the question in a sentence or two and share long material as a file in the thread.",
+        )
         return
-    state = await services.runs.start(Run(team=team, channel=channel, thread_ts=thread_ts, requester=user,
-                                          question=question))
+    state = await services.runs.start(
+        Run(team=team, channel=channel, thread_ts=thread_ts, requester=user, question=question)
+    )
     await post_and_launch(services, client, state)
 
 
@@ -99,8 +137,9 @@ async def _reply(client: AsyncWebClient, channel: str, thread_ts: str, text: str
         log.warning("could not reply in %s: %s", channel, exc.response.get("error"))
 
 
-async def post_and_launch(services: Services, client: AsyncWebClient, state: RunState, *,
-                          continuing: bool = False) -> None:
+async def post_and_launch(
+    services: Services, client: AsyncWebClient, state: RunState, *, continuing: bool = False
+) -> None:
     """Queue the run, then post its messages. A continuation posts a new progress message and
     keeps editing its parent's pinned report.
 
@@ -114,12 +153,18 @@ async def post_and_launch(services: Services, client: AsyncWebClient, state: Run
     # their rate-limit slots, no other process posts this run's messages a second time.
     await services.runs.claim_posting(run.id)
     try:
-        posted = await client.chat_postMessage(channel=run.channel or "", thread_ts=run.thread_ts,
-                                               text=progress.text, blocks=progress.blocks)
+        posted = await client.chat_postMessage(
+            channel=run.channel or "", thread_ts=run.thread_ts, text=progress.text, blocks=progress.blocks
+        )
         report_ts = run.report_message
         if report_ts is None:
-            pinned = await client.chat_postMessage(channel=run.channel or "", thread_ts=run.thread_ts,
-                                                   text=report.text, blocks=report.blocks, unfurl_links=False)
+            pinned = await client.chat_postMessage(
+                channel=run.channel or "",
+                thread_ts=run.thread_ts,
+                text=report.text,
+                blocks=report.blocks,
+                unfurl_links=False,
+            )
             report_ts = pinned["ts"]
             await pin(client, run.channel or "", report_ts)
     except SlackApiError as exc:
@@ -129,8 +174,13 @@ async def post_and_launch(services: Services, client: AsyncWebClient, state: Run
         return
     state = await services.runs.attach_messages(run.id, progress=posted["ts"], report=report_ts)
     # The publisher's digest cache (its own record): it need not edit what was just posted.
-    await asyncio.to_thread(remember_rendered, services.redis, run.id, progress=progress.digest(),
-                            report="" if continuing else report.digest())
+    await asyncio.to_thread(
+        remember_rendered,
+        services.redis,
+        run.id,
+        progress=progress.digest(),
+        report="" if continuing else report.digest(),
+    )
     log.info("run %s started in %s", run.id, run.channel)
 
 

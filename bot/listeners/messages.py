@@ -1,6 +1,7 @@
 """Thread replies: a note for the running loop, "go deeper", or a continuation after the end.
 Our own messages, other bots, edits, deletions and messages mentioning us (the mention
 listener handles those) are ignored."""
+
 from __future__ import annotations
 
 import logging
@@ -28,8 +29,9 @@ def register(app: AsyncApp, services: Services) -> None:
             await storage_down(client, event, exc)
 
 
-async def handle_message(services: Services, client: AsyncWebClient, event: dict[str, Any],
-                         body: dict[str, Any]) -> None:
+async def handle_message(
+    services: Services, client: AsyncWebClient, event: dict[str, Any], body: dict[str, Any]
+) -> None:
     try:
         message = MessageEvent.model_validate(event)
     except ValidationError:
@@ -43,8 +45,23 @@ async def handle_message(services: Services, client: AsyncWebClient, event: dict
     if not await services.runs.claim_event(f"event:{event_id}", EVENT_DEDUPE_TTL_SECONDS):
         return
     if message.thread_ts is None:  # a direct message to the bot is a question
-        await handle_question(services, client, channel=message.channel, thread_ts=message.ts, user=message.user,
-                              question=message.text.strip(), team=body.get("team_id"))
+        await handle_question(
+            services,
+            client,
+            channel=message.channel,
+            thread_ts=message.ts,
+            user=message.user,
+            question=message.text.strip(),
+            team=body.get("team_id"),
+        )
         return
-    await thread_message(services, client, channel=message.channel, thread_ts=message.thread_ts, ts=message.ts,
-                         user=message.user, text=message.text, event_id=event_id)
+    await thread_message(
+        services,
+        client,
+        channel=message.channel,
+        thread_ts=message.thread_ts,
+        ts=message.ts,
+        user=message.user,
+        text=message.text,
+        event_id=event_id,
+    )

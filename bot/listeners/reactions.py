@@ -1,4 +1,5 @@
 """The stop reaction on a run's progress or report message; every other reaction is ignored."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -5,6 +5,7 @@
 answered and why earlier ones did not. Each provider lives in its own module; they share
 one transport (transport.py) and one normaliser (normalise.py).
 """
+
 from __future__ import annotations
 
 from .chain import Provider, providers, search
@@ -20,6 +21,17 @@ from .outcome import (
 )
 
 __all__ = [
-    "DEGRADING", "DDGSClient", "DDGSFactory", "FailureKind", "Provider", "ProviderFailure", "SearchAnswer",
-    "SearchFailed", "SearchHealth", "SearchHit", "operator_advice", "providers", "search",
+    "DEGRADING",
+    "DDGSClient",
+    "DDGSFactory",
+    "FailureKind",
+    "Provider",
+    "ProviderFailure",
+    "SearchAnswer",
+    "SearchFailed",
+    "SearchHealth",
+    "SearchHit",
+    "operator_advice",
+    "providers",
+    "search",
 ]

@@ -1,4 +1,5 @@
 """Brave Web Search API: GET with X-Subscription-Token (api-dashboard.search.brave.com reference)."""
+
 from __future__ import annotations
 
 import httpx
@@ -51,7 +52,8 @@ def _wait(reply: Reply) -> float | None:
     reset = _ints(reply.headers.get("x-ratelimit-reset"))
     if not reset:
         return None
-    exhausted = [r for left, r in zip(remaining, reset) if left <= 0]
+    # Brave sends one value per window (per second, per month); a short header pairs what it has.
+    exhausted = [r for left, r in zip(remaining, reset, strict=False) if left <= 0]
     return float(max(exhausted) if exhausted else reset[0])
 
 
@@ -74,21 +76,29 @@ def _error_fields(reply: Reply) -> tuple[str, str]:
 def _failure(reply: Reply) -> SearchFailed:
     code, detail = _error_fields(reply)
     if code.startswith("SUBSCRIPTION_TOKEN") or code == "SUBSCRIPTION_NOT_FOUND" or reply.status in (401, 403):
-        return SearchFailed(f"Brave rejected the API key (HTTP {reply.status}{', ' + code if code else ''}); "
-                            f"the operator must set a valid BRAVE_API_KEY from {KEY_HELP}; "
-                            f"until then, {RESULT_GONE}", "configuration")
+        return SearchFailed(
+            f"Brave rejected the API key (HTTP {reply.status}{', ' + code if code else ''}); "
+            f"the operator must set a valid BRAVE_API_KEY from {KEY_HELP}; "
+            f"until then, {RESULT_GONE}",
+            "configuration",
+        )
     if reply.status == 429:
         wait = _wait(reply)
         if code == "QUOTA_LIMITED":
             when = f" (it resets in {wait_text(wait)})" if wait is not None else ""
-            return SearchFailed(f"Brave's search quota for this key is used up{when}; the operator must raise the "
-                                "plan's limit; until then, read pages you already have or URLs you know",
-                                "rate_limited")
+            return SearchFailed(
+                f"Brave's search quota for this key is used up{when}; the operator must raise the "
+                "plan's limit; until then, read pages you already have or URLs you know",
+                "rate_limited",
+            )
         return status_error(LABEL, reply, wait)
     if reply.status in (400, 422):
         said = f": {detail}" if detail else ""
-        return SearchFailed(f"Brave could not accept this query (HTTP {reply.status}{said}); use 2–6 plain words, "
-                            f"under {BRAVE_MAX_QUERY_CHARS} characters", "refused_query")
+        return SearchFailed(
+            f"Brave could not accept this query (HTTP {reply.status}{said}); use 2–6 plain words, "
+            f"under {BRAVE_MAX_QUERY_CHARS} characters",
+            "refused_query",
+        )
     return status_error(LABEL, reply)
 
 
@@ -96,12 +106,19 @@ async def brave(client: httpx.AsyncClient, config: SearchConfig, query: str) -> 
     key = api_key(config.brave_api_key, "BRAVE_API_KEY", LABEL, KEY_HELP)
     words = len(query.split())
     if len(query) > BRAVE_MAX_QUERY_CHARS or words > BRAVE_MAX_QUERY_WORDS:
-        raise SearchFailed(f"the query is too long for Brave ({len(query)} characters, {words} words; at most "
-                           f"{BRAVE_MAX_QUERY_CHARS} and {BRAVE_MAX_QUERY_WORDS}); use 2–6 plain words",
-                           "refused_query")
+        raise SearchFailed(
+            f"the query is too long for Brave ({len(query)} characters, {words} words; at most "
+            f"{BRAVE_MAX_QUERY_CHARS} and {BRAVE_MAX_QUERY_WORDS}); use 2–6 plain words",
+            "refused_query",
+        )
     count = max(1, min(config.results or defaults.SEARCH_RESULTS, BRAVE_MAX_COUNT))
     reply = await call(
-        client, LABEL, "GET", config.brave_url, config, wait_of=_wait,
+        client,
+        LABEL,
+        "GET",
+        config.brave_url,
+        config,
+        wait_of=_wait,
         params={"q": query, "count": count},
         headers={"X-Subscription-Token": key, "Accept": "application/json"},
     )
@@ -109,13 +126,18 @@ async def brave(client: httpx.AsyncClient, config: SearchConfig, query: str) -> 
         raise _failure(reply)
     data = parse_json(reply, LABEL, "is DEEPTHREAD_BRAVE_URL the web search endpoint?")
     if not isinstance(data, dict) or data.get("type") != "search":
-        raise SearchFailed("Brave answered in an unexpected shape (no search response); try again in a minute, "
-                           "or read pages you already have", "unavailable")
+        raise SearchFailed(
+            "Brave answered in an unexpected shape (no search response); try again in a minute, "
+            "or read pages you already have",
+            "unavailable",
+        )
     web = data.get("web")
     if web is None:
         return []  # Brave leaves out the "web" block when nothing matched
     results = web.get("results") if isinstance(web, dict) else None
     if not isinstance(results, list):
-        raise SearchFailed("Brave answered without a web result list; try again in a minute, "
-                           "or read pages you already have", "unavailable")
+        raise SearchFailed(
+            "Brave answered without a web result list; try again in a minute, or read pages you already have",
+            "unavailable",
+        )
     return hits_from(results, snippet="description", dates=("page_age", "age"))

@@ -5,6 +5,7 @@ over to the next; the answer says which provider answered and why the earlier on
 A provider whose empty answer may be a refusal (ddgs) also hands over when one is left.
 The chain never raises: when no provider answers, the answer carries every failure.
 """
+
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
@@ -52,9 +53,14 @@ def redact(message: str, config: SearchConfig) -> str:
     return message
 
 
-async def search(client: httpx.AsyncClient, config: SearchConfig, query: str, *,
-                 registry: Mapping[str, Provider] | None = None,
-                 skip: Mapping[str, ProviderFailure] | None = None) -> SearchAnswer:
+async def search(
+    client: httpx.AsyncClient,
+    config: SearchConfig,
+    query: str,
+    *,
+    registry: Mapping[str, Provider] | None = None,
+    skip: Mapping[str, ProviderFailure] | None = None,
+) -> SearchAnswer:
     """Ask config.providers in order.
 
     `skip` holds providers known not to work for this run (a bad key), with their failure: they
@@ -68,9 +74,15 @@ async def search(client: httpx.AsyncClient, config: SearchConfig, query: str, *,
     for name in config.providers:
         provider = known.get(name)
         if provider is None:
-            failures.append(ProviderFailure(name, name, "configuration",
-                                            f"the {name} search provider is unknown; the operator can set "
-                                            "DEEPTHREAD_SEARCH to duckduckgo, searxng, brave or tavily"))
+            failures.append(
+                ProviderFailure(
+                    name,
+                    name,
+                    "configuration",
+                    f"the {name} search provider is unknown; the operator can set "
+                    "DEEPTHREAD_SEARCH to duckduckgo, searxng, brave or tavily",
+                )
+            )
             continue
         if skip and name in skip:
             skipped.append(skip[name])

@@ -6,6 +6,7 @@ to failure kinds here. One limit of the library: a backend that refuses (HTTP 20
 captcha) and one that found nothing both come back as "No results found.", so an empty
 answer from ddgs is reported as uncertain, never as a plain "no results".
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -46,24 +47,37 @@ DDGSFactory = Callable[..., DDGSClient]
 
 def _failure(exc: DDGSException, timeout: float) -> SearchFailed:
     if isinstance(exc, RatelimitException):
-        return SearchFailed("DuckDuckGo is rate-limiting searches from this server; read pages you already have, "
-                            "then search again in a few minutes", "rate_limited")
+        return SearchFailed(
+            "DuckDuckGo is rate-limiting searches from this server; read pages you already have, "
+            "then search again in a few minutes",
+            "rate_limited",
+        )
     if isinstance(exc, TimeoutException):
-        return SearchFailed(f"DuckDuckGo did not answer within {timeout:g} s; try again, or use a shorter query",
-                            "timeout")
+        return SearchFailed(
+            f"DuckDuckGo did not answer within {timeout:g} s; try again, or use a shorter query", "timeout"
+        )
     detail = plain(str(exc), DETAIL_MAX_CHARS)
     lowered = detail.lower()
     if any(word in lowered for word in _RATE_WORDS):
-        return SearchFailed(f"DuckDuckGo is rate-limiting searches from this server ({detail}); read pages you "
-                            "already have, then search again in a few minutes", "rate_limited")
+        return SearchFailed(
+            f"DuckDuckGo is rate-limiting searches from this server ({detail}); read pages you "
+            "already have, then search again in a few minutes",
+            "rate_limited",
+        )
     if any(word in lowered for word in _BLOCK_WORDS):
-        return SearchFailed(f"DuckDuckGo is blocking automated searches from this server ({detail}), so rephrasing "
-                            "will not help", "blocked")
+        return SearchFailed(
+            f"DuckDuckGo is blocking automated searches from this server ({detail}), so rephrasing will not help",
+            "blocked",
+        )
     if "timed out" in lowered or "timeout" in lowered:
-        return SearchFailed(f"DuckDuckGo did not answer in time ({detail}); try again, or use a shorter query",
-                            "timeout")
-    return SearchFailed(f"DuckDuckGo search failed ({detail or type(exc).__name__}); try again in a minute, "
-                        "or read pages you already have", "unavailable")
+        return SearchFailed(
+            f"DuckDuckGo did not answer in time ({detail}); try again, or use a shorter query", "timeout"
+        )
+    return SearchFailed(
+        f"DuckDuckGo search failed ({detail or type(exc).__name__}); try again in a minute, "
+        "or read pages you already have",
+        "unavailable",
+    )
 
 
 class DuckDuckGo:
@@ -90,8 +104,9 @@ class DuckDuckGo:
                 raw = await asyncio.to_thread(run)
         except TimeoutError:
             # The thread finishes on ddgs's own timeout; we stop waiting for it now.
-            raise SearchFailed(f"DuckDuckGo did not answer within {timeout:g} s; try again, or use a shorter query",
-                               "timeout") from None
+            raise SearchFailed(
+                f"DuckDuckGo did not answer within {timeout:g} s; try again, or use a shorter query", "timeout"
+            ) from None
         except DDGSException as exc:
             if str(exc) == DDGS_NO_RESULTS:
                 return []

@@ -3,6 +3,7 @@
 One SearchHealth per run, shared by the lead's web_search and its task agents' copies, so a
 degraded condition is announced once per run whoever met it.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -22,8 +23,11 @@ TRANSIENT_KINDS = frozenset({"timeout", "unavailable"})
 # provider that cannot tell them apart, a human is told search may be blocked.
 UNCERTAIN_EMPTY_STREAK = 2
 # Providers an operator can add for sturdier search, in the order we suggest them.
-_ALTERNATIVES = {"brave": "Brave (BRAVE_API_KEY)", "searxng": "SearXNG (SEARXNG_URL)",
-                 "tavily": "Tavily (TAVILY_API_KEY)"}
+_ALTERNATIVES = {
+    "brave": "Brave (BRAVE_API_KEY)",
+    "searxng": "SearXNG (SEARXNG_URL)",
+    "tavily": "Tavily (TAVILY_API_KEY)",
+}
 _WHAT = {
     "blocked": "is blocking automated searches (bot-check page)",
     "rate_limited": "is rate-limiting searches",
@@ -60,14 +64,18 @@ class SearchHealth:
             if failure.kind in TRANSIENT_KINDS and answer.answered:
                 continue  # a slow moment covered by the next provider is not worth a human's eye
             if failure.kind in DEGRADING and self._first(f"{failure.provider}:{failure.kind}"):
-                notices.append(f"Search degraded: {failure.label} {_WHAT[failure.kind]}{instead}. "
-                               f"{_capital(operator_advice(chain))}.")
+                notices.append(
+                    f"Search degraded: {failure.label} {_WHAT[failure.kind]}{instead}. "
+                    f"{_capital(operator_advice(chain))}."
+                )
         if answer.uncertain_empty:
             self.empty_streak += 1
             if self.empty_streak >= UNCERTAIN_EMPTY_STREAK and self._first(f"{answer.provider}:uncertain_empty"):
-                notices.append(f"Search may be degraded: {answer.label} returned nothing for "
-                               f"{self.empty_streak} searches in a row, which often means it is refusing this "
-                               f"server. {_capital(operator_advice(chain))}.")
+                notices.append(
+                    f"Search may be degraded: {answer.label} returned nothing for "
+                    f"{self.empty_streak} searches in a row, which often means it is refusing this "
+                    f"server. {_capital(operator_advice(chain))}."
+                )
         elif answer.hits:
             self.empty_streak = 0
         return notices
@@ -80,8 +88,11 @@ class SearchHealth:
 
     # A resumed run must not announce again what a human already saw, nor ask a dead provider.
     def to_state(self) -> dict[str, Any]:
-        return {"dead": {name: vars(f) for name, f in self.dead.items()}, "announced": sorted(self.announced),
-                "empty_streak": self.empty_streak}
+        return {
+            "dead": {name: vars(f) for name, f in self.dead.items()},
+            "announced": sorted(self.announced),
+            "empty_streak": self.empty_streak,
+        }
 
     def load(self, state: dict[str, Any]) -> None:
         """Take over a saved state in place (the object is shared with task agents' copies)."""

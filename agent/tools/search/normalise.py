@@ -4,6 +4,7 @@ Providers differ only in which keys hold the URL, the snippet and the date; what
 like (no markup, unescaped entities, a bounded snippet, an ISO date, web URLs only, each
 once) is decided here, once.
 """
+
 from __future__ import annotations
 
 import html
@@ -52,8 +53,9 @@ def _date(value: object) -> str | None:
     return plain(text, RAW_DATE_MAX_CHARS) or None
 
 
-def hits_from(results: Iterable[Any], *, url: str = "url", title: str = "title", snippet: str,
-              dates: tuple[str, ...] = ()) -> list[SearchHit]:
+def hits_from(
+    results: Iterable[Any], *, url: str = "url", title: str = "title", snippet: str, dates: tuple[str, ...] = ()
+) -> list[SearchHit]:
     """Provider result dicts → SearchHits: web URLs only (http/https), each once, in the provider's order.
 
     Entries that are not dicts or lack a URL string are skipped, never fatal.
@@ -70,9 +72,12 @@ def hits_from(results: Iterable[Any], *, url: str = "url", title: str = "title",
         if not link.startswith(("http://", "https://")) or link in seen:
             continue
         seen.add(link)
-        hits.append(SearchHit(
-            title=plain(r.get(title)) or link, url=link,
-            snippet=plain(r.get(snippet), SNIPPET_MAX_CHARS),
-            date=next((d for d in (_date(r.get(key)) for key in dates) if d), None),
-        ))
+        hits.append(
+            SearchHit(
+                title=plain(r.get(title)) or link,
+                url=link,
+                snippet=plain(r.get(snippet), SNIPPET_MAX_CHARS),
+                date=next((d for d in (_date(r.get(key)) for key in dates) if d), None),
+            )
+        )
     return hits

@@ -1,9 +1,10 @@
 """What a search gives back: hits, a provider's failure, and the answer of a whole chain.
 
-    SearchFailed(kind)            one provider could not answer; its message says what to do
-    SearchAnswer                  the chain's answer: hits from the provider that answered,
-                                  and the failures of those tried before it (never raised)
+SearchFailed(kind)            one provider could not answer; its message says what to do
+SearchAnswer                  the chain's answer: hits from the provider that answered,
+                              and the failures of those tried before it (never raised)
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -1,4 +1,5 @@
 """SearXNG (self-hosted metasearch), through its JSON API: GET /search?q=…&format=json."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -20,7 +21,7 @@ _BLOCK_WORDS = ("captcha", "access denied", "too many requests", "suspended")
 
 
 def _unresponsive(data: dict[str, Any]) -> list[str]:
-    """"engine (reason)" for each engine SearXNG says did not answer."""
+    """ "engine (reason)" for each engine SearXNG says did not answer."""
     out = []
     for entry in data.get("unresponsive_engines") or []:
         if isinstance(entry, (list, tuple)) and entry:
@@ -37,8 +38,11 @@ async def searxng(client: httpx.AsyncClient, config: SearchConfig, query: str) -
     reply = await call(client, LABEL, "GET", url, config, params={"q": query, "format": "json"})
     if reply.status == 403:
         # SearXNG answers 403 for an output format its settings.yml does not enable.
-        raise SearchFailed("SearXNG refused JSON output (HTTP 403); the operator must add json to search.formats "
-                           f"in its settings.yml; until then, {RESULT_GONE}", "configuration")
+        raise SearchFailed(
+            "SearXNG refused JSON output (HTTP 403); the operator must add json to search.formats "
+            f"in its settings.yml; until then, {RESULT_GONE}",
+            "configuration",
+        )
     if not 200 <= reply.status < 300:
         raise status_error(LABEL, reply)
     data = parse_json(reply, LABEL, "is its JSON format enabled?")
@@ -51,7 +55,10 @@ async def searxng(client: httpx.AsyncClient, config: SearchConfig, query: str) -
         # Nothing came back because its engines refused, not because nothing matched.
         shown = ", ".join(refused[:ENGINES_SHOWN]) + (" …" if len(refused) > ENGINES_SHOWN else "")
         blocked = any(word in entry.lower() for entry in refused for word in _BLOCK_WORDS)
-        raise SearchFailed(f"SearXNG's engines did not answer ({shown}), so it has no results to give; "
-                           "the operator should enable other engines in its settings.yml; "
-                           f"until then, {RESULT_GONE}", "blocked" if blocked else "unavailable")
+        raise SearchFailed(
+            f"SearXNG's engines did not answer ({shown}), so it has no results to give; "
+            "the operator should enable other engines in its settings.yml; "
+            f"until then, {RESULT_GONE}",
+            "blocked" if blocked else "unavailable",
+        )
     return hits

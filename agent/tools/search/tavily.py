@@ -1,4 +1,5 @@
 """Tavily Search API: POST JSON with a Bearer key (docs.tavily.com, search endpoint reference)."""
+
 from __future__ import annotations
 
 import httpx
@@ -24,7 +25,7 @@ def _detail(reply: Reply) -> str:
     try:
         data = reply.json()
     except ValueError:
-        return plain(reply.body[:DETAIL_MAX_CHARS * 2].decode("utf-8", "replace"), DETAIL_MAX_CHARS)
+        return plain(reply.body[: DETAIL_MAX_CHARS * 2].decode("utf-8", "replace"), DETAIL_MAX_CHARS)
     detail = data.get("detail") if isinstance(data, dict) else None
     if isinstance(detail, dict):
         return plain(detail.get("error"), DETAIL_MAX_CHARS)
@@ -36,18 +37,25 @@ def _detail(reply: Reply) -> str:
 def _failure(reply: Reply) -> SearchFailed:
     status = reply.status
     if status in (401, 403):
-        return SearchFailed(f"Tavily rejected the API key (HTTP {status}); the operator must set a valid "
-                            f"TAVILY_API_KEY from {KEY_HELP}; until then, {RESULT_GONE}", "configuration")
+        return SearchFailed(
+            f"Tavily rejected the API key (HTTP {status}); the operator must set a valid "
+            f"TAVILY_API_KEY from {KEY_HELP}; until then, {RESULT_GONE}",
+            "configuration",
+        )
     if status in (432, 433):
         limit = "plan's usage limit" if status == 432 else "pay-as-you-go limit"
-        return SearchFailed(f"Tavily refused the search: this key's {limit} is reached (HTTP {status}); the operator "
-                            "must raise it in the Tavily dashboard; until then, read pages you already have "
-                            "or URLs you know", "rate_limited")
+        return SearchFailed(
+            f"Tavily refused the search: this key's {limit} is reached (HTTP {status}); the operator "
+            "must raise it in the Tavily dashboard; until then, read pages you already have "
+            "or URLs you know",
+            "rate_limited",
+        )
     if status in (400, 422):
         detail = _detail(reply)
         said = f": {detail}" if detail else ""
-        return SearchFailed(f"Tavily could not accept this query (HTTP {status}{said}); use 2–6 plain words",
-                            "refused_query")
+        return SearchFailed(
+            f"Tavily could not accept this query (HTTP {status}{said}); use 2–6 plain words", "refused_query"
+        )
     return status_error(LABEL, reply)
 
 
@@ -62,7 +70,12 @@ async def tavily(client: httpx.AsyncClient, config: SearchConfig, query: str) ->
         "include_images": False,
     }
     reply = await call(
-        client, LABEL, "POST", config.tavily_url, config, json=body,
+        client,
+        LABEL,
+        "POST",
+        config.tavily_url,
+        config,
+        json=body,
         headers={"Authorization": f"Bearer {key}", "Accept": "application/json"},
     )
     if not 200 <= reply.status < 300:
@@ -70,6 +83,8 @@ async def tavily(client: httpx.AsyncClient, config: SearchConfig, query: str) ->
     data = parse_json(reply, LABEL, "is DEEPTHREAD_TAVILY_URL the search endpoint?")
     results = data.get("results") if isinstance(data, dict) else None
     if not isinstance(results, list):
-        raise SearchFailed("Tavily answered without a result list; try again in a minute, "
-                           "or read pages you already have", "unavailable")
+        raise SearchFailed(
+            "Tavily answered without a result list; try again in a minute, or read pages you already have",
+            "unavailable",
+        )
     return hits_from(results, snippet="content", dates=("published_date",))

@@ -5,6 +5,7 @@ says what happened and what to do next. A bot-check page (DuckDuckGo's HTTP 202 
 page, a Cloudflare challenge) is recognised here, before any parser sees it, so a block is
 never mistaken for an empty result.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -42,8 +43,9 @@ RATE_LIMIT_RETRIES = 1
 # How much of an HTML body is scanned for bot-check markers (they sit near the top).
 CHALLENGE_SCAN_BYTES = 64_000
 # Words bot-check pages use: DuckDuckGo's "anomaly" form, captchas, Cloudflare's interstitial.
-_CHALLENGE = re.compile(rb"anomaly|captcha|challenge-form|cf-chl|unusual traffic|are you a robot|just a moment",
-                        re.IGNORECASE)
+_CHALLENGE = re.compile(
+    rb"anomaly|captcha|challenge-form|cf-chl|unusual traffic|are you a robot|just a moment", re.IGNORECASE
+)
 
 RESULT_GONE = "read pages you already have, or search again later"
 
@@ -120,41 +122,66 @@ def status_error(provider: str, response: Reply | httpx.Response, wait: float | 
         if wait is None:
             wait = retry_after(response.headers)
         hint = f" and asks us to wait {wait_text(wait)}" if wait is not None else ""
-        return SearchFailed(f"{provider} is rate-limiting searches{hint}; read pages you already have, then search again",
-                            "rate_limited")
+        return SearchFailed(
+            f"{provider} is rate-limiting searches{hint}; read pages you already have, then search again",
+            "rate_limited",
+        )
     if code in (401, 403):
-        return SearchFailed(f"{provider} rejected our credentials (HTTP {code}); the operator must fix the search key; "
-                            f"until then, {RESULT_GONE}", "configuration")
+        return SearchFailed(
+            f"{provider} rejected our credentials (HTTP {code}); the operator must fix the search key; "
+            f"until then, {RESULT_GONE}",
+            "configuration",
+        )
     if code >= 500:
-        return SearchFailed(f"{provider} had a server error (HTTP {code}); try again in a minute, "
-                            "or read pages you already have", "unavailable")
+        return SearchFailed(
+            f"{provider} had a server error (HTTP {code}); try again in a minute, or read pages you already have",
+            "unavailable",
+        )
     if 300 <= code < 400:
-        return SearchFailed(f"{provider} answered with a redirect (HTTP {code}) instead of results; the operator "
-                            f"should check the search endpoint setting; until then, {RESULT_GONE}", "configuration")
+        return SearchFailed(
+            f"{provider} answered with a redirect (HTTP {code}) instead of results; the operator "
+            f"should check the search endpoint setting; until then, {RESULT_GONE}",
+            "configuration",
+        )
     return SearchFailed(f"{provider} refused the search (HTTP {code}); try a shorter, plainer query", "refused_query")
 
 
-async def _send(client: httpx.AsyncClient, provider: str, method: str, url: str, timeout: float,
-                **kwargs: Any) -> Reply:
+async def _send(
+    client: httpx.AsyncClient, provider: str, method: str, url: str, timeout: float, **kwargs: Any
+) -> Reply:
     try:
         async with client.stream(method, url, timeout=timeout, follow_redirects=False, **kwargs) as response:
             body = bytearray()
             async for chunk in response.aiter_bytes():
                 body += chunk
                 if len(body) > MAX_RESPONSE_BYTES:
-                    raise SearchFailed(f"{provider} answered with more than {MAX_RESPONSE_BYTES // 1_000_000} MB, "
-                                       "which is not a search result; try again later", "unavailable")
+                    raise SearchFailed(
+                        f"{provider} answered with more than {MAX_RESPONSE_BYTES // 1_000_000} MB, "
+                        "which is not a search result; try again later",
+                        "unavailable",
+                    )
             return Reply(response.status_code, response.headers, bytes(body))
     except httpx.TimeoutException:
-        raise SearchFailed(f"{provider} did not answer within {timeout:g} s; try again, "
-                           "or use a shorter query", "timeout") from None
+        raise SearchFailed(
+            f"{provider} did not answer within {timeout:g} s; try again, or use a shorter query", "timeout"
+        ) from None
     except httpx.HTTPError as exc:
-        raise SearchFailed(f"{provider} could not be reached ({type(exc).__name__}); try again in a minute, "
-                           "or read pages you already have", "unavailable") from None
+        raise SearchFailed(
+            f"{provider} could not be reached ({type(exc).__name__}); try again in a minute, "
+            "or read pages you already have",
+            "unavailable",
+        ) from None
 
 
-async def call(client: httpx.AsyncClient, provider: str, method: str, url: str, config: SearchConfig,
-               wait_of: Callable[[Reply], float | None] | None = None, **kwargs: Any) -> Reply:
+async def call(
+    client: httpx.AsyncClient,
+    provider: str,
+    method: str,
+    url: str,
+    config: SearchConfig,
+    wait_of: Callable[[Reply], float | None] | None = None,
+    **kwargs: Any,
+) -> Reply:
     """One search request under the search deadline; a brief rate-limit pause is waited out once.
 
     `wait_of(reply)` reads a provider-specific pause from a 429; Retry-After is used otherwise.
@@ -169,9 +196,12 @@ async def call(client: httpx.AsyncClient, provider: str, method: str, url: str, 
                 reply = await _send(client, provider, method, url, total, **kwargs)
                 challenge = challenge_of(reply)
                 if challenge is not None:
-                    raise SearchFailed(f"{provider} answered with {challenge} (HTTP {reply.status}) instead of results: "
-                                       "it is blocking automated searches from this server, so rephrasing will not "
-                                       "help", "blocked")
+                    raise SearchFailed(
+                        f"{provider} answered with {challenge} (HTTP {reply.status}) instead of results: "
+                        "it is blocking automated searches from this server, so rephrasing will not "
+                        "help",
+                        "blocked",
+                    )
                 if reply.status != 429 or attempt == RATE_LIMIT_RETRIES:
                     return reply
                 wait = wait_of(reply) if wait_of else retry_after(reply.headers)
@@ -179,8 +209,9 @@ async def call(client: httpx.AsyncClient, provider: str, method: str, url: str, 
                     return reply
                 await asyncio.sleep(wait)
     except TimeoutError:
-        raise SearchFailed(f"{provider} did not answer within {total:g} s; try again, or use a shorter query",
-                           "timeout") from None
+        raise SearchFailed(
+            f"{provider} did not answer within {total:g} s; try again, or use a shorter query", "timeout"
+        ) from None
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -189,18 +220,26 @@ def parse_json(reply: Reply, provider: str, hint: str) -> Any:
         return reply.json()
     except ValueError:
         kind = reply.content_type or "an unlabelled body"
-        raise SearchFailed(f"{provider} answered with {kind}, not JSON ({hint}); try again in a minute, "
-                           "or read pages you already have", "unavailable") from None
+        raise SearchFailed(
+            f"{provider} answered with {kind}, not JSON ({hint}); try again in a minute, "
+            "or read pages you already have",
+            "unavailable",
+        ) from None
 
 
 def api_key(value: str | None, env: str, provider: str, where: str) -> str:
     key = (value or "").strip()
     if not key:
-        raise SearchFailed(f"{provider} search is selected but {env} is not set; the operator must set {env} "
-                           f"(create a key at {where}); until then, web search is unavailable: read pages "
-                           "you already have or URLs you know with read_page", "configuration")
+        raise SearchFailed(
+            f"{provider} search is selected but {env} is not set; the operator must set {env} "
+            f"(create a key at {where}); until then, web search is unavailable: read pages "
+            "you already have or URLs you know with read_page",
+            "configuration",
+        )
     if not key.isascii() or not key.isprintable() or any(c.isspace() for c in key):
-        raise SearchFailed(f"{env} contains spaces, line breaks or non-ASCII characters, so it cannot be a valid key; "
-                           f"the operator must copy it again from {where}; until then, {RESULT_GONE}",
-                           "configuration")
+        raise SearchFailed(
+            f"{env} contains spaces, line breaks or non-ASCII characters, so it cannot be a valid key; "
+            f"the operator must copy it again from {where}; until then, {RESULT_GONE}",
+            "configuration",
+        )
     return key
