@@ -10,10 +10,10 @@ from anthropic import AsyncAnthropic
 from agent import AgentConfig, FetchConfig, ResearchTask, RunEvent, SearchConfig, research
 from agent.events import SectionWritten, SourceAdded
 from agent.workspace import FileInfo, MemoryWorkspace
-from tests.fakes.anthropic import FakeAnthropic, Reply, text_reply, tool_reply
-from tests.fakes.file_reader import extract_file, is_file_extraction, is_ranking, rank
+from tests.fakes.anthropic import FakeAnthropic
+from tests.fakes.file_reader import FilesPolicy, is_file_extraction, is_ranking
 from tests.fakes.pdf import make_pdf
-from tests.fakes.policies import _blocks, _text, extract, is_extraction
+from tests.fakes.policies import _blocks, _text, is_extraction
 
 PDF = make_pdf([["Vendor comparison 2024.", "This report compares three index fund providers."],
                 ["The SCHB expense ratio was 0.03 percent in 2024.",
@@ -24,37 +24,6 @@ CSV = b"Fund,Expense ratio,As of\nVTI,0.03%,2024-06-30\nSCHB,0.03%,2024-03-31\n"
 def file(file_id: str, name: str, data: bytes, ts: str) -> FileInfo:
     return FileInfo(id=file_id, name=name, size=len(data), shared_by="UANA", shared_ts=ts,
                     filetype=name.rsplit(".", 1)[-1])
-
-
-class FilesPolicy:
-    """Reads every file the opening lists, writes one section citing each, then answers."""
-
-    def __init__(self, workspace: MemoryWorkspace | None = None, share_mid_run: FileInfo | None = None) -> None:
-        self.workspace, self.late = workspace, share_mid_run
-        self.turn = 0
-
-    def __call__(self, request: dict[str, Any]) -> Reply:
-        if is_file_extraction(request):
-            return extract_file(request)
-        if is_ranking(request):
-            return rank(request)
-        if is_extraction(request):
-            return extract(request)
-        self.turn += 1
-        opening = _text(request["messages"][0])
-        if self.turn == 1:
-            ids = re.findall(r"^- (F\d+) · ", opening, re.M)
-            return tool_reply(*[("read_file", {"file": i, "goal": "SCHB expense ratio 2024"}) for i in ids])
-        if self.turn == 2:
-            if self.late is not None and self.workspace is not None:
-                self.workspace.share(self.late, CSV)  # someone shares a file while the run works
-            last = _text(request["messages"][-1])
-            markers = list(dict.fromkeys(re.findall(r"\[s\d+\]", last)))
-            body = f"SCHB's expense ratio was 0.03% in 2024 {''.join(markers)}."
-            return tool_reply(("write_section", {"title": "SCHB fees", "body": body}))
-        if self.turn == 3 and self.late is not None:
-            return tool_reply(("web_search", {"query": "schb expense ratio"}))
-        return text_reply("<summary>SCHB charged 0.03% in 2024.</summary>")
 
 
 async def run(fake_model: FakeAnthropic, fake_web: Any, task: ResearchTask,
@@ -104,7 +73,7 @@ async def test_a_question_with_an_attached_pdf_and_spreadsheet_cites_both_by_nam
 async def test_a_file_shared_mid_run_reaches_the_loop_as_a_note(fake_model: FakeAnthropic, fake_web: Any) -> None:
     workspace = MemoryWorkspace([(file("F1", "vendor-report.pdf", PDF, "100.1"), PDF)])
     late = file("F9", "late-fees.csv", CSV, "100.9")
-    fake_model.policy = FilesPolicy(workspace, share_mid_run=late)
+    fake_model.policy = FilesPolicy(on_turn_two=lambda: workspace.share(late, CSV), search_after=True)
     await run(fake_model, fake_web, ResearchTask(question="SCHB fee 2024", started_ts="100.2"), workspace)
     notes = [b["text"] for r in main_requests(fake_model) for b in _blocks(r["messages"][-1])
              if b.get("type") == "text" and "New in the thread" in b.get("text", "")]

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
-from .anthropic import Reply, text_reply
-from .policies import ResearchPolicy, _system_text, _text
+from .anthropic import Reply, text_reply, tool_reply
+from .policies import ResearchPolicy, _system_text, _text, extract, is_extraction
 
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n")
 
@@ -74,3 +75,40 @@ class ThreadPolicy:
         if is_ranking(request):
             return rank(request)
         return self.research(request)
+
+
+MAX_WAITING_TURNS = 40
+
+
+class FilesPolicy:
+    """Reads every file the opening lists, writes one section citing each, then answers."""
+
+    def __init__(self, on_turn_two: Callable[[], object] | None = None, search_after: bool = False) -> None:
+        self.on_turn_two = on_turn_two  # e.g. someone shares a file while the run works
+        self.search_after = search_after  # one more turn, so a file shared meanwhile is announced
+        self.turn = 0
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        if is_file_extraction(request):
+            return extract_file(request)
+        if is_ranking(request):
+            return rank(request)
+        if is_extraction(request):
+            return extract(request)
+        self.turn += 1
+        opening = _text(request["messages"][0])
+        if self.turn == 1:
+            ids = re.findall(r"^- (F\d+) · ", opening, re.M)
+            return tool_reply(*[("read_file", {"file": i, "goal": "SCHB expense ratio 2024"}) for i in ids])
+        if self.turn == 2:
+            if self.on_turn_two is not None:
+                self.on_turn_two()
+            last = _text(request["messages"][-1])
+            markers = list(dict.fromkeys(re.findall(r"\[s\d+\]", last)))
+            body = f"SCHB's expense ratio was 0.03% in 2024 {''.join(markers)}."
+            return tool_reply(("write_section", {"title": "SCHB fees", "body": body}))
+        announced = "New in the thread since your last turn" in _text(request["messages"][-1])
+        if self.search_after and self.turn >= 3 and not announced and self.turn < MAX_WAITING_TURNS:
+            # Keep working until the file shared meanwhile is announced (a thread is re-read every few seconds).
+            return tool_reply(("web_search", {"query": f"schb expense ratio angle {self.turn}"}))
+        return text_reply("<summary>SCHB charged 0.03% in 2024.</summary>")
