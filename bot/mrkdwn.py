@@ -180,14 +180,19 @@ def _lookalike_backticks(match: re.Match[str]) -> str:
 
 
 def _code_text(code: str) -> str:
-    """Code keeps its characters, except fences (which would end the block) and &<>."""
-    return _escape(_BACKTICK_RUN.sub(_lookalike_backticks, code))
+    """Code keeps its characters, except fences (which would end the block), &<>, and broadcasts:
+    inert inside code, but a code span that splitting or shortening opens would let one live."""
+    return _defuse_broadcasts(_escape(_BACKTICK_RUN.sub(_lookalike_backticks, code)))
+
+
+def _defuse_broadcasts(text: str) -> str:
+    return _BROADCAST.sub("@" + ZERO_WIDTH_JOINER, text)
 
 
 def _plain_text(text: str) -> str:
     """Ordinary text: escaped, fences defused, broadcast mentions made inert."""
     text = _BACKTICK_RUN.sub(_lookalike_backticks, text)
-    return _BROADCAST.sub("@" + ZERO_WIDTH_JOINER, _escape(text))
+    return _defuse_broadcasts(_escape(text))
 
 
 def _link_label(text: str) -> str:
@@ -321,7 +326,7 @@ def _inline_node(node: SyntaxTreeNode, ctx: _Ctx) -> str:
         code = node.content.replace("`", BACKTICK_LOOKALIKE)
         if ctx.in_link:
             code = _link_label(code)
-        return _wrap("`", _escape(code))
+        return _wrap("`", _defuse_broadcasts(_escape(code)))
     if kind == "softbreak":
         return " "  # a soft break is a space; Slack would show a newline literally
     if kind == "hardbreak":

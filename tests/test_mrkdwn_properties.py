@@ -158,6 +158,8 @@ def documents(draw: st.DrawFn) -> str:
 @example("[x][r]\n\n[r]: <@U024BE7LH>")
 @example("[x](&#33;channel) [y](&#64;U1) [z](\\!here) <a+b:!channel>")
 @example("<https://x.test/" + "a" * 3_100 + ">")
+# Found by this test in CI: a code span opened inside a link target that is shown as text.
+@example("[](!" + "a" * 80 + ")\n\n[](!`" + "a" * 80 + ")@here`[](!" + "a" * 80 + ")@here`[](!" + "a" * 80 + ")")
 @example("[" + "&<" * 400 + "](https://x.test/" + "&|" * 600 + ")")  # escaping and encoding grow both
 def test_no_markdown_can_produce_a_mention_a_broadcast_or_an_unclosed_bracket(markdown: str) -> None:
     out = to_mrkdwn(markdown)
