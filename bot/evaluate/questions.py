@@ -20,7 +20,7 @@ from agent.defaults import MAX_QUESTION_CHARS
 __all__ = ["SHIPPED_QUESTIONS", "EvalQuestion", "QuestionFileError", "load_questions"]
 
 # The set shipped with the repository: questions of different kinds, with the facts a good answer states.
-SHIPPED_QUESTIONS = Path(__file__).resolve().parents[2] / "bench" / "eval" / "questions.jsonl"
+SHIPPED_QUESTIONS = Path(__file__).resolve().parent / "questions.jsonl"  # shipped with the package
 
 
 class QuestionFileError(Exception):
