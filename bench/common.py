@@ -144,3 +144,14 @@ if __name__ == "__main__":
     if len(sys.argv) != 3 or sys.argv[1] != "baseline":
         raise SystemExit("usage: python -m bench.common baseline PORT")
     _serve_baseline(int(sys.argv[2]))
+
+
+def report_checks(checks: Sequence[tuple[str, str, bool, str]]) -> int:
+    """Print each (figure, value, met, goal) as a table row; exit status 1 when a goal is missed."""
+    width = max(len(name) for name, *_ in checks)
+    failed = 0
+    for name, value, ok, goal in checks:
+        failed += not ok
+        print(f"  {'ok ' if ok else 'MISS'} {name:<{width}}  {value}   (goal {goal})")
+    print()
+    return 1 if failed else 0

@@ -21,6 +21,7 @@ from anthropic import AsyncAnthropic
 
 from agent import AgentConfig, Budget, ResearchTask, research
 from agent.context.requestlog import MemoryRequestLog
+from bench.common import report_checks
 from tests.fakes.anthropic import FakeAnthropic
 from tests.fakes.policies import LongRunPolicy, is_summary_request
 from tests.fakes.server import ServerThread
@@ -117,13 +118,7 @@ def main() -> int:
     print(f"\ncontext bench — {args.turns} scripted turns, budget {args.budget:,} tokens "
           f"({managed.requests} requests managed, {baseline.requests} unmanaged; "
           f"{managed.seconds:.0f} s + {baseline.seconds:.0f} s)\n")
-    width = max(len(name) for name, *_ in checks)
-    failed = 0
-    for name, value, ok, goal in checks:
-        failed += not ok
-        print(f"  {'ok ' if ok else 'MISS'} {name:<{width}}  {value}   (goal {goal})")
-    print()
-    return 1 if failed else 0
+    return report_checks(checks)
 
 
 if __name__ == "__main__":

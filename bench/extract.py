@@ -29,7 +29,7 @@ from agent.tools.links import LINK_MARKER_RE, LinkTable, strip_markers
 from agent.tools.page_text import PageText
 from agent.tools.read_page import verified_excerpts
 
-from .common import percentile
+from .common import percentile, report_checks
 
 PAGES = Path(__file__).resolve().parent.parent.parent / "shared" / "fixtures" / "pages"
 MIN_RECALL = 0.999
@@ -169,13 +169,7 @@ def main() -> int:
     ]
     print(f"\nextract bench — {len(figures)} pages with article text ({len(skipped)} without: {', '.join(skipped) or '-'}), "
           f"{args.repeats} timed runs each\n")
-    width = max(len(name) for name, *_ in checks)
-    failed = 0
-    for name, value, ok, goal in checks:
-        failed += not ok
-        print(f"  {'ok ' if ok else 'MISS'} {name:<{width}}  {value}   (goal {goal})")
-    print()
-    return 1 if failed else 0
+    return report_checks(checks)
 
 
 if __name__ == "__main__":

@@ -4,12 +4,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from anthropic import AsyncAnthropic
-
-from agent import AgentConfig, FetchConfig, ResearchTask, RunEvent, SearchConfig, research
+from agent import ResearchTask, RunEvent
 from agent.events import ConstraintsFound
 from tests.fakes.anthropic import FakeAnthropic, Reply, text_reply
 from tests.fakes.policies import ResearchPolicy, _system_text
+from tests.helpers import research_events
 
 QUESTION = "Compare the fees of VTI and SCHB. Only sources after 2020, and leave out robo-advisers."
 
@@ -30,15 +29,7 @@ class ConstraintsPolicy(ResearchPolicy):
 
 
 async def run(fake_model: FakeAnthropic, fake_web: Any, task: ResearchTask) -> list[RunEvent]:
-    events: list[RunEvent] = []
-
-    async def emit(event: RunEvent) -> None:
-        events.append(event)
-
-    config = AgentConfig(search=SearchConfig(provider="searxng", searxng_url=fake_web.url),
-                         fetch=FetchConfig(allow=["127.0.0.1"]))
-    async with AsyncAnthropic(api_key="k", base_url=fake_model.url) as client:
-        await research(task, config, anthropic=client, emit=emit)
+    events, _ = await research_events(fake_model, fake_web, task)
     return events
 
 

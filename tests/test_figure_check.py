@@ -12,7 +12,7 @@ from anthropic import AsyncAnthropic
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent import AgentConfig, FetchConfig, ResearchTask, RunEvent, SearchConfig, SourceRegistry, research
+from agent import AgentConfig, SourceRegistry
 from agent.events import SectionWritten
 from agent.figures import Calculation, figures_in, sentences
 from agent.model import ModelClient
@@ -20,6 +20,7 @@ from agent.tools.base import ToolContext
 from agent.tools.report_tools import ReviseSection, ReviseSectionInput, WriteSection, WriteSectionInput
 from tests.fakes.anthropic import FakeAnthropic, Reply, text_reply, tool_reply
 from tests.fakes.policies import _blocks, _text
+from tests.helpers import research_events
 
 PASSAGE = "The fund's expense ratio is 0.04% as of 31 March 2023, on net assets of $1.2 billion (1,250,000 shares)."
 
@@ -172,15 +173,7 @@ class InsistingPolicy:
 async def test_a_run_whose_model_insists_publishes_the_flag(fake_model: FakeAnthropic, fake_web: Any) -> None:
     policy = InsistingPolicy()
     fake_model.policy = policy
-    events: list[RunEvent] = []
-
-    async def emit(event: RunEvent) -> None:
-        events.append(event)
-
-    config = AgentConfig(search=SearchConfig(provider="searxng", searxng_url=fake_web.url),
-                         fetch=FetchConfig(allow=["127.0.0.1"]))
-    async with AsyncAnthropic(api_key="k", base_url=fake_model.url) as client:
-        await research(ResearchTask(question="fund expense ratio"), config, anthropic=client, emit=emit)
+    events, _ = await research_events(fake_model, fake_web, "fund expense ratio")
     refusals = [b for r in fake_model.requests for b in _blocks(r["messages"][-1])
                 if b.get("type") == "tool_result" and "Not saved" in json.dumps(b.get("content"))]
     assert policy.attempts == 2 and len(refusals) == 1

@@ -3,12 +3,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from anthropic import AsyncAnthropic
-
-from agent import AgentConfig, FetchConfig, Finished, ResearchTask, RunEvent, SearchConfig, research
+from agent import Finished
 from agent.answer import final_answer
 from tests.fakes.anthropic import FakeAnthropic, Reply, text_reply
 from tests.fakes.policies import ResearchPolicy
+from tests.helpers import research_events
 
 REFLECTION = ("Found: VTI 0.03% [s1]; SCHB 0.03%.\n"
               "Missing: ITOT's 2025 figure.\n"
@@ -58,16 +57,7 @@ class ReflectingPolicy(ResearchPolicy):
 async def test_a_run_whose_model_reflects_before_answering_publishes_only_the_answer(
         fake_model: FakeAnthropic, fake_web: Any) -> None:
     fake_model.policy = ReflectingPolicy()
-    events: list[RunEvent] = []
-
-    async def emit(event: RunEvent) -> None:
-        events.append(event)
-
-    config = AgentConfig(search=SearchConfig(provider="searxng", searxng_url=fake_web.url),
-                         fetch=FetchConfig(allow=["127.0.0.1"]))
-    async with AsyncAnthropic(api_key="test-key", base_url=fake_model.url) as client:
-        outcome = await research(ResearchTask(question="expense ratio VTI SCHB ITOT"), config,
-                                 anthropic=client, emit=emit)
+    events, outcome = await research_events(fake_model, fake_web, "expense ratio VTI SCHB ITOT")
     finished = events[-1]
     assert isinstance(finished, Finished) and outcome.status == "completed"
     assert finished.summary == "SCHB and VTI both cost 0.03% a year [s1]."
@@ -87,15 +77,7 @@ async def test_a_settled_conflict_leaves_the_progress_line(fake_model: FakeAnthr
         text_reply("<summary>ITOT's 2024 tracking difference is 0.03% [s1].</summary>"),
     ])
     fake_model.policy = lambda request: next(calls)
-    events: list[RunEvent] = []
-
-    async def emit(event: RunEvent) -> None:
-        events.append(event)
-
-    config = AgentConfig(search=SearchConfig(provider="searxng", searxng_url=fake_web.url),
-                         fetch=FetchConfig(allow=["127.0.0.1"]))
-    async with AsyncAnthropic(api_key="test-key", base_url=fake_model.url) as client:
-        await research(ResearchTask(question="itot tracking difference"), config, anthropic=client, emit=emit)
+    events, _ = await research_events(fake_model, fake_web, "itot tracking difference")
     conflicts = [e for e in events if isinstance(e, (Disagreement, ConflictSettled))]
     assert [type(e).__name__ for e in conflicts] == ["Disagreement", "ConflictSettled"]
     assert conflicts[1].text.startswith("iShares reports 2024")

@@ -5,15 +5,14 @@ import json
 import re
 from typing import Any
 
-from anthropic import AsyncAnthropic
-
-from agent import AgentConfig, FetchConfig, ResearchTask, RunEvent, SearchConfig, research
+from agent import ResearchTask, RunEvent
 from agent.events import SectionWritten, SourceAdded
 from agent.workspace import FileInfo, MemoryWorkspace
 from tests.fakes.anthropic import FakeAnthropic
 from tests.fakes.file_reader import FilesPolicy, is_file_extraction, is_ranking
 from tests.fakes.pdf import make_pdf
 from tests.fakes.policies import _blocks, _text, is_extraction
+from tests.helpers import research_events
 
 PDF = make_pdf([["Vendor comparison 2024.", "This report compares three index fund providers."],
                 ["The SCHB expense ratio was 0.03 percent in 2024.",
@@ -28,15 +27,7 @@ def file(file_id: str, name: str, data: bytes, ts: str) -> FileInfo:
 
 async def run(fake_model: FakeAnthropic, fake_web: Any, task: ResearchTask,
               workspace: MemoryWorkspace) -> list[RunEvent]:
-    events: list[RunEvent] = []
-
-    async def emit(event: RunEvent) -> None:
-        events.append(event)
-
-    config = AgentConfig(search=SearchConfig(provider="searxng", searxng_url=fake_web.url),
-                         fetch=FetchConfig(allow=["127.0.0.1"]))
-    async with AsyncAnthropic(api_key="k", base_url=fake_model.url) as client:
-        await research(task, config, anthropic=client, emit=emit, workspace=workspace)
+    events, _ = await research_events(fake_model, fake_web, task, workspace=workspace)
     return events
 
 
