@@ -14,7 +14,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 from jobs import RunState, Upgrade
 
 from .evidence import SOURCE_COMMAND, SOURCES_COMMAND, source_reply, sources_reply
+from .lifecycle import launch_and_post
 from .mrkdwn import escape_text, shorten_mrkdwn, to_mrkdwn
+from .replies import reply, reply_privately
 from .services import Services
 
 log = logging.getLogger(__name__)
@@ -43,7 +45,7 @@ async def stop_run(services: Services, client: AsyncWebClient, state: RunState, 
         return
     if not await may_stop(services, client, state, user):
         who = f"<@{run.requester}> (who asked)" if run.requester else "the person who asked"
-        await _ephemeral(client, channel, user, f"Only {who} or a workspace admin can stop this run.")
+        await reply_privately(client, channel, user, f"Only {who} or a workspace admin can stop this run.")
         return
     # The fallback (end the run as stopped and kill its job if it has not wound down after
     # DEEPTHREAD_HARD_STOP_SECONDS) is recorded with the request: serve or a worker carries it out.
@@ -75,12 +77,12 @@ async def thread_message(
         return
     wanted = HISTORY.match(text)
     if wanted:
-        await _post(client, channel, thread_ts, section_history(latest, wanted.group(1)))
+        await reply(client, channel, thread_ts, section_history(latest, wanted.group(1)))
         return
     footnote = SOURCE_COMMAND.match(text)
     if footnote or SOURCES_COMMAND.match(text):
-        reply = source_reply(latest, int(footnote.group(1))) if footnote else sources_reply(latest)
-        await _post(client, channel, thread_ts, reply)
+        answer = source_reply(latest, int(footnote.group(1))) if footnote else sources_reply(latest)
+        await reply(client, channel, thread_ts, answer)
         return
     if not latest.status.finished:
         if await services.runs.add_note(latest.run.id, event_id, f"<@{user}>", text):
@@ -118,14 +120,14 @@ async def go_deeper(services: Services, client: AsyncWebClient, state: RunState,
     run = state.run
     upgrade = await services.runs.upgrade(run.id, event_id)
     if upgrade == Upgrade.next_run:
-        await _post(
+        await reply(
             client,
             channel,
             run.thread_ts,
             "This run has ended; the next one in this thread (reply with what to look into) will use the deep budget.",
         )
     elif upgrade == Upgrade.raised:
-        await _post(
+        await reply(
             client,
             channel,
             run.thread_ts,
@@ -137,15 +139,13 @@ async def continue_thread(
     services: Services, client: AsyncWebClient, parent: RunState, request: str, user: str, event_id: str, ts: str
 ) -> None:
     """Continue the research; a reply that lost the race to another becomes a note of its run."""
-    from .listeners.mentions import post_and_launch  # listeners import this module too
-
     continuation = await services.runs.continue_from(
         parent, request, requester=user, author=f"<@{user}>", event_id=event_id
     )
     if continuation is None:
         return  # a repeated delivery
     if continuation.started:
-        await post_and_launch(services, client, continuation.state, continuing=True)
+        await launch_and_post(services, client, continuation.state, continuing=True)
     else:
         await _acknowledge(client, parent.run.channel or "", ts, parent.run.thread_ts or "", NOTED)
 
@@ -155,18 +155,4 @@ async def _acknowledge(client: AsyncWebClient, channel: str, ts: str, thread_ts:
         await client.reactions_add(channel=channel, timestamp=ts, name=NOTE_ACK_REACTION)
     except SlackApiError as exc:
         if exc.response.get("error") != "already_reacted":
-            await _post(client, channel, thread_ts, fallback)
-
-
-async def _post(client: AsyncWebClient, channel: str, thread_ts: str | None, text: str) -> None:
-    try:
-        await client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=text)
-    except SlackApiError as exc:
-        log.warning("could not post in %s: %s", channel, exc.response.get("error"))
-
-
-async def _ephemeral(client: AsyncWebClient, channel: str, user: str, text: str) -> None:
-    try:
-        await client.chat_postEphemeral(channel=channel, user=user, text=text)
-    except SlackApiError as exc:
-        log.warning("could not answer %s privately: %s", user, exc.response.get("error"))
+            await reply(client, channel, thread_ts, fallback)

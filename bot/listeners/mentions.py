@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
 from pydantic import ValidationError
 from redis.exceptions import RedisError
 from slack_bolt.async_app import AsyncApp
-from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent.defaults import MAX_QUESTION_CHARS
-from jobs import Run, RunState
+from jobs import Run
 
-from ..publisher import remember_rendered
-from ..render import render_help, render_progress, render_report
+from ..lifecycle import launch_and_post
+from ..render import render_help
+from ..replies import reply
 from ..services import EVENT_DEDUPE_TTL_SECONDS, Services
 from ..slack_events import MentionEvent, question_of
 from ..steering import thread_message
@@ -104,7 +103,7 @@ async def handle_question(
 ) -> None:
     """A new question, from a mention or a direct message: help, refuse with advice, or start."""
     if services.channels and channel not in services.channels and not channel.startswith("D"):
-        await _reply(
+        await reply(
             client,
             channel,
             thread_ts,
@@ -113,10 +112,10 @@ async def handle_question(
         )
         return
     if not question:
-        await _reply(client, channel, thread_ts, render_help())
+        await reply(client, channel, thread_ts, render_help())
         return
     if len(question) > MAX_QUESTION_CHARS:
-        await _reply(
+        await reply(
             client,
             channel,
             thread_ts,
@@ -127,67 +126,4 @@ async def handle_question(
     state = await services.runs.start(
         Run(team=team, channel=channel, thread_ts=thread_ts, requester=user, question=question)
     )
-    await post_and_launch(services, client, state)
-
-
-async def _reply(client: AsyncWebClient, channel: str, thread_ts: str, text: str) -> None:
-    try:
-        await client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=text)
-    except SlackApiError as exc:
-        log.warning("could not reply in %s: %s", channel, exc.response.get("error"))
-
-
-async def post_and_launch(
-    services: Services, client: AsyncWebClient, state: RunState, *, continuing: bool = False
-) -> None:
-    """Queue the run, then post its messages. A continuation posts a new progress message and
-    keeps editing its parent's pinned report.
-
-    Queued first: posts wait for a slot in the channel's rate-limit bucket (about one a second
-    per channel), and a burst of mentions must not hold research back behind Slack. Whatever the
-    run does before its messages exist is in run state; the publisher renders it once they do."""
-    run = state.run
-    progress, report = render_progress(state), render_report(state)
-    await services.runs.launch(state.run)
-    # The same lease the orphan sweep takes (bot/orphans.py): however long the posts wait for
-    # their rate-limit slots, no other process posts this run's messages a second time.
-    await services.runs.claim_posting(run.id)
-    try:
-        posted = await client.chat_postMessage(
-            channel=run.channel or "", thread_ts=run.thread_ts, text=progress.text, blocks=progress.blocks
-        )
-        report_ts = run.report_message
-        if report_ts is None:
-            pinned = await client.chat_postMessage(
-                channel=run.channel or "",
-                thread_ts=run.thread_ts,
-                text=report.text,
-                blocks=report.blocks,
-                unfurl_links=False,
-            )
-            report_ts = pinned["ts"]
-            await pin(client, run.channel or "", report_ts)
-    except SlackApiError as exc:
-        error = exc.response.get("error")
-        log.error("could not post run %s messages in %s: %s", run.id, run.channel, error)
-        await services.runs.fail(run.id, f"could not post in this channel ({error}); invite the bot and ask again")
-        return
-    state = await services.runs.attach_messages(run.id, progress=posted["ts"], report=report_ts)
-    # The publisher's digest cache (its own record): it need not edit what was just posted.
-    await asyncio.to_thread(
-        remember_rendered,
-        services.redis,
-        run.id,
-        progress=progress.digest(),
-        report="" if continuing else report.digest(),
-    )
-    log.info("run %s started in %s", run.id, run.channel)
-
-
-async def pin(client: AsyncWebClient, channel: str, ts: str) -> None:
-    try:
-        await client.pins_add(channel=channel, timestamp=ts)
-    except SlackApiError as exc:
-        error = exc.response.get("error")
-        if error != "already_pinned":  # an unpinned report still works; say why in the log
-            log.warning("could not pin the report in %s: %s", channel, error)
+    await launch_and_post(services, client, state)
