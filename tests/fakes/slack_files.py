@@ -57,7 +57,7 @@ def register(fake: FakeSlack, app: web.Application) -> None:
 def share_file(fake: FakeSlack, channel: str, thread_ts: str, name: str, content: bytes, *, user: str = "UANA",
                text: str = "", mimetype: str | None = None, external: bool = False) -> str:
     """A person shares a file in the thread (one message carrying it); returns the file id."""
-    from .slack import SlackMessage
+    from .slack_records import SlackMessage
 
     with fake._lock:
         file_id = f"F{next(fake._file_counter):08d}"
@@ -84,7 +84,7 @@ def message_file(fake: FakeSlack, file_id: str) -> dict[str, Any]:
 
 
 def files_info(fake: FakeSlack, p: dict[str, Any]) -> dict[str, Any]:
-    from .slack import SlackError
+    from .slack_records import SlackError
 
     f = _shared(fake).get(str(p.get("file", "")))
     if f is None or f.deleted:

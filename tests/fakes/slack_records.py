@@ -1,0 +1,113 @@
+"""What the fake Slack stores and the limits it enforces: messages, pins, files, ts values.
+
+Shared by the Web API methods (slack_web.py), Socket Mode (slack_socket.py), the event builders
+(slack_events.py) and the server (slack.py)."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+# Slack's limits (see PLATFORM-NOTES.md); the fake enforces them so the bot's splitting is tested.
+MAX_TEXT_CHARS = 40_000
+MAX_BLOCKS = 50
+MAX_SECTION_TEXT_CHARS = 3_000
+MAX_SECTION_FIELD_CHARS = 2_000
+MAX_HEADER_TEXT_CHARS = 150
+MAX_MARKDOWN_TOTAL_CHARS = 12_000
+# Undocumented cumulative limit on all text in a message's blocks.
+MAX_BLOCKS_TOTAL_CHARS = 13_000
+
+
+TEAM_ID = "T0TEST"
+TEAM_NAME = "Deepthread Test"
+BOT_ID = "BBOT"
+APP_ID = "A0TEST"
+# First ts handed out; every message gets the next 100 µs step, so ts values sort like Slack's.
+_TS_BASE_MICROS = 1_700_000_000_000_000
+_TS_STEP_MICROS = 100
+# One sequence for the fake's messages and the event builders, so a thread sorts parent first.
+_ts_lock = threading.Lock()
+_ts_counter = itertools.count(1)
+
+
+def new_ts() -> str:
+    """A fresh message ts, greater than every ts handed out before in this process."""
+    with _ts_lock:
+        micros = _TS_BASE_MICROS + next(_ts_counter) * _TS_STEP_MICROS
+    return f"{micros // 1_000_000}.{micros % 1_000_000:06d}"
+
+
+class SlackError(Exception):
+    """Raised inside a method handler: becomes `{"ok": false, "error": code}` (HTTP 200)."""
+
+    def __init__(self, code: str, **extra: Any) -> None:
+        super().__init__(code)
+        self.code = code
+        self.extra = extra
+
+
+@dataclass
+class SlackMessage:
+    channel: str
+    ts: str
+    text: str
+    blocks: list[dict[str, Any]] | None = None
+    thread_ts: str | None = None
+    user: str = ""
+    bot_id: str | None = None
+    edits: int = 0
+    history: list[str] = field(default_factory=list)  # previous texts, oldest first
+    files: list[str] = field(default_factory=list)  # file ids shared with the message
+    reactions: dict[str, list[str]] = field(default_factory=dict)  # name -> users
+    deleted: bool = False
+    edited_ts: str | None = None
+
+
+@dataclass
+class Ephemeral:
+    channel: str
+    user: str
+    text: str
+    blocks: list[dict[str, Any]] | None
+    thread_ts: str | None
+    message_ts: str
+
+
+@dataclass
+class Pin:
+    channel: str
+    ts: str
+    created_by: str
+    created: int
+
+
+@dataclass
+class UploadedFile:
+    id: str
+    filename: str
+    length: int
+    content: bytes | None = None
+    title: str | None = None
+    channel_id: str | None = None
+    thread_ts: str | None = None
+    initial_comment: str | None = None
+    completed: bool = False
+    deleted: bool = False
+
+
+def _str(v: Any) -> str:
+    return "" if v is None else str(v)
+
+
+def _ts_key(ts: str) -> tuple[int, int]:
+    sec, _, frac = ts.partition(".")
+    return int(sec), int(frac or 0)
+
+
+def _ok_false(error: str, **extra: Any) -> web.Response:
+    return web.json_response({"ok": False, "error": error, **extra})

@@ -1,0 +1,334 @@
+"""The fake Slack's Web API methods, with Slack's argument rules, limits and error codes.
+
+A mixin of FakeSlack (slack.py): the server there routes `/api/<method>` to these handlers
+under its lock; each returns the response body's fields or raises SlackError."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import TYPE_CHECKING, Any
+
+from .slack_records import (
+    MAX_BLOCKS,
+    MAX_BLOCKS_TOTAL_CHARS,
+    MAX_HEADER_TEXT_CHARS,
+    MAX_MARKDOWN_TOTAL_CHARS,
+    MAX_SECTION_FIELD_CHARS,
+    MAX_SECTION_TEXT_CHARS,
+    MAX_TEXT_CHARS,
+    TEAM_NAME,
+    Ephemeral,
+    Pin,
+    SlackError,
+    SlackMessage,
+    UploadedFile,
+    _str,
+)
+
+if TYPE_CHECKING:
+    from .slack import FakeSlack
+
+    _Base = FakeSlack
+else:
+    _Base = object
+
+
+class WebApiMethods(_Base):
+    """Handlers for chat.*, pins.*, reactions.*, conversations.*, files.*, users.info, auth.test."""
+
+
+    def _users_info(self, p: dict[str, Any]) -> dict[str, Any]:
+        user = _str(p.get("user"))
+        if not user:
+            raise SlackError("user_not_found")
+        admin = user in self.admins
+        return {"user": {"id": user, "team_id": self.team_id, "name": user.lower(), "deleted": False,
+                         "is_admin": admin, "is_owner": False, "is_bot": user == self.bot_user_id}}
+
+    def _auth_test(self, p: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "url": "https://deepthread-test.slack.com/",
+            "team": TEAM_NAME,
+            "user": "deepthread",
+            "team_id": self.team_id,
+            "user_id": self.bot_user_id,
+            "bot_id": self.bot_id,
+            "is_enterprise_install": False,
+        }
+
+    def _chat_post_message(self, p: dict[str, Any]) -> dict[str, Any]:
+        channel = _str(p.get("channel"))
+        if not channel:
+            raise SlackError("channel_not_found")
+        text, blocks = _text_and_blocks(p)
+        if not text and not blocks and not p.get("attachments"):
+            raise SlackError("no_text")
+        thread_ts = _str(p.get("thread_ts")) or None
+        if thread_ts is not None:
+            # The parent need not be seeded (events arrive without it); a reply's ts means its thread.
+            parent = self._messages.get(channel, {}).get(thread_ts)
+            if parent is not None and parent.thread_ts and parent.thread_ts != parent.ts:
+                thread_ts = parent.thread_ts
+        msg = SlackMessage(channel=channel, ts=self._next_ts(), text=text, blocks=blocks,
+                           thread_ts=thread_ts, user=self.bot_user_id, bot_id=self.bot_id)
+        self._store(msg)
+        return {"channel": channel, "ts": msg.ts, "message": self._render(msg)}
+
+    def _chat_update(self, p: dict[str, Any]) -> dict[str, Any]:
+        channel, ts = _str(p.get("channel")), _str(p.get("ts"))
+        if not channel:
+            raise SlackError("channel_not_found")
+        msg = self._find(channel, ts)
+        if msg.user != self.bot_user_id:
+            raise SlackError("cant_update_message")
+        has_text, has_blocks = "text" in p, "blocks" in p
+        if not has_text and not has_blocks and not p.get("attachments"):
+            raise SlackError("no_text")
+        text, blocks = _text_and_blocks(p)
+        msg.history.append(msg.text)
+        msg.edits += 1
+        msg.edited_ts = self._next_ts()
+        if has_text:
+            msg.text = text
+        if has_blocks:
+            # An empty list removes the blocks; omitting the field keeps them (Slack's rule).
+            msg.blocks = blocks or None
+        return {"channel": channel, "ts": ts, "text": msg.text, "message": self._render(msg)}
+
+    def _chat_delete(self, p: dict[str, Any]) -> dict[str, Any]:
+        channel, ts = _str(p.get("channel")), _str(p.get("ts"))
+        msg = self._find(channel, ts)
+        if msg.user != self.bot_user_id:
+            raise SlackError("cant_delete_message")
+        msg.deleted = True
+        return {"channel": channel, "ts": ts}
+
+    def _chat_post_ephemeral(self, p: dict[str, Any]) -> dict[str, Any]:
+        channel, user = _str(p.get("channel")), _str(p.get("user"))
+        if not channel:
+            raise SlackError("channel_not_found")
+        if not user:
+            raise SlackError("user_not_found")
+        text, blocks = _text_and_blocks(p)
+        if not text and not blocks and not p.get("attachments"):
+            raise SlackError("no_text")
+        ts = self._next_ts()
+        self._ephemerals.append(Ephemeral(channel, user, text, blocks, _str(p.get("thread_ts")) or None, ts))
+        return {"message_ts": ts}
+
+    def _chat_get_permalink(self, p: dict[str, Any]) -> dict[str, Any]:
+        channel, ts = _str(p.get("channel")), _str(p.get("message_ts"))
+        self._find(channel, ts)
+        link = f"https://deepthread-test.slack.com/archives/{channel}/p{ts.replace('.', '')}"
+        return {"channel": channel, "permalink": link}
+
+    def _pins_add(self, p: dict[str, Any]) -> dict[str, Any]:
+        channel, ts = _str(p.get("channel")), _str(p.get("timestamp"))
+        if not channel:
+            raise SlackError("channel_not_found")
+        if not ts:
+            raise SlackError("no_item_specified")
+        self._find(channel, ts)
+        pins = self._pins.setdefault(channel, [])
+        if any(pin.ts == ts for pin in pins):
+            raise SlackError("already_pinned")
+        pins.append(Pin(channel, ts, self.bot_user_id, int(time.time())))
+        return {}
+
+    def _pins_remove(self, p: dict[str, Any]) -> dict[str, Any]:
+        channel, ts = _str(p.get("channel")), _str(p.get("timestamp"))
+        pins = self._pins.get(channel, [])
+        for pin in pins:
+            if pin.ts == ts:
+                pins.remove(pin)
+                return {}
+        raise SlackError("no_pin")
+
+    def _pins_list(self, p: dict[str, Any]) -> dict[str, Any]:
+        channel = _str(p.get("channel"))
+        if not channel:
+            raise SlackError("channel_not_found")
+        items = []
+        for pin in self._pins.get(channel, []):
+            m = self._messages.get(channel, {}).get(pin.ts)
+            if m is None or m.deleted:
+                continue
+            items.append({"type": "message", "created": pin.created, "created_by": pin.created_by,
+                          "channel": channel, "message": self._render(m)})
+        return {"items": items}
+
+    def _reactions_add(self, p: dict[str, Any]) -> dict[str, Any]:
+        channel, ts, name = _str(p.get("channel")), _str(p.get("timestamp")), _str(p.get("name"))
+        if not name:
+            raise SlackError("invalid_name")
+        msg = self._find(channel, ts)
+        users = msg.reactions.setdefault(name, [])
+        if self.bot_user_id in users:
+            raise SlackError("already_reacted")
+        users.append(self.bot_user_id)
+        return {}
+
+    def _reactions_remove(self, p: dict[str, Any]) -> dict[str, Any]:
+        channel, ts, name = _str(p.get("channel")), _str(p.get("timestamp")), _str(p.get("name"))
+        msg = self._find(channel, ts)
+        users = msg.reactions.get(name, [])
+        if self.bot_user_id not in users:
+            raise SlackError("no_reaction")
+        users.remove(self.bot_user_id)
+        if not users:
+            del msg.reactions[name]
+        return {}
+
+    def _conversations_replies(self, p: dict[str, Any]) -> dict[str, Any]:
+        channel, ts = _str(p.get("channel")), _str(p.get("ts"))
+        if not channel:
+            raise SlackError("channel_not_found")
+        root = self._messages.get(channel, {}).get(ts)
+        if root is not None and root.thread_ts and root.thread_ts != root.ts:
+            ts = root.thread_ts  # a reply's ts names its whole thread
+        msgs = [self._render(m) for m in self.thread(channel, ts)]
+        if not msgs:
+            raise SlackError("thread_not_found")
+        return _paginate(msgs, p, "messages")
+
+    def _conversations_history(self, p: dict[str, Any]) -> dict[str, Any]:
+        channel = _str(p.get("channel"))
+        if not channel:
+            raise SlackError("channel_not_found")
+        # Top-level messages only, newest first, like Slack.
+        top = [m for m in self.messages(channel) if not m.thread_ts or m.thread_ts == m.ts]
+        return _paginate([self._render(m) for m in reversed(top)], p, "messages")
+
+    def _set_status(self, p: dict[str, Any]) -> dict[str, Any]:
+        channel, thread_ts = _str(p.get("channel_id")), _str(p.get("thread_ts"))
+        if not channel or not thread_ts or "status" not in p:
+            raise SlackError("invalid_arguments")
+        self._statuses.append((channel, thread_ts, _str(p.get("status"))))
+        return {}
+
+    def _files_get_upload_url(self, p: dict[str, Any]) -> dict[str, Any]:
+        filename = _str(p.get("filename"))
+        try:
+            length = int(p.get("length", ""))
+        except ValueError:
+            raise SlackError("invalid_arguments") from None
+        if not filename or length < 0:
+            raise SlackError("invalid_arguments")
+        file_id = f"F{next(self._file_counter):08d}"
+        self._files[file_id] = UploadedFile(id=file_id, filename=filename, length=length)
+        return {"upload_url": f"{self._origin}/upload/{file_id}", "file_id": file_id}
+
+    def _files_complete_upload(self, p: dict[str, Any]) -> dict[str, Any]:
+        raw = p.get("files")
+        try:
+            entries = json.loads(raw) if isinstance(raw, str) else raw
+        except json.JSONDecodeError:
+            raise SlackError("invalid_arguments") from None
+        if not isinstance(entries, list) or not entries:
+            raise SlackError("invalid_arguments")
+        channel = _str(p.get("channel_id")) or None
+        thread_ts = _str(p.get("thread_ts")) or None
+        comment = _str(p.get("initial_comment")) or None
+        done = []
+        for entry in entries:
+            f = self._files.get(str(entry.get("id", "")))
+            if f is None or f.deleted or f.content is None:
+                raise SlackError("file_not_found")
+            f.title = entry.get("title") or f.filename
+            f.channel_id, f.thread_ts, f.initial_comment, f.completed = channel, thread_ts, comment, True
+            done.append(f)
+        if channel is not None:
+            # Sharing a file posts a message carrying it, like Slack does.
+            msg = SlackMessage(channel=channel, ts=self._next_ts(), text=comment or "", thread_ts=thread_ts,
+                               user=self.bot_user_id, bot_id=self.bot_id, files=[f.id for f in done])
+            self._store(msg)
+        return {"files": [{"id": f.id, "title": f.title, "name": f.filename, "size": len(f.content or b"")}
+                          for f in done]}
+
+    def _files_delete(self, p: dict[str, Any]) -> dict[str, Any]:
+        f = self._files.get(_str(p.get("file")))
+        if f is None or f.deleted:
+            raise SlackError("file_not_found")
+        f.deleted = True
+        return {}
+
+
+def _paginate(items: list[dict[str, Any]], p: dict[str, Any], key: str) -> dict[str, Any]:
+    """Cursor pagination: the cursor is just the offset of the next page."""
+    try:
+        limit = max(1, min(1000, int(p.get("limit") or 1000)))
+        start = int(p.get("cursor") or 0)
+    except ValueError:
+        raise SlackError("invalid_cursor") from None
+    page = items[start:start + limit]
+    more = start + limit < len(items)
+    return {key: page, "has_more": more, "response_metadata": {"next_cursor": str(start + limit) if more else ""}}
+
+
+def _text_and_blocks(p: dict[str, Any]) -> tuple[str, list[dict[str, Any]] | None]:
+    """Read and check text and blocks against Slack's limits."""
+    text = _str(p.get("text"))
+    if len(text) > MAX_TEXT_CHARS:
+        raise SlackError("msg_too_long")
+    raw = p.get("blocks")
+    if raw is None or raw == "":
+        return text, None
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except json.JSONDecodeError:
+            raise SlackError("invalid_blocks_format") from None
+    if not isinstance(raw, list) or not all(isinstance(b, dict) and b.get("type") for b in raw):
+        raise SlackError("invalid_blocks_format")
+    _check_blocks(raw)
+    return text, raw
+
+
+def _invalid(why: str) -> SlackError:
+    return SlackError("invalid_blocks", response_metadata={"messages": [f"[ERROR] {why}"]})
+
+
+def _check_blocks(blocks: list[dict[str, Any]]) -> None:
+    if len(blocks) > MAX_BLOCKS:
+        raise _invalid(f"no more than {MAX_BLOCKS} items allowed [json-pointer:/blocks]")
+    markdown_total = 0
+    for i, b in enumerate(blocks):
+        kind = b["type"]
+        if kind == "section":
+            t = b.get("text")
+            if isinstance(t, dict) and len(_str(t.get("text"))) > MAX_SECTION_TEXT_CHARS:
+                raise _invalid(f"must be less than {MAX_SECTION_TEXT_CHARS + 1} characters "
+                               f"[json-pointer:/blocks/{i}/text/text]")
+            for j, f in enumerate(b.get("fields") or []):
+                if isinstance(f, dict) and len(_str(f.get("text"))) > MAX_SECTION_FIELD_CHARS:
+                    raise _invalid(f"must be less than {MAX_SECTION_FIELD_CHARS + 1} characters "
+                                   f"[json-pointer:/blocks/{i}/fields/{j}/text]")
+            if t is None and not b.get("fields"):
+                raise _invalid(f"must provide either text or fields [json-pointer:/blocks/{i}]")
+        elif kind == "header":
+            t = b.get("text")
+            if isinstance(t, dict) and len(_str(t.get("text"))) > MAX_HEADER_TEXT_CHARS:
+                raise _invalid(f"must be less than {MAX_HEADER_TEXT_CHARS + 1} characters "
+                               f"[json-pointer:/blocks/{i}/text/text]")
+        elif kind == "markdown":
+            markdown_total += len(_str(b.get("text")))
+    if markdown_total > MAX_MARKDOWN_TOTAL_CHARS:
+        raise _invalid(f"markdown blocks exceed {MAX_MARKDOWN_TOTAL_CHARS} characters in total")
+    if sum(len(s) for s in _texts(blocks)) > MAX_BLOCKS_TOTAL_CHARS:
+        raise SlackError("msg_blocks_too_long")
+
+
+def _texts(node: Any) -> list[str]:
+    """Every string under a "text" key, at any depth (section, markdown, context, rich_text…)."""
+    out: list[str] = []
+    if isinstance(node, list):
+        for item in node:
+            out.extend(_texts(item))
+    elif isinstance(node, dict):
+        for k, v in node.items():
+            if k == "text" and isinstance(v, str):
+                out.append(v)
+            else:
+                out.extend(_texts(v))
+    return out
