@@ -19,6 +19,7 @@ from tests.fakes.server import ServerThread, free_port
 from tests.fakes.scopes import manifest_bot_scopes
 from tests.fakes.slack import FakeSlack
 from tests.fakes.web import FakeWeb
+from tests.processes import RedisWithAOF, Stack, deepthread_stack
 
 # Generated tests explore anew on every developer run (that is how they find bugs); in CI they
 # replay the same examples, so a submission's result does not depend on the draw. A bug found
@@ -107,10 +108,16 @@ def fake_web() -> Iterator[FakeWeb]:
 
 
 @pytest.fixture
-def redis_aof(tmp_path: Path) -> Iterator["RedisWithAOF"]:
+def redis_aof(tmp_path: Path) -> Iterator[RedisWithAOF]:
     """A redis-server of the test's own, with an append-only file, that the test may restart."""
-    from tests.processes import RedisWithAOF
-
     server = RedisWithAOF(tmp_path / "redis").start()
     yield server
     server.stop()
+
+
+@pytest.fixture
+def stack(tmp_path: Path, redis_url: str, fake_slack, fake_model, fake_web) -> Iterator[Stack]:
+    """`deepthread serve` (HTTP mode) and one worker against the fakes."""
+    with deepthread_stack(tmp_path, redis_url=redis_url, slack_url=fake_slack.url,
+                          model_url=fake_model.url, web_url=fake_web.url) as s:
+        yield s

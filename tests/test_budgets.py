@@ -107,9 +107,8 @@ async def test_time_limit_mid_tool_names_the_stage(fake_model, fake_web) -> None
     fake_web.slow_seconds = 30
     calls = iter([tool_reply(("read_page", {"url": f"{fake_web.url}/slow", "goal": "fees"}))])
     fake_model.policy = lambda request: next(calls, text_reply("What I have: nothing verified."))
-    started = time.monotonic()
     events, outcome = await run(fake_model, fake_web, budget=Budget(wall_seconds=3.0, reserve_seconds=2.0))
-    assert time.monotonic() - started < 10, "the slow page was abandoned at the deadline"
+    assert fake_web.slow_served == 0, "the run ended without waiting for the 30 s page"
     assert "wall-time limit (3 s) reached while reading a page" in events[-1].reason
     cancelled = main_requests(fake_model)[-1]["messages"][-1]["content"][0]
     assert cancelled["type"] == "tool_result" and "Not completed: wall-time limit" in cancelled["content"]
@@ -183,9 +182,8 @@ async def test_stop_cancels_in_flight_work_and_keeps_sections(fake_model, fake_w
         return reply
 
     fake_model.policy = policy
-    started = time.monotonic()
     events, outcome = await run(fake_model, fake_web, control=control)
-    assert time.monotonic() - started < 5, "stopped at once, not after the 30 s page"
+    assert fake_web.slow_served == 0, "stopped at once, not after the 30 s page"
     assert outcome.status == "stopped" and outcome.reason.startswith("stopped by <@U0ANA> at ")
     assert outcome.summary == "Stopped early: VTI costs 0.03% [s1]."
     assert [e.title for e in events if isinstance(e, SectionWritten)] == ["Fees"]

@@ -9,7 +9,7 @@ import httpx
 from tests.fakes.slack import FakeSlack, app_mention_event
 from tests.fakes.server import free_port
 from tests.processes import DEEPTHREAD, ROOT, SIGNING_SECRET, environment, running, wait_for
-from tests.test_end_to_end import block_text, bot_replies, post_event, Stack
+from tests.e2e import block_text, bot_replies, post_event, Stack
 
 
 def deepthread(*args: str, **env: str) -> subprocess.CompletedProcess[str]:

@@ -21,7 +21,7 @@ from tests.fakes.policies import is_extraction
 from tests.fakes.server import free_port
 from tests.fakes.slack import FakeSlack, app_mention_event, message_event
 from tests.processes import SIGNING_SECRET, Stack, environment, running, wait_for
-from tests.test_end_to_end import CHANNEL, block_text, bot_replies, post_event
+from tests.e2e import CHANNEL, block_text, bot_replies, post_event
 
 
 def test_the_data_directory_is_ours_then_xdg_then_the_home_default() -> None:

@@ -2,74 +2,23 @@
 the real Slack/Anthropic clients talking to fakes."""
 from __future__ import annotations
 
-import json
 import re
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import pytest
 from redis import Redis
 
 from tests.fakes.slack import FakeSlack, app_mention_event, sign
-from tests.processes import SIGNING_SECRET, Stack, deepthread_stack, wait_for
-
-CHANNEL = "C0TEST"
-
-
-@pytest.fixture
-def stack(tmp_path: Path, redis_url: str, fake_slack, fake_model, fake_web) -> Iterator[Stack]:
-    with deepthread_stack(tmp_path, redis_url=redis_url, slack_url=fake_slack.url,
-                          model_url=fake_model.url, web_url=fake_web.url) as s:
-        yield s
-
-
-def post_event(stack: Stack, envelope: dict, *, headers: dict | None = None, secret: str = SIGNING_SECRET,
-               timestamp: int | None = None) -> httpx.Response:
-    body = json.dumps(envelope)
-    signed = sign(secret, body, timestamp)
-    return httpx.post(stack.events_url, content=body, headers={**signed, **(headers or {})}, timeout=10)
-
-
-def block_text(message) -> str:
-    parts = []
-    for block in message.blocks or []:
-        if block.get("type") == "section":
-            parts.append(block["text"]["text"])
-        elif block.get("type") == "context":
-            parts += [e.get("text", "") for e in block["elements"]]
-    return "\n".join(parts)
-
-
-def bot_replies(slack: FakeSlack, thread_ts: str):
-    return [m for m in slack.thread(CHANNEL, thread_ts) if m.ts != thread_ts]
-
-
-def assert_cited_report_pinned(slack: FakeSlack, mention_ts: str, web_url: str, timeout: float = 30):  # noqa: ANN201
-    """One progress reply and one pinned report in the thread; the report ends final and cited."""
-    replies = wait_for(lambda: len(bot_replies(slack, mention_ts)) >= 2 and bot_replies(slack, mention_ts),
-                       10, "progress and report replies")
-    progress, report = replies[0], replies[1]
-    # The pin is a call of its own, just after the report is posted.
-    wait_for(lambda: [p.ts for p in slack.pins(CHANNEL)] == [report.ts], 5, "exactly the report pinned")
-    wait_for(lambda: "Final" in block_text(slack.message(CHANNEL, report.ts)), timeout, "the final report")
-    final = block_text(slack.message(CHANNEL, report.ts))
-    assert not re.search(r"\[s\d+\]", final), final
-    assert "*Sources*" in final and f"{web_url}/pages/" in final
-    assert re.search(r"<http://127\.0\.0\.1:\d+/pages/[\w.-]+\|\[1\]>", final), "footnotes link to their source"
-    assert "Done" in block_text(slack.message(CHANNEL, progress.ts))
-    assert len(bot_replies(slack, mention_ts)) == 2, "progress is edited in place, not re-posted"
-    return progress, report
-
+from tests.e2e import CHANNEL, assert_cited_report_pinned, block_text, bot_replies, post_event
+from tests.processes import SIGNING_SECRET, Stack, wait_for
 
 def test_mention_becomes_a_pinned_cited_report(stack: Stack, fake_slack: FakeSlack, fake_web, redis_url: str) -> None:
     envelope = app_mention_event("expense ratio VTI SCHB ITOT", channel=CHANNEL)
     mention_ts = fake_slack.seed_event(envelope)
 
-    started = time.monotonic()
-    response = post_event(stack, envelope)
-    assert response.status_code == 200 and time.monotonic() - started < 3.0
+    # Acked (Slack retries an event it has no answer to within 3 s; bench/ack.py measures how fast).
+    assert post_event(stack, envelope).status_code == 200
 
     assert_cited_report_pinned(fake_slack, mention_ts, fake_web.url)
 

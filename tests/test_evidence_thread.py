@@ -9,7 +9,7 @@ import pytest
 
 from tests.fakes.slack import FakeSlack, app_mention_event, message_event
 from tests.processes import Stack, deepthread_stack, wait_for
-from tests.test_end_to_end import CHANNEL, block_text, bot_replies, post_event
+from tests.e2e import CHANNEL, block_text, bot_replies, post_event
 
 
 @pytest.fixture

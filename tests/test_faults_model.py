@@ -35,7 +35,7 @@ from tests.fakes.anthropic import FakeAnthropic, FakeAPIError, Reply
 from tests.fakes.policies import ResearchPolicy, is_extraction
 from tests.fakes.slack import FakeSlack, app_mention_event
 from tests.processes import Stack, deepthread_stack, wait_for
-from tests.test_end_to_end import (
+from tests.e2e import (
     CHANNEL,
     assert_cited_report_pinned,
     block_text,

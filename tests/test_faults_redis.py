@@ -30,7 +30,7 @@ from tests.fakes.policies import (
 )
 from tests.fakes.slack import FakeSlack, app_mention_event
 from tests.processes import RedisWithAOF, Stack, deepthread_stack, wait_for
-from tests.test_end_to_end import CHANNEL, block_text, bot_replies, post_event
+from tests.e2e import CHANNEL, block_text, bot_replies, post_event
 
 # Longer than redis-py's own default retries last (at most ~5 s), so only the reconnect patience
 # of serve, the worker and the job (bot/runner.py; ~17 s at least) carries a process through.

@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import re
 import subprocess
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 
 from redis import Redis
 
@@ -18,14 +15,11 @@ from tests.fakes.policies import SteadyPolicy
 from tests.fakes.slack import reaction_added_event
 from tests.processes import (
     Stack,
-    environment,
-    free_port,
     running,
     wait_for,
-    wait_listening,
 )
-from tests.test_end_to_end import CHANNEL, block_text, post_event
-from tests.test_steering import report, start
+from tests.e2e import CHANNEL, block_text, post_event, serve_only, start, stack_environment
+from tests.e2e import report_text as report
 
 GRACE_SECONDS = 3
 # The stop's final-answer turn hangs far longer than the grace: only the hard stop ends the run.
@@ -103,24 +97,6 @@ def test_a_run_that_wound_down_in_time_keeps_its_own_ending(redis: Redis) -> Non
 # --- with real processes -----------------------------------------------------------------------
 
 
-@contextmanager
-def _serve(env: dict[str, str], log: Path) -> Iterator[tuple[subprocess.Popen[bytes], Stack]]:
-    port = free_port()
-    env = {**env, "PORT": str(port)}
-    with running(["serve"], env, log) as serve:
-        base = wait_listening(port, serve, log)
-        yield serve, Stack(events_url=f"{base}/slack/events", env=env, logs=log.parent)
-
-
-def _env(redis_url: str, fake_slack, fake_model, fake_web) -> dict[str, str]:
-    return environment(
-        SLACK_BOT_TOKEN="xoxb-test", SLACK_SIGNING_SECRET="test-signing-secret", SLACK_API_URL=f"{fake_slack.url}/api/",
-        ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL=fake_model.url, REDIS_URL=redis_url, DEEPTHREAD_SEARCH="searxng",
-        SEARXNG_URL=fake_web.url, DEEPTHREAD_FETCH_ALLOW="127.0.0.1",
-        DEEPTHREAD_HARD_STOP_SECONDS=str(GRACE_SECONDS),
-    )
-
-
 def _stop_then_crash_serve(stack: Stack, serve: subprocess.Popen[bytes], redis: Redis, fake_slack, fake_model,
                            fake_web) -> tuple[str, str, str]:
     """Start a run, let it write a section, make its final turn hang, stop it by reaction, and
@@ -145,12 +121,12 @@ def _stop_then_crash_serve(stack: Stack, serve: subprocess.Popen[bytes], redis: 
 def test_a_restarted_serve_forces_a_stop_requested_before_the_crash(tmp_path, redis_url, fake_slack, fake_model,
                                                                     fake_web) -> None:
     redis = Redis.from_url(redis_url)
-    env = _env(redis_url, fake_slack, fake_model, fake_web)
+    env = stack_environment(redis_url, fake_slack, fake_model, fake_web, hard_stop_seconds=GRACE_SECONDS)
     with running(["worker"], env, tmp_path / "worker.log", new_session=True):
-        with _serve(env, tmp_path / "serve1.log") as (serve, stack):
+        with serve_only(env, tmp_path / "serve1.log") as (serve, stack):
             run_id, progress, report_ts = _stop_then_crash_serve(stack, serve, redis, fake_slack, fake_model, fake_web)
         assert _runs(redis).get(run_id).status == RunStatus.running, "the final turn hangs: nothing ended it yet"
-        with _serve(env, tmp_path / "serve2.log"):
+        with serve_only(env, tmp_path / "serve2.log"):
             wait_for(lambda: "forced after" in report(fake_slack, report_ts), 20, "the forced stop in the report")
             wait_for(lambda: "Stopped" in block_text(fake_slack.message(CHANNEL, progress)), 10, "the progress line")
     text = report(fake_slack, report_ts)
@@ -164,9 +140,9 @@ def test_a_restarted_serve_forces_a_stop_requested_before_the_crash(tmp_path, re
 def test_an_idle_worker_forces_the_stop_while_serve_is_down(tmp_path, redis_url, fake_slack, fake_model,
                                                             fake_web) -> None:
     redis = Redis.from_url(redis_url)
-    env = _env(redis_url, fake_slack, fake_model, fake_web)
+    env = stack_environment(redis_url, fake_slack, fake_model, fake_web, hard_stop_seconds=GRACE_SECONDS)
     with running(["worker"], env, tmp_path / "worker1.log", new_session=True):
-        with _serve(env, tmp_path / "serve.log") as (serve, stack):
+        with serve_only(env, tmp_path / "serve.log") as (serve, stack):
             run_id, _, _ = _stop_then_crash_serve(stack, serve, redis, fake_slack, fake_model, fake_web)
         # The first worker is busy with the stuck run; a second, idle one checks the deadlines.
         with running(["worker"], env, tmp_path / "worker2.log", new_session=True):

@@ -14,8 +14,8 @@ from jobs import Run, Runs, RunStatus, RunStore, keys
 from tests.fakes.policies import SteadyPolicy
 from tests.fakes.slack import app_mention_event
 from tests.processes import deepthread_stack, wait_for
-from tests.test_end_to_end import CHANNEL, block_text, bot_replies
-from tests.test_hard_stop import _env, _serve
+from tests.e2e import CHANNEL, block_text, bot_replies
+from tests.e2e import serve_only, stack_environment
 
 QUESTION = "expense ratio VTI SCHB ITOT"
 # Recorded this long ago: past both graces (launching and posting), so no test waits them out.
@@ -79,7 +79,7 @@ def test_an_abandoned_run_slack_refuses_to_show_is_ended_with_the_reason(tmp_pat
     redis = Redis.from_url(redis_url)
     run, thread = _abandoned_run(redis, fake_slack, launched=False)
     fake_slack.fail_next("chat.postMessage", error="not_in_channel")
-    with _serve(_env(redis_url, fake_slack, fake_model, fake_web), tmp_path / "serve.log"):
+    with serve_only(stack_environment(redis_url, fake_slack, fake_model, fake_web), tmp_path / "serve.log"):
         wait_for(lambda: Runs(RunStore(redis)).get(run.id).status.finished, 30, "the run to end")
     state = Runs(RunStore(redis)).get(run.id)
     assert state.status == RunStatus.failed

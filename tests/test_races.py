@@ -165,8 +165,9 @@ def test_two_replies_racing_in_slack_start_one_continuation_that_hears_both(tmp_
     from tests.fakes.policies import SteadyPolicy
     from tests.fakes.slack import message_event
     from tests.processes import deepthread_stack, wait_for
-    from tests.test_end_to_end import CHANNEL, block_text, bot_replies, post_event
-    from tests.test_steering import main_requests, report, start
+    from tests.e2e import CHANNEL, block_text, bot_replies, post_event
+    from tests.e2e import main_requests, start
+    from tests.e2e import report_text as report
 
     with deepthread_stack(tmp_path, redis_url=redis_url, slack_url=fake_slack.url, model_url=fake_model.url,
                           web_url=fake_web.url) as stack:
@@ -203,8 +204,8 @@ def test_a_worker_still_writing_after_a_forced_stop_cannot_undo_it(tmp_path, red
 
     from tests.fakes.policies import SteadyPolicy
     from tests.processes import deepthread_stack, wait_for
-    from tests.test_end_to_end import CHANNEL, block_text
-    from tests.test_steering import main_requests, start
+    from tests.e2e import CHANNEL, block_text
+    from tests.e2e import main_requests, start
 
     with deepthread_stack(tmp_path, redis_url=redis_url, slack_url=fake_slack.url, model_url=fake_model.url,
                           web_url=fake_web.url) as stack:

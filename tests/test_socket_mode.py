@@ -20,7 +20,7 @@ from redis import Redis
 from tests.fakes.server import ServerThread, free_port
 from tests.fakes.slack import APP_ID, FakeSlack, app_mention_event
 from tests.processes import Stack, environment, running, wait_for
-from tests.test_end_to_end import CHANNEL, assert_cited_report_pinned, block_text, bot_replies
+from tests.e2e import CHANNEL, assert_cited_report_pinned, block_text, bot_replies
 
 APP_TOKEN = "xapp-test"
 BOT_TOKEN = "xoxb-test"

@@ -341,11 +341,9 @@ async def test_a_stop_cancels_every_task_agent_and_their_calls_in_flight(fake_mo
         stopped.append(len(task_requests(fake_model)))
         control.stop = StopRequest(by="<@U0ANA>")
 
-    started = time.monotonic()
     stopper = asyncio.create_task(stop_when_one_is_done())
     _, outcome = await run(fake_model, tools=team_tools(GatedSearch(gate)), control=control, events=events)
     await stopper
-    assert time.monotonic() - started < 5, "stopped at once, not after the 30 s searches"
     assert outcome.status == "stopped" and outcome.reason.startswith("stopped by <@U0ANA>")
     assert gate.cancelled == 2, "both in-flight searches were cancelled"
     assert len(task_requests(fake_model)) == stopped[0], "no task agent sent anything after the stop"

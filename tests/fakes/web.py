@@ -120,6 +120,7 @@ class FakeWeb:
     def __init__(self, pages: dict[str, Page] | None = None, *, slow_seconds: float = 30.0) -> None:
         self.pages: dict[str, Page] = dict(pages or {})
         self.slow_seconds = slow_seconds
+        self.slow_served = 0  # /slow pages sent in full: a client that gave up never gets one
         self.max_results = MAX_RESULTS
         self.engine = "duckduckgo"  # the engine name SearXNG results report
         # (engine, reason) pairs SearXNG reports as unresponsive; when set, it has no results,
@@ -493,6 +494,8 @@ class FakeWeb:
         await asyncio.sleep(self.slow_seconds)
         await resp.write(b"<p>Finally here.</p></body></html>")
         await resp.write_eof()
+        with self._lock:
+            self.slow_served += 1
         return resp
 
     async def _handle_huge(self, request: web.Request) -> web.StreamResponse:
