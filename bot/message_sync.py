@@ -24,6 +24,7 @@ from . import rendered
 from .assistant_status import AssistantStatus, Load, Wake
 from .ratelimit import Urgency
 from .render import Attachment, SlackMessage, render_progress, render_report_parts
+from .settings import DEFAULT_STOP_REACTION
 from .slack_client import take_slots
 from .spill import SpillFiles
 
@@ -61,7 +62,9 @@ class _Rendering:
     attachment: Attachment | None
 
 
-def _render(state: RunState, attachment_error: str | None = None, stop_reaction: str = "octagonal_sign") -> _Rendering:
+def _render(
+    state: RunState, attachment_error: str | None = None, stop_reaction: str = DEFAULT_STOP_REACTION
+) -> _Rendering:
     parts = render_report_parts(state, attachment_error=attachment_error)
     return _Rendering(render_progress(state, stop_reaction), parts.message, parts.attachment)
 
@@ -77,7 +80,7 @@ class MessageSync:
         load: Load,
         wake: Wake,
         is_active: Callable[[str], Awaitable[bool]],
-        stop_reaction: str = "octagonal_sign",
+        stop_reaction: str = DEFAULT_STOP_REACTION,
     ) -> None:
         self.redis = redis
         self.client = client

@@ -43,6 +43,7 @@ from .leases import Leases, lease_key
 from .message_sync import MessageSync
 from .ratelimit import FINAL_CALLS_PER_RUN, SlackRateLimiter
 from .rendered import remember_rendered, rendered_key
+from .settings import DEFAULT_STOP_REACTION
 from .slack_client import LimitedWebClient
 
 __all__ = ["UPDATE_INTERVAL_SECONDS", "Publisher", "remember_rendered", "rendered_key"]
@@ -88,7 +89,7 @@ class Publisher:
         update_interval: float = UPDATE_INTERVAL_SECONDS,
         spill_refresh_seconds: float = spill.REFRESH_SECONDS,
         status_refresh_seconds: float = STATUS_REFRESH_SECONDS,
-        stop_reaction: str = "octagonal_sign",
+        stop_reaction: str = DEFAULT_STOP_REACTION,
     ) -> None:
         self.redis = redis
         self.async_redis = async_redis

@@ -26,6 +26,7 @@ from .mrkdwn import (
     split_text,
     to_mrkdwn,
 )
+from .settings import DEFAULT_STOP_REACTION
 
 __all__ = [
     "Attachment",
@@ -178,7 +179,7 @@ def _with_mentions(text: str) -> str:
     return _STOPPED_BY.sub(r"stopped by <@\1>", escape_text(text))
 
 
-def render_progress(state: RunState, stop_reaction: str = "octagonal_sign") -> SlackMessage:
+def render_progress(state: RunState, stop_reaction: str = DEFAULT_STOP_REACTION) -> SlackMessage:
     """Phase, what is being checked now, sources so far, model requests, minutes, budget;
     while running, how to steer (stop reaction, go deeper, add a requirement) and a button."""
     facts = (

@@ -8,6 +8,8 @@ from redis import Redis
 
 from jobs import AsyncRuns, Runs, RunStore
 
+from .settings import DEFAULT_STOP_REACTION
+
 # Slack retries for up to ~5 minutes; remember event ids well past that.
 EVENT_DEDUPE_TTL_SECONDS = 24 * 3600
 
@@ -17,7 +19,7 @@ class Services:
     redis: Redis  # for the publisher's own records (its digest cache); run state goes through `runs`
     store: RunStore
     bot_user_id: str | None = None
-    stop_reaction: str = "octagonal_sign"
+    stop_reaction: str = DEFAULT_STOP_REACTION
     admins: frozenset[str] = frozenset()  # DEEPTHREAD_ADMINS: may stop anyone's run
     channels: frozenset[str] = frozenset()  # DEEPTHREAD_CHANNELS: where questions are taken (empty: everywhere)
     # The only way listeners read or change runs; every call runs off the event loop.

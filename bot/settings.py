@@ -25,6 +25,10 @@ def _env(name: str) -> AliasChoices:
     return AliasChoices(name)
 
 
+# The reaction that stops a run unless DEEPTHREAD_STOP_REACTION names another (shown on the progress message).
+DEFAULT_STOP_REACTION = "octagonal_sign"
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(extra="ignore", populate_by_name=True)
 
@@ -52,7 +56,7 @@ class Settings(BaseSettings):
 
     port: int = Field(default=3000, validation_alias=_env("PORT"))
     context_tokens: int | None = Field(default=None, validation_alias=_env("DEEPTHREAD_CONTEXT_TOKENS"))
-    stop_reaction: str = Field(default="octagonal_sign", validation_alias=_env("DEEPTHREAD_STOP_REACTION"))
+    stop_reaction: str = Field(default=DEFAULT_STOP_REACTION, validation_alias=_env("DEEPTHREAD_STOP_REACTION"))
     # Operator caps: they win over every profile, zero included.
     max_requests: int | None = Field(default=None, ge=0, validation_alias=_env("DEEPTHREAD_MAX_REQUESTS"))
     max_active_minutes: float | None = Field(default=None, ge=0, validation_alias=_env("DEEPTHREAD_MAX_ACTIVE_MINUTES"))
