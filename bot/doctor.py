@@ -13,7 +13,6 @@ from agent.tools.search import DDGSFactory, providers, search
 
 from .settings import SEARCH_PROVIDERS, Settings
 
-PROVIDERS_AVAILABLE = SEARCH_PROVIDERS
 # A plain query any working web index answers, for the live check.
 LIVE_SEARCH_QUERY = "index fund expense ratio"
 # Where an operator gets each provider's key, for the one-line "not set" problem.
@@ -73,7 +72,7 @@ def search_problems(settings: Settings) -> list[str]:
     for provider in chain:
         # Each line starts with the setting to change: "DEEPTHREAD_SEARCH=brave,bing: bing is …".
         where = f"DEEPTHREAD_SEARCH={provider}" if single else f"DEEPTHREAD_SEARCH={','.join(chain)}: {provider}"
-        if provider not in PROVIDERS_AVAILABLE:
+        if provider not in SEARCH_PROVIDERS:
             problems.append(
                 f"{where} is not a known provider: use duckduckgo (default, no key), searxng, brave or "
                 "tavily, alone or as a fallback list in order (e.g. brave,duckduckgo)"

@@ -19,9 +19,10 @@ from .transport import (
     wait_text,
 )
 
-__all__ = ["KEY_HELP", "LABEL", "brave"]
+__all__ = ["KEY_HELP", "LABEL", "SETTING", "brave"]
 
 LABEL = "Brave"
+SETTING = "BRAVE_API_KEY"  # what an operator sets to add it to the chain
 BRAVE_MAX_COUNT = 20
 BRAVE_MAX_QUERY_CHARS = 400
 BRAVE_MAX_QUERY_WORDS = 50

@@ -20,7 +20,7 @@ from . import brave, searxng, tavily
 from .duckduckgo import DDGSFactory, DuckDuckGo
 from .outcome import ProviderFailure, SearchAnswer, SearchFailed, SearchHit
 
-__all__ = ["Provider", "providers", "redact", "search"]
+__all__ = ["OPERATOR_PROVIDERS", "Provider", "providers", "redact", "search"]
 
 ProviderCall = Callable[[httpx.AsyncClient, SearchConfig, str], Awaitable[list[SearchHit]]]
 
@@ -33,15 +33,29 @@ class Provider:
     empty_is_certain: bool = True  # False: an empty answer may hide a refusal
 
 
+@dataclass(frozen=True)
+class OperatorProvider:
+    """A provider an operator adds by setting one thing (a key or a URL)."""
+
+    label: str
+    setting: str
+    run: ProviderCall
+
+
+# The one list of providers beyond the keyless default, by DEEPTHREAD_SEARCH name, in the
+# order we suggest them to an operator (agent.config.SearchProvider names the same set).
+OPERATOR_PROVIDERS: dict[str, OperatorProvider] = {
+    "brave": OperatorProvider(brave.LABEL, brave.SETTING, brave.brave),
+    "searxng": OperatorProvider(searxng.LABEL, searxng.SETTING, searxng.searxng),
+    "tavily": OperatorProvider(tavily.LABEL, tavily.SETTING, tavily.tavily),
+}
+
+
 def providers(ddgs: DDGSFactory = DDGS) -> dict[str, Provider]:
     """Every provider by its DEEPTHREAD_SEARCH name; `ddgs` is the seam for the keyless one."""
     duck = DuckDuckGo(ddgs)
-    return {
-        "duckduckgo": Provider("duckduckgo", duck.label, duck, duck.empty_is_certain),
-        "searxng": Provider("searxng", searxng.LABEL, searxng.searxng),
-        "brave": Provider("brave", brave.LABEL, brave.brave),
-        "tavily": Provider("tavily", tavily.LABEL, tavily.tavily),
-    }
+    keyless = {"duckduckgo": Provider("duckduckgo", duck.label, duck, duck.empty_is_certain)}
+    return keyless | {name: Provider(name, p.label, p.run) for name, p in OPERATOR_PROVIDERS.items()}
 
 
 def redact(message: str, config: SearchConfig) -> str:

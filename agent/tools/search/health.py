@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .chain import OPERATOR_PROVIDERS
 from .outcome import DEGRADING, ProviderFailure, SearchAnswer
 
 __all__ = ["SearchHealth", "operator_advice"]
@@ -23,11 +24,7 @@ TRANSIENT_KINDS = frozenset({"timeout", "unavailable"})
 # provider that cannot tell them apart, a human is told search may be blocked.
 UNCERTAIN_EMPTY_STREAK = 2
 # Providers an operator can add for sturdier search, in the order we suggest them.
-_ALTERNATIVES = {
-    "brave": "Brave (BRAVE_API_KEY)",
-    "searxng": "SearXNG (SEARXNG_URL)",
-    "tavily": "Tavily (TAVILY_API_KEY)",
-}
+_ALTERNATIVES = {name: f"{p.label} ({p.setting})" for name, p in OPERATOR_PROVIDERS.items()}
 _WHAT = {
     "blocked": "is blocking automated searches (bot-check page)",
     "rate_limited": "is rate-limiting searches",

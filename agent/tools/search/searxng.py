@@ -11,9 +11,10 @@ from .normalise import hits_from, plain
 from .outcome import SearchFailed, SearchHit
 from .transport import RESULT_GONE, call, parse_json, status_error
 
-__all__ = ["LABEL", "searxng"]
+__all__ = ["LABEL", "SETTING", "searxng"]
 
 LABEL = "SearXNG"
+SETTING = "SEARXNG_URL"  # what an operator sets to add it to the chain
 # Engines named in a "they all refused" message, at most this many.
 ENGINES_SHOWN = 4
 # Reasons SearXNG reports for an engine that refused it (unresponsive_engines), meaning "blocked".

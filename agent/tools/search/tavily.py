@@ -10,9 +10,10 @@ from .normalise import hits_from, plain
 from .outcome import SearchFailed, SearchHit
 from .transport import RESULT_GONE, Reply, api_key, call, parse_json, status_error
 
-__all__ = ["KEY_HELP", "LABEL", "tavily"]
+__all__ = ["KEY_HELP", "LABEL", "SETTING", "tavily"]
 
 LABEL = "Tavily"
+SETTING = "TAVILY_API_KEY"  # what an operator sets to add it to the chain
 TAVILY_MAX_RESULTS = 20
 TAVILY_SEARCH_DEPTH = "basic"  # 1 credit; "advanced" costs 2 and is slower
 KEY_HELP = "https://app.tavily.com (API Keys, tvly-…)"
