@@ -1,34 +1,100 @@
-"""The research engine. Knows nothing about Slack or RQ."""
+"""The research engine. Knows nothing about Slack or RQ.
+
+What the bot and jobs use is exported here (`__all__`, held by tests/test_public_surface.py):
+nothing outside `agent` imports its modules directly."""
 
 from __future__ import annotations
 
+from .charts import Chart
+from .charts.blobs import load_png
 from .citations import SourceRegistry
-from .config import PROFILES, AgentConfig, Budget, FetchConfig, SearchConfig
-from .events import Finished, Progress, RunEvent, SectionRevised, SectionWritten, Source, SourceAdded, UsageRecorded
+from .config import PROFILES, AgentConfig, Budget, Caps, FetchConfig, SearchConfig, SearchProvider
+from .context.requestlog import RequestRecord
+from .defaults import MAX_QUESTION_CHARS
+from .display import domain_of, shorten
+from .events import (
+    Finished,
+    Progress,
+    RunEvent,
+    SectionRevised,
+    SectionWritten,
+    Source,
+    SourceAdded,
+    UsageRecorded,
+    utcnow,
+)
+from .figures import Figure, FigureFlag, figures_in, sentences
 from .loop import Outcome, research
-from .report import AssembledReport, Section, assemble, to_markdown
+from .markers import MARKER_RE
+from .model import describe_api_error
+from .pricing import cost_usd
+from .report import SNIPPET_NOTE, AssembledReport, Footnote, Section, assemble, figure_line, to_markdown
 from .task import ResearchTask
+from .tools.search import DDGSFactory
+from .tools.search import providers as search_providers
+from .tools.search import search as search_web
+from .usage import Usage, usage_by_model
+from .workspace import (
+    MAX_FILE_BYTES,
+    FileInfo,
+    FileUnavailable,
+    ThreadMessage,
+    ThreadWorkspace,
+    WorkspaceError,
+    too_large,
+)
 
 __all__ = [
     "AgentConfig",
     "AssembledReport",
     "Budget",
+    "Caps",
+    "Chart",
+    "DDGSFactory",
     "FetchConfig",
+    "Figure",
+    "FigureFlag",
+    "FileInfo",
+    "FileUnavailable",
     "Finished",
+    "Footnote",
+    "MARKER_RE",
+    "MAX_FILE_BYTES",
+    "MAX_QUESTION_CHARS",
     "Outcome",
     "PROFILES",
     "Progress",
+    "RequestRecord",
     "ResearchTask",
     "RunEvent",
+    "SNIPPET_NOTE",
     "SearchConfig",
+    "SearchProvider",
     "Section",
     "SectionRevised",
     "SectionWritten",
     "Source",
     "SourceAdded",
     "SourceRegistry",
+    "ThreadMessage",
+    "ThreadWorkspace",
+    "Usage",
     "UsageRecorded",
+    "WorkspaceError",
     "assemble",
+    "cost_usd",
+    "describe_api_error",
+    "domain_of",
+    "figure_line",
+    "figures_in",
+    "load_png",
     "research",
+    "search_providers",
+    "search_web",
+    "sentences",
+    "shorten",
     "to_markdown",
+    "too_large",
+    "usage_by_model",
+    "utcnow",
 ]

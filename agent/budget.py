@@ -10,13 +10,16 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
 from . import defaults
 from .config import Budget
-from .pricing import TokenCounts, cost_usd
+from .pricing import cost_usd
+
+if TYPE_CHECKING:
+    from .usage import Usage
 
 # What the wrap-up warning asks of the lead (task agents, who write no report, get their own).
 WRITE_NOW = (
@@ -71,33 +74,36 @@ class Ledger(BaseModel):
             self.active_closed += max(0.0, now - self.busy_since)
             self.busy_since = None
 
-    def close_after_crash(self, at: float) -> None:
-        """An interval left open by a crash is counted up to `at`, never refunded."""
-        if self.busy_since is not None:
-            self.active_closed += max(0.0, at - self.busy_since)
+    def close_after_crash(self, at: float, since: float | None = None) -> None:
+        """A crash's lost time is counted up to `at` (the run's last heartbeat), never refunded:
+        from the interval left open by the crash, else from `since` (when the checkpoint was
+        saved, the run's last known state)."""
+        start = self.busy_since if self.busy_since is not None else since
+        if start is not None:
+            self.active_closed += max(0.0, at - start)
         self.busy_since, self.open_intervals = None, 0
 
-    def charge(
-        self,
-        model: str,
-        input_tokens: int,
-        output_tokens: int,
-        cache_read: int,
-        cache_creation: int,
-        count_request: bool = True,
-        own_turn: bool = True,
-    ) -> None:
+    # --- checkpoints ------------------------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+    @classmethod
+    def restore(cls, snapshot: dict[str, Any]) -> Ledger:
+        return cls.model_validate(snapshot)
+
+    def charge(self, model: str, usage: Usage, count_request: bool = True, own_turn: bool = True) -> None:
         """Tokens and cost of every model call; the request limit counts main-model turns only
         (page extraction calls are part of the tool that made them). A task agent's turn
         (`own_turn=False`) counts toward the run's requests but says nothing about the size
         of this agent's own final answer."""
-        cost = cost_usd(model, TokenCounts(input_tokens, output_tokens, cache_read, cache_creation))
+        input_tokens, output_tokens = usage.context_tokens, usage.output_tokens
+        cost = cost_usd(model, usage)
         if count_request:
             self.requests += 1
             if own_turn:
-                self.last_turn_input = input_tokens + cache_read + cache_creation
+                self.last_turn_input = input_tokens
                 self.last_turn_output, self.last_turn_cost = output_tokens, cost
-        self.input_tokens += input_tokens + cache_read + cache_creation
+        self.input_tokens += input_tokens
         self.output_tokens += output_tokens
         self.cost_usd += cost
 
@@ -197,7 +203,7 @@ class Ledger(BaseModel):
             limits.append(
                 (
                     "cost",
-                    f"cost limit (${b.max_cost_usd:.2f})",
+                    b.cost_limit_name or f"cost limit (${b.max_cost_usd:.2f})",
                     self.cost_usd,
                     b.max_cost_usd,
                     max(b.max_cost_usd * spend, self.last_turn_cost * again),

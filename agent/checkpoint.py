@@ -1,134 +1,113 @@
 """Checkpoints: a running loop's state after every turn, so a crashed run resumes where it was.
 
+Each part of the loop says what it needs to carry across a crash (`snapshot()`) and takes it
+back (`restore()`): the history, the context manager, the ledger, the tools' shared context
+(result ids, link table, files and figures seen), each tool, the run control and the loop's
+own notes. This module composes them into one record and back; it writes nothing private.
+
 Written incrementally (only steps that changed, plus a small meta record), so a checkpoint
-costs the same at turn 300 as at turn 3. Result texts are not copied: they are in the
-result store already and are read back from there on resume.
+costs the same at turn 300 as at turn 3. Result texts are not copied: they are in the result
+store already and are read back from there on resume. The Redis store is jobs.stores.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from redis.asyncio import Redis
-from redis.typing import EncodableT, FieldT
-
-from .context.history import History, ResultRecord, Step
+from .budget import Ledger
+from .context.history import History
 from .results import ResultStore
 
-CHECKPOINT_TTL_SECONDS = 7 * 24 * 3600
+if TYPE_CHECKING:
+    from .loop import ResearchLoop
+
+__all__ = ["CheckpointMeta", "CheckpointSteps", "CheckpointStore", "Checkpointer", "MemoryCheckpointStore"]
+
+CheckpointMeta = dict[str, Any]  # JSON: everything but the steps
+CheckpointSteps = dict[int, dict[str, Any]]  # step index -> that step's snapshot (JSON)
 
 
 class CheckpointStore(Protocol):
-    async def save(self, meta: dict[str, Any], steps: dict[int, dict[str, Any]]) -> None: ...
+    async def save(self, meta: CheckpointMeta, steps: CheckpointSteps) -> None:
+        """Store `meta` and the changed `steps`; drop the steps listed in meta["dropped"]."""
+        ...
 
-    async def load(self) -> tuple[dict[str, Any], dict[int, dict[str, Any]]] | None: ...
+    async def load(self) -> tuple[CheckpointMeta, CheckpointSteps] | None: ...
 
 
 class MemoryCheckpointStore:
     def __init__(self) -> None:
-        self.meta: dict[str, Any] | None = None
-        self.steps: dict[int, dict[str, Any]] = {}
+        self.meta: CheckpointMeta | None = None
+        self.steps: CheckpointSteps = {}
 
-    async def save(self, meta: dict[str, Any], steps: dict[int, dict[str, Any]]) -> None:
-        self.steps.update(json.loads(json.dumps(steps)))
+    async def save(self, meta: CheckpointMeta, steps: CheckpointSteps) -> None:
+        # Copied through JSON, as a real store would: later changes to the loop do not leak in.
+        self.steps.update({index: json.loads(json.dumps(step)) for index, step in steps.items()})
+        for index in meta.get("dropped", []):
+            self.steps.pop(index, None)
         self.meta = json.loads(json.dumps(meta))
 
-    async def load(self) -> tuple[dict[str, Any], dict[int, dict[str, Any]]] | None:
+    async def load(self) -> tuple[CheckpointMeta, CheckpointSteps] | None:
         if self.meta is None:
             return None
-        return self.meta, {int(k): v for k, v in self.steps.items()}
+        return self.meta, dict(self.steps)
 
 
-class RedisCheckpointStore:
-    def __init__(self, redis: Redis, run_id: str) -> None:
-        self._redis = redis
-        self._key = f"deepthread:checkpoint:{run_id}"
+class Checkpointer:
+    """Saves a loop after every turn and restores one from the last save."""
 
-    async def save(self, meta: dict[str, Any], steps: dict[int, dict[str, Any]]) -> None:
-        fields: dict[FieldT, EncodableT] = {f"step:{i}": json.dumps(step) for i, step in steps.items()}
-        fields["meta"] = json.dumps(meta)
-        pipe = self._redis.pipeline()
-        pipe.hset(self._key, mapping=fields)
-        # Steps summarised away are no longer needed.
-        gone = [f"step:{i}" for i in meta.get("dropped", [])]
-        if gone:
-            pipe.hdel(self._key, *gone)
-        pipe.expire(self._key, CHECKPOINT_TTL_SECONDS)
-        await pipe.execute()
+    def __init__(self, store: CheckpointStore) -> None:
+        self.store = store
+        self._saved_steps: set[int] = set()  # step indexes the store holds
 
-    async def load(self) -> tuple[dict[str, Any], dict[int, dict[str, Any]]] | None:
-        raw = await self._redis.hgetall(self._key)
-        if not raw or b"meta" not in raw:
-            return None
-        named = {(k.decode() if isinstance(k, bytes) else k): v for k, v in raw.items()}
-        steps = {int(k.split(":", 1)[1]): json.loads(v) for k, v in named.items() if k.startswith("step:")}
-        return json.loads(raw[b"meta"]), steps
+    async def save(self, loop: ResearchLoop) -> None:
+        history = loop.history
+        kept = {step.index for step in history.steps}
+        dropped = sorted(self._saved_steps - kept)  # summarised away by a compaction
+        steps = {step.index: step.snapshot() for step in history.take_dirty()}
+        self._saved_steps = (self._saved_steps | set(steps)) - set(dropped)
+        meta: CheckpointMeta = {
+            "history": history.snapshot(),
+            "dropped": dropped,
+            "saved_at": loop.clock(),
+            "ledger": loop.ledger.snapshot(),
+            "context": loop.context.snapshot(),
+            "tools": {name: tool.snapshot() for name, tool in loop.tools.items()},
+            "control": loop.control.snapshot(),
+            **loop.ctx.snapshot(),
+            **loop.snapshot(),
+        }
+        await self.store.save(meta, steps)
 
-    async def clear(self) -> None:
-        await self._redis.delete(self._key)
+    async def load(self) -> tuple[CheckpointMeta, CheckpointSteps] | None:
+        return await self.store.load()
 
-
-def step_record(step: Step) -> dict[str, Any]:
-    return {
-        "index": step.index,
-        "assistant": step.assistant,
-        "extra": step.extra,
-        "results": [
-            {
-                "tool_use_id": r.tool_use_id,
-                "result_id": r.result_id,
-                "tool": r.tool,
-                "arguments": r.arguments,
-                "is_error": r.is_error,
-                "step": r.step,
-                "stub": r.stub,
-            }
-            for r in step.results
-        ],
-    }
-
-
-def history_meta(history: History) -> dict[str, Any]:
-    return {
-        "opening": history.opening,
-        "opening_extra": history.opening_extra,
-        "pinned": history.pinned,
-        "summaries": history.summaries,
-        "next_index": history.next_step,
-        "steps": [step.index for step in history.steps],
-        "latest": {tool: record.result_id for tool, record in history.latest_by_tool().items()},
-    }
-
-
-async def rebuild_history(meta: dict[str, Any], steps: dict[int, dict[str, Any]], results: ResultStore) -> History:
-    history = History(meta["opening"])
-    history.opening_extra = list(meta["opening_extra"])
-    history.pinned = meta["pinned"]
-    history.summaries = list(meta["summaries"])
-    by_id: dict[str, ResultRecord] = {}
-    for index in meta["steps"]:
-        data = steps[index]
-        records = []
-        for r in data["results"]:
-            stored = await results.get(r["result_id"])
-            text = stored.text if stored else "(this result was lost with its store; call the tool again)"
-            record = ResultRecord(
-                tool_use_id=r["tool_use_id"],
-                result_id=r["result_id"],
-                tool=r["tool"],
-                arguments=r["arguments"],
-                text=f"[{r['result_id']}]\n{text}",
-                is_error=r["is_error"],
-                step=r["step"],
-                stub=r["stub"],
-            )
-            records.append(record)
-            by_id[record.result_id] = record
-        history.steps.append(
-            Step(index=data["index"], assistant=data["assistant"], results=records, extra=list(data["extra"]))
-        )
-    history._next_index = meta["next_index"]
-    history._steps_chars = sum(step.chars() for step in history.steps)
-    history._latest = {tool: by_id[rid] for tool, rid in meta["latest"].items() if rid in by_id}
-    return history
+    async def restore(
+        self,
+        loop: ResearchLoop,
+        meta: CheckpointMeta,
+        steps: CheckpointSteps,
+        results: ResultStore,
+        active_until: float | None,
+    ) -> None:
+        """Resume `loop` from a checkpoint; time spent since it (until the crash, `active_until`)
+        is counted, not refunded."""
+        saved = meta["history"]
+        texts: dict[str, str | None] = {}
+        for index in saved["steps"]:
+            for record in steps[index]["results"]:
+                stored = await results.get(record["result_id"])
+                texts[record["result_id"]] = stored.text if stored is not None else None
+        loop.context.restore(meta["context"], History.restore(saved, steps, texts))
+        self._saved_steps = set(saved["steps"])
+        ledger = Ledger.restore(meta["ledger"])
+        if active_until is not None:
+            ledger.close_after_crash(active_until, since=meta["saved_at"])
+        loop.use_ledger(ledger)
+        for name, state in meta["tools"].items():
+            if name in loop.tools:
+                loop.tools[name].restore(state)
+        loop.ctx.restore(meta)
+        loop.restore(meta)
+        loop.control.restore(meta["control"])

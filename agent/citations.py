@@ -5,21 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from .events import Source
+from .exceptions import UnknownCitation
 from .markers import MARKER_RE
 
 __all__ = ["MARKER_RE", "SourceRegistry", "UnknownCitation", "strip_unknown_markers"]
-
-
-class UnknownCitation(ValueError):
-    """A text cites markers the registry never issued."""
-
-    def __init__(self, unknown: list[str], known_count: int) -> None:
-        self.unknown = unknown
-        listed = ", ".join(f"[{m}]" for m in unknown)
-        known = f"[s1]–[s{known_count}]" if known_count else "none yet: search or read a page first"
-        super().__init__(
-            f"unknown citation {listed}: cite only markers that appear in tool results (issued so far: {known})."
-        )
 
 
 class SourceRegistry:

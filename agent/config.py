@@ -66,6 +66,8 @@ class Budget(BaseModel):
     max_input_tokens: int | None = None
     max_output_tokens: int | None = None
     max_cost_usd: float | None = None
+    # Who set max_cost_usd, for the reason a run gives when it reaches it ("channel budget ($50.00/month)").
+    cost_limit_name: str | None = None
     corrections_per_section: int = defaults.STANDARD_CORRECTIONS_PER_SECTION
     corrections_per_thread: int = defaults.STANDARD_CORRECTIONS_PER_THREAD
     reserve_requests: int = defaults.FINALIZATION_RESERVE_REQUESTS
@@ -93,6 +95,7 @@ class Caps(BaseModel):
     max_input_tokens: int | None = None
     max_output_tokens: int | None = None
     max_cost_usd: float | None = None
+    cost_limit_name: str | None = None  # names this cost cap in reasons (a monthly budget); None: "cost limit"
 
     def apply(self, budget: Budget) -> Budget:
         def lower(current: float | None, cap: float | None) -> float | None:
@@ -112,6 +115,10 @@ class Caps(BaseModel):
                 "max_input_tokens": lower(budget.max_input_tokens, self.max_input_tokens),
                 "max_output_tokens": lower(budget.max_output_tokens, self.max_output_tokens),
                 "max_cost_usd": lower(budget.max_cost_usd, self.max_cost_usd),
+                "cost_limit_name": self.cost_limit_name
+                if self.max_cost_usd is not None
+                and (budget.max_cost_usd is None or self.max_cost_usd < budget.max_cost_usd)
+                else budget.cost_limit_name,
             }
         )
 

@@ -6,7 +6,7 @@ The engine only reads; the job layer implements it (Redis), tests use the in-mem
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
@@ -39,6 +39,12 @@ class RunControl(Protocol):
         """Cheap check, called often while the loop waits on the model or tools."""
         ...
 
+    def snapshot(self) -> Any:
+        """The control's cursor (what it has delivered), carried across a crash (JSON-able)."""
+        ...
+
+    def restore(self, snapshot: Any) -> None: ...
+
 
 class MemoryControl:
     """In-process control: tests and the terminal mode."""
@@ -55,3 +61,9 @@ class MemoryControl:
 
     async def stop_requested(self) -> StopRequest | None:
         return self.stop
+
+    def snapshot(self) -> Any:
+        return None  # in-process: nothing outlives the process to resume
+
+    def restore(self, snapshot: Any) -> None:
+        return None

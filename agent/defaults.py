@@ -53,8 +53,6 @@ FETCH_CONNECT_TIMEOUT = 10.0
 FETCH_READ_TIMEOUT = 20.0
 FETCH_TOTAL_SECONDS = 45.0  # a page that trickles in slower than this is given up
 FETCH_MAX_REDIRECTS = 5
-# Page text handed to one extraction call (~12k tokens); longer pages are cut for now.
-EXTRACT_INPUT_CHARS = 48_000
 # Verbatim excerpts kept per page: more is rarely denser.
 MAX_EXCERPTS = 8
 

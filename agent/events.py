@@ -10,6 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
+from .charts.models import Chart
 from .figures import FigureFlag
 from .thread_memory import ThreadSummary
 
@@ -118,6 +119,14 @@ class SearchDegraded(BaseModel):
     text: str  # "Search degraded: DuckDuckGo is rate-limiting searches; Brave answered instead. …"
 
 
+class ChartDrawn(BaseModel):
+    """A chart was drawn (or redrawn: same chart_id, next version, replacing the previous one).
+    Its PNG is in the run's result store under chart.blob_id; the publisher uploads it."""
+
+    type: Literal["chart_drawn"] = "chart_drawn"
+    chart: Chart
+
+
 RunEvent = Annotated[
     Progress
     | Disagreement
@@ -128,6 +137,7 @@ RunEvent = Annotated[
     | Finished
     | SearchDegraded
     | ConstraintsFound
-    | ConflictSettled,
+    | ConflictSettled
+    | ChartDrawn,
     Field(discriminator="type"),
 ]

@@ -153,11 +153,14 @@ class SentenceVerdict:
     checked: int = 0
 
 
-def check_sentence(sentence: str, passages: dict[str, str], calculations: Sequence[Calculation]) -> SentenceVerdict:
-    """Which figures of `sentence` its cited passages (marker → passage) do not state."""
+def check_sentence(
+    sentence: str, passages: dict[str, str], calculations: Sequence[Calculation], *, checked_only: bool = True
+) -> SentenceVerdict:
+    """Which figures of `sentence` its cited passages (marker → passage) do not state.
+    `checked_only=False` checks small counts too (a chart's values: every bar is a claim)."""
     markers = list(dict.fromkeys(f"s{m}" for m in MARKER_RE.findall(sentence)))
     verdict = SentenceVerdict(sentence, markers)
-    figures = figures_in(sentence)
+    figures = figures_in(sentence, checked_only=checked_only)
     verdict.checked = len(figures)
     stated = [f for m in markers for f in figures_in(passages.get(m, ""), checked_only=False)]
     for figure in figures:

@@ -13,34 +13,34 @@ from typing import Any, Literal, TypeVar
 import httpx
 from anthropic import AsyncAnthropic
 from anthropic.types import ToolUseBlock
-from pydantic import ValidationError
 
 from . import defaults
 from .answer import final_answer
+from .backend import RunBackend
 from .budget import Clock, Ledger
-from .checkpoint import CheckpointStore, history_meta, rebuild_history, step_record
+from .checkpoint import Checkpointer
 from .citations import SourceRegistry, UnknownCitation, strip_unknown_markers
 from .config import AgentConfig
 from .constraints import extract_constraints
 from .constraints import merge as merge_constraints
-from .context.history import History, ResultRecord
+from .context.history import History
 from .context.manager import ContextManager
-from .context.requestlog import RequestLog
-from .control import MemoryControl, RunControl, StopRequest
-from .events import ConflictSettled, ConstraintsFound, Disagreement, Finished, Progress, SourceAdded, UsageRecorded
-from .figures import Calculation
+from .control import RunControl, StopRequest
+from .events import ConflictSettled, ConstraintsFound, Disagreement, Finished, Progress, UsageRecorded
+from .exceptions import Interrupted
 from .model import ModelClient, ModelUnavailable, Patience
 from .prompts import load
 from .report import Section
-from .results import Locator, ResultStore, StoredResult
 from .task import ResearchTask, first_message
 from .task_agents import NumberedLog, TaskTeam
 from .thread_memory import roll
-from .tools import Tool, ToolContext, ToolResult, default_tools, thread_tools
-from .tools.base import CALL_ID, Announced, Emit
+from .tool_runner import ToolRunner
+from .tools import Tool, ToolContext, default_tools, thread_tools
+from .tools.base import Announced, Emit
 from .tools.links import domain, marker
 from .tools.spawn_tasks import SpawnTasks, offered
 from .tools.thread_markers import file_note, thread_markers
+from .usage import Usage
 from .workspace import ThreadWorkspace
 
 log = logging.getLogger(__name__)
@@ -56,15 +56,6 @@ class Outcome:
     status: Literal["completed", "failed", "stopped"]
     summary: str
     reason: str
-
-
-class Interrupted(Exception):
-    """A model or tool await was cut short: by a stop, or by a time limit's reserve."""
-
-    def __init__(self, reason: str, stop: StopRequest | None = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.stop = stop
 
 
 def _text_of(content: list[Any]) -> str:
@@ -95,6 +86,7 @@ class ResearchLoop:
         self.clock = clock
         self.ledger = ledger or Ledger.start(task.budget, clock)
         ctx.ledger = self.ledger
+        self.runner = ToolRunner(self.tools, ctx, lambda: self.ledger, clock, config.tool_deadline)
         # Tools, then system, form the stable front of every request (cache breakpoint here).
         system = load(prompt)
         if SpawnTasks.name in self.tools:  # the delegation rules, only where delegation is offered
@@ -115,12 +107,30 @@ class ResearchLoop:
         self.limit_note: str | None = None  # the limit that cut exploration short, with its stage
         self.rewrites_left = defaults.FINAL_ANSWER_REWRITES
         self.last_stop: str | None = None
-        self.checkpoints: CheckpointStore | None = None
-        self._saved_steps: set[int] = set()
+        self.checkpoints: Checkpointer | None = None
 
     @property
     def history(self) -> History:
         return self.context.history
+
+    def use_ledger(self, ledger: Ledger) -> None:
+        """Spend against `ledger` from now on (a resumed run's, read from its checkpoint)."""
+        self.ledger = ledger
+        self.ctx.ledger = ledger
+
+    def snapshot(self) -> dict[str, Any]:
+        """The loop's own memory for a checkpoint (its parts snapshot themselves, see checkpoint.py)."""
+        return {
+            "notes": self.notes,
+            "limit_note": self.limit_note,
+            "last_stop": self.last_stop,
+            "rewrites_left": self.rewrites_left,
+        }
+
+    def restore(self, snapshot: dict[str, Any]) -> None:
+        self.notes = list(snapshot["notes"])
+        self.limit_note, self.last_stop = snapshot["limit_note"], snapshot["last_stop"]
+        self.rewrites_left = snapshot["rewrites_left"]
 
     def child(
         self, opening: str, ctx: ToolContext, tools: list[Tool], ledger: Ledger, control: RunControl
@@ -250,7 +260,7 @@ class ResearchLoop:
                 self.limit_note = cut.reason
                 self.history.add_text(f"(Your last request was cut short: {cut.reason}.)")
                 continue
-            self.context.observe(message.usage)
+            self.context.observe(Usage.of(message))
             self.last_stop = message.stop_reason
             await self._record_usage()
             content = [block.model_dump(exclude_none=True) for block in message.content]
@@ -289,12 +299,13 @@ class ResearchLoop:
 
     async def _answer(self, calls: list[Any]) -> Outcome | None:
         """Run one turn's calls and add their results; an Outcome when a stop ends the run."""
-        stage = self.tools[calls[0].name].stage if calls[0].name in self.tools else "running a tool"
+        step = self.history.next_step - 1
+        work = self.runner.run(calls, step)
         try:
-            records = await self._guarded(self._run_tools(calls), stage, self.ledger.seconds_to_finalize(self.clock()))
+            records = await self._guarded(work, self.runner.stage(calls), self.ledger.seconds_to_finalize(self.clock()))
         except Interrupted as cut:
             # Every call still gets its result (the API requires the pairing).
-            records = await self._cancelled_results(calls, cut.reason)
+            records = await self.runner.cancelled(calls, cut.reason, step)
             self.history.add_results(records)
             if cut.stop is not None:
                 return await self._finish_after_stop(cut.stop)
@@ -310,82 +321,10 @@ class ResearchLoop:
             return []
         return [ToolUseBlock.model_validate(block) for block in steps[-1].assistant if block.get("type") == "tool_use"]
 
-    # --- checkpoints ----------------------------------------------------------------------
     async def save_checkpoint(self) -> None:
         """After every turn: the steps that changed, and a small record of everything else."""
-        if self.checkpoints is None:
-            return
-        history = self.history
-        kept = {step.index for step in history.steps}
-        dropped = sorted(self._saved_steps - kept)  # summarised away by a compaction
-        steps = {step.index: step_record(step) for step in history.take_dirty()}
-        self._saved_steps = (self._saved_steps | set(steps)) - set(dropped)
-        compaction = self.context.compaction
-        meta = {
-            "history": history_meta(history),
-            "dropped": dropped,
-            "saved_at": self.clock(),
-            "ledger": self.ledger.model_dump(mode="json"),
-            "context": {
-                "manifest": self.context.manifest.items,
-                "failures": compaction.failures,
-                "deferrals": compaction.deferrals,
-                "done": compaction.done,
-                "meter": [self.context.meter.last_actual, self.context.meter.chars_at_last],
-            },
-            "tools": {name: tool.state() for name, tool in self.tools.items()},
-            "result_ids": self.ctx.result_ids.issued,
-            "links": {"urls": self.ctx.links.urls, "anchors": self.ctx.links.anchors},
-            "notes": self.notes,
-            "limit_note": self.limit_note,
-            "last_stop": self.last_stop,
-            "rewrites_left": self.rewrites_left,
-            "control": self.control_state(),
-            "files_seen": sorted(self.ctx.files_seen),
-            "figures": {
-                "calculations": [[c.expression, c.result] for c in self.ctx.calculations],
-                "refused": [[key, list(markers)] for key, markers in sorted(self.ctx.figure_refusals)],
-            },
-        }
-        await self.checkpoints.save(meta, steps)
-
-    def control_state(self) -> Any:
-        state = getattr(self.control, "state", None)
-        return state() if callable(state) else None
-
-    async def restore(self, meta: dict[str, Any], steps: dict[int, dict[str, Any]], active_until: float | None) -> None:
-        """Resume from a checkpoint; time spent since it (until the crash) is counted, not refunded."""
-        self.context.history = await rebuild_history(meta["history"], steps, self.ctx.results)
-        self._saved_steps = set(meta["history"]["steps"])
-        self.ledger = Ledger.model_validate(meta["ledger"])
-        self.ctx.ledger = self.ledger
-        if active_until is not None:
-            self.ledger.active_closed += max(0.0, active_until - meta["saved_at"])
-        context = meta["context"]
-        self.context.manifest.items = list(context["manifest"])
-        self.context.compaction.failures = context["failures"]
-        self.context.compaction.deferrals = context["deferrals"]
-        self.context.compaction.done = context["done"]
-        self.context.meter.last_actual, self.context.meter.chars_at_last = context["meter"]
-        for name, state in meta["tools"].items():
-            if name in self.tools:
-                self.tools[name].restore(state)
-        self.ctx.result_ids.issued = meta["result_ids"]
-        for url in meta["links"]["urls"]:
-            self.ctx.links.add(url)
-        self.ctx.links.anchors = {int(k): v for k, v in meta["links"]["anchors"].items()}
-        self.notes = list(meta["notes"])
-        self.limit_note, self.last_stop = meta["limit_note"], meta["last_stop"]
-        self.rewrites_left = meta["rewrites_left"]
-        self.ctx.files_seen = set(meta.get("files_seen", []))
-        figures = meta.get("figures", {})  # absent in checkpoints written before the figure check
-        self.ctx.calculations = [
-            Calculation(expression, result) for expression, result in figures.get("calculations", [])
-        ]
-        self.ctx.figure_refusals = {(key, tuple(markers)) for key, markers in figures.get("refused", [])}
-        restore = getattr(self.control, "restore", None)
-        if callable(restore):
-            restore(meta["control"])
+        if self.checkpoints is not None:
+            await self.checkpoints.save(self)
 
     async def _turn(self, messages: list[dict[str, Any]], final: bool, deadline: float) -> Any:
         self.ledger.begin(self.clock())
@@ -434,16 +373,6 @@ class ResearchLoop:
             )
         return answer.summary
 
-    async def _cancelled_results(self, calls: list[Any], reason: str) -> list[ResultRecord]:
-        step = self.history.next_step - 1
-        records = []
-        for call in calls:
-            tool = self.tools.get(call.name)
-            partial = tool.partial_result(call.id) if tool is not None else ""
-            text = f"Not completed: {reason}." + (f"\n{partial}" if partial else "")
-            records.append(await self._store(call, ToolResult(text, is_error=True), step))
-        return records
-
     async def _report_disagreement(self, content: list[Any]) -> None:
         """A "Checking: …" line in the model's turn tells the thread where sources disagree; a
         "Settled: …" line takes it off the progress message (the resolution goes in the report)."""
@@ -478,97 +407,8 @@ class ResearchLoop:
             )
         )
 
-    async def _run_tools(self, calls: list[Any]) -> list[ResultRecord]:
-        """Run one batch of calls concurrently; answer them together, in call order."""
-        prepared: list[tuple[Any, Tool | None, Any, str | None]] = []
-        for call in calls:
-            tool = self.tools.get(call.name)
-            if tool is None:
-                names = ", ".join(self.tools)
-                prepared.append((call, None, None, f"There is no tool named {call.name!r}. Available tools: {names}."))
-                continue
-            try:
-                prepared.append((call, tool, tool.Input.model_validate(call.input), None))
-            except ValidationError as exc:
-                problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'input'}: {e['msg']}" for e in exc.errors())
-                prepared.append(
-                    (
-                        call,
-                        tool,
-                        None,
-                        f"Invalid input for {call.name}: {problems}. Call it again with corrected arguments.",
-                    )
-                )
-        activity = "; ".join(tool.progress(args) for _, tool, args, err in prepared if tool and err is None)
-        if activity:
-            await self.ctx.emit(Progress(phase="researching", activity=activity))
-        results = await asyncio.gather(*(self._timed(call.id, tool, args, err) for call, tool, args, err in prepared))
-        await self.announce_sources()
-        step = self.history.next_step - 1
-        return [await self._store(call, result, step) for (call, *_), result in zip(prepared, results, strict=True)]
-
-    async def _store(self, call: Any, result: ToolResult, step: int) -> ResultRecord:
-        """Every result is stored under its own id before the model sees it."""
-        result_id = self.ctx.result_ids.next()
-        arguments = call.input if isinstance(call.input, dict) else {}
-        what = f"{call.name} " + ", ".join(f"{k}={str(v)[:80]!r}" for k, v in arguments.items())
-        await self.ctx.results.put(
-            StoredResult(
-                id=result_id,
-                kind=call.name,
-                arguments=arguments,
-                text=result.text,
-                is_error=result.is_error,
-                locator=Locator(what=what, start=0, end=len(result.text), total=len(result.text)),
-            )
-        )
-        return ResultRecord(
-            tool_use_id=call.id,
-            result_id=result_id,
-            tool=call.name,
-            arguments=arguments,
-            text=f"[{result_id}]\n{result.text}",
-            is_error=result.is_error,
-            step=step,
-        )
-
-    async def _timed(self, call_id: str, tool: Tool | None, args: Any, error: str | None) -> ToolResult:
-        """A tool call is an activity interval: parallel calls overlap and count once."""
-        CALL_ID.set(call_id)  # this call's own task: tools that save work key it by the call
-        self.ledger.begin(self.clock())
-        try:
-            return await self._run_one(tool, args, error)
-        finally:
-            self.ledger.end(self.clock())
-
-    async def _run_one(self, tool: Tool | None, args: Any, error: str | None) -> ToolResult:
-        if error is not None or tool is None:
-            return ToolResult(error or "unknown tool", is_error=True)
-        try:
-            if tool.own_deadline:
-                return await tool.run(args, self.ctx)
-            return await asyncio.wait_for(tool.run(args, self.ctx), self.config.tool_deadline)
-        except TimeoutError:
-            return ToolResult(
-                f"{tool.name} did not finish within {self.config.tool_deadline:.0f} s and was abandoned; "
-                "try another source or a simpler request.",
-                is_error=True,
-            )
-        except ModelUnavailable:
-            raise
-        except Exception as exc:  # a tool bug must not end the run; the model can route around it
-            log.exception("tool %s failed", tool.name)
-            return ToolResult(
-                f"{tool.name} failed unexpectedly ({type(exc).__name__}); try another approach.", is_error=True
-            )
-
     async def announce_sources(self) -> None:
-        """Announce sources registered since the last call, by this loop or any other of the run."""
-        sources = self.ctx.registry.all()
-        announced = self.ctx.announced
-        start, announced.count = announced.count, len(sources)  # claimed before awaiting: task agents run alongside
-        for source in sources[start:]:
-            await self.ctx.emit(SourceAdded(source=source))
+        await self.runner.announce_sources()
 
 
 async def research(
@@ -577,33 +417,28 @@ async def research(
     *,
     anthropic: AsyncAnthropic,
     emit: Emit,
+    backend: RunBackend | None = None,
     tools: list[Tool] | None = None,
     registry: SourceRegistry | None = None,
-    results: ResultStore | None = None,
-    request_log: RequestLog | None = None,
-    projection_seconds: list[float] | None = None,
-    control: RunControl | None = None,
+    sections: list[Section] | None = None,
+    workspace: ThreadWorkspace | None = None,
     ledger: Ledger | None = None,
     clock: Clock = time.time,
-    checkpoints: CheckpointStore | None = None,
-    sections: list[Section] | None = None,
     active_until: float | None = None,
-    workspace: ThreadWorkspace | None = None,
+    projection_seconds: list[float] | None = None,
 ) -> Outcome:
-    """Research `task` to the end, emitting RunEvents; always emits exactly one Finished."""
+    """Research `task` to the end, emitting RunEvents; always emits exactly one Finished.
+
+    `backend` holds the stores and the run control (in memory when omitted); `registry` and
+    `sections` carry what earlier runs of the thread found and wrote; `active_until` is the
+    last heartbeat of a crashed attempt, counted as spent when its checkpoint is resumed."""
+    backend = backend or RunBackend()
+    request_log = backend.request_log
     ledger = ledger or Ledger.start(task.budget, clock)
     current: list[ResearchLoop] = []  # the ledger is the loop's, which a resume replaces
 
     def charge(message: Any, is_turn: bool) -> None:
-        u = message.usage
-        (current[0].ledger if current else ledger).charge(
-            message.model,
-            u.input_tokens or 0,
-            u.output_tokens or 0,
-            u.cache_read_input_tokens or 0,
-            u.cache_creation_input_tokens or 0,
-            count_request=is_turn,
-        )
+        (current[0].ledger if current else ledger).charge(message.model, Usage.of(message), count_request=is_turn)
 
     client = anthropic.with_options(max_retries=config.model_max_retries)
     numbered = NumberedLog(request_log) if request_log is not None else None
@@ -628,17 +463,17 @@ async def research(
             goal_question=task.question,
             announced=Announced(len(registry)),
             workspace=workspace,
+            results=backend.results,
         )
-        if results is not None:
-            ctx.results = results
         offer = tools if tools is not None else default_tools() + (thread_tools() if workspace is not None else [])
         chosen = [tool for tool in offer if tool.name != SpawnTasks.name or offered(config)]
-        saved = await checkpoints.load() if checkpoints is not None else None
+        checkpointer = Checkpointer(backend.checkpoints) if backend.checkpoints is not None else None
+        saved = await checkpointer.load() if checkpointer is not None else None
         if saved is None:  # a resumed run's opening is in its checkpoint
             if task.constraints_from:
                 task = await _with_stated_constraints(task, model, emit)
             task = await _with_markers(task, ctx)
-        loop = ResearchLoop(task, config, ctx, chosen, control or MemoryControl(), clock, ledger)
+        loop = ResearchLoop(task, config, ctx, chosen, backend.control, clock, ledger)
         current.append(loop)
         ctx.tasks = TaskTeam(loop, client, numbered)
         if projection_seconds is not None:
@@ -646,9 +481,9 @@ async def research(
         for section in sections or []:
             ctx.sections[section.section_id] = section.model_copy(deep=True)
             loop.ledger.count_revisions(section.section_id, len(section.revisions))  # capacity is per thread
-        loop.checkpoints = checkpoints
-        if saved is not None:
-            await loop.restore(*saved, active_until=active_until)
+        loop.checkpoints = checkpointer
+        if checkpointer is not None and saved is not None:
+            await checkpointer.restore(loop, *saved, results=ctx.results, active_until=active_until)
             await emit(Progress(phase="researching", activity="Resuming from the last checkpoint"))
         try:
             outcome = await loop.run()

@@ -17,6 +17,8 @@ from anthropic.types import Message
 
 from . import defaults
 from .context.requestlog import RequestLog, RequestRecord, describe
+from .exceptions import ModelUnavailable
+from .usage import Usage
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -29,10 +31,6 @@ OVERLOAD_PATIENCE_SECONDS = defaults.MODEL_PATIENCE_SECONDS
 # recovering service sees do not come back in lockstep.
 OVERLOAD_FIRST_WAIT_SECONDS = 1.0
 OVERLOAD_MAX_WAIT_SECONDS = 20.0
-
-
-class ModelUnavailable(Exception):
-    """The model could not answer after the SDK's retries; the message is for users."""
 
 
 @dataclass(frozen=True)
@@ -61,23 +59,6 @@ def _retry_after(exc: anthropic.APIStatusError) -> float | None:
         return float(exc.response.headers.get("retry-after", ""))
     except ValueError:
         return None
-
-
-@dataclass
-class Usage:
-    requests: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_creation_tokens: int = 0
-
-    def add(self, message: Message) -> None:
-        u = message.usage
-        self.requests += 1
-        self.input_tokens += u.input_tokens or 0
-        self.output_tokens += u.output_tokens or 0
-        self.cache_read_tokens += u.cache_read_input_tokens or 0
-        self.cache_creation_tokens += u.cache_creation_input_tokens or 0
 
 
 def describe_api_error(exc: anthropic.APIError) -> str:
@@ -166,7 +147,7 @@ class ModelClient:
         except anthropic.APIError as exc:
             await self._record(kind, body, None, describe_api_error(exc))
             raise ModelUnavailable(describe_api_error(exc)) from exc
-        self.usage.add(message)
+        self.usage.add(Usage.of(message))
         if self._on_usage:
             self._on_usage(message, kind == "turn")
         await self._record(kind, body, message)
@@ -186,7 +167,7 @@ class ModelClient:
         except anthropic.APIError as exc:
             await self._record("extract", body, None, describe_api_error(exc))
             raise ModelUnavailable(describe_api_error(exc)) from exc
-        self.usage.add(message)
+        self.usage.add(Usage.of(message))
         if self._on_usage:
             self._on_usage(message, False)
         await self._record("extract", body, message)
@@ -236,15 +217,15 @@ class ModelClient:
         if self._log is None:
             return
         self._logged += 1
-        usage = message.usage if message is not None else None
+        usage = Usage.of(message) if message is not None else Usage()
         record = RequestRecord(
             n=self._logged,
             kind=kind,
             model=body["model"],
-            input_tokens=(usage.input_tokens or 0) if usage else 0,
-            output_tokens=(usage.output_tokens or 0) if usage else 0,
-            cache_read_tokens=(usage.cache_read_input_tokens or 0) if usage else 0,
-            cache_creation_tokens=(usage.cache_creation_input_tokens or 0) if usage else 0,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cache_read_tokens=usage.cache_read_tokens,
+            cache_creation_tokens=usage.cache_creation_tokens,
             stop_reason=message.stop_reason if message is not None else None,
             error=error,
             **(describe(body) if kind == "turn" or kind == "summary" else {}),

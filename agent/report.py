@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from pydantic import BaseModel, Field
 
 from .citations import MARKER_RE
+from .display import domain_of, shorten
 from .events import Source
 from .figures import FigureFlag
 
@@ -86,22 +87,6 @@ def figure_line(sections: Sequence[Section]) -> str:
         return ""
     line = f"{checked} figure{'s' if checked != 1 else ''} checked against their sources"
     return line + (f" · {flagged} not found in its source{FLAG_MARK}" if flagged else "")
-
-
-def domain_of(url: str) -> str:
-    """The host a reader recognises; a malformed URL (`https://[x`) is shown as written, never a crash."""
-    from urllib.parse import urlsplit
-
-    try:
-        host = urlsplit(url).hostname or url
-    except ValueError:
-        return url
-    return host.removeprefix("www.")
-
-
-def shorten(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def to_markdown(title: str, report: AssembledReport, footer: str = "") -> str:

@@ -1,22 +1,17 @@
 """The result store: every tool result, and every page read, under its own id with a locator.
 
-Results live outside the prompt; the model gets them back by id with fetch_result. Redis in
-a worker (survives the process), memory in the terminal mode.
+Results live outside the prompt; the model gets them back by id with fetch_result. Memory in
+the terminal mode and tests; a worker keeps them in Redis (jobs.stores.RedisResultStore).
 """
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
-from redis.asyncio import Redis
 
 from .events import utcnow
-
-# Results outlive their run long enough for continuations and `inspect` (issue 4 revisits).
-RESULT_TTL_SECONDS = 30 * 24 * 3600
 
 
 class Locator(BaseModel):
@@ -54,19 +49,6 @@ class MemoryResultStore:
 
     async def get(self, result_id: str) -> StoredResult | None:
         return self._results.get(result_id)
-
-
-class RedisResultStore:
-    def __init__(self, redis: Redis, run_id: str) -> None:
-        self._redis = redis
-        self._prefix = f"deepthread:result:{run_id}:"
-
-    async def put(self, result: StoredResult) -> None:
-        await self._redis.set(self._prefix + result.id, result.model_dump_json(), ex=RESULT_TTL_SECONDS)
-
-    async def get(self, result_id: str) -> StoredResult | None:
-        raw = await self._redis.get(self._prefix + result_id)
-        return StoredResult.model_validate(json.loads(raw)) if raw else None
 
 
 class ResultIds:

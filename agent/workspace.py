@@ -13,6 +13,8 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
+from .exceptions import FileUnavailable, WorkspaceError
+
 __all__ = [
     "MAX_FILE_BYTES",
     "FileInfo",
@@ -27,14 +29,6 @@ __all__ = [
 # Files larger than this are not downloaded: converting them would hold a worker for minutes
 # and their text would not fit the reading budget anyway.
 MAX_FILE_BYTES = 20 * 1024 * 1024
-
-
-class WorkspaceError(Exception):
-    """The thread could not be read; the message says what to do instead."""
-
-
-class FileUnavailable(WorkspaceError):
-    """One file cannot be read (gone, not shared here, too large, no access)."""
 
 
 class FileInfo(BaseModel):

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 from anthropic import AsyncAnthropic
 
-from agent import AgentConfig, Budget, ResearchTask, research
+from agent import AgentConfig, Budget, ResearchTask, defaults, research
+from agent.backend import RunBackend
 from agent.context.requestlog import MemoryRequestLog
 from bench.common import report_checks
 from tests.fakes.anthropic import FakeAnthropic
@@ -45,6 +46,7 @@ class RunFigures:
     pinned_everywhere: bool
     rejected: int
     seconds: float
+    after_compaction: list[float]  # each compaction's next request, as a share of the budget
 
 
 async def one_run(turns: int, budget: int, managed: bool) -> RunFigures:
@@ -61,7 +63,7 @@ async def one_run(turns: int, budget: int, managed: bool) -> RunFigures:
                             budget=Budget(max_requests=turns * 2, wall_seconds=3600))
         config = AgentConfig(context_tokens=budget if managed else 1_000_000_000, manage_context=managed)
         async with AsyncAnthropic(api_key="bench", base_url=server.url) as client:
-            await research(task, config, anthropic=client, emit=emit, tools=bulk_tools(), request_log=log,
+            await research(task, config, anthropic=client, emit=emit, tools=bulk_tools(), backend=RunBackend(request_log=log),
                            projection_seconds=projection)
     elapsed = time.perf_counter() - started
     records = log.records
@@ -82,7 +84,24 @@ async def one_run(turns: int, budget: int, managed: bool) -> RunFigures:
         cached_share=cached / total if total else 0.0,
         projection_ms_early=early, projection_ms_late=late, pinned_everywhere=pinned,
         rejected=len(fake.rejected), seconds=elapsed,
+        after_compaction=[r.context_tokens / budget for r in turn_records[1:]
+                          if r.summaries and r.summaries != _prev(turn_records, r)],
     )
+
+
+def untargeted(turns: int, budget: int) -> RunFigures:
+    """The managed run as compaction was before it aimed at COMPACT_TARGET_SHARE: the verbatim
+    tail bounded by TAIL_MAX_SHARE alone."""
+    target = defaults.COMPACT_TARGET_SHARE
+    defaults.COMPACT_TARGET_SHARE = 1.0  # no target: room is never the tighter bound
+    try:
+        return asyncio.run(one_run(turns, budget, managed=True))
+    finally:
+        defaults.COMPACT_TARGET_SHARE = target
+
+
+def _shares(values: list[float]) -> str:
+    return f"median {statistics.median(values):.0%}, max {max(values):.0%}" if values else "no compaction"
 
 
 def _prev(records: list, record: object) -> list[str]:
@@ -102,6 +121,9 @@ def main() -> int:
     args = parser.parse_args()
     managed = asyncio.run(one_run(args.turns, args.budget, managed=True))
     baseline = asyncio.run(one_run(args.turns, args.budget, managed=False))
+    before = untargeted(args.turns, args.budget)
+    aimed = managed.after_compaction
+    target = defaults.COMPACT_TARGET_SHARE
     checks = [
         ("peak request tokens / budget", f"{managed.peak_tokens:,} / {args.budget:,} = {managed.peak_tokens / args.budget:.2f}",
          managed.peak_tokens <= args.budget and managed.rejected == 0, "≤ 1.0, none rejected"),
@@ -113,6 +135,10 @@ def main() -> int:
          f"{managed.projection_ms_late / managed.projection_ms_early:.2f} (unmanaged {baseline.projection_ms_late:.2f} / "
          f"{baseline.projection_ms_early:.2f} ms)", managed.projection_ms_late <= 1.5 * managed.projection_ms_early, "≤ 1.5"),
         ("compactions", f"{managed.compactions} (peak stubs in one request: {managed.elisions})", managed.compactions >= 1, "≥ 1"),
+        ("context after a compaction / budget", f"{_shares(aimed)} over {len(aimed)} compactions "
+         f"(untargeted: {_shares(before.after_compaction)} over {len(before.after_compaction)}; "
+         f"total input {before.total_input:,})",
+         bool(aimed) and statistics.median(aimed) <= target + 0.05, f"about {target:.0%} (median ≤ {target + 0.05:.0%})"),
         ("every request carried the pinned task", str(managed.pinned_everywhere), managed.pinned_everywhere, "yes"),
     ]
     print(f"\ncontext bench — {args.turns} scripted turns, budget {args.budget:,} tokens "

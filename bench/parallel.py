@@ -23,6 +23,7 @@ from anthropic import AsyncAnthropic
 from pydantic import BaseModel
 
 from agent import AgentConfig, Budget, ResearchTask, research
+from agent.backend import RunBackend
 from agent.budget import Ledger
 from agent.results import MemoryResultStore, StoredResult
 from agent.task_agents.report import STORED_KIND, TaskReport, from_stored
@@ -102,7 +103,7 @@ async def one_run(fake: FakeAnthropic, url: str, objectives: list[str]) -> Figur
 
     async with AsyncAnthropic(api_key="bench", base_url=url) as client:
         outcome = await research(ResearchTask(question="Compare three funds"), AgentConfig(), anthropic=client,
-                                 emit=emit, tools=tools, results=store, ledger=ledger)
+                                 emit=emit, tools=tools, backend=RunBackend(results=store), ledger=ledger)
     if outcome.status != "completed" or len(store.reports) != len(objectives):
         raise RuntimeError(f"the scripted run did not complete: {outcome}")
     return Figures(spawn.seconds[0], ledger.active(time.time()), [r.active_seconds for r in store.reports])

@@ -18,15 +18,13 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from jobs import RunState
-from jobs.keys import PREFIX
 
-from . import rendered
+from . import keys, rendered
 from .leases import Leases
-from .ratelimit import bucket_of
 from .render import render_status
 from .slack_client import SlotBusy, take_slots
 
-__all__ = ["STATUS_REFRESH_SECONDS", "AssistantStatus", "status_lease_key", "status_off_key"]
+__all__ = ["STATUS_REFRESH_SECONDS", "AssistantStatus"]
 
 log = logging.getLogger("bot.publisher.status")
 
@@ -62,14 +60,6 @@ STATUS_UNSUPPORTED = frozenset(
 
 Load = Callable[[str], Awaitable[RunState | None]]
 Wake = Callable[[str, float], None]  # look at this run again at this epoch time
-
-
-def status_lease_key(run_id: str) -> str:
-    return f"{PREFIX}:publisher:status-lease:{run_id}"
-
-
-def status_off_key(team: str | None) -> str:
-    return f"{PREFIX}:status:off:{bucket_of(team)}"
 
 
 class AssistantStatus:
@@ -109,12 +99,12 @@ class AssistantStatus:
         have, set_at = await rendered.status_shown(self.redis, run.id)
         if self._to_set(state, have, set_at, time.time()) is None:
             return
-        if await self.redis.exists(status_off_key(run.team)):
+        if await self.redis.exists(keys.status_off(run.team)):
             return
         # One status writer per run at a time, acting on the newest state: a refresh that read
         # an older state can never land after the status was cleared.
         if not await self.redis.set(
-            status_lease_key(run.id), self.leases.owner, nx=True, px=int(STATUS_LEASE_SECONDS * 1000)
+            keys.status_lease(run.id), self.leases.owner, nx=True, px=int(STATUS_LEASE_SECONDS * 1000)
         ):
             self.wake(run.id, time.time() + LEASED_RETRY_SECONDS)
             return
@@ -123,7 +113,7 @@ class AssistantStatus:
             if fresh is not None:
                 await self._set(fresh)
         finally:
-            await self.leases.release(status_lease_key(run.id))
+            await self.leases.release(keys.status_lease(run.id))
 
     async def _set(self, state: RunState) -> None:
         run = state.run
@@ -150,10 +140,10 @@ class AssistantStatus:
             error = str(exc.response.get("error"))
             if error in STATUS_UNSUPPORTED:
                 # The first process to find out says so; every process stops asking.
-                if await self.redis.set(status_off_key(team), error, nx=True, ex=STATUS_OFF_SECONDS):
+                if await self.redis.set(keys.status_off(team), error, nx=True, ex=STATUS_OFF_SECONDS):
                     log.warning(
                         "workspace %s does not take assistant thread statuses (%s); not asking again for %d h",
-                        bucket_of(team),
+                        keys.workspace(team),
                         error,
                         STATUS_OFF_SECONDS // 3600,
                     )

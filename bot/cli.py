@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from agent.defaults import MAX_QUESTION_CHARS
+from agent import MAX_QUESTION_CHARS
 
 from .doctor import check
 from .settings import Settings

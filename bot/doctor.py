@@ -9,7 +9,9 @@ import httpx
 from redis import Redis
 from redis.exceptions import RedisError
 
-from agent.tools.search import DDGSFactory, providers, search
+from agent import DDGSFactory
+from agent import search_providers as providers
+from agent import search_web as search
 
 from .settings import SEARCH_PROVIDERS, Settings
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import re
 
-from agent import assemble
-from agent.report import AssembledReport, Footnote, domain_of, shorten
+from agent import AssembledReport, Footnote, assemble, domain_of, shorten
 from jobs import RunState
 
 from .mrkdwn import escape_text, link

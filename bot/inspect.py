@@ -7,10 +7,9 @@ from typing import TextIO
 
 from redis import Redis
 
-from agent import assemble
-from agent.context.requestlog import RequestRecord, load_body, load_records
-from agent.pricing import TokenCounts, cost_usd
+from agent import RequestRecord, assemble, cost_usd, usage_by_model
 from jobs import RunNotFound, RunStore
+from jobs.stores import load_request_body, load_request_records
 
 
 def _k(n: int) -> str:
@@ -34,23 +33,17 @@ def summary_table(records: list[RequestRecord]) -> list[str]:
 
 
 def totals(records: list[RequestRecord]) -> list[str]:
-    by_model: dict[str, TokenCounts] = {}
-    for r in records:
-        c = by_model.setdefault(r.model, TokenCounts())
-        c.input += r.input_tokens
-        c.output += r.output_tokens
-        c.cache_read += r.cache_read_tokens
-        c.cache_creation += r.cache_creation_tokens
+    by_model = usage_by_model(records)
     lines = []
     total_cost = 0.0
     for model, c in by_model.items():
-        context = c.input + c.cache_read + c.cache_creation
-        share = c.cache_read / context if context else 0.0
+        context = c.context_tokens
+        share = c.cache_read_tokens / context if context else 0.0
         cost = cost_usd(model, c)
         total_cost += cost
         lines.append(
-            f"{model}: input {_k(context)} tokens ({share:.0%} from cache, {_k(c.cache_creation)} written, "
-            f"{_k(c.input)} uncached) · output {_k(c.output)} · est. ${cost:.2f}"
+            f"{model}: input {_k(context)} tokens ({share:.0%} from cache, {_k(c.cache_creation_tokens)} written, "
+            f"{_k(c.input_tokens)} uncached) · output {_k(c.output_tokens)} · est. ${cost:.2f}"
         )
     kinds = {k: sum(1 for r in records if r.kind == k) for k in dict.fromkeys(r.kind for r in records)}
     lines.append(
@@ -112,7 +105,7 @@ def sources(redis: Redis, run_id: str, out: TextIO) -> int:
 
 
 def inspect(redis: Redis, run_id: str, request: int | None, out: TextIO) -> int:
-    records = load_records(redis, run_id)
+    records = load_request_records(redis, run_id)
     if not records:
         print(f"No model requests are logged for run {run_id}. Check the id (it is in the report footer).", file=out)
         return 1
@@ -125,7 +118,7 @@ def inspect(redis: Redis, run_id: str, request: int | None, out: TextIO) -> int:
             json.dumps(
                 {
                     "record": record.model_dump(mode="json", exclude={"parts"}),
-                    "request": load_body(redis, run_id, record),
+                    "request": load_request_body(redis, run_id, record),
                 },
                 indent=2,
                 ensure_ascii=False,

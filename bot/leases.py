@@ -14,9 +14,9 @@ import asyncio
 
 from redis.asyncio import Redis as AsyncRedis
 
-from jobs.keys import PREFIX
+from . import keys
 
-__all__ = ["LEASE_SECONDS", "Leases", "last_sync_key", "lease_key"]
+__all__ = ["LEASE_SECONDS", "Leases"]
 
 # A run's sync lease; renewed while the sync runs, so only a dead process lets it lapse.
 LEASE_SECONDS = 30.0
@@ -62,14 +62,6 @@ return 0
 """
 
 
-def lease_key(run_id: str) -> str:
-    return f"{PREFIX}:publisher:lease:{run_id}"
-
-
-def last_sync_key(run_id: str) -> str:
-    return f"{PREFIX}:publisher:last:{run_id}"
-
-
 class Leases:
     """Leases held under this process's name (`owner`)."""
 
@@ -86,7 +78,7 @@ class Leases:
         `force` skips the coalescing interval (a final state goes out at once)."""
         answer = int(
             await self._claim(
-                keys=[lease_key(run_id), last_sync_key(run_id)],
+                keys=[keys.sync_lease(run_id), keys.last_sync(run_id)],
                 args=[self.owner, int(LEASE_SECONDS * 1000), int(interval * 1000), "1" if force else "0"],
             )
         )
@@ -94,13 +86,13 @@ class Leases:
 
     async def edited(self, run_id: str) -> None:
         """The sync holding the lease edited a message: the coalescing interval starts now."""
-        await self._edited(keys=[last_sync_key(run_id)], args=[LAST_SYNC_TTL_SECONDS * 1000])
+        await self._edited(keys=[keys.last_sync(run_id)], args=[LAST_SYNC_TTL_SECONDS * 1000])
 
     async def keep(self, run_id: str) -> None:
         """Renew the run's lease until cancelled."""
         while True:
             await asyncio.sleep(LEASE_SECONDS / 3)
-            await self._renew(keys=[lease_key(run_id)], args=[self.owner, int(LEASE_SECONDS * 1000)])
+            await self._renew(keys=[keys.sync_lease(run_id)], args=[self.owner, int(LEASE_SECONDS * 1000)])
 
     async def release(self, key: str) -> None:
         """Let go of a lease (any key set to this owner's name), if it is still ours."""

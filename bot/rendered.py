@@ -11,15 +11,11 @@ from __future__ import annotations
 from redis import Redis
 from redis.asyncio import Redis as AsyncRedis
 
-from jobs.keys import PREFIX
+from . import keys
 
-__all__ = ["RENDERED_TTL_SECONDS", "remember", "remember_rendered", "rendered_key", "shown", "status_shown", "text"]
+__all__ = ["RENDERED_TTL_SECONDS", "remember", "remember_rendered", "shown", "status_shown", "text"]
 
 RENDERED_TTL_SECONDS = 90 * 24 * 3600  # as long as run state is kept
-
-
-def rendered_key(run_id: str) -> str:
-    return f"{PREFIX}:rendered:{run_id}"
 
 
 def text(value: bytes | str) -> str:
@@ -28,20 +24,20 @@ def text(value: bytes | str) -> str:
 
 def remember_rendered(redis: Redis, run_id: str, *, progress: str, report: str) -> None:
     """The digests of the messages just posted (the listener's side, synchronous Redis)."""
-    redis.hset(rendered_key(run_id), mapping={"progress": progress, "report": report})
-    redis.expire(rendered_key(run_id), RENDERED_TTL_SECONDS)
+    redis.hset(keys.rendered(run_id), mapping={"progress": progress, "report": report})
+    redis.expire(keys.rendered(run_id), RENDERED_TTL_SECONDS)
 
 
 async def remember(redis: AsyncRedis, run_id: str, fields: dict[str, str | float]) -> None:
-    await redis.hset(rendered_key(run_id), mapping=fields)  # type: ignore[arg-type]
-    await redis.expire(rendered_key(run_id), RENDERED_TTL_SECONDS)
+    await redis.hset(keys.rendered(run_id), mapping=fields)  # type: ignore[arg-type]
+    await redis.expire(keys.rendered(run_id), RENDERED_TTL_SECONDS)
 
 
 async def shown(redis: AsyncRedis, run_id: str) -> dict[str, str]:
-    return {text(k): text(v) for k, v in (await redis.hgetall(rendered_key(run_id))).items()}
+    return {text(k): text(v) for k, v in (await redis.hgetall(keys.rendered(run_id))).items()}
 
 
 async def status_shown(redis: AsyncRedis, run_id: str) -> tuple[str | None, float]:
     """The status last set for this run (None: never) and when (epoch seconds)."""
-    have, at = await redis.hmget(rendered_key(run_id), ["status", "status_at"])
+    have, at = await redis.hmget(keys.rendered(run_id), ["status", "status_at"])
     return (text(have) if have is not None else None), float(text(at)) if at else 0.0

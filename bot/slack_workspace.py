@@ -18,14 +18,7 @@ import httpx
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from agent.workspace import (
-    MAX_FILE_BYTES,
-    FileInfo,
-    FileUnavailable,
-    ThreadMessage,
-    WorkspaceError,
-    too_large,
-)
+from agent import MAX_FILE_BYTES, FileInfo, FileUnavailable, ThreadMessage, WorkspaceError, too_large
 
 __all__ = ["SLACK_FILES_ORIGIN", "SlackWorkspace", "files_origin_for"]
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from . import keys
+from .exceptions import RunNotFound
 from .executor import execute
 from .inline import run_inline
 from .models import Run, RunState, RunStatus
 from .queue import enqueue, job_timeout_for
 from .runs import AsyncRuns, Continuation, Runs, Upgrade
 from .runtime import JobRuntime, configure
-from .store import RunNotFound, RunStore
+from .store import RunStore
 
 __all__ = [
     "AsyncRuns",

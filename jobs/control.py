@@ -14,34 +14,32 @@ from agent.control import ControlUpdate, Note, StopRequest
 from . import keys
 from .connection import text
 
-CONTROL_TTL_SECONDS = 7 * 24 * 3600
-
 
 def request_stop(redis: Redis, run_id: str, by: str) -> bool:
     """True when this is the first stop for the run (later ones change nothing)."""
-    created = redis.set(keys.stop(run_id), StopRequest(by=by).model_dump_json(), nx=True, ex=CONTROL_TTL_SECONDS)
+    created = redis.set(keys.stop(run_id), StopRequest(by=by).model_dump_json(), nx=True, ex=keys.CONTROL_TTL_SECONDS)
     return bool(created)
 
 
 def record_upgrade(redis: Redis, run_id: str, event_id: str, profile: str = "deep") -> bool:
     """One upgrade per Slack event id: a retried event upgrades once. True when new."""
     added = redis.hsetnx(keys.upgrades(run_id), event_id, profile)
-    redis.expire(keys.upgrades(run_id), CONTROL_TTL_SECONDS)
+    redis.expire(keys.upgrades(run_id), keys.CONTROL_TTL_SECONDS)
     return bool(added)
 
 
 def add_note(redis: Redis, run_id: str, event_id: str, author: str, text: str) -> bool:
     """Queue a steering note for the running loop, once per event id. True when new."""
-    if not redis.set(keys.dedupe(f"note:{run_id}:{event_id}"), "1", nx=True, ex=CONTROL_TTL_SECONDS):
+    if not redis.set(keys.dedupe(f"note:{run_id}:{event_id}"), "1", nx=True, ex=keys.CONTROL_TTL_SECONDS):
         return False
     redis.rpush(keys.notes(run_id), Note(author=author, text=text).model_dump_json())
-    redis.expire(keys.notes(run_id), CONTROL_TTL_SECONDS)
+    redis.expire(keys.notes(run_id), keys.CONTROL_TTL_SECONDS)
     return True
 
 
 def upgraded_profile(redis: Redis, run_id: str) -> str | None:
     values = redis.hvals(keys.upgrades(run_id))
-    return (values[-1].decode() if isinstance(values[-1], bytes) else values[-1]) if values else None
+    return text(values[-1]) if values else None
 
 
 class RedisRunControl:
@@ -70,9 +68,9 @@ class RedisRunControl:
         update.notes = [Note.model_validate_json(raw) for raw in raw_notes]
         return update
 
-    def state(self) -> dict[str, Any]:
+    def snapshot(self) -> dict[str, Any]:
         return {"notes_seen": self.notes_seen, "upgrades_seen": self.upgrades_seen}
 
-    def restore(self, state: dict[str, Any] | None) -> None:
-        if state:
-            self.notes_seen, self.upgrades_seen = state["notes_seen"], state["upgrades_seen"]
+    def restore(self, snapshot: dict[str, Any] | None) -> None:
+        if snapshot:
+            self.notes_seen, self.upgrades_seen = snapshot["notes_seen"], snapshot["upgrades_seen"]

@@ -20,7 +20,7 @@ from redis import Redis
 from agent.control import StopRequest
 
 from . import keys
-from .control import CONTROL_TTL_SECONDS
+from .connection import text
 
 __all__ = ["HARD_STOP_SECONDS", "DueStop", "claim_due", "done", "forced_reason", "request_stop_with_deadline"]
 
@@ -75,7 +75,7 @@ def request_stop_with_deadline(redis: Redis, run_id: str, by: str, grace_seconds
         keys=[keys.stop(run_id), keys.HARD_STOPS, keys.HARD_STOP_REASONS],
         args=[
             StopRequest(by=by).model_dump_json(),
-            CONTROL_TTL_SECONDS,
+            keys.CONTROL_TTL_SECONDS,
             run_id,
             grace_seconds,
             forced_reason(by, grace_seconds),
@@ -84,17 +84,13 @@ def request_stop_with_deadline(redis: Redis, run_id: str, by: str, grace_seconds
     return bool(created)
 
 
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
-
-
 def claim_due(redis: Redis, lease_seconds: float = CLAIM_LEASE_SECONDS) -> list[DueStop]:
     """The deadlines that have passed, each claimed by this caller alone: the claim moves the
     deadline a lease ahead, so if this caller dies before `done`, another one retries later."""
     script = redis.register_script(_CLAIM)
     claimed = script(keys=[keys.HARD_STOPS, keys.HARD_STOP_REASONS], args=[lease_seconds, MAX_DUE_PER_CHECK])
     return [
-        DueStop(_text(run_id), _text(reason) or "stopped (forced after its grace period)")
+        DueStop(text(run_id), text(reason) or "stopped (forced after its grace period)")
         for run_id, reason in zip(claimed[::2], claimed[1::2], strict=True)
     ]
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from agent import RunEvent, research
-from agent.context.requestlog import RedisRequestLog
+from agent.backend import RunBackend
 
 from .connection import connect_async
 from .executor import anthropic_client, task_for
 from .models import Run, RunState
 from .runtime import JobRuntime
 from .state import apply_event
+from .stores import RedisRequestLog
 
 __all__ = ["run_inline"]
 
@@ -33,7 +34,7 @@ async def run_inline(run: Run, runtime: JobRuntime, on_change: Callable[[RunStat
                 runtime.agent,
                 anthropic=client,
                 emit=emit,
-                request_log=RedisRequestLog(redis, run.id) if redis is not None else None,
+                backend=RunBackend(request_log=RedisRequestLog(redis, run.id) if redis is not None else None),
             )
     finally:
         if redis is not None:

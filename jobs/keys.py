@@ -1,4 +1,4 @@
-"""Redis key names, in one place so every reader and writer agrees."""
+"""Redis key names and how long each record lives, in one place so every reader and writer agrees."""
 
 from __future__ import annotations
 
@@ -12,6 +12,45 @@ HARD_STOPS = f"{PREFIX}:hard-stops"  # sorted set: run id -> when its stop is fo
 HARD_STOP_REASONS = f"{PREFIX}:hard-stops:reasons"  # hash: run id -> the reason the forced stop records
 # Sorted set: run id -> when it was created (epoch s), for runs whose messages are not posted yet.
 UNPOSTED = f"{PREFIX}:runs:unposted"
+
+
+# Spend is counted per workspace; runs without one (the terminal) are counted under this.
+NO_TEAM = "-"
+
+
+def spend_run(run_id: str) -> str:
+    """String: the run's recorded cost (also its "already recorded" mark)."""
+    return f"{PREFIX}:spend:run:{run_id}"
+
+
+def spend_month(team: str | None, month: str) -> str:
+    """Hash: a workspace's month totals, per channel, person and day (`…:runs`: its runs by cost)."""
+    return f"{PREFIX}:spend:{team or NO_TEAM}:{month}"
+
+
+def budgets(team: str | None) -> str:
+    """Hash: monthly budgets set by admins (a channel's, the workspace's, or off)."""
+    return f"{PREFIX}:budgets:{team or NO_TEAM}"
+
+
+def recheck_schedule(channel: str, thread_ts: str) -> str:
+    """String: a thread's re-check schedule."""
+    return f"{PREFIX}:recheck:{channel}:{thread_ts}"
+
+
+def recheck_run(run_id: str) -> str:
+    """String: a re-check run's record (what its digest compares against)."""
+    return f"{PREFIX}:recheck:run:{run_id}"
+
+
+def recheck_digest_lease(run_id: str) -> str:
+    """String: held while serve posts a re-check's digest."""
+    return f"{PREFIX}:recheck:run:{run_id}:posting"
+
+
+RECHECKS_TO_SHOW = f"{PREFIX}:recheck:to-show"  # re-check runs serve must post at once
+RECHECK_DIGESTS = f"{PREFIX}:recheck:digests"  # ended re-checks whose digest is owed
+RECHECK_NOTICES = f"{PREFIX}:recheck:notices"  # skip notices serve says in the thread
 
 
 def run(run_id: str) -> str:
@@ -99,3 +138,38 @@ def thread_profile(channel: str, thread_ts: str) -> str:
 def posting(run_id: str) -> str:
     """Held while one serve process posts an orphaned run's messages (a lease, so a crash retries)."""
     return f"{PREFIX}:run:{run_id}:posting"
+
+
+def result(run_id: str, result_id: str) -> str:
+    """String: one stored tool result or page text (agent.results.StoredResult as JSON)."""
+    return f"{PREFIX}:result:{run_id}:{result_id}"
+
+
+def checkpoint(run_id: str) -> str:
+    """Hash: `meta` -> the loop's snapshot, `step:{i}` -> one history step (jobs.stores)."""
+    return f"{PREFIX}:checkpoint:{run_id}"
+
+
+def requests(run_id: str) -> str:
+    """List: every model request's record, in dispatch order (for `deepthread inspect`)."""
+    return f"{PREFIX}:requests:{run_id}"
+
+
+def request_parts(run_id: str) -> str:
+    """Hash: content key -> one part of a request (system, tools, a message), stored once."""
+    return f"{PREFIX}:request-parts:{run_id}"
+
+
+# --- how long records live ------------------------------------------------------------------
+# Results and request logs outlive their run long enough for continuations and `inspect`.
+STORED_RESULT_TTL_SECONDS = 30 * 24 * 3600
+REQUEST_LOG_TTL_SECONDS = 30 * 24 * 3600
+# A checkpoint only matters until the run ends or its retries give up.
+CHECKPOINT_TTL_SECONDS = 7 * 24 * 3600
+# Stops, upgrades and notes for a run, its heartbeat and its current job: a week covers the
+# longest run with its retries.
+CONTROL_TTL_SECONDS = 7 * 24 * 3600
+RUN_ALIVE_TTL_SECONDS = 7 * 24 * 3600
+CURRENT_JOB_TTL_SECONDS = 7 * 24 * 3600
+# RQ's own record of a finished or failed job (the run's outcome is in run state, not here).
+JOB_RESULT_TTL_SECONDS = 24 * 3600

@@ -14,7 +14,6 @@ from .models import Run
 
 # Headroom past the wall-time budget for finalization and state writes before RQ kills the job.
 JOB_TIMEOUT_GRACE_SECONDS = 300
-RESULT_TTL_SECONDS = 24 * 3600
 
 
 def job_timeout_for(run: Run) -> int:
@@ -26,13 +25,13 @@ def enqueue(redis: Redis, run: Run, attempt: int = 0) -> Job:
     """Queue the run (again, after a crash, with attempt > 0: it resumes from its checkpoint)."""
     queue = Queue(keys.QUEUE, connection=redis)
     job_id = keys.job_id(run.id) + (f"-r{attempt}" if attempt else "")
-    redis.set(keys.current_job(run.id), job_id, ex=7 * 24 * 3600)
+    redis.set(keys.current_job(run.id), job_id, ex=keys.CURRENT_JOB_TTL_SECONDS)
     return queue.enqueue(
         execute,
         run.id,
         job_id=job_id,
         job_timeout=job_timeout_for(run),
-        result_ttl=RESULT_TTL_SECONDS,
-        failure_ttl=RESULT_TTL_SECONDS,
+        result_ttl=keys.JOB_RESULT_TTL_SECONDS,
+        failure_ttl=keys.JOB_RESULT_TTL_SECONDS,
         description=f"research run {run.id}",
     )

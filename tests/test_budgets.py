@@ -11,6 +11,7 @@ from anthropic import AsyncAnthropic
 from agent import AgentConfig, Budget, FetchConfig, Finished, ResearchTask, RunEvent, SearchConfig, research
 from agent.budget import Ledger
 from agent.config import PROFILES, Caps, budget_for
+from agent.backend import RunBackend
 from agent.control import MemoryControl, Note, StopRequest
 from agent.events import SectionRevised, SectionWritten
 from agent.report import Revision, Section
@@ -41,7 +42,8 @@ async def run(fake_model: FakeAnthropic, fake_web, *, budget: Budget | None = No
                          fetch=FetchConfig(allow=["127.0.0.1"]))
     async with AsyncAnthropic(api_key="k", base_url=fake_model.url) as client:
         outcome = await research(ResearchTask(question=question, budget=budget or Budget()), config,
-                                 anthropic=client, emit=emit, control=control, clock=clock, sections=sections)
+                                 anthropic=client, emit=emit, backend=RunBackend(control=control or MemoryControl()),
+                                 clock=clock, sections=sections)
     return events, outcome
 
 

@@ -10,6 +10,7 @@ from anthropic import AsyncAnthropic
 from agent import AgentConfig, Budget, ResearchTask, RunEvent, research
 from agent.context.elision import eligible, plan
 from agent.context.history import History, ResultRecord
+from agent.backend import RunBackend
 from agent.context.requestlog import MemoryRequestLog
 from agent.context.stubs import stub_for
 from agent.events import Progress
@@ -130,7 +131,8 @@ async def long_run(fake_model: FakeAnthropic, turns: int, context_tokens: int, p
                         budget=Budget(max_requests=max_requests, wall_seconds=3600))
     config = AgentConfig(context_tokens=context_tokens)
     async with AsyncAnthropic(api_key="k", base_url=fake_model.url) as client:
-        outcome = await research(task, config, anthropic=client, emit=emit, tools=bulk_tools(), request_log=log)
+        outcome = await research(task, config, anthropic=client, emit=emit, tools=bulk_tools(),
+                                 backend=RunBackend(request_log=log))
     return events, log, outcome
 
 
@@ -232,7 +234,8 @@ async def test_without_management_the_same_run_sends_far_more_tokens(fake_model)
     async with AsyncAnthropic(api_key="k", base_url=fake_model.url) as client:
         await research(ResearchTask(question="Compare VTI, ITOT and SCHB fees"),
                        AgentConfig(context_tokens=10_000_000, manage_context=False),
-                       anthropic=client, emit=emit, tools=bulk_tools(), request_log=log)
+                       anthropic=client, emit=emit, tools=bulk_tools(),
+                                 backend=RunBackend(request_log=log))
     unmanaged_peak = max(r.context_tokens for r in log.records)
     managed_peak = max(r.context_tokens for r in managed.records if r.kind == "turn")
     assert managed_peak <= 30_000 < unmanaged_peak

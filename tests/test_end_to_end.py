@@ -9,9 +9,11 @@ from pathlib import Path
 import httpx
 from redis import Redis
 
-from tests.fakes.slack import FakeSlack, app_mention_event, sign
+from jobs import RunStore
 from tests.e2e import CHANNEL, assert_cited_report_pinned, block_text, bot_replies, post_event
+from tests.fakes.slack import FakeSlack, app_mention_event, sign
 from tests.processes import SIGNING_SECRET, Stack, wait_for
+
 
 def test_mention_becomes_a_pinned_cited_report(stack: Stack, fake_slack: FakeSlack, fake_web, redis_url: str) -> None:
     envelope = app_mention_event("expense ratio VTI SCHB ITOT", channel=CHANNEL)
@@ -28,7 +30,7 @@ def test_mention_becomes_a_pinned_cited_report(stack: Stack, fake_slack: FakeSla
     assert retry.status_code == 200
     time.sleep(1.0)
     assert len(fake_slack.calls_of("chat.postMessage")) == posts_before
-    assert Redis.from_url(redis_url).llen(f"deepthread:thread:{CHANNEL}:{mention_ts}") == 1
+    assert len(RunStore(Redis.from_url(redis_url)).thread_run_ids(CHANNEL, mention_ts)) == 1, "one run in the thread"
 
 
 def test_unsigned_and_stale_events_are_rejected(stack: Stack, fake_slack: FakeSlack) -> None:

@@ -8,9 +8,14 @@ import pytest
 
 EXPORTS = {
     "agent": {
-        "AgentConfig", "AssembledReport", "Budget", "FetchConfig", "Finished", "Outcome", "PROFILES", "Progress",
-        "ResearchTask", "RunEvent", "SearchConfig", "Section", "SectionRevised", "SectionWritten", "Source",
-        "SourceAdded", "SourceRegistry", "UsageRecorded", "assemble", "research", "to_markdown",
+        "AgentConfig", "AssembledReport", "Budget", "Caps", "Chart", "DDGSFactory", "FetchConfig", "Figure",
+        "FigureFlag", "FileInfo", "FileUnavailable", "Finished", "Footnote", "MARKER_RE", "MAX_FILE_BYTES",
+        "MAX_QUESTION_CHARS", "Outcome", "PROFILES", "Progress", "RequestRecord", "ResearchTask", "RunEvent",
+        "SNIPPET_NOTE", "SearchConfig", "SearchProvider", "Section", "SectionRevised", "SectionWritten", "Source",
+        "SourceAdded", "SourceRegistry", "ThreadMessage", "ThreadWorkspace", "Usage", "UsageRecorded",
+        "WorkspaceError", "assemble", "cost_usd", "describe_api_error", "domain_of", "figure_line", "figures_in",
+        "load_png", "research", "search_providers", "search_web", "sentences", "shorten", "to_markdown", "too_large",
+        "usage_by_model", "utcnow",
     },
     "jobs": {
         "AsyncRuns", "Continuation", "JobRuntime", "Run", "RunNotFound", "RunState", "RunStatus", "RunStore", "Runs",
@@ -25,3 +30,17 @@ def test_the_package_exports_exactly_its_reviewed_names(package: str) -> None:
     assert set(module.__all__) == EXPORTS[package]
     missing = [name for name in module.__all__ if not hasattr(module, name)]
     assert not missing, f"{package}.__all__ names what it does not define: {missing}"
+
+
+def test_the_bot_uses_the_engine_only_through_its_exports() -> None:
+    """bot/ imports `agent`, never its modules: the engine's insides can move without touching the bot."""
+    import ast
+    from pathlib import Path
+
+    deep = []
+    for path in sorted(Path(__file__).resolve().parent.parent.joinpath("bot").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            modules = [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else []
+            modules += [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            deep += [f"{path.name}: {m}" for m in modules if m.startswith("agent.")]
+    assert not deep, f"bot/ reaches into the engine's modules: {deep}"

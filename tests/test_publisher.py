@@ -16,10 +16,10 @@ from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetry
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent import Finished, Progress, SectionRevised, SectionWritten, Source, SourceAdded, UsageRecorded
-from bot.publisher import UPDATE_INTERVAL_SECONDS, Publisher, rendered_key
+from bot import keys
+from bot.publisher import UPDATE_INTERVAL_SECONDS, Publisher
 from bot.ratelimit import SlackRateLimiter
 from bot.render import render_progress, render_report, render_report_parts
-from bot.spill import spill_key
 from jobs import Run, RunState, RunStore
 from tests.fakes.slack import TEAM_ID, FakeSlack
 
@@ -270,7 +270,7 @@ async def test_sixty_sections_and_two_hundred_sources_are_accepted_and_spilled_i
     for n in {(i * 4 + k) % 200 + 1 for i in range(1, 61) for k in range(4)}:
         assert f"(https://example.org/{n})" in content, "every cited source is in the file"
     assert f"in the attached file* `{upload.filename}`" in str(report.blocks)
-    assert await async_redis.hget(spill_key(CHANNEL, state.run.report_message or ""), "file_id") == upload.id.encode()
+    assert await async_redis.hget(keys.spill(CHANNEL, state.run.report_message or ""), "file_id") == upload.id.encode()
 
 
 async def test_a_changed_spilled_report_replaces_the_file_and_deletes_the_old_one(
@@ -323,7 +323,7 @@ async def test_report_that_fits_again_takes_its_file_away(redis: Redis, async_re
         state = store.apply(state, SectionRevised(section_id=f"s{i}", body="Short now.", reason="condensed"))
     assert await publisher.sync(state)
     assert fake_slack.files() == [] and shows(fake_slack, state)
-    assert not await async_redis.exists(spill_key(CHANNEL, state.run.report_message or ""))
+    assert not await async_redis.exists(keys.spill(CHANNEL, state.run.report_message or ""))
 
 
 async def test_upload_refused_for_a_missing_scope_is_said_in_the_report(
@@ -411,4 +411,4 @@ async def test_slack_refusing_a_rendering_is_logged_not_retried_forever(
     assert any("refused" in r.getMessage() for r in caplog.records)
     assert await publisher.sync(state)
     assert len(fake_slack.calls_of("chat.update")) == 2, "the same rendering is not sent again"
-    assert await async_redis.hget(rendered_key(state.run.id), "report")
+    assert await async_redis.hget(keys.rendered(state.run.id), "report")

@@ -59,7 +59,7 @@ def two_replies_at_once(redis_url: str, trial: int) -> None:
     assert noted[0].state.run.id == child.run.id, "the second reply joined the run that started"
     assert first.store.thread_run_ids("C1", parent.run.thread_ts or "") == [parent.run.id, child.run.id]
     raw_notes = Redis.from_url(redis_url).lrange(keys.notes(child.run.id), 0, -1)
-    loser_text = "and SCHB too" if child.run.request == "Now add ITOT" else "Now add ITOT"
+    loser_text = "and SCHB too" if child.run.follow_up == "Now add ITOT" else "Now add ITOT"
     assert [Note.model_validate_json(raw).text for raw in raw_notes] == [loser_text], \
         "the second reply reaches the continuation as a note"
     assert first.get(child.run.id).sections == parent.sections
@@ -150,7 +150,7 @@ async def _two_replies_through_the_listener(redis: Redis, slack_url: str, fake_s
     child = services.store.get(thread_runs[-1])
     assert Queue(QUEUE, connection=redis).job_ids == [keys.job_id(child.run.id)], "one job queued"
     assert child.run.progress_message and child.run.report_message == parent.run.report_message
-    noted = stamps[0] if child.run.request == "and SCHB too" else stamps[1]
+    noted = stamps[0] if child.run.follow_up == "and SCHB too" else stamps[1]
     assert "memo" in fake_slack.message(channel, noted).reactions, "the other reply is acknowledged as a note"
 
 
@@ -206,6 +206,7 @@ def test_a_worker_still_writing_after_a_forced_stop_cannot_undo_it(tmp_path, red
     from tests.processes import deepthread_stack, wait_for
     from tests.e2e import CHANNEL, block_text
     from tests.e2e import main_requests, start
+    from jobs.spend import record_spend
 
     with deepthread_stack(tmp_path, redis_url=redis_url, slack_url=fake_slack.url, model_url=fake_model.url,
                           web_url=fake_web.url) as stack:
@@ -216,7 +217,9 @@ def test_a_worker_still_writing_after_a_forced_stop_cannot_undo_it(tmp_path, red
         redis = Redis.from_url(redis_url)
         store = RunStore(redis)
         run_id = store.thread_run_ids(CHANNEL, thread)[-1]
-        stopped = store.finish(run_id, RunStatus.stopped, "stopped by <@U0ANA> (forced after 90 s)")
+        # What Runs.force_stop does, but the kill is lost: the job runs on.
+        record_spend(redis, store.finish(run_id, RunStatus.stopped, "stopped by <@U0ANA> (forced after 90 s)"))
+        stopped = store.get(run_id)
         asked = len(main_requests(fake_model))
         job = Job.fetch(keys.job_id(run_id), connection=redis)
         wait_for(lambda: job.get_status(refresh=True) == "finished", 60, "the job to run to its end")

@@ -349,9 +349,9 @@ async def test_a_resumed_run_remembers_what_was_announced_and_searched(http: htt
     first = Run(http, SearchConfig(), Script(DDGS_RESULTS))
     await first.search("VTI expense ratio")
     limited = Run(http, SearchConfig(), Script(RatelimitException("202 Ratelimit")))
-    limited.tool.restore(first.tool.state())
+    limited.tool.restore(first.tool.snapshot())
     await limited.search("ITOT fees")
-    saved = limited.tool.state()
+    saved = limited.tool.snapshot()
 
     resumed = Run(http, SearchConfig(), Script(RatelimitException("202 Ratelimit")))
     resumed.tool.restore(saved)
@@ -376,7 +376,7 @@ async def test_a_query_that_got_no_answer_may_be_asked_again(http: httpx.AsyncCl
 def test_a_checkpoint_from_before_the_chain_still_restores() -> None:
     tool = WebSearch(ddgs=Script([]).ddgs())
     tool.restore({"vti expense ratio": 1})
-    assert tool.state()["seen"] == {"vti expense ratio": 1}
+    assert tool.snapshot()["seen"] == {"vti expense ratio": 1}
 
 
 # ------------------------------------------------------------------ configuration

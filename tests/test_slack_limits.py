@@ -18,7 +18,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from agent import Finished, Progress, SectionWritten, Source, SourceAdded
 from bot.publisher import Publisher
-from bot.ratelimit import SlackRateLimiter, window_key
+from bot import keys
+from bot.ratelimit import SlackRateLimiter
 from bot.render import render_progress, render_report
 from bot.slack_client import LimitedWebClient
 from jobs import Run, RunState, RunStore
@@ -73,7 +74,7 @@ async def test_every_write_waits_for_a_free_slot_in_its_workspace_bucket(async_r
     await client.chat_postMessage(channel="C0OTHER", text="another channel has its own bucket")
     for name in ("eyes", "white_check_mark"):
         await client.reactions_add(channel=CHANNEL, timestamp=one["ts"], name=name)
-    assert await async_redis.zcard(window_key(TEAM_ID, "reactions.add")) == 2
+    assert await async_redis.zcard(keys.ratelimit_window(TEAM_ID, "reactions.add")) == 2
 
     third = asyncio.create_task(client.reactions_add(channel=CHANNEL, timestamp=one["ts"], name="tada"))
     await asyncio.sleep(0.5)

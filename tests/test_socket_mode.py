@@ -17,10 +17,11 @@ import httpx
 import pytest
 from redis import Redis
 
+from jobs import RunStore
+from tests.e2e import CHANNEL, assert_cited_report_pinned, block_text, bot_replies
 from tests.fakes.server import ServerThread, free_port
 from tests.fakes.slack import APP_ID, FakeSlack, app_mention_event
 from tests.processes import Stack, environment, running, wait_for
-from tests.e2e import CHANNEL, assert_cited_report_pinned, block_text, bot_replies
 
 APP_TOKEN = "xapp-test"
 BOT_TOKEN = "xoxb-test"
@@ -156,7 +157,7 @@ def test_mention_over_socket_mode_becomes_a_pinned_cited_report(
     acked(fake_slack, fake_slack.send_socket_event(envelope, retry_attempt=1, retry_reason="timeout"))
     time.sleep(1.0)
     assert len(fake_slack.calls_of("chat.postMessage")) == posts_before
-    assert Redis.from_url(redis_url).llen(f"deepthread:thread:{CHANNEL}:{mention_ts}") == 1
+    assert len(RunStore(Redis.from_url(redis_url)).thread_run_ids(CHANNEL, mention_ts)) == 1, "one run in the thread"
 
     # Slack retires the connection: the app opens a new one, and a mention sent meanwhile
     # (held by Slack until then) still becomes a report.

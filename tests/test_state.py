@@ -169,3 +169,12 @@ def test_lifecycle_only_moves_forward_whoever_writes(redis: Redis, steps: list) 
         if before.status.finished:
             content = {"status", "reason", "summary", "sections", "sources", "usage", "phase", "finished_at"}
             assert after.model_dump(include=content) == before.model_dump(include=content), "an ending is final"
+
+
+def test_a_run_stored_before_the_rename_keeps_its_follow_up() -> None:
+    """Run.request became Run.follow_up (ResearchTask's name): records written before still load."""
+    old = Run(question="fees of VTI?").model_dump(mode="json")
+    old.pop("follow_up")
+    old["request"] = "Now add ITOT"
+    assert Run.model_validate(old).follow_up == "Now add ITOT"
+    assert Run.model_validate_json(Run(question="q", follow_up="and SCHB").model_dump_json()).follow_up == "and SCHB"

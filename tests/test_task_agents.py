@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from agent import AgentConfig, Budget, ResearchTask, RunEvent, SourceRegistry, research
 from agent.budget import Ledger
+from agent.backend import RunBackend
 from agent.checkpoint import MemoryCheckpointStore
 from agent.context.requestlog import MemoryRequestLog
 from agent.control import MemoryControl, StopRequest
@@ -136,7 +137,7 @@ async def test_three_task_agents_run_at_the_same_time(fake_model: FakeAnthropic)
     fake_model.policy = policy
     fake_model.delay = 0.3  # every request takes this long: each task agent's span is observable
     log = MemoryRequestLog()
-    events, outcome = await run(fake_model, request_log=log)
+    events, outcome = await run(fake_model, backend=RunBackend(request_log=log))
     assert outcome.status == "completed", outcome.reason
     spans = {o: (min(policy.requests_of(o)) - fake_model.delay, max(policy.requests_of(o))) for o in OBJECTIVES}
     assert max(start for start, _ in spans.values()) < min(end for _, end in spans.values()), (
@@ -151,7 +152,7 @@ async def test_each_task_agent_has_its_own_context_research_tools_and_logged_his
     fake_model.policy = TaskAgentsPolicy(OBJECTIVES)
     log = MemoryRequestLog()
     store = KeepingStore()
-    await run(fake_model, request_log=log, results=store)
+    await run(fake_model, backend=RunBackend(results=store, request_log=log))
     children = task_requests(fake_model)
     assert {t["name"] for r in children for t in r["tools"]} == RESEARCH_TOOLS, "no report tools, no nesting"
     for objective in OBJECTIVES:
@@ -182,7 +183,7 @@ async def test_active_time_counts_parallel_task_agents_once(fake_model: FakeAnth
     fake_model.delay = 0.3
     store = KeepingStore()
     ledger = Ledger.start(Budget())
-    await run(fake_model, results=store, ledger=ledger)
+    await run(fake_model, backend=RunBackend(results=store), ledger=ledger)
     reports = await store.reports()
     branches = [r.active_seconds for r in reports]
     assert len(branches) == 3 and min(branches) > 0.8, branches
@@ -342,7 +343,8 @@ async def test_a_stop_cancels_every_task_agent_and_their_calls_in_flight(fake_mo
         control.stop = StopRequest(by="<@U0ANA>")
 
     stopper = asyncio.create_task(stop_when_one_is_done())
-    _, outcome = await run(fake_model, tools=team_tools(GatedSearch(gate)), control=control, events=events)
+    _, outcome = await run(fake_model, tools=team_tools(GatedSearch(gate)), backend=RunBackend(control=control),
+                           events=events)
     await stopper
     assert outcome.status == "stopped" and outcome.reason.startswith("stopped by <@U0ANA>")
     assert gate.cancelled == 2, "both in-flight searches were cancelled"
@@ -359,10 +361,10 @@ async def test_finished_task_agents_are_not_run_again_after_a_crash(fake_model: 
     objectives = ["VTI expense ratio", "slow ITOT tracking", "slow SCHB holdings"]
     policy = TaskAgentsPolicy(objectives)
     fake_model.policy = policy
-    checkpoints, results = MemoryCheckpointStore(), MemoryResultStore()
     events: list[RunEvent] = []
     tools = team_tools(GatedSearch(gate))
-    worker = asyncio.create_task(run(fake_model, tools=tools, events=events, checkpoints=checkpoints, results=results))
+    backend = RunBackend(results=MemoryResultStore(), checkpoints=MemoryCheckpointStore())
+    worker = asyncio.create_task(run(fake_model, tools=tools, events=events, backend=backend))
     await when(lambda: gate.started == 2 and any("1 done, 2 running" in a for a in activities(events)))
     worker.cancel()  # the worker dies with two task agents in flight
     await asyncio.gather(worker, return_exceptions=True)
@@ -372,8 +374,8 @@ async def test_finished_task_agents_are_not_run_again_after_a_crash(fake_model: 
     gate.slow_seconds = 0  # the fresh worker's searches are quick
     registry = SourceRegistry(e.source for e in events if isinstance(e, SourceAdded))  # from run state
     resumed: list[RunEvent] = []
-    _, outcome = await run(fake_model, tools=team_tools(GatedSearch(gate)), events=resumed, checkpoints=checkpoints,
-                           results=results, registry=registry)
+    _, outcome = await run(fake_model, tools=team_tools(GatedSearch(gate)), events=resumed, backend=backend,
+                           registry=registry)
     assert outcome.status == "completed", outcome.reason
     assert len(policy.requests_of("VTI expense ratio")) == before["VTI expense ratio"], "task 1 was not run again"
     for objective in objectives[1:]:

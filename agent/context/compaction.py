@@ -55,9 +55,13 @@ def parse_summary(text: str) -> CompactionSummary:
         raise ValueError(f"summary does not match the schema: {exc}") from None
 
 
-def tail_start(history: History, budget_tokens: int, chars_per_token: int = 4) -> int:
-    """Index into history.steps where the verbatim tail begins (≥ 1 step kept, ≤ TAIL_MAX_SHARE)."""
-    limit = defaults.TAIL_MAX_SHARE * budget_tokens
+def tail_start(history: History, budget_tokens: int, fixed_tokens: int = 0, chars_per_token: int = 4) -> int:
+    """Index into history.steps where the verbatim tail begins. At least one step is kept; the
+    tail is at most TAIL_MAX_SHARE of the budget, and small enough that the compacted request
+    (the `fixed_tokens` that stay, such as system, tools, pinned region and earlier summaries,
+    plus the new summary and the tail) comes back to about COMPACT_TARGET_SHARE of it."""
+    room = defaults.COMPACT_TARGET_SHARE * budget_tokens - fixed_tokens - defaults.SUMMARY_MAX_TOKENS
+    limit = max(0.0, min(defaults.TAIL_MAX_SHARE * budget_tokens, room))
     total = 0.0
     start = len(history.steps)
     for i in range(len(history.steps) - 1, -1, -1):

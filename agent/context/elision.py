@@ -31,12 +31,11 @@ def eligible(history: History) -> list[ResultRecord]:
     cited = {f"s{m}" for m in MARKER_RE.findall(mentions)} | {m for m in RESULT_ID_RE.findall(mentions)}
     found = []
     for step in history.unsettled_steps():
-        if current - step.index <= defaults.ELIDE_AFTER_STEPS:
+        if step.recent(current):
             break  # steps are in order: the rest are younger
         for record in step.results:
             if (
-                record.stub is None
-                and record.tokens > defaults.ELIDE_MIN_TOKENS
+                record.worth_eliding
                 and record not in latest
                 and record.result_id not in cited
                 and not cited.intersection(record.markers)

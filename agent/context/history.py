@@ -19,9 +19,11 @@ from .tokens import CHARS_PER_TOKEN, estimate_chars
 EPHEMERAL = {"type": "ephemeral"}
 RESULT_ID_RE = re.compile(r"\br_[0-9a-f]{4,}\b")
 DOMAIN_RE = re.compile(r"https?://(?:www\.)?([^/\s:]+)")
+# What a resumed run shows for a result its store no longer has.
+LOST_RESULT = "(this result was lost with its store; call the tool again)"
 
 
-def _text(text: str, cache: bool = False) -> dict[str, Any]:
+def _text_block(text: str, cache: bool = False) -> dict[str, Any]:
     block: dict[str, Any] = {"type": "text", "text": text}
     if cache:
         block["cache_control"] = EPHEMERAL
@@ -55,6 +57,11 @@ class ResultRecord:
             counts[host] = counts.get(host, 0) + 1
         return sorted(counts, key=lambda h: -counts[h])
 
+    @property
+    def worth_eliding(self) -> bool:
+        """The elision rule's size half (DESIGN.md): not yet a stub, and larger than ELIDE_MIN_TOKENS."""
+        return self.stub is None and self.tokens > defaults.ELIDE_MIN_TOKENS
+
     def proposed_stub(self, make: Any) -> str:
         """The stub this result would get, computed once (candidates wait for a worthwhile batch)."""
         if self._proposed is None:
@@ -83,6 +90,10 @@ class Step:
     _assistant_chars: int | None = field(default=None, repr=False)
     _user_chars: int | None = field(default=None, repr=False)
 
+    def recent(self, next_index: int) -> bool:
+        """The elision rule's age half (DESIGN.md): the last ELIDE_AFTER_STEPS steps stay whole."""
+        return next_index - self.index <= defaults.ELIDE_AFTER_STEPS
+
     def invalidate(self) -> None:
         """The user side changed (results added or elided, text appended); the assistant turn never does."""
         self._user_message = None
@@ -92,7 +103,7 @@ class Step:
         if self._assistant_message is None:
             self._assistant_message = {"role": "assistant", "content": self.assistant}
         if self._user_message is None:
-            user = [r.block() for r in self.results] + [_text(t) for t in self.extra]
+            user = [r.block() for r in self.results] + [_text_block(t) for t in self.extra]
             self._user_message = {"role": "user", "content": user}
         return self._assistant_message, self._user_message
 
@@ -107,6 +118,49 @@ class Step:
     def mentions(self) -> str:
         """The assistant's text and tool inputs, where it cites markers and result ids."""
         return " ".join(str(block.get("text") or block.get("input") or "") for block in self.assistant)
+
+    def snapshot(self) -> dict[str, Any]:
+        """The step as a checkpoint keeps it: result texts by id only (they are in the result store)."""
+        return {
+            "index": self.index,
+            "assistant": self.assistant,
+            "extra": self.extra,
+            "results": [
+                {
+                    "tool_use_id": r.tool_use_id,
+                    "result_id": r.result_id,
+                    "tool": r.tool,
+                    "arguments": r.arguments,
+                    "is_error": r.is_error,
+                    "step": r.step,
+                    "stub": r.stub,
+                }
+                for r in self.results
+            ],
+        }
+
+    @classmethod
+    def restore(cls, snapshot: dict[str, Any], texts: dict[str, str | None]) -> Step:
+        records = [
+            ResultRecord(
+                tool_use_id=r["tool_use_id"],
+                result_id=r["result_id"],
+                tool=r["tool"],
+                arguments=r["arguments"],
+                text=f"[{r['result_id']}]\n{_stored_text(texts.get(r['result_id']))}",
+                is_error=r["is_error"],
+                step=r["step"],
+                stub=r["stub"],
+            )
+            for r in snapshot["results"]
+        ]
+        return cls(
+            index=snapshot["index"], assistant=snapshot["assistant"], results=records, extra=list(snapshot["extra"])
+        )
+
+
+def _stored_text(text: str | None) -> str:
+    return text if text is not None else LOST_RESULT
 
 
 class History:
@@ -204,14 +258,48 @@ class History:
         self._dirty.clear()
         return dirty
 
+    # --- checkpoints ------------------------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        """Everything but the steps themselves (a checkpoint stores those one by one, see
+        `Step.snapshot`); results are named by id, their texts are in the result store."""
+        return {
+            "opening": self.opening,
+            "opening_extra": self.opening_extra,
+            "pinned": self.pinned,
+            "summaries": self.summaries,
+            "next_index": self._next_index,
+            "steps": [step.index for step in self.steps],
+            "latest": {tool: record.result_id for tool, record in self._latest.items()},
+        }
+
+    @classmethod
+    def restore(
+        cls, snapshot: dict[str, Any], steps: dict[int, dict[str, Any]], texts: dict[str, str | None]
+    ) -> History:
+        """A history rebuilt from `snapshot`, its saved steps, and each result's stored text
+        (None when the store lost it)."""
+        history = cls(snapshot["opening"])
+        history.opening_extra = list(snapshot["opening_extra"])
+        history.pinned = snapshot["pinned"]
+        history.summaries = list(snapshot["summaries"])
+        by_id: dict[str, ResultRecord] = {}
+        for index in snapshot["steps"]:
+            step = Step.restore(steps[index], texts)
+            by_id.update((record.result_id, record) for record in step.results)
+            history.steps.append(step)
+        history._next_index = snapshot["next_index"]
+        history._steps_chars = sum(step.chars() for step in history.steps)
+        history._latest = {tool: by_id[rid] for tool, rid in snapshot["latest"].items() if rid in by_id}
+        return history
+
     def settled(self) -> int:
         """How many leading steps elision can no longer change. Only ever advances, so the
         amortised cost per turn is constant."""
         while self._settled < len(self.steps):
             step = self.steps[self._settled]
-            if self._next_index - step.index <= defaults.ELIDE_AFTER_STEPS:
+            if step.recent(self._next_index):
                 break
-            if any(r.stub is None and r.tokens > defaults.ELIDE_MIN_TOKENS for r in step.results):
+            if any(r.worth_eliding for r in step.results):
                 break
             self._settled += 1
         return self._settled
@@ -223,9 +311,9 @@ class History:
     def head(self) -> dict[str, Any]:
         if self._head is None:
             if self.pinned is None:
-                blocks = [_text(self.opening)] + [_text(t) for t in self.opening_extra]
+                blocks = [_text_block(self.opening)] + [_text_block(t) for t in self.opening_extra]
             else:
-                blocks = [_text(self.pinned)] + [_text(s) for s in self.summaries]
+                blocks = [_text_block(self.pinned)] + [_text_block(s) for s in self.summaries]
             # Pinned region and summaries change together (at a compaction): one breakpoint at the end.
             blocks[-1]["cache_control"] = EPHEMERAL
             self._head = {"role": "user", "content": blocks}
@@ -246,7 +334,7 @@ class History:
         last = dict(messages[-1])
         blocks = [dict(b) for b in last["content"]]
         if extra_text:
-            blocks.append(_text(extra_text))
+            blocks.append(_text_block(extra_text))
         if not any("cache_control" in b for b in blocks):
             blocks[-1] = {**blocks[-1], "cache_control": EPHEMERAL}
         last["content"] = blocks

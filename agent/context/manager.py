@@ -10,11 +10,12 @@ from typing import Any
 from .. import defaults
 from ..events import Progress, RunEvent
 from ..model import ModelClient, ModelUnavailable
+from ..usage import Usage
 from .compaction import CompactionState, defer_reason, instruction, parse_summary, render_summary, tail_start
 from .elision import plan
 from .history import History
 from .pinned import Manifest, render_pinned
-from .tokens import ContextMeter
+from .tokens import CHARS_PER_TOKEN, ContextMeter
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +50,27 @@ class ContextManager:
     def tokens(self) -> int:
         return self.meter.estimate(self.history.chars())
 
+    def snapshot(self) -> dict[str, Any]:
+        """What a checkpoint keeps besides the history (which it stores step by step)."""
+        state = self.compaction
+        return {
+            "manifest": self.manifest.items,
+            "failures": state.failures,
+            "deferrals": state.deferrals,
+            "done": state.done,
+            "meter": [self.meter.last_actual, self.meter.chars_at_last],
+        }
+
+    def restore(self, snapshot: dict[str, Any], history: History) -> None:
+        self.history = history
+        self.manifest.items = list(snapshot["manifest"])
+        self.compaction = CompactionState(snapshot["failures"], snapshot["deferrals"], snapshot["done"])
+        self.meter.last_actual, self.meter.chars_at_last = snapshot["meter"]
+
+    def _steps_tokens(self) -> int:
+        """The history's steps alone: what a compaction can replace (the rest of the request stays)."""
+        return sum(step.chars() for step in self.history.steps) // CHARS_PER_TOKEN
+
     def exhausted(self) -> bool:
         """The context is nearly full and nothing more can be freed: finish now."""
         return self.tokens() >= EXHAUSTED_SHARE * self.budget and (self.compaction.disabled or not self.enabled)
@@ -56,7 +78,7 @@ class ContextManager:
     def sent(self) -> None:
         self._chars_sent = self.history.chars()
 
-    def observe(self, usage: Any) -> None:
+    def observe(self, usage: Usage) -> None:
         self.meter.observe(usage, self._chars_sent)
 
     async def prepare(
@@ -97,7 +119,7 @@ class ContextManager:
             log.info("compaction deferred: %s", reason)
             return
         history = self.history
-        start = tail_start(history, self.budget)
+        start = tail_start(history, self.budget, self.tokens() - self._steps_tokens())
         if start == 0 or not self.may_summarise():
             state.failures += 1  # nothing settled to summarise, or no request to spend on it
             return

@@ -1,5 +1,7 @@
 """Every model request as it was dispatched, for `deepthread inspect`.
 
+The engine defines the log and keeps it in memory; the Redis version is jobs.stores.RedisRequestLog.
+
 Messages are stored once, content-addressed: a step that did not change between two
 requests costs nothing more to log, so a 300-turn run logs in O(turns) space, not O(turns²).
 """
@@ -13,12 +15,9 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
-from redis.asyncio import Redis
-from redis.typing import EncodableT, FieldT
 
 from ..events import utcnow
 
-LOG_TTL_SECONDS = 30 * 24 * 3600
 STUB_RE = re.compile(r"\[(r_[0-9a-f]+) \| ")
 SUMMARY_RE = re.compile(r"^<summary of steps (\d+)–(\d+)>")
 
@@ -117,43 +116,10 @@ class MemoryRequestLog(ContentAddressedLog):
         self.records.append(record)
 
     def body(self, n: int) -> dict[str, Any]:
-        return assemble(self.records[n - 1], self.parts)
+        return request_body(self.records[n - 1], self.parts)
 
 
-class RedisRequestLog(ContentAddressedLog):
-    def __init__(self, redis: Redis, run_id: str) -> None:
-        super().__init__()
-        self._redis = redis
-        self._records = f"deepthread:requests:{run_id}"
-        self._parts_key = f"deepthread:request-parts:{run_id}"
-
-    async def record(self, record: RequestRecord, body: dict[str, Any]) -> None:
-        record.parts, new = self._parts(body)
-        pipe = self._redis.pipeline()
-        if new:
-            mapping: dict[FieldT, EncodableT] = {key: value for key, value in new.items()}
-            pipe.hset(self._parts_key, mapping=mapping)
-        pipe.rpush(self._records, record.model_dump_json())
-        pipe.expire(self._records, LOG_TTL_SECONDS)
-        pipe.expire(self._parts_key, LOG_TTL_SECONDS)
-        await pipe.execute()
-
-
-def assemble(record: RequestRecord, parts: dict[str, str]) -> dict[str, Any]:
+def request_body(record: RequestRecord, parts: dict[str, str]) -> dict[str, Any]:
+    """A logged request put back together from its content-addressed parts."""
     system, tools, *messages = [json.loads(parts[key]) for key in record.parts]
     return {"model": record.model, "system": system, "tools": tools, "messages": messages}
-
-
-def load_records(redis: Any, run_id: str) -> list[RequestRecord]:
-    """Read a run's request log (sync client: this is for the CLI)."""
-    return [RequestRecord.model_validate_json(raw) for raw in redis.lrange(f"deepthread:requests:{run_id}", 0, -1)]
-
-
-def load_body(redis: Any, run_id: str, record: RequestRecord) -> dict[str, Any]:
-    values = redis.hmget(f"deepthread:request-parts:{run_id}", record.parts)
-    parts = {
-        key: (raw.decode() if isinstance(raw, bytes) else raw)
-        for key, raw in zip(record.parts, values, strict=True)
-        if raw
-    }
-    return assemble(record, parts)

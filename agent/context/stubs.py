@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from ..display import shorten
 from .history import ResultRecord
 
 COVERS_CHARS = 160  # what the result covers, shortened
@@ -11,18 +12,13 @@ TOP_DOMAINS = 3
 MARKERS_LISTED = 6  # more than this are shown as a range
 
 
-def _shorten(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
 def _call(record: ResultRecord) -> str:
     args = record.arguments
     if record.tool == "web_search":
-        return f'web_search "{_shorten(str(args.get("query", "")), 80)}"'
+        return f'web_search "{shorten(str(args.get("query", "")), 80)}"'
     if record.tool == "read_page":
-        return f'read_page {_shorten(str(args.get("url", "")), 100)} goal="{_shorten(str(args.get("goal", "")), 60)}"'
-    shown = ", ".join(f"{k}={_shorten(str(v), 40)!r}" for k, v in args.items())
+        return f'read_page {shorten(str(args.get("url", "")), 100)} goal="{shorten(str(args.get("goal", "")), 60)}"'
+    shown = ", ".join(f"{k}={shorten(str(v), 40)!r}" for k, v in args.items())
     return f"{record.tool}({shown})"
 
 
@@ -41,14 +37,14 @@ def _covers(record: ResultRecord) -> str:
     text = record.text
     if record.tool == "web_search":
         titles = re.findall(r"^\d+\. (.+?) — ", text, re.M)[:3]
-        return "; ".join(_shorten(t, 50) for t in titles)
+        return "; ".join(shorten(t, 50) for t in titles)
     if record.tool == "read_page":
         judgement = re.search(r"^Judgement: (.+)$", text, re.M)
         page = re.search(r"^Page: (.+)$", text, re.M)
         parts = [page.group(1) if page else "", judgement.group(1) if judgement else ""]
-        return _shorten(" — ".join(p for p in parts if p), COVERS_CHARS)
+        return shorten(" — ".join(p for p in parts if p), COVERS_CHARS)
     body = text.split("\n", 1)[1] if "\n" in text else text
-    return _shorten(body, COVERS_CHARS)
+    return shorten(body, COVERS_CHARS)
 
 
 def _markers(record: ResultRecord) -> str:

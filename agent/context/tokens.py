@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..usage import Usage
 
 # Close enough for English text and JSON; calibrated against real usage as the run goes.
 CHARS_PER_TOKEN = 4
@@ -22,10 +25,8 @@ class ContextMeter:
         self.last_actual = 0
         self.chars_at_last = 0
 
-    def observe(self, usage: Any, chars_sent: int) -> None:
-        self.last_actual = (
-            (usage.input_tokens or 0) + (usage.cache_creation_input_tokens or 0) + (usage.cache_read_input_tokens or 0)
-        )
+    def observe(self, usage: Usage, chars_sent: int) -> None:
+        self.last_actual = usage.context_tokens
         self.chars_at_last = chars_sent
 
     def estimate(self, chars_now: int) -> int:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from .brief import TaskBrief
 from .budget import TaskRefused
+from .numbered_log import NumberedLog
 from .report import TaskReport, render
-from .requests import NumberedLog
 from .team import RESEARCH_TOOLS, TaskTeam
 
 __all__ = ["RESEARCH_TOOLS", "NumberedLog", "TaskBrief", "TaskRefused", "TaskReport", "TaskTeam", "render"]

@@ -7,14 +7,14 @@ turned into its branch's state and the whole board is shown instead.
 from __future__ import annotations
 
 from .. import defaults
+from ..display import shorten
 from ..events import Progress, RunEvent
-from ..report import shorten
 from ..tools.base import Emit
 from .report import TaskReport
 
 DONE_MARK = {"completed": "done", "incomplete": "stopped at its budget", "failed": "failed"}
 # Each branch's current activity is shortened to this, so the line stays readable in Slack.
-ACTIVITY_CHARS = 60
+TASK_ACTIVITY_CHARS = 60
 
 
 class Board:
@@ -53,7 +53,7 @@ class Board:
         async def emit(event: RunEvent) -> None:
             if isinstance(event, Progress):
                 if number in self._running:
-                    self._running[number] = shorten(event.activity, ACTIVITY_CHARS)
+                    self._running[number] = shorten(event.activity, TASK_ACTIVITY_CHARS)
                     await self.show()
                 return
             await self._emit(event)

@@ -10,10 +10,7 @@ from __future__ import annotations
 from .. import defaults
 from ..budget import Ledger
 from ..config import Budget
-
-
-class TaskRefused(Exception):
-    """No task agents can run now; the message tells the lead what to do instead."""
+from ..exceptions import TaskRefused
 
 
 def carve(lead: Ledger, now: float, call_budgets: list[int]) -> list[Budget]:

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from .. import defaults
 from ..citations import MARKER_RE, SourceRegistry
 from ..context.history import History
-from ..report import domain_of, shorten
+from ..display import domain_of, shorten
 from ..results import Locator, StoredResult
 
 Status = Literal["completed", "incomplete", "failed"]

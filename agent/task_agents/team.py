@@ -21,11 +21,12 @@ from ..budget import Ledger
 from ..config import Budget
 from ..control import ControlUpdate, StopRequest
 from ..model import ModelClient, ModelUnavailable
+from ..usage import Usage
 from .board import Board
 from .brief import TaskBrief, opening
 from .budget import carve
+from .numbered_log import NumberedLog
 from .report import Status, TaskReport, from_stored, met_passages, record_id, render, to_stored
-from .requests import NumberedLog
 
 if TYPE_CHECKING:
     from ..loop import ResearchLoop
@@ -45,6 +46,12 @@ class Detached:
         return ControlUpdate()
 
     async def stop_requested(self) -> StopRequest | None:
+        return None
+
+    def snapshot(self) -> Any:
+        return None
+
+    def restore(self, snapshot: Any) -> None:
         return None
 
 
@@ -97,16 +104,9 @@ class TaskTeam:
         ledger = Ledger.start(budget, lead.clock)
 
         def charge(message: Any, is_turn: bool) -> None:
-            u = message.usage
-            counts = (
-                message.model,
-                u.input_tokens or 0,
-                u.output_tokens or 0,
-                u.cache_read_input_tokens or 0,
-                u.cache_creation_input_tokens or 0,
-            )
-            ledger.charge(*counts, count_request=is_turn)
-            lead.ledger.charge(*counts, count_request=is_turn, own_turn=False)  # the run's budget pays too
+            usage = Usage.of(message)
+            ledger.charge(message.model, usage, count_request=is_turn)
+            lead.ledger.charge(message.model, usage, count_request=is_turn, own_turn=False)  # the run's budget pays too
 
         config = lead.config
         model = ModelClient(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .base import Tool, ToolContext, ToolResult
 from .calculator import Calculator
+from .chart import ChartTool
 from .fetch_result import FetchResult
 from .open_section import OpenSection
 from .read_page import ReadPage
@@ -25,6 +26,7 @@ def default_tools() -> list[Tool]:
         WriteSection(),
         ReviseSection(),
         OpenSection(),
+        ChartTool(),
     ]
 
 

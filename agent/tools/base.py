@@ -72,6 +72,26 @@ class ToolContext:
     workspace: ThreadWorkspace | None = None
     files_seen: set[str] = field(default_factory=set)  # thread files already announced to the model
 
+    def snapshot(self) -> dict[str, Any]:
+        """The run-wide memory tools share (ids issued, links, files and figures seen)."""
+        return {
+            "result_ids": self.result_ids.issued,
+            "links": self.links.snapshot(),
+            "files_seen": sorted(self.files_seen),
+            "figures": {
+                "calculations": [[c.expression, c.result] for c in self.calculations],
+                "refused": [[key, list(markers)] for key, markers in sorted(self.figure_refusals)],
+            },
+        }
+
+    def restore(self, snapshot: dict[str, Any]) -> None:
+        self.result_ids.issued = snapshot["result_ids"]
+        self.links.restore(snapshot["links"])
+        self.files_seen = set(snapshot.get("files_seen", []))
+        figures = snapshot.get("figures", {})  # absent in checkpoints written before the figure check
+        self.calculations = [Calculation(expression, result) for expression, result in figures.get("calculations", [])]
+        self.figure_refusals = {(key, tuple(markers)) for key, markers in figures.get("refused", [])}
+
 
 class Tool:
     name: ClassVar[str]
@@ -97,7 +117,7 @@ class Tool:
         """One line for the thread's progress message while this call runs."""
         return f"Running {self.name}"
 
-    def state(self) -> Any:
+    def snapshot(self) -> Any:
         """Per-run memory to carry across a crash (JSON-able), or None."""
         return None
 

@@ -29,6 +29,7 @@ from decimal import (
     localcontext,
 )
 
+from ..exceptions import CalculationError
 from . import calc_precision as precision
 
 # Longer input is pasted text rather than a calculation; the model should split it.
@@ -92,19 +93,6 @@ _VOCABULARY = (
 _DATE_HINT = (
     "a date takes + or - N days/weeks/months/years, and one date minus another gives days (2024-03-01 - 2024-01-01)"
 )
-
-
-class CalculationError(Exception):
-    """A calculation that cannot be done; the message says where and what to write instead."""
-
-    def __init__(self, message: str, position: int | None = None) -> None:
-        super().__init__(message)
-        self.position = position  # 0-based index into the cleaned expression, for the caret
-
-    def describe(self, expression: str) -> str:
-        if self.position is None:
-            return str(self)
-        return f"{self}\n  {expression}\n  {' ' * self.position}^"
 
 
 @dataclass(frozen=True, order=True)

@@ -12,6 +12,7 @@ from typing import Any, TypedDict
 import trafilatura
 from lxml.html import HtmlElement
 
+from ..exceptions import UnreadableContent
 from .fetch import Fetched
 from .links import LinkTable
 from .page_text import PageText, page_text
@@ -75,10 +76,6 @@ HTML_BLOCK_TAGS = (
 )
 # A text page with this share of control bytes is binary whatever its headers say.
 BINARY_CONTROL_SHARE = 0.05
-
-
-class UnreadableContent(Exception):
-    """The resource is of a kind we cannot read; the message says what to do."""
 
 
 @dataclass

@@ -10,14 +10,11 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 import httpx
 
 from ..config import FetchConfig
+from ..exceptions import FetchError
 from .netguard import BlockedURL, Target, check_url
 
 # Only encodings we can inflate with a hard output cap; brotli/zstd are not advertised.
 ACCEPT_ENCODING = "gzip, deflate"
-
-
-class FetchError(Exception):
-    """The page could not be fetched; the message tells the model what to do instead."""
 
 
 @dataclass

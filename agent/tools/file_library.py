@@ -6,23 +6,15 @@ from __future__ import annotations
 import asyncio
 import re
 
-from ..workspace import FileInfo, FileUnavailable, ThreadWorkspace, WorkspaceError
+from ..exceptions import NoWorkspace
+from ..workspace import FileInfo, FileUnavailable, ThreadWorkspace
 from .file_index import FileIndex
 from .file_text import FileText, UnsupportedFile, convert, kind_of
 
 __all__ = ["FileLibrary", "NoWorkspace", "describe", "display_name"]
 
-NO_WORKSPACE = (
-    "This run has no thread to read files or messages from (it was started outside Slack). "
-    "Work from the question, web_search and read_page."
-)
 # Names are shown to the model: one line, bounded, so a file name cannot pose as a tool result.
 MAX_NAME_CHARS = 120
-
-
-class NoWorkspace(WorkspaceError):
-    def __init__(self) -> None:
-        super().__init__(NO_WORKSPACE)
 
 
 def display_name(info: FileInfo) -> str:

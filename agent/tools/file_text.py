@@ -16,6 +16,7 @@ import zipfile
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..exceptions import UnsupportedFile
 from ..markers import MARKER_RE
 from ..workspace import FileInfo
 from .extract import PDF_MAX_PAGES, _decode, _looks_binary
@@ -58,10 +59,6 @@ MAX_SHEET_ROWS = 5_000
 MAX_SHEETS = 20
 # A citation marker written inside a file must not pass for one of ours: "[s3]" becomes "(s3)".
 _DEFANGED = r"(s\1)"
-
-
-class UnsupportedFile(Exception):
-    """The file is of a kind (or in a state) we cannot read; the message says what to do."""
 
 
 @dataclass

@@ -6,7 +6,10 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
+
+from ..display import domain_of
 
 # 【12†anchor】 for a link on the same site, 【12†anchor†domain】 for another site.
 LINK_MARKER_RE = re.compile(r"【(\d+)†([^†】]*)(?:†[^】]*)?】")
@@ -15,7 +18,9 @@ ANCHOR_CHARS = 60  # anchor text kept in a link list's marker; enough to judge w
 
 
 def domain(url: str) -> str:
-    return (urlsplit(url).hostname or "").removeprefix("www.")
+    """A link's domain for its marker; "" when it has none (`mailto:`, malformed), so none is shown."""
+    shown = domain_of(url)
+    return "" if shown == url else shown
 
 
 @dataclass
@@ -38,6 +43,16 @@ class LinkTable:
 
     def get(self, link_id: int) -> str | None:
         return self.urls[link_id - 1] if 1 <= link_id <= len(self.urls) else None
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"urls": self.urls, "anchors": self.anchors}
+
+    def restore(self, snapshot: dict[str, Any]) -> None:
+        """Ids as they were: a link id the model saw before a crash still leads to the same URL."""
+        for url in snapshot["urls"]:
+            self.add(url)
+        # JSON turned the ids into strings.
+        self.anchors = {int(k): v for k, v in snapshot["anchors"].items()}
 
 
 def resolve_href(href: str, page_url: str) -> str | None:

@@ -22,6 +22,8 @@ from urllib.parse import SplitResult, urlsplit
 
 import idna
 
+from ..exceptions import BlockedURL
+
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -29,10 +31,6 @@ IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 MAX_HOST_CHARS = 253
 # What an ASCII host name may contain once IDNA-encoded (underscores occur in real DNS names).
 _HOST_NAME = re.compile(r"[a-z0-9_-]+(\.[a-z0-9_-]+)*\.?")
-
-
-class BlockedURL(ValueError):
-    """The URL may not be fetched; the message says why and what to do."""
 
 
 @dataclass(frozen=True)

@@ -93,7 +93,7 @@ class ReadFile(Tool):
         self.library = library or FileLibrary()
         self._seen: set[tuple[str, str, str]] = set()
 
-    def state(self) -> Any:
+    def snapshot(self) -> Any:
         return sorted(self._seen)
 
     def restore(self, state: Any) -> None:

@@ -15,9 +15,9 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from .. import defaults
+from ..display import domain_of
 from ..model import ModelUnavailable
 from ..prompts import load
-from ..report import domain_of
 from ..results import Locator, StoredResult
 from .base import Tool, ToolContext, ToolResult
 from .extract import Extracted, UnreadableContent, extract_text
@@ -152,7 +152,7 @@ class ReadPage(Tool):
     def __init__(self) -> None:
         self._seen: set[tuple[str, str]] = set()
 
-    def state(self) -> Any:
+    def snapshot(self) -> Any:
         return sorted(self._seen)
 
     def restore(self, state: Any) -> None:

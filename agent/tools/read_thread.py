@@ -6,9 +6,9 @@ import re
 
 from pydantic import BaseModel, Field
 
+from ..exceptions import NO_WORKSPACE
 from ..workspace import ThreadMessage, WorkspaceError
 from .base import Tool, ToolContext, ToolResult
-from .file_library import NO_WORKSPACE
 
 __all__ = ["ReadThread", "ReadThreadInput", "parse_range"]
 

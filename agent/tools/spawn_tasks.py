@@ -81,7 +81,7 @@ class SpawnTasks(Tool):
             "input_schema": _inline(self.Input.model_json_schema()),
         }
 
-    def state(self) -> Any:
+    def snapshot(self) -> Any:
         return {"spawned": self.spawned}
 
     def restore(self, state: Any) -> None:

@@ -12,8 +12,8 @@ from typing import Any
 from ddgs import DDGS
 from pydantic import BaseModel, Field, field_validator
 
+from ..display import domain_of
 from ..events import SearchDegraded
-from ..report import domain_of
 from .base import Tool, ToolContext, ToolResult
 from .search import (
     DDGSFactory,
@@ -62,7 +62,7 @@ class WebSearch(Tool):
         self._seen: dict[str, int] = {}
         self._health = SearchHealth()
 
-    def state(self) -> Any:
+    def snapshot(self) -> Any:
         return {"seen": self._seen, "health": self._health.to_state()}
 
     def restore(self, state: Any) -> None:

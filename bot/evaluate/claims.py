@@ -6,9 +6,7 @@ from collections.abc import Mapping
 
 from pydantic import BaseModel
 
-from agent import Source
-from agent.figures import sentences
-from agent.markers import MARKER_RE
+from agent import MARKER_RE, Source, sentences
 from jobs import RunState
 
 __all__ = ["CitedSentence", "cited_sentences"]

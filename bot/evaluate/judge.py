@@ -14,9 +14,7 @@ import anthropic
 from anthropic import AsyncAnthropic
 from pydantic import BaseModel, Field, ValidationError
 
-from agent import Source
-from agent.model import describe_api_error
-from agent.pricing import TokenCounts, cost_usd
+from agent import Source, Usage, cost_usd, describe_api_error
 
 from .claims import CitedSentence
 
@@ -120,7 +118,7 @@ class Judge:
         self.client = client
         self.model = model
         self.requests = 0
-        self.tokens = TokenCounts()
+        self.tokens = Usage()
         self._system = _prompt("system")
 
     @property
@@ -141,11 +139,7 @@ class Judge:
             except anthropic.APIError as exc:
                 raise JudgeFailed(f"the judge model request failed: {describe_api_error(exc)}") from exc
             self.requests += 1
-            u = message.usage
-            self.tokens.input += u.input_tokens or 0
-            self.tokens.output += u.output_tokens or 0
-            self.tokens.cache_read += u.cache_read_input_tokens or 0
-            self.tokens.cache_creation += u.cache_creation_input_tokens or 0
+            self.tokens.add(Usage.of(message))
             text = "".join(b.text for b in message.content if b.type == "text")
             try:
                 answer = schema.model_validate(_json_object(text))

@@ -14,8 +14,7 @@ from pydantic import (
     field_validator,
 )
 
-from agent import PROFILES
-from agent.defaults import MAX_QUESTION_CHARS
+from agent import MAX_QUESTION_CHARS, PROFILES
 
 __all__ = ["SHIPPED_QUESTIONS", "EvalQuestion", "QuestionFileError", "load_questions"]
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from anthropic import AsyncAnthropic
 
-from agent.pricing import TokenCounts, cost_usd
+from agent import cost_usd
 from jobs import JobRuntime, Run, RunState, run_inline
 
 from ..terminal import report_markdown
@@ -23,10 +23,7 @@ __all__ = ["measure", "research_cost"]
 def research_cost(state: RunState, main_model: str) -> float:
     """The run's estimated cost. Run state keeps one token total for both models, so it is priced
     at the main model's rate: an upper bound (page extraction runs on the cheaper small model)."""
-    u = state.usage
-    return cost_usd(
-        main_model, TokenCounts(u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_creation_tokens)
-    )
+    return cost_usd(main_model, state.usage)
 
 
 async def measure(

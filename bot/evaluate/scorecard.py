@@ -8,8 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, computed_field
 
-from agent.events import utcnow
-from agent.figures import FigureFlag
+from agent import FigureFlag, utcnow
 
 from .judge import RubricScores
 

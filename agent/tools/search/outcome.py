@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ...exceptions import SearchFailed
+
 __all__ = ["DEGRADING", "FailureKind", "ProviderFailure", "SearchAnswer", "SearchFailed", "SearchHit"]
 
 # Why a provider did not answer. The chain tries the next provider on every kind; the kinds
@@ -24,14 +26,6 @@ class SearchHit:
     url: str
     snippet: str
     date: str | None = None
-
-
-class SearchFailed(Exception):
-    """The provider could not answer; the message tells the model what to try."""
-
-    def __init__(self, message: str, kind: FailureKind = "unavailable") -> None:
-        super().__init__(message)
-        self.kind: FailureKind = kind
 
 
 @dataclass(frozen=True)

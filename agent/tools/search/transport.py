@@ -39,7 +39,7 @@ MAX_RESPONSE_BYTES = 2_000_000
 # A 429 asking for a pause this short (a per-second limit, typical of Brave's plans when the
 # agent searches in parallel) is waited out once instead of failing the tool call.
 RATE_LIMIT_PAUSE_MAX_SECONDS = 2.0
-RATE_LIMIT_RETRIES = 1
+SEARCH_429_RETRIES = 1
 # How much of an HTML body is scanned for bot-check markers (they sit near the top).
 CHALLENGE_SCAN_BYTES = 64_000
 # Words bot-check pages use: DuckDuckGo's "anomaly" form, captchas, Cloudflare's interstitial.
@@ -192,7 +192,7 @@ async def call(
     deadline = loop.time() + total
     try:
         async with asyncio.timeout(total):
-            for attempt in range(RATE_LIMIT_RETRIES + 1):
+            for attempt in range(SEARCH_429_RETRIES + 1):
                 reply = await _send(client, provider, method, url, total, **kwargs)
                 challenge = challenge_of(reply)
                 if challenge is not None:
@@ -202,7 +202,7 @@ async def call(
                         "help",
                         "blocked",
                     )
-                if reply.status != 429 or attempt == RATE_LIMIT_RETRIES:
+                if reply.status != 429 or attempt == SEARCH_429_RETRIES:
                     return reply
                 wait = wait_of(reply) if wait_of else retry_after(reply.headers)
                 if wait is None or wait > RATE_LIMIT_PAUSE_MAX_SECONDS or loop.time() + wait >= deadline:

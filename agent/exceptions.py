@@ -1,0 +1,130 @@
+"""Every exception the engine raises, in one place.
+
+    Exception
+    ├── ModelUnavailable     the model could not answer after the SDK's retries (the message is for users)
+    ├── Interrupted          a model or tool await was cut short: by a stop, or by a time limit's reserve
+    ├── TaskRefused          spawn_tasks cannot run task agents now (budget too small)
+    ├── WorkspaceError       the thread could not be read
+    │   ├── FileUnavailable  one file cannot be read (gone, not shared here, too large, no access)
+    │   └── NoWorkspace      the run has no thread (started outside Slack)
+    ├── UnsupportedFile      a thread file of a kind (or in a state) we cannot read
+    ├── UnreadableContent    a fetched resource of a kind we cannot read
+    ├── FetchError           a page could not be fetched
+    ├── SearchFailed         a search provider could not answer (`kind` says how)
+    ├── CalculationError     a calculation that cannot be done (`position` points at the problem)
+    └── ValueError
+        ├── UnknownCitation  a text cites markers the source registry never issued
+        └── BlockedURL       the address guard refuses a URL (private, reserved, not allowed)
+
+Only ModelUnavailable and Interrupted cross the loop; the others become tool results or
+rewrite requests whose message says what to do instead (tool errors are prompt).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .control import StopRequest
+    from .tools.search.outcome import FailureKind
+
+__all__ = [
+    "NO_WORKSPACE",
+    "BlockedURL",
+    "CalculationError",
+    "FetchError",
+    "FileUnavailable",
+    "Interrupted",
+    "ModelUnavailable",
+    "NoWorkspace",
+    "SearchFailed",
+    "TaskRefused",
+    "UnknownCitation",
+    "UnreadableContent",
+    "UnsupportedFile",
+    "WorkspaceError",
+]
+
+NO_WORKSPACE = (
+    "This run has no thread to read files or messages from (it was started outside Slack). "
+    "Work from the question, web_search and read_page."
+)
+
+
+class ModelUnavailable(Exception):
+    """The model could not answer after the SDK's retries; the message is for users."""
+
+
+class Interrupted(Exception):
+    """A model or tool await was cut short: by a stop, or by a time limit's reserve."""
+
+    def __init__(self, reason: str, stop: StopRequest | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.stop = stop
+
+
+class TaskRefused(Exception):
+    """No task agents can run now; the message tells the lead what to do instead."""
+
+
+class WorkspaceError(Exception):
+    """The thread could not be read; the message says what to do instead."""
+
+
+class FileUnavailable(WorkspaceError):
+    """One file cannot be read (gone, not shared here, too large, no access)."""
+
+
+class NoWorkspace(WorkspaceError):
+    def __init__(self) -> None:
+        super().__init__(NO_WORKSPACE)
+
+
+class UnsupportedFile(Exception):
+    """The file is of a kind (or in a state) we cannot read; the message says what to do."""
+
+
+class UnreadableContent(Exception):
+    """The resource is of a kind we cannot read; the message says what to do."""
+
+
+class FetchError(Exception):
+    """The page could not be fetched; the message tells the model what to do instead."""
+
+
+class SearchFailed(Exception):
+    """The provider could not answer; the message tells the model what to try."""
+
+    def __init__(self, message: str, kind: FailureKind = "unavailable") -> None:
+        super().__init__(message)
+        self.kind: FailureKind = kind
+
+
+class CalculationError(Exception):
+    """A calculation that cannot be done; the message says where and what to write instead."""
+
+    def __init__(self, message: str, position: int | None = None) -> None:
+        super().__init__(message)
+        self.position = position  # 0-based index into the cleaned expression, for the caret
+
+    def describe(self, expression: str) -> str:
+        if self.position is None:
+            return str(self)
+        return f"{self}\n  {expression}\n  {' ' * self.position}^"
+
+
+class UnknownCitation(ValueError):
+    """A text cites markers the registry never issued."""
+
+    def __init__(self, unknown: list[str], known_count: int) -> None:
+        self.unknown = unknown
+        listed = ", ".join(f"[{m}]" for m in unknown)
+        known = f"[s1]–[s{known_count}]" if known_count else "none yet: search or read a page first"
+        super().__init__(
+            f"unknown citation {listed}: cite only markers that appear in tool results (issued so far: {known})."
+        )
+
+
+class BlockedURL(ValueError):
+    """The URL may not be fetched; the message says why and what to do."""

@@ -1,0 +1,64 @@
+"""Model usage: one type for the model client, the budget ledger, run state, spend and `inspect`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Protocol
+
+from anthropic.types import Message
+from pydantic import BaseModel
+
+__all__ = ["Usage", "usage_by_model"]
+
+
+class Usage(BaseModel):
+    requests: int = 0
+    input_tokens: int = 0  # uncached input
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_creation_tokens: int = 0
+    # Estimated USD at list prices (agent/pricing.py) when someone priced it; 0 until then.
+    cost_usd: float = 0.0
+
+    @classmethod
+    def of(cls, message: Message) -> Usage:
+        """One response's usage: the one place that reads the API's usage fields."""
+        u = message.usage
+        return cls(
+            requests=1,
+            input_tokens=u.input_tokens or 0,
+            output_tokens=u.output_tokens or 0,
+            cache_read_tokens=u.cache_read_input_tokens or 0,
+            cache_creation_tokens=u.cache_creation_input_tokens or 0,
+        )
+
+    @property
+    def context_tokens(self) -> int:
+        """What the request's context held: new, cached and cache-written input together."""
+        return self.input_tokens + self.cache_read_tokens + self.cache_creation_tokens
+
+    def add(self, other: Usage | _Counted) -> None:
+        self.requests += getattr(other, "requests", 1)
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cache_read_tokens += other.cache_read_tokens
+        self.cache_creation_tokens += other.cache_creation_tokens
+        self.cost_usd += getattr(other, "cost_usd", 0.0)
+
+
+class _Counted(Protocol):
+    """A record of one request's tokens (the request log's RequestRecord)."""
+
+    model: str
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_creation_tokens: int
+
+
+def usage_by_model(records: Iterable[_Counted]) -> dict[str, Usage]:
+    """Logged requests summed per model: how `inspect` and spend price a run (each model at its rate)."""
+    by_model: dict[str, Usage] = {}
+    for record in records:
+        by_model.setdefault(record.model, Usage()).add(record)
+    return by_model

@@ -1,0 +1,64 @@
+"""The engine's stores kept in Redis (jobs.stores): what one process writes, another reads back,
+whichever way its connection decodes replies."""
+from __future__ import annotations
+
+import pytest
+from redis import Redis
+from redis.asyncio import Redis as AsyncRedis
+
+from agent.context.requestlog import RequestRecord
+from agent.results import Locator, StoredResult
+from jobs.stores import (
+    RedisCheckpointStore,
+    RedisRequestLog,
+    RedisResultStore,
+    load_request_body,
+    load_request_records,
+)
+
+STEP = {"index": 0, "assistant": [{"type": "text", "text": "looking"}], "results": [], "extra": ["<budget>"]}
+
+
+@pytest.mark.parametrize("decoded", [False, True], ids=["bytes", "decode_responses"])
+async def test_a_checkpoint_written_by_one_worker_is_read_by_the_next(redis_url: str, decoded: bool) -> None:
+    writer = AsyncRedis.from_url(redis_url)
+    reader = AsyncRedis.from_url(redis_url, decode_responses=decoded)
+    try:
+        await RedisCheckpointStore(writer, "run1").save({"dropped": [], "n": 1}, {0: STEP, 1: {**STEP, "index": 1}})
+        await RedisCheckpointStore(writer, "run1").save({"dropped": [0], "n": 2}, {})
+        loaded = await RedisCheckpointStore(reader, "run1").load()
+        assert loaded == ({"dropped": [0], "n": 2}, {1: {**STEP, "index": 1}}), "step 0 was summarised away"
+        assert await RedisCheckpointStore(reader, "other").load() is None
+        await RedisCheckpointStore(reader, "run1").clear()
+        assert await RedisCheckpointStore(writer, "run1").load() is None
+    finally:
+        await writer.aclose()
+        await reader.aclose()
+
+
+async def test_a_stored_result_comes_back_by_id_within_its_run_only(redis_url: str) -> None:
+    redis = AsyncRedis.from_url(redis_url)
+    try:
+        result = StoredResult(id="r_0001", kind="web_search", text="VTI 0.03% [s1]", locator=Locator(what="q"))
+        await RedisResultStore(redis, "run1").put(result)
+        assert await RedisResultStore(redis, "run1").get("r_0001") == result
+        assert await RedisResultStore(redis, "run2").get("r_0001") is None
+    finally:
+        await redis.aclose()
+
+
+async def test_inspect_reads_back_each_request_as_it_was_sent(redis_url: str) -> None:
+    redis = AsyncRedis.from_url(redis_url)
+    system = [{"type": "text", "text": "You research."}]
+    first = {"model": "m", "system": system, "tools": [], "messages": [{"role": "user", "content": "q"}]}
+    second = {**first, "messages": [*first["messages"], {"role": "assistant", "content": "a"}]}
+    try:
+        log = RedisRequestLog(redis, "run1")
+        await log.record(RequestRecord(n=1, kind="turn", model="m"), first)
+        await log.record(RequestRecord(n=2, kind="turn", model="m"), second)
+    finally:
+        await redis.aclose()
+    cli = Redis.from_url(redis_url)
+    records = load_request_records(cli, "run1")
+    assert [r.n for r in records] == [1, 2]
+    assert [load_request_body(cli, "run1", r) for r in records] == [first, second]
