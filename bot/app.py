@@ -31,7 +31,7 @@ class _OwnClientNotice(logging.Filter):
 logging.getLogger("slack_bolt.AsyncApp").addFilter(_OwnClientNotice())
 
 # 429s are retried after Retry-After this many times before the publisher retries later itself.
-RATE_LIMIT_RETRIES = 3
+SLACK_429_RETRIES = 3
 
 
 # The limiter's Redis connections: a burst of writes queues for them rather than skipping the limiter.
@@ -39,7 +39,7 @@ LIMITER_CONNECTIONS = 50
 
 
 def slack_client(settings: Settings) -> AsyncWebClient:
-    handlers = async_default_handlers() + [AsyncRateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES)]
+    handlers = async_default_handlers() + [AsyncRateLimitErrorRetryHandler(max_retry_count=SLACK_429_RETRIES)]
     # Every Slack write waits for the shared per-workspace limiter and outlasts 429s (slack_client.py).
     limiter = (
         SlackRateLimiter(connect_async(settings.redis_url, max_connections=LIMITER_CONNECTIONS))

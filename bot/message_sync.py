@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 from redis.asyncio import Redis as AsyncRedis
@@ -22,6 +22,7 @@ from jobs import RunState
 
 from . import rendered
 from .assistant_status import AssistantStatus, Load, Wake
+from .chart_sync import ChartFiles, ChartsOutcome
 from .ratelimit import Urgency
 from .render import Attachment, SlackMessage, render_progress, render_report_parts
 from .settings import DEFAULT_STOP_REACTION
@@ -63,9 +64,12 @@ class _Rendering:
 
 
 def _render(
-    state: RunState, attachment_error: str | None = None, stop_reaction: str = DEFAULT_STOP_REACTION
+    state: RunState,
+    attachment_error: str | None = None,
+    stop_reaction: str = DEFAULT_STOP_REACTION,
+    chart_links: Mapping[str, str] | None = None,
 ) -> _Rendering:
-    parts = render_report_parts(state, attachment_error=attachment_error)
+    parts = render_report_parts(state, attachment_error=attachment_error, chart_links=chart_links)
     return _Rendering(render_progress(state, stop_reaction), parts.message, parts.attachment)
 
 
@@ -81,10 +85,12 @@ class MessageSync:
         wake: Wake,
         is_active: Callable[[str], Awaitable[bool]],
         stop_reaction: str = DEFAULT_STOP_REACTION,
+        charts: ChartFiles | None = None,
     ) -> None:
         self.redis = redis
         self.client = client
         self.spill = spill
+        self.charts = charts  # the run's charts as files in the thread (chart_sync.py)
         self.status = status
         self.load = load
         self.wake = wake
@@ -96,7 +102,12 @@ class MessageSync:
         run = state.run
         if not run.channel:
             return Synced(ok=True, sent=False)
-        rendering = await asyncio.to_thread(_render, state, None, self.stop_reaction)
+        # Charts go up first, so the report that links them is rendered with their permalinks.
+        charts = await self.charts.sync(state, time.time()) if self.charts is not None else ChartsOutcome()
+        if charts.wake_at is not None:
+            self.wake(run.id, charts.wake_at)
+        links = charts.links
+        rendering = await asyncio.to_thread(_render, state, None, self.stop_reaction, links)
         stored = await rendered.shown(self.redis, run.id)
         outcome = await self.spill.sync(state, rendering.attachment, time.time())
         if outcome.wake_at is not None:
@@ -105,15 +116,15 @@ class MessageSync:
             await self.status.sync(state)  # before routine messages, which may wait long for a slot
         error = outcome.error
         if error:
-            rendering.report = (await asyncio.to_thread(_render, state, error, self.stop_reaction)).report
-        ok, edited = outcome.ok, False
+            rendering.report = (await asyncio.to_thread(_render, state, error, self.stop_reaction, links)).report
+        ok, edited = outcome.ok and charts.ok, False
         rendered_at = time.monotonic()
         for name, ts, message in (
             ("progress", run.progress_message, rendering.progress),
             ("report", run.report_message, rendering.report),
         ):
             if ts and stored.get(name) != message.digest():
-                done = await self._update(state, name, ts, message, rendered_at, stored.get(name), error)
+                done = await self._update(state, name, ts, message, rendered_at, stored.get(name), error, links)
                 ok, edited = ok and done.ok, edited or done.sent
         if state.status.finished:
             await self.status.sync(state)  # the answer first, then the status cleared
@@ -128,6 +139,7 @@ class MessageSync:
         rendered_at: float,
         sent: str | None,
         attachment_error: str | None,
+        chart_links: Mapping[str, str] | None = None,
     ) -> Synced:
         run = state.run
         channel = run.channel or ""
@@ -137,13 +149,17 @@ class MessageSync:
             if time.monotonic() - rendered_at >= STALE_AFTER_SECONDS:  # waited for a slot: the run moved on
                 fresh = await self.load(run.id)
                 if fresh is not None:
-                    rendering = await asyncio.to_thread(_render, fresh, attachment_error, self.stop_reaction)
+                    rendering = await asyncio.to_thread(
+                        _render, fresh, attachment_error, self.stop_reaction, chart_links
+                    )
                     message = rendering.progress
                     if name == "report":
                         # The newer report may have outgrown the message: its file goes first.
                         outcome = await self.spill.sync(fresh, rendering.attachment, time.time())
                         if outcome.error != attachment_error:
-                            rendering = await asyncio.to_thread(_render, fresh, outcome.error, self.stop_reaction)
+                            rendering = await asyncio.to_thread(
+                                _render, fresh, outcome.error, self.stop_reaction, chart_links
+                            )
                         message = rendering.report
                     if message.digest() == sent:
                         return None

@@ -10,11 +10,11 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent import assemble
-from agent.report import SNIPPET_NOTE, AssembledReport, Footnote, domain_of, figure_line, shorten, to_markdown
+from agent import SNIPPET_NOTE, AssembledReport, Footnote, assemble, domain_of, figure_line, shorten, to_markdown
 from jobs import RunState, RunStatus
 
 from . import limits
@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 TITLE_CHARS = 250  # the question as the report's title
-ACTIVITY_CHARS = 300  # "Now: …" in the progress message
+STATUS_LINE_CHARS = 300  # "Now: …" in the progress message
 CONSTRAINT_CHARS = 120  # each pinned constraint on the progress message
 MAX_CONSTRAINTS_SHOWN = 8
 NOTICE_CHARS = 400  # "Search degraded: …" and other notices
@@ -57,6 +57,7 @@ INDEX_SENTENCE_STEPS = (200, 120, 80, 40, 0)
 MIN_INDEX_CHARS = 1_500
 STATUS_CHARS = 60  # assistant thread status: one short line under the thread
 FILE_TITLE_CHARS = 80
+CHART_TITLE_CHARS = 100  # a chart's link under its section
 # Bold in mrkdwn cannot contain a bare asterisk; this one looks alike and does not end it.
 ASTERISK_LOOKALIKE = "∗"
 # Phase → (icon, words) for the progress headline; unknown phases are shown as they are.
@@ -194,9 +195,9 @@ def render_progress(state: RunState, stop_reaction: str = DEFAULT_STOP_REACTION)
         icon, words = PHASES.get(state.phase, ("🔎", escape_text(state.phase.capitalize() or "Researching")))
         lines = [f"{icon} {words} · {facts}" + (f" · {budget}" if budget else "")]
         if state.activity:
-            lines.append(f"Now: {escape_text(shorten(state.activity, ACTIVITY_CHARS))}")
+            lines.append(f"Now: {escape_text(shorten(state.activity, STATUS_LINE_CHARS))}")
         if state.checking:
-            lines.append(f"Checking: {escape_text(shorten(state.checking, ACTIVITY_CHARS))}")
+            lines.append(f"Checking: {escape_text(shorten(state.checking, STATUS_LINE_CHARS))}")
         lines += _standing_lines(state)
         reaction = escape_text(stop_reaction.strip(":"))
         lines.append(f":{reaction}: react to stop · reply “go deeper” for a longer budget · reply to add a requirement")
@@ -211,13 +212,13 @@ def render_progress(state: RunState, stop_reaction: str = DEFAULT_STOP_REACTION)
     elif status == RunStatus.completed:
         lines = [f"✅ Done · {facts} · the pinned report is final"]
         if state.reason:
-            lines.append(f"Note: {_with_mentions(shorten(state.reason, ACTIVITY_CHARS))}")
+            lines.append(f"Note: {_with_mentions(shorten(state.reason, STATUS_LINE_CHARS))}")
         lines += _standing_lines(state)
     else:
         word = "Stopped" if status == RunStatus.stopped else "Ended early"
         lines = [
             f"⚠️ {word} · {facts}",
-            f"Why: {_with_mentions(shorten(state.reason or 'unknown', ACTIVITY_CHARS))}",
+            f"Why: {_with_mentions(shorten(state.reason or 'unknown', STATUS_LINE_CHARS))}",
             "Sections written so far are kept in the pinned report.",
         ]
     text = "\n".join(lines)
@@ -257,7 +258,7 @@ def _status_plain(state: RunState) -> str:
     if state.status == RunStatus.completed:
         return f"Final · {_plural(n, 'section')} · finished {state.updated_at:%Y-%m-%d %H:%M} UTC"
     word = "Stopped" if state.status == RunStatus.stopped else "Incomplete"
-    return f"{word}: {shorten(state.reason, ACTIVITY_CHARS)}"
+    return f"{word}: {shorten(state.reason, STATUS_LINE_CHARS)}"
 
 
 def _status_line(state: RunState) -> str:
@@ -266,12 +267,17 @@ def _status_line(state: RunState) -> str:
 
 def _footer(state: RunState) -> str:
     parts = [f"Asked by {_requester(state)}"] if state.run.requester else []
-    parts += [f"{_minutes(state)} min", _plural(state.usage.requests, "model request"), f"run {state.run.id}"]
+    parts += [f"{_minutes(state)} min", _plural(state.usage.requests, "model request")]
+    if state.usage.cost_usd:  # priced when the run is recorded (jobs/spend.py), as `inspect` prices it
+        parts.append(f"est. ${state.usage.cost_usd:,.2f}")
+    parts.append(f"run {state.run.id}")
     if state.run.parent_run_id:
         parts.append(f"continues run {escape_text(state.run.parent_run_id)}")
     figures = figure_line(state.sections)
     if figures:
         parts.append(escape_text(figures))
+    if state.next_check is not None:  # a scheduled re-check of this report (`recheck …` in the thread)
+        parts.append(f"next check {state.next_check:%a %-d %b, %H:%M} UTC")
     return " · ".join(parts)
 
 
@@ -336,7 +342,37 @@ def _summary_text(report: AssembledReport, urls: dict[int, str]) -> str:
     return f"*Summary*\n{to_mrkdwn(report.summary, urls)}" if report.summary.strip() else ""
 
 
-def _full_layout(state: RunState, report: AssembledReport, urls: dict[int, str], compact: bool) -> _Blocks:
+def _chart_lines(state: RunState, report: AssembledReport, section_id: str, links: Mapping[str, str]) -> str:
+    """Under a section: each of its charts, linked to its file in the thread, with the table's sources."""
+    numbers = {note.source.marker: note.number for note in report.footnotes}
+    lines = []
+    for chart in state.charts:
+        if chart.section_id != section_id:
+            continue
+        title = shorten(chart.title, CHART_TITLE_CHARS)
+        permalink = links.get(chart.chart_id, "")  # its file in the thread, once uploaded (bot/chart_sync.py)
+        shown = (
+            link(permalink, f"📊 {title}") if permalink else f"📊 {escape_text(title)} _(chart, posted in this thread)_"
+        )
+        updated = f" _updated ×{chart.version - 1}_" if chart.version > 1 else ""
+        sources = []
+        for marker in chart.sources:
+            source = state.sources.get(marker)
+            if source is None:
+                continue
+            number = numbers.get(marker)  # cited in the report: its footnote; else a link of its own
+            sources.append(f"[{number}]" if number else link(source.url, _domain(source.url)))
+        lines.append(f"{shown}{updated}" + (f"\n_Chart sources:_ {' '.join(sources)}" if sources else ""))
+    return "\n".join(lines)
+
+
+def _full_layout(
+    state: RunState,
+    report: AssembledReport,
+    urls: dict[int, str],
+    compact: bool,
+    chart_links: Mapping[str, str] | None = None,
+) -> _Blocks:
     out = _head(state)
     summary = _summary_text(report, urls)
     if summary:
@@ -345,7 +381,10 @@ def _full_layout(state: RunState, report: AssembledReport, urls: dict[int, str],
         out.text("_The report fills in here as the research finds answers._")
     for index, (section, body) in enumerate(report.sections, 1):
         title = _bold(f"{index}. {section.title}")
-        out.text(f"{title}{_revised(len(section.revisions))}\n{to_mrkdwn(body, urls)}")
+        charts = _chart_lines(state, report, section.section_id, chart_links or {}) if state.charts else ""
+        out.text(
+            f"{title}{_revised(len(section.revisions))}\n{to_mrkdwn(body, urls)}" + (f"\n{charts}" if charts else "")
+        )
     if report.footnotes:
         title_chars, passage_chars = (
             (COMPACT_SOURCE_TITLE_CHARS, COMPACT_PASSAGE_CHARS) if compact else (SOURCE_TITLE_CHARS, PASSAGE_CHARS)
@@ -472,18 +511,21 @@ def _attachment(state: RunState, report: AssembledReport) -> Attachment:
     )
 
 
-def render_report_parts(state: RunState, *, attachment_error: str | None = None) -> ReportRendering:
+def render_report_parts(
+    state: RunState, *, attachment_error: str | None = None, chart_links: Mapping[str, str] | None = None
+) -> ReportRendering:
     """The pinned report, and the file that holds the full report when the message cannot.
 
     Tried in order: everything; everything with shorter source lines; the summary and a
     section index in the message with the full report in the file. `attachment_error`
-    (what Slack answered when the file could not be uploaded) changes the notice.
+    (what Slack answered when the file could not be uploaded) changes the notice. `chart_links`
+    (chart id → the permalink of its file in the thread) links each chart from its section.
     """
     report = assemble(state.summary, state.sections, state.sources)
     urls = {note.number: note.source.url for note in report.footnotes}
     attachment = None
     for compact in (False, True):
-        layout = _full_layout(state, report, urls, compact)
+        layout = _full_layout(state, report, urls, compact, chart_links)
         if layout.fits():
             break
     else:

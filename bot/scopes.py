@@ -8,7 +8,10 @@ from __future__ import annotations
 
 REQUIRED_BOT_SCOPES: dict[str, str] = {
     "app_mentions:read": "app_mention events: the questions",
-    "chat:write": "chat.postMessage, chat.update, chat.postEphemeral, assistant.threads.setStatus",
+    "chat:write": (
+        "chat.postMessage, chat.update, chat.postEphemeral, assistant.threads.setStatus, "
+        "chat.startStream, chat.appendStream, chat.stopStream (streamed progress)"
+    ),
     "pins:write": "pins.add: the report is pinned",
     "reactions:read": "reaction_added events: a stop reaction",
     "reactions:write": "reactions.add: a steering note is acknowledged with a reaction",
@@ -17,5 +20,6 @@ REQUIRED_BOT_SCOPES: dict[str, str] = {
     "groups:history": "message.groups events and thread replies in private channels",
     "im:history": "message.im events: direct messages",
     "files:read": "files shared in the thread",
-    "files:write": "files.upload (v2) and files.delete: a report too long for one message",
+    "files:write": "files.upload (v2) and files.delete: a report too long for one message, and charts",
+    "commands": "the /deepthread slash command: usage and budgets",
 }

@@ -5,6 +5,7 @@ Shared by the listeners (messages, mentions, reactions, buttons) so each rule li
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 
@@ -16,8 +17,10 @@ from jobs import RunState, Upgrade
 from .evidence import SOURCE_COMMAND, SOURCES_COMMAND, source_reply, sources_reply
 from .lifecycle import launch_and_post
 from .mrkdwn import escape_text, shorten_mrkdwn, to_mrkdwn
+from .recheck import handle_recheck, parse_recheck
 from .replies import reply, reply_privately
 from .services import Services
+from .spend_commands import spend_command
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +74,14 @@ async def thread_message(
         return  # not a thread of ours
     text = text.strip()
     if not text:
+        return
+    recheck = parse_recheck(text)
+    if recheck is not None:
+        await handle_recheck(services, client, latest, recheck, user)
+        return
+    answer = await spend_command(services, client, team=latest.run.team, channel=channel, user=user, text=text)
+    if answer is not None:  # `usage`, `budget …`
+        await reply(client, channel, thread_ts, answer)
         return
     if GO_DEEPER.match(text):
         await go_deeper(services, client, latest, event_id, channel)
@@ -139,6 +150,11 @@ async def continue_thread(
     services: Services, client: AsyncWebClient, parent: RunState, request: str, user: str, event_id: str, ts: str
 ) -> None:
     """Continue the research; a reply that lost the race to another becomes a note of its run."""
+    run = parent.run
+    over_budget = await asyncio.to_thread(services.spend.cap_refusal, run.team, run.channel or "")
+    if over_budget:  # the monthly budget is spent: no continuation starts
+        await reply(client, run.channel or "", run.thread_ts, over_budget)
+        return
     continuation = await services.runs.continue_from(
         parent, request, requester=user, author=f"<@{user}>", event_id=event_id
     )

@@ -33,7 +33,7 @@ def successor(store: RunStore, parent: RunState, request: str, requester: str | 
         constraints=constraints,
         profile=text(profile) if profile else run.profile,
         parent_run_id=run.id,
-        request=request,
+        follow_up=request,
         report_message=run.report_message,
     )
 
@@ -46,6 +46,7 @@ def create_successor(store: RunStore, parent: RunState, run: Run) -> RunState:
         sections=[s.model_copy(deep=True) for s in parent.sections],
         sources=parent.sources.values(),
         after=parent.run.id,
+        next_check=parent.next_check,  # a scheduled re-check belongs to the thread: the footer keeps it
     )
 
 
@@ -62,7 +63,7 @@ def prior_of(store: RunStore, state: RunState) -> PriorRun | None:
     chain = [parent]
     while chain[-1].run.parent_run_id and len(chain) < MAX_CHAIN:
         chain.append(store.get(chain[-1].run.parent_run_id))
-    follow_ups = [s.run.request for s in reversed(chain) if s.run.request]
+    follow_ups = [s.run.follow_up for s in reversed(chain) if s.run.follow_up]
     return PriorRun(
         run_id=parent.run.id,
         summary=parent.summary,

@@ -18,10 +18,8 @@ from redis.asyncio import Redis as AsyncRedis
 from rq import get_current_job
 
 from agent import Finished, ResearchTask, RunEvent, SourceRegistry, research
-from agent.checkpoint import RedisCheckpointStore
-from agent.config import budget_for
-from agent.context.requestlog import RedisRequestLog
-from agent.results import RedisResultStore
+from agent.backend import RunBackend
+from agent.config import Caps, budget_for
 from agent.task import PriorRun
 
 from . import keys
@@ -30,23 +28,30 @@ from .continuation import prior_of
 from .control import RedisRunControl, upgraded_profile
 from .models import RunState
 from .runtime import JobRuntime, current
+from .spend import Spend, record_spend
 from .store import RunStore
+from .stores import RedisCheckpointStore, RedisRequestLog, RedisResultStore
 
 log = logging.getLogger(__name__)
 
 
 def task_for(
-    state: RunState, runtime: JobRuntime | None = None, profile: str | None = None, prior: PriorRun | None = None
+    state: RunState,
+    runtime: JobRuntime | None = None,
+    profile: str | None = None,
+    prior: PriorRun | None = None,
+    caps: Caps | None = None,  # the operator's caps, lowered to the monthly budget left (Spend.run_caps)
 ) -> ResearchTask:
     run = state.run
     where = f"Slack channel {run.channel}, thread {run.thread_ts}" if run.channel else "terminal"
     return ResearchTask(
         # Constraints stated in the question (a first run) or the follow-up (a continuation) are
-        # pulled out before the run starts; a resumed run keeps the opening it had.
-        constraints_from=run.request if prior else run.question,
+        # pulled out before the run starts; a resumed run keeps the opening it had. A re-check's
+        # request is the bot's fixed brief, not the team's words: nothing to pin for later runs.
+        constraints_from=(None if run.recheck else run.follow_up) if prior else run.question,
         # A first run's question is the thread's first message when the mention started the thread.
         started_ts=(run.thread_ts or "") if prior is None else "",
-        follow_up=run.request,
+        follow_up=run.follow_up,
         prior=prior,
         earlier_runs=[f"run {prior.run_id} (continued by this one)"] if prior else [],
         question=run.question,
@@ -54,7 +59,7 @@ def task_for(
         requester=f"<@{run.requester}>" if run.requester else "",
         where=where,
         today=date.today(),
-        budget=budget_for(profile or run.profile, runtime.agent.caps if runtime else None),
+        budget=budget_for(profile or run.profile, caps or (runtime.agent.caps if runtime else None)),
     )
 
 
@@ -66,7 +71,7 @@ async def _heartbeat(redis: AsyncRedis, run_id: str, token: str, ttl: float) -> 
     """Keep the run's lock while this job lives, and note how far it got."""
     while True:
         await redis.set(keys.lock(run_id), token, ex=max(1, int(ttl)))
-        await redis.set(keys.alive(run_id), str(time.time()), ex=7 * 24 * 3600)
+        await redis.set(keys.alive(run_id), str(time.time()), ex=keys.RUN_ALIVE_TTL_SECONDS)
         await asyncio.sleep(ttl / 3)
 
 
@@ -88,20 +93,24 @@ async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime, token
             )
 
     run_id = state.run.id
+    # The channel's and workspace's monthly budgets cap what this run may spend (upgrades too).
+    caps = Spend(store.redis).run_caps(state.run.team, state.run.channel, runtime.agent.caps)
     async_redis = connect_async(runtime.redis_url)  # a Redis restart mid-run is waited out, not fatal
     heartbeat = asyncio.create_task(_heartbeat(async_redis, run_id, token, runtime.lock_seconds))
     alive = await async_redis.get(keys.alive(run_id))
     try:
         async with anthropic_client(runtime) as client:
             await research(
-                task_for(state, runtime, upgraded_profile(store.redis, run_id), prior_of(store, state)),
+                task_for(state, runtime, upgraded_profile(store.redis, run_id), prior_of(store, state), caps),
                 runtime.agent,
                 anthropic=client,
                 emit=emit,
-                results=RedisResultStore(async_redis, run_id),
-                request_log=RedisRequestLog(async_redis, run_id),
-                control=RedisRunControl(async_redis, run_id, runtime.agent.caps),
-                checkpoints=RedisCheckpointStore(async_redis, run_id),
+                backend=RunBackend(
+                    results=RedisResultStore(async_redis, run_id),
+                    checkpoints=RedisCheckpointStore(async_redis, run_id),
+                    request_log=RedisRequestLog(async_redis, run_id),
+                    control=RedisRunControl(async_redis, run_id, caps),
+                ),
                 registry=SourceRegistry(state.sources.values()),
                 sections=state.sections,
                 active_until=float(alive) if alive else None,
@@ -141,4 +150,5 @@ def execute(run_id: str) -> str:
         state = store.mark_failed(
             run_id, f"internal error ({type(exc).__name__}); the operator can find details in the worker log"
         )
+    record_spend(redis, state)
     return state.status.value

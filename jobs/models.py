@@ -6,11 +6,13 @@ import secrets
 from datetime import datetime
 from enum import Enum
 
-from pydantic import BaseModel, Field
+from pydantic import AliasChoices, BaseModel, Field
 
 from agent import Section, Source
+from agent.charts import Chart
 from agent.events import utcnow
 from agent.thread_memory import ThreadSummary
+from agent.usage import Usage
 
 
 class RunStatus(str, Enum):
@@ -41,25 +43,35 @@ class Run(BaseModel):
     constraints: list[str] = Field(default_factory=list)
     profile: str = "standard"
     parent_run_id: str | None = None
-    request: str | None = None  # a continuation's new request, verbatim
+    # A continuation's new request, verbatim (ResearchTask.follow_up). Stored as "request" before.
+    follow_up: str | None = Field(default=None, validation_alias=AliasChoices("follow_up", "request"))
+    recheck: bool = False  # a scheduled re-check (jobs/recheck.py): its request is the fixed brief
     created_at: datetime = Field(default_factory=utcnow)
     # Where the surface shows this run (Slack message ts); opaque to jobs/.
     progress_message: str | None = None
     report_message: str | None = None
 
 
-class Usage(BaseModel):
-    requests: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_creation_tokens: int = 0
-
-
 class BudgetLeft(BaseModel):
     profile: str
     requests_left: int
     minutes_left: float
+
+
+# The run's last steps kept in its state (older ones scroll off: the stream showed them already).
+STEPS_KEPT = 60
+# Source markers remembered per step: enough for a task card's source list.
+SOURCES_PER_STEP = 8
+
+
+class Step(BaseModel):
+    """One thing the run did (a batch of searches and page reads, a task-agent board update),
+    with the sources it found: what the progress stream shows as a task card."""
+
+    n: int  # 1, 2, 3, … in the order the run took them; a stable id for the card
+    phase: str
+    activity: str
+    sources: list[str] = Field(default_factory=list)  # markers, in the order they were found
 
 
 class RunState(BaseModel):
@@ -81,10 +93,15 @@ class RunState(BaseModel):
     thread_summary: ThreadSummary | None = None  # the thread's rolling memory after this run
     usage: Usage = Field(default_factory=Usage)
     budget_left: BudgetLeft | None = None
+    # The latest version of each chart drawn (its PNG is in the result store, not here).
+    charts: list[Chart] = Field(default_factory=list)
+    steps: list[Step] = Field(default_factory=list)  # the last STEPS_KEPT steps, oldest first
     started_at: datetime | None = None
     updated_at: datetime = Field(default_factory=utcnow)
     report_updated_at: datetime | None = None  # last change a reader of the report would see
     finished_at: datetime | None = None
+    # When the thread's report is re-checked next (jobs/recheck.py); shown in the report footer.
+    next_check: datetime | None = None
 
     def section(self, section_id: str) -> Section | None:
         return next((s for s in self.sections if s.section_id == section_id), None)

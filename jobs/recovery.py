@@ -21,9 +21,11 @@ from agent.events import utcnow
 
 from . import keys
 from .connection import text
+from .exceptions import RunNotFound
 from .models import RunState
 from .queue import enqueue
-from .store import RunNotFound, RunStore
+from .spend import record_spend
+from .store import RunStore
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +71,8 @@ def sweep(redis: Redis) -> list[str]:
             continue
         attempt = int(redis.incr(keys.attempts(run_id)))
         if attempt > MAX_ATTEMPTS:
-            store.mark_failed(run_id, f"the run's worker died {MAX_ATTEMPTS} times; ask again to start afresh")
+            failed = store.mark_failed(run_id, f"the run's worker died {MAX_ATTEMPTS} times; ask again to start afresh")
+            record_spend(redis, failed)
             continue
         enqueue(redis, state.run, attempt=attempt)
         recovered.append(run_id)

@@ -19,13 +19,16 @@ from rq.command import send_stop_job_command
 from rq.exceptions import InvalidJobOperation, NoSuchJobError
 
 from . import keys
+from .connection import text
 from .continuation import create_successor, latest_run, successor
 from .control import add_note, record_upgrade
+from .exceptions import RunNotFound, ThreadMoved
 from .hard_stop import HARD_STOP_SECONDS, claim_due, request_stop_with_deadline
 from .hard_stop import done as hard_stop_done
 from .models import Run, RunState, RunStatus
 from .queue import enqueue
-from .store import RUN_TTL_SECONDS, RunNotFound, RunStore, ThreadMoved
+from .spend import record_spend
+from .store import RUN_TTL_SECONDS, RunStore
 
 __all__ = ["AsyncRuns", "Continuation", "Runs", "Upgrade"]
 
@@ -87,7 +90,7 @@ class Runs:
         if not run_id:
             return None
         try:
-            return self.store.get(run_id.decode() if isinstance(run_id, bytes) else run_id)
+            return self.store.get(text(run_id))
         except RunNotFound:
             return None
 
@@ -128,7 +131,7 @@ class Runs:
         )
         found = []
         for raw in ids:
-            run_id = raw.decode()
+            run_id = text(raw)
             try:
                 found.append(self.store.get(run_id))
             except RunNotFound:  # listed, then never stored (see _mark_unposted), or expired
@@ -194,13 +197,14 @@ class Runs:
         """End the run as stopped now and kill its job. The stop is recorded first, so whatever
         the job still writes is refused; a run that already ended keeps its ending."""
         state = self.store.finish(run_id, RunStatus.stopped, reason)
+        record_spend(self._redis, state)  # the killed job records nothing itself
         job_id = self._redis.get(keys.current_job(run_id))
         if job_id:
             try:
-                send_stop_job_command(self._redis, job_id.decode() if isinstance(job_id, bytes) else job_id)
+                send_stop_job_command(self._redis, text(job_id))
             except (InvalidJobOperation, NoSuchJobError):  # the job just finished, or never started
                 log.warning("run %s: hard stop of job %s failed", run_id, job_id)
-        return state
+        return self.store.get(run_id)  # with its cost shown (record_spend writes it)
 
     def upgrade(self, run_id: str, event_id: str) -> Upgrade:
         """The deep budget, once per event id: for the running loop, or for the thread's next run."""
@@ -219,6 +223,7 @@ class Runs:
         """End the run as failed; it is no longer waiting to be posted (the surface gave up on it)."""
         state = self.store.mark_failed(run_id, reason)
         self._redis.zrem(keys.UNPOSTED, run_id)
+        record_spend(self._redis, state)
         return state
 
 

@@ -16,17 +16,19 @@ from agent import (
     SourceAdded,
     UsageRecorded,
 )
-from agent.events import ConflictSettled, ConstraintsFound, Disagreement, SearchDegraded, utcnow
+from agent.events import ChartDrawn, ConflictSettled, ConstraintsFound, Disagreement, SearchDegraded, utcnow
 from agent.report import Revision
 
-from .models import BudgetLeft, RunState, RunStatus, Usage
+from .models import SOURCES_PER_STEP, STEPS_KEPT, BudgetLeft, RunState, RunStatus, Step, Usage
 
 __all__ = ["apply_event", "apply_in_place"]
 
 
 def apply_event(state: RunState, event: RunEvent) -> RunState:
     """Return the state after `event`; unknown section ids are ignored, never fatal."""
-    state = state.model_copy(update={"sources": dict(state.sources), "sections": list(state.sections)})
+    state = state.model_copy(
+        update={"sources": dict(state.sources), "sections": list(state.sections), "steps": list(state.steps)}
+    )
     return apply_in_place(state, event)
 
 
@@ -34,6 +36,7 @@ def apply_in_place(state: RunState, event: RunEvent) -> RunState:
     """Change `state` itself by `event` and return it (the sections list and sources dict too)."""
     if isinstance(event, Progress):
         state.phase, state.activity = event.phase, event.activity
+        _add_step(state, event)
         if state.status == RunStatus.queued:
             state.status = RunStatus.running
     elif isinstance(event, Disagreement):
@@ -47,6 +50,9 @@ def apply_in_place(state: RunState, event: RunEvent) -> RunState:
         state.run = state.run.model_copy(update={"constraints": event.constraints})
     elif isinstance(event, SourceAdded):
         state.sources[event.source.marker] = event.source
+        if state.steps and len(state.steps[-1].sources) < SOURCES_PER_STEP:
+            last = state.steps[-1]  # replaced, not changed: an older copy of the state keeps its own
+            state.steps[-1] = last.model_copy(update={"sources": [*last.sources, event.source.marker]})
     elif isinstance(event, SectionWritten):
         state.sections[:] = [s for s in state.sections if s.section_id != event.section_id] + [
             Section(
@@ -74,6 +80,14 @@ def apply_in_place(state: RunState, event: RunEvent) -> RunState:
             state.budget_left = BudgetLeft(
                 profile=event.profile, requests_left=event.requests_left, minutes_left=event.minutes_left
             )
+    elif isinstance(event, ChartDrawn):  # a redraw replaces its chart's previous version, in place
+        at = next((n for n, c in enumerate(state.charts) if c.chart_id == event.chart.chart_id), None)
+        charts = list(state.charts)  # replaced, not changed: an older copy of the state keeps its own
+        if at is None:
+            charts.append(event.chart)
+        else:
+            charts[at] = event.chart
+        state.charts = charts
     elif isinstance(event, Finished):
         state.status = RunStatus(event.status)
         state.summary = event.summary
@@ -86,6 +100,15 @@ def apply_in_place(state: RunState, event: RunEvent) -> RunState:
         state.finished_at = utcnow()
     state.version += 1
     state.updated_at = utcnow()
-    if isinstance(event, (SectionWritten, SectionRevised, Finished)):
+    if isinstance(event, (SectionWritten, SectionRevised, Finished, ChartDrawn)):
         state.report_updated_at = state.updated_at
     return state
+
+
+def _add_step(state: RunState, event: Progress) -> None:
+    """A new activity is a new step; the same words again (a repeated line) are not."""
+    if not event.activity or (state.steps and state.steps[-1].activity == event.activity):
+        return
+    n = state.steps[-1].n + 1 if state.steps else 1
+    state.steps.append(Step(n=n, phase=event.phase, activity=event.activity))
+    del state.steps[:-STEPS_KEPT]

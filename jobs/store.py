@@ -30,6 +30,7 @@ from redis.typing import EncodableT, FieldT
 
 from agent import (
     Finished,
+    Progress,
     RunEvent,
     Section,
     SectionRevised,
@@ -37,10 +38,13 @@ from agent import (
     Source,
     SourceAdded,
 )
-from agent.events import ConstraintsFound, SearchDegraded, utcnow
+from agent.charts import Chart
+from agent.events import ChartDrawn, ConstraintsFound, SearchDegraded, utcnow
 from agent.thread_memory import ThreadSummary
 
 from . import keys
+from .connection import text
+from .exceptions import RunNotFound, ThreadMoved
 from .models import BudgetLeft, Run, RunState, RunStatus, Usage
 from .state import apply_in_place
 
@@ -116,10 +120,6 @@ return ARGV[1]
 """
 
 
-class RunNotFound(KeyError):
-    pass
-
-
 class WriteOutcome(str, Enum):
     written = "written"
     not_found = "not_found"
@@ -148,17 +148,17 @@ def _time(value: datetime | None) -> str:
     return value.isoformat() if value else ""
 
 
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
-
-
 def write_for(state: RunState, event: RunEvent) -> Write:
     """What `event` changes, read off the state after it was applied: only those items."""
     change = Write(fields={"updated_at": _time(state.updated_at)})
-    if state.report_updated_at is not None and isinstance(event, (SectionWritten, SectionRevised, Finished)):
+    if state.report_updated_at is not None and isinstance(
+        event, (SectionWritten, SectionRevised, Finished, ChartDrawn)
+    ):
         change.fields["report_updated_at"] = _time(state.report_updated_at)
     if isinstance(event, SourceAdded):
         change.sources.append(state.sources[event.source.marker])
+        if state.steps:
+            change.fields["steps"] = _steps(state)  # the step that found it lists it
     elif isinstance(event, (SectionWritten, SectionRevised)):
         section = state.section(event.section_id)
         if section is not None:
@@ -179,6 +179,8 @@ def write_for(state: RunState, event: RunEvent) -> Write:
         change.fields["run"] = state.run.model_dump_json(exclude=set(MESSAGE_FIELDS))
     elif isinstance(event, SearchDegraded):
         change.fields["notices"] = json.dumps(state.notices)
+    elif isinstance(event, ChartDrawn):
+        change.fields["charts"] = _charts(state)
     else:
         change.status = state.status
         change.fields.update(
@@ -188,6 +190,8 @@ def write_for(state: RunState, event: RunEvent) -> Write:
             usage=state.usage.model_dump_json(),
             budget_left=state.budget_left.model_dump_json() if state.budget_left else "",
         )
+        if isinstance(event, Progress):
+            change.fields["steps"] = _steps(state)
     return change
 
 
@@ -200,17 +204,25 @@ class RunStore:
     # --- creating --------------------------------------------------------------------
 
     def create(
-        self, run: Run, *, sections: Iterable[Section] = (), sources: Iterable[Source] = (), after: str | None = None
+        self,
+        run: Run,
+        *,
+        sections: Iterable[Section] = (),
+        sources: Iterable[Source] = (),
+        after: str | None = None,
+        next_check: datetime | None = None,
     ) -> RunState:
         """Store a new run and link it to its thread (and the active set).
 
         With `after`, the link is a compare-and-set: it succeeds only while `after` is still the
         thread's latest run; otherwise nothing stays stored and ThreadMoved names the run that
         got there first."""
-        state = RunState(run=run, sections=list(sections), sources={s.marker: s for s in sources})
+        state = RunState(
+            run=run, sections=list(sections), sources={s.marker: s for s in sources}, next_check=next_check
+        )
         self._store_new(state)
         linked = (
-            _text(
+            text(
                 self._link(
                     keys=[keys.thread_runs(run.channel or "", run.thread_ts or ""), keys.ACTIVE_RUNS],
                     args=[run.id, after or "", RUN_TTL_SECONDS],
@@ -266,7 +278,10 @@ class RunStore:
             "report_updated_at": _time(state.report_updated_at),
             "finished_at": _time(state.finished_at),
             "notices": json.dumps(state.notices),
+            "charts": _charts(state),
             "thread_summary": _thread_summary(state),
+            "steps": _steps(state),
+            "next_check": _time(state.next_check),
         }
 
     @staticmethod
@@ -307,10 +322,10 @@ class RunStore:
         return state
 
     def active_ids(self) -> list[str]:
-        return sorted(_text(m) for m in self.redis.smembers(keys.ACTIVE_RUNS))
+        return sorted(text(m) for m in self.redis.smembers(keys.ACTIVE_RUNS))
 
     def thread_run_ids(self, channel: str, thread_ts: str) -> list[str]:
-        return [_text(m) for m in self.redis.lrange(keys.thread_runs(channel, thread_ts), 0, -1)]
+        return [text(m) for m in self.redis.lrange(keys.thread_runs(channel, thread_ts), 0, -1)]
 
     def claim_event(self, event_id: str, ttl_seconds: int) -> bool:
         """True the first time an event id is seen (Slack retries deliver it again)."""
@@ -346,7 +361,7 @@ class RunStore:
             -1: WriteOutcome.closed,
             -2: WriteOutcome.conflict,
         }[int(code)]
-        return WriteResult(outcome, int(version), RunStatus(_text(status)) if status else None)
+        return WriteResult(outcome, int(version), RunStatus(text(status)) if status else None)
 
     def apply(self, state: RunState, event: RunEvent) -> RunState:
         """Apply one event from the writer's copy `state` (updated in place and returned).
@@ -407,16 +422,16 @@ class RunStore:
             raise RunNotFound(run_id)
         return self.get(run_id)
 
+    def set_next_check(self, run_id: str, when: datetime | None) -> RunState:
+        """When the thread's report is re-checked next (None: not scheduled). Presentation only,
+        so allowed at any point of the run's life; the change is announced, so the footer follows."""
+        result = self.write(run_id, Write(fields={"next_check": _time(when)}), after_finish=True)
+        if result.outcome == WriteOutcome.not_found:
+            raise RunNotFound(run_id)
+        return self.get(run_id)
+
     def mark_failed(self, run_id: str, reason: str) -> RunState:
         return self.finish(run_id, RunStatus.failed, reason)
-
-
-class ThreadMoved(Exception):
-    """A continuation lost the race: another run already follows its parent in the thread."""
-
-    def __init__(self, latest: str | None) -> None:
-        super().__init__(latest)
-        self.latest = latest
 
 
 def _assemble(
@@ -427,7 +442,7 @@ def _assemble(
     sources: Mapping[bytes, bytes],
     source_order: list[bytes],
 ) -> RunState:
-    h = {_text(k): _text(v) for k, v in hot.items()}
+    h = {text(k): text(v) for k, v in hot.items()}
     run = Run.model_validate_json(h["run"]).model_copy(update={name: h.get(name) or None for name in MESSAGE_FIELDS})
     return RunState.model_validate(
         {
@@ -438,7 +453,7 @@ def _assemble(
             "activity": h.get("activity", ""),
             "checking": h.get("checking", ""),
             "sections": [Section.model_validate_json(sections[sid]) for sid in order if sid in sections],
-            "sources": {_text(m): Source.model_validate_json(sources[m]) for m in source_order if m in sources},
+            "sources": {text(m): Source.model_validate_json(sources[m]) for m in source_order if m in sources},
             "summary": h.get("summary", ""),
             "reason": h.get("reason", ""),
             "context_summaries": json.loads(h.get("context_summaries") or "[]"),
@@ -450,11 +465,23 @@ def _assemble(
             "report_updated_at": h.get("report_updated_at") or None,
             "finished_at": h.get("finished_at") or None,
             "notices": json.loads(h.get("notices") or "[]"),
+            "charts": [Chart.model_validate(c) for c in json.loads(h.get("charts") or "[]")],
+            "steps": json.loads(h.get("steps") or "[]"),
+            "next_check": h.get("next_check") or None,
             "thread_summary": ThreadSummary.model_validate_json(h["thread_summary"])
             if h.get("thread_summary")
             else None,
         }
     )
+
+
+def _steps(state: RunState) -> str:
+    """The run's last steps (bounded: STEPS_KEPT), so this write costs the same late in a run."""
+    return json.dumps([step.model_dump() for step in state.steps])
+
+
+def _charts(state: RunState) -> str:
+    return json.dumps([c.model_dump(mode="json") for c in state.charts])
 
 
 def _thread_summary(state: RunState) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from slack_bolt.async_app import AsyncApp
 
 from ..services import Services
-from . import actions, mentions, messages, reactions
+from . import actions, commands, mentions, messages, reactions
 
 
 def register(app: AsyncApp, services: Services) -> None:
@@ -13,3 +13,4 @@ def register(app: AsyncApp, services: Services) -> None:
     messages.register(app, services)
     reactions.register(app, services)
     actions.register(app, services)
+    commands.register(app, services)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -10,7 +11,7 @@ from redis.exceptions import RedisError
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from agent.defaults import MAX_QUESTION_CHARS
+from agent import MAX_QUESTION_CHARS
 from jobs import Run
 
 from ..lifecycle import launch_and_post
@@ -18,6 +19,7 @@ from ..render import render_help
 from ..replies import reply
 from ..services import EVENT_DEDUPE_TTL_SECONDS, Services
 from ..slack_events import MentionEvent, question_of
+from ..spend_commands import spend_command
 from ..steering import thread_message
 
 log = logging.getLogger(__name__)
@@ -102,6 +104,10 @@ async def handle_question(
     team: str | None,
 ) -> None:
     """A new question, from a mention or a direct message: help, refuse with advice, or start."""
+    answer = await spend_command(services, client, team=team, channel=channel, user=user, text=question)
+    if answer is not None:  # `usage`, `budget …`: a command, not a question
+        await reply(client, channel, thread_ts, answer)
+        return
     if services.channels and channel not in services.channels and not channel.startswith("D"):
         await reply(
             client,
@@ -122,6 +128,10 @@ async def handle_question(
             f"That question is {len(question):,} characters; I take up to {MAX_QUESTION_CHARS:,}. "
             "Ask the question in a sentence or two and share long material as a file in the thread.",
         )
+        return
+    over_budget = await asyncio.to_thread(services.spend.cap_refusal, team, channel)
+    if over_budget:  # the channel's or workspace's monthly budget is spent: start nothing
+        await reply(client, channel, thread_ts, over_budget)
         return
     state = await services.runs.start(
         Run(team=team, channel=channel, thread_ts=thread_ts, requester=user, question=question)

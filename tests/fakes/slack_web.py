@@ -243,7 +243,9 @@ class WebApiMethods(_Base):
             msg = SlackMessage(channel=channel, ts=self._next_ts(), text=comment or "", thread_ts=thread_ts,
                                user=self.bot_user_id, bot_id=self.bot_id, files=[f.id for f in done])
             self._store(msg)
-        return {"files": [{"id": f.id, "title": f.title, "name": f.filename, "size": len(f.content or b"")}
+        # Full file objects, as Slack answers (the permalink is what a message links to).
+        return {"files": [{"id": f.id, "title": f.title, "name": f.filename, "size": len(f.content or b""),
+                           "permalink": f"https://deepthread-test.slack.com/files/{self.bot_user_id}/{f.id}/{f.filename}"}
                           for f in done]}
 
     def _files_delete(self, p: dict[str, Any]) -> dict[str, Any]:
