@@ -1,6 +1,7 @@
 """Publishing 20 busy runs to one Slack workspace whose chat.update is capped at Tier 3.
 
     .venv/bin/python -m bench.publish [--runs 20] [--seconds 30] [--publishers 2] [--skip-baseline]
+                                      [--modes message,stream]
 
 Scripted runs (no model) change their run state through `jobs.RunStore.apply` with agent
 RunEvents (Progress, SourceAdded, UsageRecorded, SectionWritten, SectionRevised, Finished),
@@ -20,6 +21,12 @@ report's file exactly its full text). The same workload then runs against the ba
 no coalescing and no shared limiter (429s left to the client's retry handler, as a naive
 publisher would). Exit 1 when our publisher's final Slack state is not exact, or when it
 received a 429.
+
+Both progress modes run (DEEPTHREAD_PROGRESS): `message` edits a progress message, `stream`
+shows progress as Slack's native stream (bot/stream_sync.py; the fake caps chat.appendStream
+at Tier 4 and chat.startStream/stopStream at Tier 2). The table reports Slack calls per run by
+method for each; in stream mode "exact" means the report is exact and the run's last stream
+was closed with its end state.
 """
 from __future__ import annotations
 
@@ -40,16 +47,26 @@ from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetry
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent import Finished, Progress, SectionRevised, SectionWritten, Source, SourceAdded, UsageRecorded
-from bot.app import RATE_LIMIT_RETRIES
+from bot.app import SLACK_429_RETRIES
 from bot.local_redis import LocalRedis
 from bot.publisher import Publisher, remember_rendered
+from bot.ratelimit import SlackRateLimiter
 from bot.render import render_progress, render_report, render_report_parts
+from bot.settings import DEFAULT_STOP_REACTION
+from bot.slack_client import LimitedWebClient
+from bot.stream_records import StreamConfig, StreamRecords
+from bot.stream_render import end_text
+from bot.stream_sync import open_stream
 from jobs import Run, RunState, RunStore
+from tests.fakes import slack_streaming
 from tests.fakes.server import ServerThread
 from tests.fakes.slack import TEAM_ID, FakeSlack
 
 CHANNEL = "C0BENCH"
 TIER_3_PER_MINUTE = 50  # what the fake Slack enforces on chat.update, per workspace
+# What it enforces on the stream methods (their pages: Tier 2 and Tier 4).
+STREAM_TIERS = {"chat.startStream": 20, "chat.appendStream": 100, "chat.stopStream": 20}
+MODES = ("message", "stream")
 DEFAULT_RUNS = 20
 DEFAULT_SECONDS = 30.0
 EVENT_GAP_SECONDS = (0.1, 0.3)  # between two events of one run
@@ -112,18 +129,21 @@ def script(index: int, seconds: float) -> Script:
 
 def slack_client(url: str) -> AsyncWebClient:
     """Like bot.app.slack_client: the default retry handlers plus the 429 handler."""
-    handlers = async_default_handlers() + [AsyncRateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES)]
+    handlers = async_default_handlers() + [AsyncRateLimitErrorRetryHandler(max_retry_count=SLACK_429_RETRIES)]
     return AsyncWebClient(token="xoxb-bench", base_url=f"{url}/api/", retry_handlers=handlers)
 
 
-def publisher(redis: Redis, connection: AsyncRedis, store: RunStore, url: str, ours: bool) -> Publisher:
+def publisher(redis: Redis, connection: AsyncRedis, store: RunStore, url: str, ours: bool,
+              mode: str = "message") -> Publisher:
     """One publisher as a process of its own would have it: its own Redis connection and Slack client."""
+    streams = StreamConfig(mode=mode)  # type: ignore[arg-type]
     if ours:
-        return Publisher(redis, connection, store, slack_client(url))
-    return Publisher(redis, connection, store, slack_client(url), shared_limiter=False, update_interval=0)
+        return Publisher(redis, connection, store, slack_client(url), streams=streams)
+    return Publisher(redis, connection, store, slack_client(url), shared_limiter=False, update_interval=0,
+                     streams=streams)
 
 
-async def start_runs(redis: Redis, client: AsyncWebClient, count: int) -> list[RunState]:
+async def start_runs(redis: Redis, client: AsyncWebClient, count: int, mode: str = "message") -> list[RunState]:
     """What the mention listener does: create the run, post both messages, remember their renderings."""
     store = RunStore(redis)
     states = []
@@ -132,11 +152,15 @@ async def start_runs(redis: Redis, client: AsyncWebClient, count: int) -> list[R
         state = store.create(Run(team=TEAM_ID, channel=CHANNEL, thread_ts=thread_ts, requester="U0ANA",
                                  question=f"Bench question {i}: compare the fees of funds A, B and C"))
         progress, report = render_progress(state), render_report(state)
-        posted = await client.chat_postMessage(channel=CHANNEL, thread_ts=thread_ts, text=progress.text,
-                                               blocks=progress.blocks)
+        progress_ts = await open_stream(client, StreamRecords(redis), StreamConfig(mode=mode), state,  # type: ignore[arg-type]
+                                        DEFAULT_STOP_REACTION)
+        if progress_ts is None:
+            posted = await client.chat_postMessage(channel=CHANNEL, thread_ts=thread_ts, text=progress.text,
+                                                   blocks=progress.blocks)
+            progress_ts = posted["ts"]
         pinned = await client.chat_postMessage(channel=CHANNEL, thread_ts=thread_ts, text=report.text,
                                                blocks=report.blocks)
-        state = store.set_messages(state.run.id, progress=posted["ts"], report=pinned["ts"])
+        state = store.set_messages(state.run.id, progress=progress_ts, report=pinned["ts"])
         remember_rendered(redis, state.run.id, progress=progress.digest(), report=report.digest())
         states.append(state)
     return states
@@ -169,21 +193,27 @@ class Expected:
     report: tuple[str, object]
     progress: tuple[str, object]
     file: bytes | None
+    streamed: bool = False
 
     @classmethod
-    def of(cls, state: RunState) -> Expected:
+    def of(cls, state: RunState, streamed: bool = False) -> Expected:
         parts, progress = render_report_parts(state), render_progress(state)
         return cls(state, (parts.message.text, parts.message.blocks), (progress.text, progress.blocks),
-                   parts.attachment.content.encode() if parts.attachment else None)
+                   parts.attachment.content.encode() if parts.attachment else None, streamed)
 
     def shown_by(self, slack: FakeSlack) -> bool:
         run = self.state.run
         report = slack.message(CHANNEL, run.report_message or "")
-        progress = slack.message(CHANNEL, run.progress_message or "")
-        if report is None or progress is None:
+        if report is None or (report.text, report.blocks) != self.report:
             return False
-        if (report.text, report.blocks) != self.report or (progress.text, progress.blocks) != self.progress:
-            return False
+        if self.streamed:
+            streams = slack_streaming.streams_in(slack, CHANNEL, run.thread_ts or "")
+            if not streams or streams[-1].streaming or not streams[-1].text.rstrip().endswith(end_text(self.state)):
+                return False
+        else:
+            progress = slack.message(CHANNEL, run.progress_message or "")
+            if progress is None or (progress.text, progress.blocks) != self.progress:
+                return False
         files = [f.content for f in slack.files() if f.thread_ts == run.thread_ts]
         return files == ([] if self.file is None else [self.file])
 
@@ -201,13 +231,14 @@ class Figures:
     exact_runs: int
     runs: int
     spilled: int
+    calls_per_run: list[Counter[str]] = field(default_factory=list)  # every Slack write of each run, by method
 
 
 async def follow(slack: FakeSlack, pool: ThreadPoolExecutor, run: asyncio.Future[tuple[int, float, RunState]],
-                 deadline: float) -> tuple[int, float, bool]:
+                 deadline: float, streamed: bool = False) -> tuple[int, float, bool]:
     """Wait for a run's last event, then for Slack to show its final state; (events, latency, exact)."""
     applied, finished_at, state = await run
-    expected = await asyncio.get_running_loop().run_in_executor(pool, Expected.of, state)
+    expected = await asyncio.get_running_loop().run_in_executor(pool, Expected.of, state, streamed)
     while not expected.shown_by(slack):
         if time.monotonic() > deadline:
             return applied, time.monotonic() - finished_at, False
@@ -215,19 +246,26 @@ async def follow(slack: FakeSlack, pool: ThreadPoolExecutor, run: asyncio.Future
     return applied, time.monotonic() - finished_at, True
 
 
-async def one_pass(label: str, runs: int, seconds: float, publishers: int, *, ours: bool) -> Figures:
+async def one_pass(label: str, runs: int, seconds: float, publishers: int, *, ours: bool,
+                   mode: str = "message") -> Figures:
     local = LocalRedis().start()
     slack = FakeSlack()
+    streamed = mode == "stream"
     try:
         with ServerThread(slack.app()) as server:
             slack.set_rate_limit("chat.update", TIER_3_PER_MINUTE)
+            for method, per_minute in STREAM_TIERS.items():
+                slack.set_rate_limit(method, per_minute)
             redis = Redis.from_url(local.url)
-            setup_client = AsyncWebClient(token="xoxb-bench", base_url=f"{server.url}/api/")
-            states = await start_runs(redis, setup_client, runs)
+            # The mention listener's client: its writes count against the same limiter as the publishers'.
+            setup_redis = AsyncRedis.from_url(local.url)
+            setup_client = LimitedWebClient(token="xoxb-bench", base_url=f"{server.url}/api/",
+                                            limiter=SlackRateLimiter(setup_redis))
+            states = await start_runs(redis, setup_client, runs, mode)
             plans = [script(i, seconds) for i in range(runs)]
             connections = [AsyncRedis.from_url(local.url) for _ in range(publishers)]
             store = RunStore(redis)
-            instances = [publisher(redis, c, store, server.url, ours) for c in connections]
+            instances = [publisher(redis, c, store, server.url, ours, mode) for c in connections]
             stop_publishers = asyncio.Event()
             tasks = [asyncio.create_task(p.run(stop_publishers)) for p in instances]
             stop_drivers = threading.Event()
@@ -236,15 +274,15 @@ async def one_pass(label: str, runs: int, seconds: float, publishers: int, *, ou
             deadline = started + seconds + SETTLE_TIMEOUT_SECONDS
             with ThreadPoolExecutor(max_workers=runs + 2, thread_name_prefix="run") as pool:
                 drivers = [loop.run_in_executor(pool, drive, local.url, s, p, stop_drivers)
-                           for s, p in zip(states, plans)]
-                outcomes = await asyncio.gather(*(follow(slack, pool, d, deadline) for d in drivers))
+                           for s, p in zip(states, plans, strict=True)]
+                outcomes = await asyncio.gather(*(follow(slack, pool, d, deadline, streamed) for d in drivers))
                 workload = max(finished for _, finished, _ in await asyncio.gather(*drivers)) - started
                 finals = [state for _, _, state in await asyncio.gather(*drivers)]
             wall = time.monotonic() - started
             stop_drivers.set()
             stop_publishers.set()
             await asyncio.gather(*tasks, return_exceptions=True)
-            for c in connections:
+            for c in [*connections, setup_redis]:
                 await c.aclose()
             redis.close()
             by_ts = {f.run.report_message: i for i, f in enumerate(finals)}
@@ -254,13 +292,46 @@ async def one_pass(label: str, runs: int, seconds: float, publishers: int, *, ou
                 if call.get("ts") in by_ts:
                     per_run[by_ts[call["ts"]]] += 1
             others = Counter(m for m, _ in slack.calls if m not in ("chat.update", "chat.postMessage"))
+            calls_per_run = per_run_calls(slack, finals)
             return Figures(label=label, events=sum(n for n, _, _ in outcomes), updates_per_run=per_run,
                            count_429=sum(slack.count_429.values()), other_calls=others, workload_seconds=workload,
                            wall_seconds=wall, latencies=[latency for _, latency, _ in outcomes],
                            exact_runs=sum(ok for _, _, ok in outcomes), runs=runs,
-                           spilled=sum(render_report_parts(f).attachment is not None for f in finals))
+                           spilled=sum(render_report_parts(f).attachment is not None for f in finals),
+                           calls_per_run=calls_per_run)
     finally:
         local.stop()
+
+
+def per_run_calls(slack: FakeSlack, finals: list[RunState]) -> list[Counter[str]]:
+    """Every Slack write each run caused (the two first posts included), by method, told apart
+    by the message or thread each call names."""
+    by_key: dict[str, int] = {}
+    for i, f in enumerate(finals):
+        by_key[f"thread:{f.run.thread_ts}"] = i
+        for ts in (f.run.report_message, f.run.progress_message):
+            by_key[f"ts:{ts}"] = i
+        for stream in slack_streaming.streams_in(slack, CHANNEL, f.run.thread_ts or ""):
+            by_key[f"ts:{stream.ts}"] = i
+    counts: list[Counter[str]] = [Counter() for _ in finals]
+    for method, params in slack.calls:
+        if method in ("chat.startStream", "chat.postMessage") or method.startswith("files."):
+            key = f"thread:{params.get('thread_ts')}"
+        elif method == "assistant.threads.setStatus":
+            key = f"thread:{params.get('thread_ts')}"
+        else:
+            key = f"ts:{params.get('ts') or params.get('timestamp')}"
+        if key in by_key:
+            counts[by_key[key]][method] += 1
+    return counts
+
+
+def _median_calls(f: Figures) -> str:
+    methods = sorted({m for c in f.calls_per_run for m in c})
+    total = statistics.median(sum(c.values()) for c in f.calls_per_run)
+    parts = [f"{m.removeprefix('chat.').removeprefix('assistant.threads.')} "
+             f"{statistics.median(c[m] for c in f.calls_per_run):g}" for m in methods]
+    return f"{total:g}: " + ", ".join(parts)
 
 
 def show(figures: list[Figures]) -> None:
@@ -269,6 +340,7 @@ def show(figures: list[Figures]) -> None:
         ("chat.update calls (all)", lambda f: f"{sum(f.updates_per_run):,}"),
         ("chat.update per run min/median/max", lambda f: f"{min(f.updates_per_run)} / "
          f"{statistics.median(f.updates_per_run):g} / {max(f.updates_per_run)}"),
+        ("Slack writes per run, median", lambda f: f"{statistics.median(sum(c.values()) for c in f.calls_per_run):g}"),
         ("429s received", lambda f: f"{f.count_429:,}"),
         ("other Slack calls", lambda f: ", ".join(f"{m} {n}" for m, n in sorted(f.other_calls.items())) or "none"),
         ("reports spilled into a file", lambda f: f"{f.spilled}"),
@@ -283,6 +355,10 @@ def show(figures: list[Figures]) -> None:
     for name, value in rows:
         print(f"{name:{width}}  " + "  ".join(f"{value(f):>34}" for f in figures))
     print()
+    print("Slack writes per run by method (median):")
+    for f in figures:
+        print(f"  {f.label:<34} {_median_calls(f)}")
+    print()
     print("chat.update calls per run:")
     for f in figures:
         print(f"  {f.label:<34} {' '.join(str(n) for n in f.updates_per_run)}")
@@ -294,23 +370,27 @@ async def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=DEFAULT_SECONDS, help="how long each run emits events")
     parser.add_argument("--publishers", type=int, default=2)
     parser.add_argument("--skip-baseline", action="store_true")
+    parser.add_argument("--modes", default=",".join(MODES), help="progress modes to run ours in: message,stream")
     args = parser.parse_args(argv)
+    modes = [m for m in args.modes.split(",") if m in MODES]
     print(f"{args.runs} scripted runs × ~{args.seconds:.0f} s, an event every "
           f"{EVENT_GAP_SECONDS[0] * 1000:.0f}–{EVENT_GAP_SECONDS[1] * 1000:.0f} ms per run, {args.publishers} publishers, "
           f"fake Slack capping chat.update at {TIER_3_PER_MINUTE}/min per workspace\n", flush=True)
-    results = [await one_pass("ours (coalesced, shared limiter)", args.runs, args.seconds, args.publishers, ours=True)]
+    results = [await one_pass(f"ours, {mode} (coalesced, limiter)", args.runs, args.seconds, args.publishers, ours=True,
+                              mode=mode) for mode in modes]
     if not args.skip_baseline:
         results.append(await one_pass("baseline (no coalescing/limiter)", args.runs, args.seconds, args.publishers,
                                       ours=False))
     show(results)
-    ours = results[0]
-    if ours.exact_runs != ours.runs:
-        print(f"\nFAIL: {ours.runs - ours.exact_runs} run(s) do not show their final state exactly", file=sys.stderr)
-        return 1
-    if ours.count_429:
-        print(f"\nFAIL: our publisher received {ours.count_429} 429(s); the shared limiter should prevent them",
-              file=sys.stderr)
-        return 1
+    for ours in results[: len(modes)]:
+        if ours.exact_runs != ours.runs:
+            print(f"\nFAIL ({ours.label}): {ours.runs - ours.exact_runs} run(s) do not show their final state exactly",
+                  file=sys.stderr)
+            return 1
+        if ours.count_429:
+            print(f"\nFAIL ({ours.label}): our publisher received {ours.count_429} 429(s); the shared limiter "
+                  "should prevent them", file=sys.stderr)
+            return 1
     return 0
 
 

@@ -15,6 +15,8 @@ from jobs import RunState
 from .render import render_progress, render_report
 from .rendered import remember_rendered
 from .services import Services
+from .stream_records import StreamRecords
+from .stream_sync import open_stream
 
 __all__ = ["launch_and_post", "pin", "post_messages"]
 
@@ -47,9 +49,15 @@ async def post_messages(
     channel = run.channel or ""
     progress, report = render_progress(state, services.stop_reaction), render_report(state)
     try:
-        posted = await client.chat_postMessage(
-            channel=channel, thread_ts=run.thread_ts, text=progress.text, blocks=progress.blocks
+        # DEEPTHREAD_PROGRESS=stream: progress is Slack's native stream where the workspace allows it.
+        progress_ts = await open_stream(
+            client, StreamRecords(services.redis), services.streams, state, services.stop_reaction
         )
+        if progress_ts is None:
+            posted = await client.chat_postMessage(
+                channel=channel, thread_ts=run.thread_ts, text=progress.text, blocks=progress.blocks
+            )
+            progress_ts = posted["ts"]
         report_ts = run.report_message  # a continuation keeps editing its parent's pinned report
         if report_ts is None:
             pinned = await client.chat_postMessage(
@@ -63,7 +71,7 @@ async def post_messages(
         await services.runs.fail(run.id, f"could not post in this channel ({error}); invite the bot and ask again")
         return False
     # From here the publisher keeps both messages in step with the run.
-    await services.runs.attach_messages(run.id, progress=posted["ts"], report=report_ts)
+    await services.runs.attach_messages(run.id, progress=progress_ts, report=report_ts)
     # The publisher's digest cache (its own record): it need not edit what was just posted.
     await asyncio.to_thread(
         remember_rendered,

@@ -26,10 +26,23 @@ BLOCK_TEXT_BUDGET = 11_500
 # The top-level `text` is a notification fallback when blocks are sent; keep it short.
 FALLBACK_TEXT_CHARS = 2_000
 
+# --- one streamed message (chat.startStream / appendStream / stopStream) ------------------
+
+STREAM_MARKDOWN_CHARS = 12_000  # markdown_text of one call (the methods' pages)
+STREAM_CHUNK_BLOCKS = 50  # blocks sent through `chunks` in one message (chat.stopStream's page)
+# Not documented; reported by many apps: a stream stops accepting appends about five minutes
+# after it started (and sooner when idle). We close ours before that and continue in a new one.
+STREAM_MAX_SECONDS = 240.0
+# Not documented: how many task cards and how much text one streamed message holds. We roll
+# over well inside the documented per-message figures above.
+STREAM_MAX_TASKS = 40
+STREAM_MAX_CHARS = 10_000
+
 # --- Web API rate tiers, per workspace and method ---------------------------------------
 
+TIER_2_PER_MINUTE = 20  # pins.add, chat.startStream, chat.stopStream
 TIER_3_PER_MINUTE = 50  # chat.update, files.delete
-TIER_4_PER_MINUTE = 100  # files.getUploadURLExternal, files.completeUploadExternal
+TIER_4_PER_MINUTE = 100  # files.getUploadURLExternal, files.completeUploadExternal, chat.appendStream
 # Share of a tier we allow ourselves: Slack's window and ours never line up exactly.
 RATE_HEADROOM = 0.9
 

@@ -35,18 +35,20 @@ from redis.asyncio import Redis as AsyncRedis
 from slack_sdk.web.async_client import AsyncWebClient
 
 from jobs import RunNotFound, RunState, RunStore
-from jobs.keys import ACTIVE_RUNS, PREFIX, UPDATES_STREAM
+from jobs.keys import ACTIVE_RUNS, UPDATES_STREAM
 
-from . import rendered, spill
+from . import chart_sync, keys, rendered, spill
 from .assistant_status import STATUS_REFRESH_SECONDS, AssistantStatus
-from .leases import Leases, lease_key
-from .message_sync import MessageSync
+from .leases import Leases
+from .message_sync import MessageSync, Synced
 from .ratelimit import FINAL_CALLS_PER_RUN, SlackRateLimiter
-from .rendered import remember_rendered, rendered_key
+from .rendered import remember_rendered
 from .settings import DEFAULT_STOP_REACTION
 from .slack_client import LimitedWebClient
+from .stream_records import StreamConfig, StreamRecords
+from .stream_sync import StreamSync
 
-__all__ = ["UPDATE_INTERVAL_SECONDS", "Publisher", "remember_rendered", "rendered_key"]
+__all__ = ["UPDATE_INTERVAL_SECONDS", "Publisher", "remember_rendered"]
 
 log = logging.getLogger(__name__)
 
@@ -66,8 +68,6 @@ CONCURRENT_SYNCS = 64
 LEASED_RETRY_SECONDS = 0.5
 # After a failed sync (Slack or network trouble), try again this much later.
 RETRY_SECONDS = 2.0
-
-CURSOR_KEY = f"{PREFIX}:publisher:cursor"  # last stream id whose runs are all in Slack
 
 
 class Publisher:
@@ -90,6 +90,7 @@ class Publisher:
         spill_refresh_seconds: float = spill.REFRESH_SECONDS,
         status_refresh_seconds: float = STATUS_REFRESH_SECONDS,
         stop_reaction: str = DEFAULT_STOP_REACTION,
+        streams: StreamConfig | None = None,
     ) -> None:
         self.redis = redis
         self.async_redis = async_redis
@@ -121,6 +122,18 @@ class Publisher:
             wake=self._wake,
             is_active=self._is_active,
             stop_reaction=stop_reaction,
+            charts=chart_sync.ChartFiles(async_redis, self.client),  # uploaded before the report links them
+        )
+        # A run whose progress is a native stream (DEEPTHREAD_PROGRESS=stream) is synced here;
+        # message_sync.py then keeps only its report, file and status.
+        self.streams = StreamSync(
+            StreamRecords(redis),
+            self.client,
+            store,
+            streams or StreamConfig(),
+            wake=self._wake,
+            is_active=self._is_active,
+            stop_reaction=stop_reaction,
         )
         self._due: dict[str, float] = {}  # run id -> monotonic time its next sync may start
         self._dirty: set[str] = set()  # runs with announced changes not yet synced
@@ -132,7 +145,22 @@ class Publisher:
 
     async def sync(self, state: RunState) -> bool:
         """Bring one run's messages, file and status up to date now; False when a retry later is worthwhile."""
-        return (await self.messages.sync(state)).ok
+        return (await self._sync_state(state)).ok
+
+    async def _sync_state(self, state: RunState) -> Synced:
+        """The run's progress stream, if it has one (then message_sync.py keeps only the report,
+        file and status), else its messages. A final report goes before the stream's end state."""
+        if state.status.finished and await self.streams.streaming(state.run.id):
+            messages = await self.messages.sync(_without_progress(state))
+            shown = await self.streams.sync(state)
+            if shown is None:  # streaming was refused meanwhile: the progress message shows the end
+                return await self.messages.sync(state)
+            return Synced(ok=messages.ok and shown.ok, sent=messages.sent or shown.sent)
+        shown = await self.streams.sync(state)
+        if shown is None:
+            return await self.messages.sync(state)
+        messages = await self.messages.sync(_without_progress(state))
+        return Synced(ok=messages.ok and shown.ok, sent=messages.sent or shown.sent)
 
     # --- the loop ---------------------------------------------------------------------
 
@@ -140,7 +168,7 @@ class Publisher:
         """Sync until `stop` is set. Stopping between reads, never by cancelling one: a
         cancelled blocking XREAD can leave redis-py's asyncio connection stuck."""
         stop = stop or asyncio.Event()
-        cursor = await self.async_redis.get(CURSOR_KEY)
+        cursor = await self.async_redis.get(keys.PUBLISHER_CURSOR)
         last_id = rendered.text(cursor) if cursor else "0-0"
         for run_id in await self._count_finals():  # re-render whatever was in flight
             self._mark(run_id)
@@ -153,7 +181,7 @@ class Publisher:
                         await self._count_finals()  # before a new run's first sync takes a slot
                     self._start_due()
                     if not self._dirty and not self._tasks:
-                        await self.async_redis.set(CURSOR_KEY, last_id)
+                        await self.async_redis.set(keys.PUBLISHER_CURSOR, last_id)
                 except asyncio.CancelledError:
                     raise
                 except Exception:  # the publisher must outlive any single bad run or Redis blip
@@ -260,7 +288,7 @@ class Publisher:
             state = await self._load(run_id)  # read under the lease: nothing newer was synced before
             if state is None:
                 return
-            synced = await self.messages.sync(state)
+            synced = await self._sync_state(state)
             ok = synced.ok
             if synced.sent and self.update_interval > 0:
                 await self.leases.edited(run_id)  # before the lease goes: the next claim sees it
@@ -269,7 +297,7 @@ class Publisher:
         finally:
             renewing.cancel()
             await asyncio.gather(renewing, return_exceptions=True)
-            await self.leases.release(lease_key(run_id))
+            await self.leases.release(keys.sync_lease(run_id))
         if not ok:
             self._dirty.add(run_id)
             self._schedule(run_id, time.monotonic() + RETRY_SECONDS)
@@ -295,3 +323,8 @@ class Publisher:
     def _wake(self, run_id: str, at_epoch: float) -> None:
         """Look at this run again at `at_epoch` (a status refresh or a deferred file upload)."""
         self._schedule(run_id, time.monotonic() + max(0.0, at_epoch - time.time()))
+
+
+def _without_progress(state: RunState) -> RunState:
+    """The state as message_sync.py should see it when a stream shows the progress."""
+    return state.model_copy(update={"run": state.run.model_copy(update={"progress_message": None})})

@@ -19,13 +19,10 @@ from collections.abc import Awaitable, Callable, Mapping
 
 from redis.asyncio import Redis as AsyncRedis
 
-from jobs.keys import PREFIX
-
-from . import limits
+from . import keys, limits
 
 log = logging.getLogger(__name__)
 
-DEFAULT_BUCKET = "default"  # runs without a Slack team id share this workspace bucket
 WINDOW_SECONDS = 60.0  # Slack's tiers are counted per minute
 TIER_2_PER_MINUTE = 20  # pins.add, pins.remove
 # chat.postMessage has its own limit: about one a second per channel (short bursts allowed).
@@ -52,6 +49,10 @@ CALLS_PER_WINDOW: Mapping[str, int] = {
     "files.completeUploadExternal": _ours(limits.TIER_4_PER_MINUTE),
     # Slack does not publish its tier; treat it like the other per-thread writes.
     "assistant.threads.setStatus": _ours(limits.TIER_3_PER_MINUTE),
+    # The progress stream (bot/stream_sync.py): tiers from each method's page.
+    "chat.startStream": _ours(limits.TIER_2_PER_MINUTE),
+    "chat.appendStream": _ours(limits.TIER_4_PER_MINUTE),
+    "chat.stopStream": _ours(limits.TIER_2_PER_MINUTE),
 }
 # A method missing from the table, when a caller counts it anyway, gets the strictest tier we use.
 DEFAULT_CALLS_PER_WINDOW = _ours(limits.TIER_3_PER_MINUTE)
@@ -68,6 +69,7 @@ URGENT_METHODS = frozenset(
         "files.getUploadURLExternal",
         "files.completeUploadExternal",
         "files.delete",
+        "chat.stopStream",  # a streamed run's end state
     }
 )
 # Final states first: calls of these methods a run's final state needs (its progress and
@@ -131,10 +133,6 @@ return math.max(0, paused - now)
 """
 
 
-def bucket_of(team: str | None) -> str:
-    return team or DEFAULT_BUCKET
-
-
 def bucket_method(method: str, channel: str | None = None) -> str:
     """The bucket a call counts in: the method, or method and channel where Slack counts per channel."""
     return f"{method}:{channel}" if method in PER_CHANNEL and channel else method
@@ -142,14 +140,6 @@ def bucket_method(method: str, channel: str | None = None) -> str:
 
 def _method_of(bucket: str) -> str:
     return bucket.split(":", 1)[0]
-
-
-def window_key(team: str | None, method: str) -> str:
-    return f"{PREFIX}:ratelimit:{bucket_of(team)}:{method}"
-
-
-def pause_key(team: str | None, method: str) -> str:
-    return f"{window_key(team, method)}:pause"
 
 
 class SlackRateLimiter:
@@ -206,7 +196,7 @@ class SlackRateLimiter:
     async def try_acquire(self, team: str | None, method: str, *, urgent: bool = False) -> float:
         """Take a call slot now if there is one: 0.0, else the seconds until one may free up."""
         wait_ms = await self._take(
-            keys=[window_key(team, method), pause_key(team, method)],
+            keys=[keys.ratelimit_window(team, method), keys.ratelimit_pause(team, method)],
             args=[self.cap(method), self.window_ms, uuid.uuid4().hex, 0 if urgent else self.reserve(method)],
         )
         return int(wait_ms) / 1000
@@ -230,12 +220,14 @@ class SlackRateLimiter:
     async def pause(self, team: str | None, method: str, seconds: float) -> float:
         """Stop every caller of this workspace's `method` for `seconds` (a 429's Retry-After)."""
         ms = max(1, int(seconds * 1000))
-        lasts = int(await self._pause(keys=[pause_key(team, method)], args=[ms])) / 1000
-        log.info("Slack rate-limited %s in workspace %s: every publisher waits %.1f s", method, bucket_of(team), lasts)
+        lasts = int(await self._pause(keys=[keys.ratelimit_pause(team, method)], args=[ms])) / 1000
+        log.info(
+            "Slack rate-limited %s in workspace %s: every publisher waits %.1f s", method, keys.workspace(team), lasts
+        )
         return lasts
 
     async def paused_for(self, team: str | None, method: str) -> float:
-        return int(await self._paused_for(keys=[pause_key(team, method)], args=[])) / 1000
+        return int(await self._paused_for(keys=[keys.ratelimit_pause(team, method)], args=[])) / 1000
 
 
 def retry_after_seconds(headers: object) -> float:

@@ -14,7 +14,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 import jobs
-from jobs import AsyncRuns, Runs, RunStore
+from jobs import AsyncRuns, Runs, RunStore, spend
 from jobs.connection import connect, connect_async
 from jobs.keys import QUEUE
 from jobs.worker import SWEEP_INTERVAL_SECONDS, WORKER_TTL_SECONDS, DeepthreadWorker
@@ -22,9 +22,11 @@ from jobs.worker import SWEEP_INTERVAL_SECONDS, WORKER_TTL_SECONDS, DeepthreadWo
 from .app import build_app, identify, slack_client
 from .orphans import ORPHAN_CHECK_SECONDS, post_orphans
 from .publisher import Publisher
+from .recheck import RECHECK_CHECK_SECONDS, post_recheck_news
 from .server import web_app
 from .services import Services
 from .settings import Settings
+from .stream_records import StreamConfig
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +68,7 @@ async def serve(settings: Settings) -> int:
         )
         return 2
     store = RunStore(redis)
+    spend.configure(settings.budget_defaults())
     services = Services(
         redis=redis,
         store=store,
@@ -73,12 +76,18 @@ async def serve(settings: Settings) -> int:
         stop_reaction=settings.stop_reaction,
         admins=settings.id_set(settings.admins),
         channels=settings.id_set(settings.channels),
+        streams=StreamConfig(
+            mode=settings.progress, max_seconds=settings.stream_max_seconds, max_tasks=settings.stream_max_tasks
+        ),
     )
     services.runs = AsyncRuns(Runs(store, hard_stop_seconds=settings.hard_stop_seconds))
     app = build_app(settings, services, client, identity)
     stop = asyncio.Event()
     publisher = asyncio.create_task(
-        Publisher(redis, async_redis, store, client, stop_reaction=settings.stop_reaction).run(stop), name="publisher"
+        Publisher(
+            redis, async_redis, store, client, stop_reaction=settings.stop_reaction, streams=services.streams
+        ).run(stop),
+        name="publisher",
     )
     # Work recorded in Redis by a process that may have died: forced stops, runs never posted.
     hard_stops = asyncio.create_task(
@@ -86,6 +95,11 @@ async def serve(settings: Settings) -> int:
     )
     orphans = asyncio.create_task(
         _every(ORPHAN_CHECK_SECONDS, lambda: post_orphans(services, client), stop, "orphan check"), name="orphans"
+    )
+    # Re-checks started by workers (and their digests) are shown within seconds, not after the orphan grace.
+    rechecks = asyncio.create_task(
+        _every(RECHECK_CHECK_SECONDS, lambda: post_recheck_news(services, client), stop, "re-check posts"),
+        name="rechecks",
     )
 
     loop = asyncio.get_running_loop()
@@ -104,7 +118,7 @@ async def serve(settings: Settings) -> int:
         await stop.wait()
         await runner.cleanup()
     stop.set()
-    await asyncio.gather(publisher, hard_stops, orphans, return_exceptions=True)
+    await asyncio.gather(publisher, hard_stops, orphans, rechecks, return_exceptions=True)
     await async_redis.aclose()
     return code
 
@@ -157,6 +171,7 @@ def work(settings: Settings, *, burst: bool = False) -> int:
     assert settings.redis_url
     redis = connect(settings.redis_url)
     jobs.configure(settings.job_runtime())
+    spend.configure(settings.budget_defaults())
     worker = DeepthreadWorker(
         [Queue(QUEUE, connection=redis)],
         connection=redis,

@@ -8,14 +8,15 @@ from typing import Any, get_args
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from agent import AgentConfig, FetchConfig, SearchConfig
+from agent import AgentConfig, Caps, FetchConfig, SearchConfig, SearchProvider, ThreadWorkspace
 from agent import defaults as agent_defaults
-from agent.config import Caps, SearchProvider
-from agent.workspace import ThreadWorkspace
 from jobs import JobRuntime, Run
 from jobs.hard_stop import HARD_STOP_SECONDS
+from jobs.spend import BudgetDefaults
 
+from . import limits
 from .local_redis import DATA_DIR_VARIABLE, default_data_dir
+from .stream_records import ProgressMode
 
 SLACK_DEFAULT_API_URL = "https://slack.com/api/"
 SEARCH_PROVIDERS: tuple[str, ...] = get_args(SearchProvider)
@@ -57,12 +58,27 @@ class Settings(BaseSettings):
     port: int = Field(default=3000, validation_alias=_env("PORT"))
     context_tokens: int | None = Field(default=None, validation_alias=_env("DEEPTHREAD_CONTEXT_TOKENS"))
     stop_reaction: str = Field(default=DEFAULT_STOP_REACTION, validation_alias=_env("DEEPTHREAD_STOP_REACTION"))
+    # Progress as Slack's native stream (falls back per workspace) or as an edited message.
+    progress: ProgressMode = Field(default="message", validation_alias=_env("DEEPTHREAD_PROGRESS"))
+    # A stream is closed and continued in a new one after this long (Slack closes them at ~5 min).
+    stream_max_seconds: float = Field(
+        default=limits.STREAM_MAX_SECONDS, gt=0, validation_alias=_env("DEEPTHREAD_STREAM_MAX_SECONDS")
+    )
+    # …or once it holds this many task cards.
+    stream_max_tasks: int = Field(
+        default=limits.STREAM_MAX_TASKS, ge=1, validation_alias=_env("DEEPTHREAD_STREAM_MAX_TASKS")
+    )
     # Operator caps: they win over every profile, zero included.
     max_requests: int | None = Field(default=None, ge=0, validation_alias=_env("DEEPTHREAD_MAX_REQUESTS"))
     max_active_minutes: float | None = Field(default=None, ge=0, validation_alias=_env("DEEPTHREAD_MAX_ACTIVE_MINUTES"))
     max_wall_minutes: float | None = Field(default=None, ge=0, validation_alias=_env("DEEPTHREAD_MAX_WALL_MINUTES"))
     max_cost_usd: float | None = Field(default=None, ge=0, validation_alias=_env("DEEPTHREAD_MAX_COST_USD"))
     max_input_tokens: int | None = Field(default=None, ge=0, validation_alias=_env("DEEPTHREAD_MAX_INPUT_TOKENS"))
+    # Monthly budgets in USD (admins override per channel / workspace with `budget …`); unset: no cap.
+    channel_budget_usd: float | None = Field(default=None, ge=0, validation_alias=_env("DEEPTHREAD_CHANNEL_BUDGET_USD"))
+    workspace_budget_usd: float | None = Field(
+        default=None, ge=0, validation_alias=_env("DEEPTHREAD_WORKSPACE_BUDGET_USD")
+    )
     admins: str = Field(default="", validation_alias=_env("DEEPTHREAD_ADMINS"))
     channels: str = Field(default="", validation_alias=_env("DEEPTHREAD_CHANNELS"))
     max_task_agents: int | None = Field(default=None, ge=0, validation_alias=_env("DEEPTHREAD_MAX_TASK_AGENTS"))
@@ -125,6 +141,9 @@ class Settings(BaseSettings):
             caps=caps,
             **extra,
         )
+
+    def budget_defaults(self) -> BudgetDefaults:
+        return BudgetDefaults(channel_usd=self.channel_budget_usd, workspace_usd=self.workspace_budget_usd)
 
     def job_runtime(self) -> JobRuntime:
         return JobRuntime(

@@ -25,7 +25,7 @@ from typing import Any
 
 from aiohttp import web
 
-from . import scopes, slack_files
+from . import scopes, slack_files, slack_streaming
 from .slack_events import app_mention_event, message_event, reaction_added_event, sign
 from .slack_records import (
     APP_ID,
@@ -135,6 +135,7 @@ class FakeSlack(WebApiMethods, SocketMode):
         # The bot token's scopes: what installing the app from manifest.yml grants.
         self.scopes: set[str] = scopes.manifest_bot_scopes()
         self.scope_refusals: list[tuple[str, str]] = []  # (method, needed) answered missing_scope
+        slack_streaming.register(self)  # chat.startStream / appendStream / stopStream
 
     # ---------------------------------------------------------------- server
 
