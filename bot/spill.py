@@ -19,8 +19,8 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from jobs import RunState
-from jobs.keys import PREFIX
 
+from . import keys
 from .render import Attachment
 from .slack_client import take_slots
 
@@ -54,15 +54,6 @@ SETUP_ERRORS = frozenset(
 GONE = frozenset({"file_not_found", "file_deleted"})
 
 
-def spill_key(channel: str, report_ts: str) -> str:
-    return f"{PREFIX}:spill:{channel}:{report_ts}"
-
-
-def stale_key(channel: str, report_ts: str) -> str:
-    """Earlier versions whose delete failed, retried on the next sync."""
-    return f"{spill_key(channel, report_ts)}:stale"
-
-
 @dataclass(frozen=True)
 class SpillRecord:
     file_id: str = ""
@@ -90,7 +81,7 @@ class SpillFiles:
         self.refresh_seconds = refresh_seconds
 
     async def record(self, channel: str, report_ts: str) -> SpillRecord | None:
-        raw = {_text(k): _text(v) for k, v in (await self.redis.hgetall(spill_key(channel, report_ts))).items()}
+        raw = {_text(k): _text(v) for k, v in (await self.redis.hgetall(keys.spill(channel, report_ts))).items()}
         if not raw:
             return None
         return SpillRecord(
@@ -107,7 +98,7 @@ class SpillFiles:
         if not run.channel or not run.report_message:
             return SpillOutcome()
         channel, ts = run.channel, run.report_message
-        key = spill_key(channel, ts)
+        key = keys.spill(channel, ts)
         await self._delete_stale(run.team, channel, ts)
         record = await self.record(channel, ts)
         if attachment is None:
@@ -175,8 +166,8 @@ class SpillFiles:
 
     async def _delete_or_remember(self, team: str | None, channel: str, ts: str, file_id: str) -> None:
         if not await self._delete(team, channel, ts, file_id):
-            await self.redis.sadd(stale_key(channel, ts), file_id)
-            await self.redis.expire(stale_key(channel, ts), RECORD_TTL_SECONDS)
+            await self.redis.sadd(keys.spill_stale(channel, ts), file_id)
+            await self.redis.expire(keys.spill_stale(channel, ts), RECORD_TTL_SECONDS)
 
     async def _delete(self, team: str | None, channel: str, ts: str, file_id: str) -> bool:
         client = self.client
@@ -193,7 +184,7 @@ class SpillFiles:
         return True
 
     async def _delete_stale(self, team: str | None, channel: str, ts: str) -> None:
-        for raw in await self.redis.smembers(stale_key(channel, ts)):
+        for raw in await self.redis.smembers(keys.spill_stale(channel, ts)):
             file_id = _text(raw)
             if await self._delete(team, channel, ts, file_id):
-                await self.redis.srem(stale_key(channel, ts), file_id)
+                await self.redis.srem(keys.spill_stale(channel, ts), file_id)
