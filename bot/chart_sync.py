@@ -23,11 +23,13 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from agent import MARKER_RE, Chart, load_png
 from jobs import RunState
+from jobs.connection import text
 from jobs.stores import RedisResultStore
 
 from . import keys
+from .file_deletes import FileDeletes
 from .slack_client import take_slots
-from .spill import GONE, RECORD_TTL_SECONDS, SETUP_ERROR_RETRY_SECONDS, SETUP_ERRORS, UPLOAD_METHODS
+from .spill import RECORD_TTL_SECONDS, SETUP_ERROR_RETRY_SECONDS, SETUP_ERRORS, UPLOAD_METHODS
 
 __all__ = ["ChartFile", "ChartFiles", "ChartsOutcome"]
 
@@ -57,10 +59,6 @@ class ChartsOutcome:
     wake_at: float | None = None  # epoch seconds when a deferred upload is due
 
 
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
-
-
 def _alt_text(chart: Chart) -> str:
     values = ", ".join(
         " ".join(p for p in (row.label, row.series) if p) + f": {_strip_markers(row.value)}" for row in chart.rows
@@ -76,12 +74,13 @@ class ChartFiles:
     def __init__(self, redis: AsyncRedis, client: AsyncWebClient) -> None:
         self.redis = redis
         self.client = client
+        self.deletes = FileDeletes(redis, client, "chart file", RECORD_TTL_SECONDS)
 
     async def records(self, channel: str, report_ts: str) -> dict[str, ChartFile]:
         out: dict[str, ChartFile] = {}
         for name, raw in (await self.redis.hgetall(keys.charts(channel, report_ts))).items():
             try:
-                out[_text(name)] = ChartFile.model_validate_json(raw)
+                out[text(name)] = ChartFile.model_validate_json(raw)
             except ValidationError:
                 continue  # a record this version cannot read is re-uploaded, not fatal
         return out
@@ -93,7 +92,7 @@ class ChartFiles:
         if not run.channel or not run.report_message or not state.charts:
             return outcome
         channel, ts = run.channel, run.report_message
-        await self._delete_stale(run.team, channel, ts)
+        await self.deletes.retry_remembered(run.team, channel, keys.charts_stale(channel, ts))
         records = await self.records(channel, ts)
         for chart in state.charts:
             name = f"{run.id}:{chart.chart_id}"
@@ -175,35 +174,10 @@ class ChartFiles:
         )
         await self._remember(channel, ts, f"{run.id}:{chart.chart_id}", record)
         if previous is not None and previous.file_id and previous.file_id != record.file_id:
-            await self._delete_or_remember(run.team, channel, ts, previous.file_id)
+            await self.deletes.delete_or_remember(run.team, channel, keys.charts_stale(channel, ts), previous.file_id)
         return record
 
     async def _remember(self, channel: str, ts: str, name: str, record: ChartFile) -> None:
         key = keys.charts(channel, ts)
         await self.redis.hset(key, name, record.model_dump_json())
         await self.redis.expire(key, RECORD_TTL_SECONDS)
-
-    async def _delete_or_remember(self, team: str | None, channel: str, ts: str, file_id: str) -> None:
-        if not await self._delete(team, channel, file_id):
-            await self.redis.sadd(keys.charts_stale(channel, ts), file_id)
-            await self.redis.expire(keys.charts_stale(channel, ts), RECORD_TTL_SECONDS)
-
-    async def _delete(self, team: str | None, channel: str, file_id: str) -> bool:
-        client = self.client
-        try:
-            await take_slots(client, team, "files.delete", lambda: client.files_delete(file=file_id))
-        except SlackApiError as exc:
-            error = exc.response.get("error")
-            if error not in GONE:
-                log.warning("could not delete the earlier chart file %s in %s (%s)", file_id, channel, error)
-                return False
-        except SlackClientError as exc:
-            log.warning("could not delete the earlier chart file %s in %s (%s)", file_id, channel, exc)
-            return False
-        return True
-
-    async def _delete_stale(self, team: str | None, channel: str, ts: str) -> None:
-        for raw in await self.redis.smembers(keys.charts_stale(channel, ts)):
-            file_id = _text(raw)
-            if await self._delete(team, channel, file_id):
-                await self.redis.srem(keys.charts_stale(channel, ts), file_id)

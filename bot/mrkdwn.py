@@ -269,7 +269,7 @@ def _inline(nodes: list[SyntaxTreeNode], ctx: _Ctx) -> str:
 
     def flush() -> None:
         if pending:
-            out.append(_text("".join(pending), ctx))
+            out.append(_escaped("".join(pending), ctx))
             pending.clear()
 
     for node in nodes:
@@ -282,7 +282,7 @@ def _inline(nodes: list[SyntaxTreeNode], ctx: _Ctx) -> str:
     return "".join(out)
 
 
-def _text(text: str, ctx: _Ctx) -> str:
+def _escaped(text: str, ctx: _Ctx) -> str:
     if ctx.plain:
         return text  # escaped by the table after padding, so widths stay true
     if ctx.in_link:
@@ -339,10 +339,10 @@ def _inline_node(node: SyntaxTreeNode, ctx: _Ctx) -> str:
         if _HTML_BREAK.fullmatch(node.content.strip()):
             return _line_break(ctx)
         # Raw HTML (and Slack syntax such as "<!channel>") is shown, never interpreted.
-        return _text(node.content.replace("\n", " "), ctx)
+        return _escaped(node.content.replace("\n", " "), ctx)
     if node.children:
         return _inline(node.children, ctx)
-    return _text(node.content, ctx)
+    return _escaped(node.content, ctx)
 
 
 def _line_break(ctx: _Ctx) -> str:
@@ -442,7 +442,7 @@ def _block(node: SyntaxTreeNode, ctx: _Ctx, depth: int) -> _Block:
     if kind == "table":
         return _Block(_table(node, ctx), preformatted=True)
     if kind == "html_block":
-        return _Block(_text(node.content.rstrip("\n"), ctx).split("\n"))
+        return _Block(_escaped(node.content.rstrip("\n"), ctx).split("\n"))
     return _Block(_blocks(node.children, ctx, depth, separator=[""]))
 
 

@@ -19,8 +19,10 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from jobs import RunState
+from jobs.connection import text
 
 from . import keys
+from .file_deletes import FileDeletes
 from .render import Attachment
 from .slack_client import take_slots
 
@@ -50,8 +52,6 @@ SETUP_ERRORS = frozenset(
         "ekm_access_denied",
     }
 )
-# Answers to files.delete that mean the file is already gone.
-GONE = frozenset({"file_not_found", "file_deleted"})
 
 
 @dataclass(frozen=True)
@@ -70,18 +70,15 @@ class SpillOutcome:
     wake_at: float | None = None  # epoch seconds when a deferred upload is due
 
 
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
-
-
 class SpillFiles:
     def __init__(self, redis: AsyncRedis, client: AsyncWebClient, *, refresh_seconds: float = REFRESH_SECONDS) -> None:
         self.redis = redis
         self.client = client
+        self.deletes = FileDeletes(redis, client, "report file", RECORD_TTL_SECONDS)
         self.refresh_seconds = refresh_seconds
 
     async def record(self, channel: str, report_ts: str) -> SpillRecord | None:
-        raw = {_text(k): _text(v) for k, v in (await self.redis.hgetall(keys.spill(channel, report_ts))).items()}
+        raw = {text(k): text(v) for k, v in (await self.redis.hgetall(keys.spill(channel, report_ts))).items()}
         if not raw:
             return None
         return SpillRecord(
@@ -99,12 +96,14 @@ class SpillFiles:
             return SpillOutcome()
         channel, ts = run.channel, run.report_message
         key = keys.spill(channel, ts)
-        await self._delete_stale(run.team, channel, ts)
+        await self.deletes.retry_remembered(run.team, channel, keys.spill_stale(channel, ts))
         record = await self.record(channel, ts)
         if attachment is None:
             if record is not None:  # the report fits again: the file would only mislead
                 if record.file_id:
-                    await self._delete_or_remember(run.team, channel, ts, record.file_id)
+                    await self.deletes.delete_or_remember(
+                        run.team, channel, keys.spill_stale(channel, ts), record.file_id
+                    )
                 await self.redis.delete(key)
             return SpillOutcome()
         if record is not None and record.file_id and record.digest == attachment.digest():
@@ -161,30 +160,5 @@ class SpillFiles:
         )
         await self.redis.expire(key, RECORD_TTL_SECONDS)
         if record is not None and record.file_id and record.file_id != file_id:
-            await self._delete_or_remember(run.team, channel, ts, record.file_id)
+            await self.deletes.delete_or_remember(run.team, channel, keys.spill_stale(channel, ts), record.file_id)
         return SpillOutcome()
-
-    async def _delete_or_remember(self, team: str | None, channel: str, ts: str, file_id: str) -> None:
-        if not await self._delete(team, channel, ts, file_id):
-            await self.redis.sadd(keys.spill_stale(channel, ts), file_id)
-            await self.redis.expire(keys.spill_stale(channel, ts), RECORD_TTL_SECONDS)
-
-    async def _delete(self, team: str | None, channel: str, ts: str, file_id: str) -> bool:
-        client = self.client
-        try:
-            await take_slots(client, team, "files.delete", lambda: client.files_delete(file=file_id))
-        except SlackApiError as exc:
-            error = exc.response.get("error")
-            if error not in GONE:
-                log.warning("could not delete the earlier report file %s in %s (%s)", file_id, channel, error)
-                return False
-        except SlackClientError as exc:
-            log.warning("could not delete the earlier report file %s in %s (%s)", file_id, channel, exc)
-            return False
-        return True
-
-    async def _delete_stale(self, team: str | None, channel: str, ts: str) -> None:
-        for raw in await self.redis.smembers(keys.spill_stale(channel, ts)):
-            file_id = _text(raw)
-            if await self._delete(team, channel, ts, file_id):
-                await self.redis.srem(keys.spill_stale(channel, ts), file_id)

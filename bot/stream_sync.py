@@ -83,7 +83,7 @@ def _opening(view: StreamView, stop_reaction: str) -> list[Chunk]:
         {"type": "plan_update", "title": view.title},
         controls_block(stop_reaction),
         *view.tasks.values(),
-        *(_text(line) for line in view.texts.values()),
+        *(_markdown_chunk(line) for line in view.texts.values()),
     ]
 
 
@@ -239,7 +239,7 @@ class StreamSync:
         if digest(view.title) != record.title:
             chunks.append({"type": "plan_update", "title": view.title})
         chunks += [card for card_id, card in view.tasks.items() if record.tasks.get(card_id) != digest(card)]
-        chunks += [_text(line) for key, line in view.texts.items() if key not in record.texts]
+        chunks += [_markdown_chunk(line) for key, line in view.texts.items() if key not in record.texts]
         return chunks
 
     @staticmethod
@@ -259,7 +259,7 @@ class StreamSync:
 
     async def _finish(self, state: RunState, record: StreamRecord, pending: list[Chunk]) -> bool | None:
         """The end state: every card settled, the outcome as the last words, the stream stopped."""
-        chunks = [*pending, _text(end_text(state))]
+        chunks = [*pending, _markdown_chunk(end_text(state))]
         try:
             await self._call(state, "chat.stopStream", channel=record.channel, ts=record.ts, chunks=chunks)
         except SlackApiError as exc:
@@ -275,7 +275,7 @@ class StreamSync:
                 "chat.stopStream",
                 channel=record.channel,
                 ts=record.ts,
-                chunks=[_text(end_text(state))],
+                chunks=[_markdown_chunk(end_text(state))],
             )
         await self._save(state.run.id, record.model_copy(update={"closed": True}))
         log.info("run %s: progress stream %d closed (%s)", state.run.id, record.number, state.status.value)
@@ -291,7 +291,7 @@ class StreamSync:
                 settled.append({**card, "status": "complete", "details": CONTINUED_DETAILS})
             elif record.tasks[card_id] != digest(card):  # finished since: show it finished here
                 settled.append(card)
-        closing: list[Chunk] = [*settled, _text(CONTINUED)]
+        closing: list[Chunk] = [*settled, _markdown_chunk(CONTINUED)]
         try:
             await self._call(state, "chat.stopStream", channel=record.channel, ts=record.ts, chunks=closing)
         except SlackApiError as exc:
@@ -364,7 +364,7 @@ class StreamSync:
         await asyncio.to_thread(self.records.put, run_id, record)
 
 
-def _text(line: str) -> Chunk:
+def _markdown_chunk(line: str) -> Chunk:
     """One line of text: appended markdown runs on from what came before, so each ends its paragraph."""
     return {"type": "markdown_text", "text": line + "\n\n"}
 
@@ -377,7 +377,7 @@ def _fit(pending: list[Chunk], record: StreamRecord, max_tasks: int) -> list[Chu
         return pending
     dropped = {c["id"] for c in new[: len(new) - room]}
     line = f"…and {len(dropped)} more finished steps (searches and page reads), not shown one by one."
-    return [c for c in pending if c.get("id") not in dropped] + [_text(line)]
+    return [c for c in pending if c.get("id") not in dropped] + [_markdown_chunk(line)]
 
 
 def _step_of(card_id: str) -> int:
