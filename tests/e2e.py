@@ -15,6 +15,9 @@ from tests.fakes.policies import is_extraction
 from tests.fakes.slack import FakeSlack, app_mention_event, sign
 from tests.processes import SIGNING_SECRET, Stack, environment, free_port, running, wait_for, wait_listening
 
+APP_TOKEN = "xapp-test"  # Socket Mode's app-level token
+BOT_TOKEN = "xoxb-test"
+
 CHANNEL = "C0TEST"
 
 
@@ -90,3 +93,29 @@ def stack_environment(redis_url: str, fake_slack, fake_model, fake_web, *, hard_
 def main_requests(fake_model) -> list[dict]:
     """The lead's Messages API requests (the small model's extraction passes left out)."""
     return [r for r in fake_model.requests if not is_extraction(r)]
+
+
+@contextmanager
+def socket_mode_stack(tmp: Path, fake_slack: FakeSlack, *, redis_url: str, model_url: str,
+                      web_url: str, **extra: str) -> Iterator[Stack]:
+    """`deepthread serve` in Socket Mode (no signing secret, nothing listening) and one worker;
+    `extra` adds settings (DEEPTHREAD_…=…)."""
+    env = environment(
+        **extra,
+        SLACK_BOT_TOKEN=BOT_TOKEN, SLACK_APP_TOKEN=APP_TOKEN, SLACK_API_URL=f"{fake_slack.url}/api/",
+        ANTHROPIC_API_KEY="test-key", ANTHROPIC_BASE_URL=model_url, REDIS_URL=redis_url,
+        DEEPTHREAD_SEARCH="searxng", SEARXNG_URL=web_url, DEEPTHREAD_FETCH_ALLOW="127.0.0.1",
+        PORT=str(free_port()),
+    )
+    with running(["serve"], env, tmp / "serve.log") as serve, running(["worker"], env, tmp / "worker.log"):
+
+        def connected() -> bool:
+            if serve.poll() is not None:
+                raise AssertionError("deepthread serve exited:\n" + (tmp / "serve.log").read_text())
+            return fake_slack.socket_connections == 1
+
+        try:
+            wait_for(connected, 20, "deepthread serve to open a Socket Mode connection")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\nserve.log:\n{(tmp / 'serve.log').read_text()}") from None
+        yield Stack(events_url="", env=env, logs=tmp)

@@ -7,7 +7,6 @@ import io
 import re
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -16,34 +15,14 @@ from redis import Redis
 from bot.inspect import inspect
 from jobs import RunStore
 from jobs.spend import Spend
-from tests.fakes.server import free_port
 from tests.fakes.slack import TEAM_ID, FakeSlack, app_mention_event, message_event
 from tests.fakes.slack_commands import command_response, send_slash_command
-from tests.processes import Stack, environment, running, wait_for
+from tests.e2e import block_text, socket_mode_stack
+from tests.processes import Stack, wait_for
 
 CHANNEL, OTHER = "C0TEST", "C0OTHER"
 ANA, BEN, ADMIN = "U0ANA", "U0BEN", "U0ADMIN"
-APP_TOKEN, BOT_TOKEN = "xapp-test", "xoxb-test"
 DOLLARS = re.compile(r"\$(\d[\d,]*\.\d\d)")
-
-
-@contextmanager
-def socket_stack(tmp: Path, slack: FakeSlack, *, redis_url: str, model_url: str, web_url: str,
-                 **extra: str) -> Iterator[Stack]:
-    env = environment(
-        **extra, SLACK_BOT_TOKEN=BOT_TOKEN, SLACK_APP_TOKEN=APP_TOKEN, SLACK_API_URL=f"{slack.url}/api/",
-        ANTHROPIC_API_KEY="test-key", ANTHROPIC_BASE_URL=model_url, REDIS_URL=redis_url,
-        DEEPTHREAD_SEARCH="searxng", SEARXNG_URL=web_url, DEEPTHREAD_FETCH_ALLOW="127.0.0.1",
-        PORT=str(free_port()),
-    )
-    with running(["serve"], env, tmp / "serve.log") as serve, running(["worker"], env, tmp / "worker.log"):
-        def connected() -> bool:
-            if serve.poll() is not None:
-                raise AssertionError("deepthread serve exited:\n" + (tmp / "serve.log").read_text())
-            return slack.socket_connections == 1
-
-        wait_for(connected, 20, "deepthread serve to open a Socket Mode connection")
-        yield Stack(events_url="", env=env, logs=tmp)
 
 
 @pytest.fixture
@@ -54,7 +33,7 @@ def stack_env() -> dict[str, str]:
 @pytest.fixture
 def stack(tmp_path: Path, redis_url: str, fake_slack: FakeSlack, fake_model, fake_web,
           stack_env: dict[str, str]) -> Iterator[Stack]:
-    with socket_stack(tmp_path, fake_slack, redis_url=redis_url, model_url=fake_model.url, web_url=fake_web.url,
+    with socket_mode_stack(tmp_path, fake_slack, redis_url=redis_url, model_url=fake_model.url, web_url=fake_web.url,
                       **stack_env) as s:
         yield s
 
@@ -66,16 +45,6 @@ def deliver(slack: FakeSlack, envelope: dict) -> None:
 
 def bot_replies(slack: FakeSlack, channel: str, thread_ts: str) -> list:
     return [m for m in slack.thread(channel, thread_ts) if m.ts != thread_ts]
-
-
-def context_text(message) -> str:
-    parts = []
-    for block in message.blocks or []:
-        if block.get("type") == "section":
-            parts.append(block["text"]["text"])
-        elif block.get("type") == "context":
-            parts += [e.get("text", "") for e in block["elements"]]
-    return "\n".join(parts)
 
 
 def ask(slack: FakeSlack, question: str, *, channel: str = CHANNEL, user: str = ANA) -> str:
@@ -91,7 +60,7 @@ def finished_report(slack: FakeSlack, channel: str, thread_ts: str, timeout: flo
                                                                                                  thread_ts),
                        15, "progress and report replies")
     report_ts = replies[1].ts
-    wait_for(lambda: re.search(r"Final|Incomplete|Stopped", context_text(slack.message(channel, report_ts))),
+    wait_for(lambda: re.search(r"Final|Incomplete|Stopped", block_text(slack.message(channel, report_ts))),
              timeout, "the run to end")
     return report_ts
 
@@ -124,11 +93,11 @@ def test_usage_reply_adds_up_to_the_runs_recorded_costs(stack: Stack, fake_slack
     # Each run's recorded cost is what `deepthread inspect` totals for it, and its footer shows it.
     for run_id, cost in costs.items():
         assert inspect_total(redis, run_id) == pytest.approx(cost, abs=0.005)
-    footers = {channel: context_text(fake_slack.message(channel, ts))
+    footers = {channel: block_text(fake_slack.message(channel, ts))
                for (channel, _), ts in zip(threads, reports, strict=True)}
     for (channel, _), ts in zip(threads, reports, strict=True):
-        wait_for(lambda c=channel, t=ts: "est. $" in context_text(fake_slack.message(c, t)), 10, "the footer's cost")
-    shown = sorted(float(DOLLARS.search(context_text(fake_slack.message(c, t)).split("est. ")[1]).group(1))
+        wait_for(lambda c=channel, t=ts: "est. $" in block_text(fake_slack.message(c, t)), 10, "the footer's cost")
+    shown = sorted(float(DOLLARS.search(block_text(fake_slack.message(c, t)).split("est. ")[1]).group(1))
                    for (c, _), t in zip(threads, reports, strict=True))
     assert shown == sorted(round(c, 2) for c in costs.values()), footers
 
@@ -177,7 +146,7 @@ def test_a_run_crossing_the_channel_budget_finalizes_and_the_next_question_is_re
     report_ts = finished_report(fake_slack, CHANNEL, first)
     # The run's cost budget was what the channel had left ($0.01): it stopped exploring and wrote
     # its answer through the ledger, which names the channel's budget, not a profile limit.
-    report = context_text(fake_slack.message(CHANNEL, report_ts))
+    report = block_text(fake_slack.message(CHANNEL, report_ts))
     assert "channel budget ($0.01/month)" in report, report
     assert "cost limit" not in report
     wait_for(lambda: recorded_runs(redis), 10, "the run recorded")
