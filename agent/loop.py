@@ -401,6 +401,7 @@ class ResearchLoop:
                 output_tokens=u.output_tokens,
                 cache_read_tokens=u.cache_read_tokens,
                 cache_creation_tokens=u.cache_creation_tokens,
+                cost_usd=ledger.cost_usd,
                 profile=ledger.budget.profile,
                 requests_left=max(0, ledger.budget.max_requests - ledger.requests),
                 minutes_left=ledger.seconds_to_end(now) / 60,

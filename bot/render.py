@@ -268,7 +268,7 @@ def _status_line(state: RunState) -> str:
 def _footer(state: RunState) -> str:
     parts = [f"Asked by {_requester(state)}"] if state.run.requester else []
     parts += [f"{_minutes(state)} min", _plural(state.usage.requests, "model request")]
-    if state.usage.cost_usd:  # priced when the run is recorded (jobs/spend.py), as `inspect` prices it
+    if state.usage.cost_usd:  # the ledger's estimate while it runs; at the end as spend records it (= `inspect`)
         parts.append(f"est. ${state.usage.cost_usd:,.2f}")
     parts.append(f"run {state.run.id}")
     if state.run.parent_run_id:

@@ -314,3 +314,9 @@ def test_progress_shows_the_pinned_constraints_and_a_degraded_search_notice() ->
     assert "⚠️ Search degraded: DuckDuckGo is rate-limiting searches" in text
     done = apply(state, Finished(status="completed", summary="x"))
     assert "Constraints: Only sources after 2020" in render_progress(done).text, "still visible when done"
+
+
+def test_the_footer_shows_the_runs_cost_so_far_while_it_runs() -> None:
+    state = apply(new_state(), SectionWritten(section_id="sec1", title="Fees", body="VTI costs 0.03% [s1]."),
+                  UsageRecorded(requests=3, input_tokens=9_000, output_tokens=800, cost_usd=0.0394))
+    assert "3 model requests · est. $0.04" in text_of(render_report(state))
