@@ -2,21 +2,12 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from pathlib import Path
 
-import pytest
 
 from tests.fakes.slack import FakeSlack, app_mention_event, message_event
-from tests.processes import Stack, deepthread_stack, wait_for
+from tests.processes import Stack, wait_for
 from tests.e2e import CHANNEL, block_text, bot_replies, post_event
 
-
-@pytest.fixture
-def stack(tmp_path: Path, redis_url: str, fake_slack, fake_model, fake_web) -> Iterator[Stack]:
-    with deepthread_stack(tmp_path, redis_url=redis_url, slack_url=fake_slack.url,
-                          model_url=fake_model.url, web_url=fake_web.url) as s:
-        yield s
 
 
 def ask_in_thread(stack: Stack, slack: FakeSlack, thread: str, text: str) -> str:

@@ -7,8 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import AsyncIterator, Callable, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator, Callable
 
 import httpx
 import pytest
@@ -25,7 +24,7 @@ from bot.slack_client import LimitedWebClient
 from jobs import Run, RunState, RunStore
 from tests.fakes.server import free_port
 from tests.fakes.slack import TEAM_ID, FakeSlack, SlackMessage, app_mention_event, sign
-from tests.processes import SIGNING_SECRET, Stack, deepthread_stack, wait_for
+from tests.processes import SIGNING_SECRET, Stack, wait_for
 
 CHANNEL = "C0LIMIT"
 QUESTION = "expense ratio VTI SCHB ITOT"
@@ -173,12 +172,6 @@ async def test_a_full_status_bucket_never_holds_up_the_messages(redis: Redis, as
 
 # --- real processes: a burst of mentions, and Slack refusing everything for a while -----------
 
-
-@pytest.fixture
-def stack(tmp_path: Path, redis_url: str, fake_slack, fake_model, fake_web) -> Iterator[Stack]:
-    with deepthread_stack(tmp_path, redis_url=redis_url, slack_url=fake_slack.url,
-                          model_url=fake_model.url, web_url=fake_web.url) as s:
-        yield s
 
 
 def mention(stack: Stack, fake_slack: FakeSlack, text: str = QUESTION) -> str:

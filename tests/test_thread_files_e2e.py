@@ -3,16 +3,13 @@ files.info, conversations.replies and the private download with its auth rules."
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from pathlib import Path
 
-import pytest
 
 from tests.fakes.file_reader import FilesPolicy
 from tests.fakes.pdf import make_pdf
 from tests.fakes.slack import FakeSlack, app_mention_event
 from tests.fakes.slack_files import share_file
-from tests.processes import Stack, deepthread_stack, wait_for
+from tests.processes import Stack, wait_for
 from tests.e2e import CHANNEL, block_text, bot_replies, post_event
 
 PDF = make_pdf([["Vendor comparison 2024.", "This report compares three index fund providers."],
@@ -20,12 +17,6 @@ PDF = make_pdf([["Vendor comparison 2024.", "This report compares three index fu
                  "Schwab lowered the SCHB expense ratio in March 2024."]], title="Vendor report")
 CSV = b"Fund,Expense ratio,As of\nVTI,0.03%,2024-06-30\nSCHB,0.03%,2024-03-31\n"
 
-
-@pytest.fixture
-def stack(tmp_path: Path, redis_url: str, fake_slack, fake_model, fake_web) -> Iterator[Stack]:
-    with deepthread_stack(tmp_path, redis_url=redis_url, slack_url=fake_slack.url,
-                          model_url=fake_model.url, web_url=fake_web.url) as s:
-        yield s
 
 
 def test_a_question_with_an_attached_pdf_and_spreadsheet_gets_a_report_citing_both(
