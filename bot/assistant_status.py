@@ -20,9 +20,10 @@ from slack_sdk.web.async_client import AsyncWebClient
 from jobs import RunState
 
 from . import keys, rendered
+from .exceptions import SlotBusy
 from .leases import Leases
 from .render import render_status
-from .slack_client import SlotBusy, take_slots
+from .slack_client import take_slots
 
 __all__ = ["STATUS_REFRESH_SECONDS", "AssistantStatus"]
 

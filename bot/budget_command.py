@@ -14,6 +14,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from jobs.spend import MICROS, Spend, usd
 
+from .exceptions import BudgetSyntaxError
 from .mrkdwn import escape_text
 from .services import Services
 
@@ -36,10 +37,6 @@ MONTH_WORDS = {"month", "mo", "mon", "monthly"}
 # Far above any real team's research spend: a typo guard, not a policy.
 MAX_BUDGET_USD = 1_000_000.0
 EXAMPLES = "`budget #channel $50/month`, `budget workspace $200/month` or `budget #channel off`"
-
-
-class BudgetSyntaxError(ValueError):
-    """What was wrong with a budget command, said so the person can fix it."""
 
 
 class BudgetChange(BaseModel):

@@ -35,9 +35,10 @@ from redis.asyncio import Redis as AsyncRedis
 from slack_sdk.web.async_client import AsyncWebClient
 
 from jobs import RunNotFound, RunState, RunStore
+from jobs.connection import text
 from jobs.keys import ACTIVE_RUNS, UPDATES_STREAM
 
-from . import chart_sync, keys, rendered, spill
+from . import chart_sync, keys, spill
 from .assistant_status import STATUS_REFRESH_SECONDS, AssistantStatus
 from .leases import Leases
 from .message_sync import MessageSync, Synced
@@ -169,7 +170,7 @@ class Publisher:
         cancelled blocking XREAD can leave redis-py's asyncio connection stuck."""
         stop = stop or asyncio.Event()
         cursor = await self.async_redis.get(keys.PUBLISHER_CURSOR)
-        last_id = rendered.text(cursor) if cursor else "0-0"
+        last_id = text(cursor) if cursor else "0-0"
         for run_id in await self._count_finals():  # re-render whatever was in flight
             self._mark(run_id)
         statuses = asyncio.create_task(self.status.keep_alive(stop, self._active_ids), name="publisher-statuses")
@@ -209,10 +210,10 @@ class Publisher:
         news = False
         for _stream, entries in answer or []:
             for entry_id, fields in entries:
-                last_id = rendered.text(entry_id)
+                last_id = text(entry_id)
                 run_id = fields.get(b"run_id") or fields.get("run_id")
                 if run_id:
-                    run_id = rendered.text(run_id)
+                    run_id = text(run_id)
                     news = news or (run_id not in self._active and run_id not in self._owed)
                     self._mark(run_id)
         return last_id, news

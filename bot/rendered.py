@@ -11,15 +11,13 @@ from __future__ import annotations
 from redis import Redis
 from redis.asyncio import Redis as AsyncRedis
 
+from jobs.connection import text
+
 from . import keys
 
-__all__ = ["RENDERED_TTL_SECONDS", "remember", "remember_rendered", "shown", "status_shown", "text"]
+__all__ = ["RENDERED_TTL_SECONDS", "remember", "remember_rendered", "shown", "status_shown"]
 
 RENDERED_TTL_SECONDS = 90 * 24 * 3600  # as long as run state is kept
-
-
-def text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
 
 
 def remember_rendered(redis: Redis, run_id: str, *, progress: str, report: str) -> None:

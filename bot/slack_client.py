@@ -33,6 +33,7 @@ from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetry
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
+from .exceptions import SlotBusy
 from .ratelimit import SlackRateLimiter, Urgency, bucket_method, retry_after_seconds
 
 __all__ = ["PATIENCE_SECONDS", "LimitedWebClient", "SlotBusy", "is_rate_limited", "limit_every_write", "take_slots"]
@@ -46,14 +47,6 @@ PATIENCE_SECONDS = 600.0
 UNCOUNTED_RETRY_SECONDS = 1.0
 
 T = TypeVar("T")
-
-
-class SlotBusy(Exception):
-    """`take_slots(..., wait=False)` found no free slot: try again after `retry_after` seconds."""
-
-    def __init__(self, method: str, retry_after: float) -> None:
-        super().__init__(f"no free {method} slot for {retry_after:.1f} s")
-        self.retry_after = retry_after
 
 
 @dataclass

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from .budget_command import BudgetSyntaxError, budget_reply, parse_budget, wants_budgets
+from .budget_command import budget_reply, parse_budget, wants_budgets
+from .exceptions import BudgetSyntaxError
 from .services import Services
 from .usage import USAGE, usage_reply
 

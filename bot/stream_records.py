@@ -20,8 +20,10 @@ from typing import Literal
 from pydantic import BaseModel, Field
 from redis import Redis
 
+from jobs.connection import text
+
 from . import keys, limits
-from .rendered import RENDERED_TTL_SECONDS, text
+from .rendered import RENDERED_TTL_SECONDS
 
 __all__ = [
     "REFUSAL_TTL_SECONDS",

@@ -70,7 +70,6 @@ RETRY_AT_LEAST_SECONDS = DAY_SECONDS
 BUSY_RETRY_SECONDS = 15 * 60
 # The job only records and enqueues; the research runs as a run of its own.
 JOB_TIMEOUT_SECONDS = 120
-RESULT_TTL_SECONDS = 24 * 3600
 # serve posts a due digest once: another serve process may try after this long if the first died.
 DIGEST_LEASE_SECONDS = 60
 # Read per sweep: a backlog is posted over a few sweeps.
@@ -197,8 +196,8 @@ class Rechecks:
             token,
             job_id=job_id_for(token),
             job_timeout=JOB_TIMEOUT_SECONDS,
-            result_ttl=RESULT_TTL_SECONDS,
-            failure_ttl=RESULT_TTL_SECONDS,
+            result_ttl=keys.JOB_RESULT_TTL_SECONDS,
+            failure_ttl=keys.JOB_RESULT_TTL_SECONDS,
             description=f"re-check of thread {schedule.channel}/{schedule.thread_ts}",
         )
         self._show_next_check(schedule.channel, schedule.thread_ts, when)
@@ -250,7 +249,7 @@ class Rechecks:
             planned = self._plan(schedule, schedule.retry_seconds())
             self._say_skipped(planned, f"{budget} is reached")
             return "over budget"
-        if not self.store.claim_event(job_id_for(token), RESULT_TTL_SECONDS):
+        if not self.store.claim_event(job_id_for(token), keys.JOB_RESULT_TTL_SECONDS):
             return "already started"  # this job ran before (a duplicate delivery)
         since = parent.finished_at or parent.updated_at
         run = successor(self.store, parent, recheck_request(since), schedule.set_by).model_copy(

@@ -11,7 +11,8 @@ from redis import Redis
 
 from agent.budget import Ledger
 from agent.config import Caps, budget_for
-from bot.budget_command import BudgetChange, BudgetSyntaxError, parse_budget
+from bot.budget_command import BudgetChange, parse_budget
+from bot.exceptions import BudgetSyntaxError
 from jobs import Run, RunState, RunStatus, RunStore
 from agent.usage import Usage
 from jobs.spend import MICROS, BudgetDefaults, Spend, month_of

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from ..exceptions import BaselineError
 from .command import EvalOptions, run_eval
-from .compare import BaselineError
 from .questions import (
     SHIPPED_QUESTIONS,
     EvalQuestion,

@@ -8,16 +8,13 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from ..exceptions import BaselineError
 from .markdown import duration, pct
 from .scorecard import QuestionResult, Scorecard, Totals
 
 __all__ = ["BaselineError", "comparison_markdown", "load_baseline"]
 
 SCORECARD_JSON = "scorecard.json"
-
-
-class BaselineError(Exception):
-    """The baseline directory holds no scorecard this command can read."""
 
 
 def load_baseline(directory: Path) -> Scorecard:

@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from agent import Source, Usage, cost_usd, describe_api_error
 
+from ..exceptions import JudgeFailed
 from .claims import CitedSentence
 
 __all__ = [
@@ -40,10 +41,6 @@ JUDGE_MAX_TOKENS = 4_000
 ATTEMPTS = 2
 
 M = TypeVar("M", bound=BaseModel)
-
-
-class JudgeFailed(Exception):
-    """The judge gave no usable answer; the message says why (shown in the scorecard)."""
 
 
 class SentenceVerdict(BaseModel):

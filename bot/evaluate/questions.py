@@ -16,14 +16,12 @@ from pydantic import (
 
 from agent import MAX_QUESTION_CHARS, PROFILES
 
+from ..exceptions import QuestionFileError
+
 __all__ = ["SHIPPED_QUESTIONS", "EvalQuestion", "QuestionFileError", "load_questions"]
 
 # The set shipped with the repository: questions of different kinds, with the facts a good answer states.
 SHIPPED_QUESTIONS = Path(__file__).resolve().parent / "questions.jsonl"  # shipped with the package
-
-
-class QuestionFileError(Exception):
-    """The question file cannot be used; the message names the line and what to fix."""
 
 
 class EvalQuestion(BaseModel):

@@ -10,9 +10,10 @@ from anthropic import AsyncAnthropic
 from agent import cost_usd
 from jobs import JobRuntime, Run, RunState, run_inline
 
+from ..exceptions import JudgeFailed
 from ..terminal import report_markdown
 from .claims import cited_sentences
-from .judge import Judge, JudgeFailed
+from .judge import Judge
 from .progress import ProgressBar
 from .questions import EvalQuestion
 from .scorecard import FactGrade, QuestionResult, Rubric, SentenceGrade
