@@ -60,6 +60,9 @@ REFUSALS = frozenset(
 )
 # The stream takes no more appends (Slack closed it, or someone stopped it): continue in a new one.
 ENDED = frozenset({"message_not_in_streaming_state", "message_not_found", "stopped_by_user"})
+# Someone pressed stop on the stream in Slack (only its recipient, the requester, sees it): the
+# run stops as a stop reaction would stop it, and its end state is shown in a new stream.
+STOPPED_IN_SLACK = "stopped_by_user"
 # Slack refused what we sent; a retry of the same chunks cannot help (a bug to log loudly).
 REJECTED = frozenset({"invalid_chunks", "invalid_blocks", "msg_too_long", "msg_blocks_too_long", "msg_blocks_too_many"})
 # Slack errors after which nothing more can be shown in this channel.
@@ -222,6 +225,8 @@ class StreamSync:
             await self._call(state, "chat.appendStream", channel=record.channel, ts=record.ts, chunks=pending)
         except SlackApiError as exc:
             error = str(exc.response.get("error"))
+            if error == STOPPED_IN_SLACK:
+                await self._stop_run(state)
             if error in ENDED:  # Slack closed it first: what it showed stays; continue below it
                 return None if (await self._next(state, record, view)).fallback else True
             if error in REJECTED:
@@ -231,6 +236,13 @@ class StreamSync:
             raise
         await self._save(state.run.id, self._shown(record, view, pending))
         return True
+
+    async def _stop_run(self, state: RunState) -> None:
+        if state.status.finished:
+            return
+        by = f"<@{state.run.requester}>" if state.run.requester else "someone in Slack"
+        if await asyncio.to_thread(self.runs.request_stop, state.run.id, by):
+            log.info("run %s: stopped from its progress stream by %s", state.run.id, by)
 
     @staticmethod
     def _pending(view: StreamView, record: StreamRecord) -> list[Chunk]:

@@ -14,10 +14,12 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from agent import Finished, Progress, SectionWritten, Source, SourceAdded, UsageRecorded
 from agent.events import Disagreement
+from agent import Caps
 from bot.publisher import Publisher
 from bot.stream_records import StreamConfig, StreamRecords
 from bot.stream_sync import open_stream
 from jobs import Run, RunState, RunStore
+from jobs.control import RedisRunControl
 from tests.fakes import slack_streaming
 from tests.fakes.slack import TEAM_ID, FakeSlack
 
@@ -285,3 +287,20 @@ def test_a_task_agent_board_is_one_card_listing_every_branch() -> None:
     assert board["title"] == "Task agents: 1 done, 1 running" and board["status"] == "in_progress"
     assert board["details"] == "1. VTI fees: done\n2. ITOT fees: Reading ishares.com"
     assert [s["url"] for s in board["sources"]] == ["https://ishares.com/1"]
+
+
+async def test_stopping_the_stream_in_slack_stops_the_run_and_its_end_shows_below(
+        fake_slack: FakeSlack, client: AsyncWebClient, redis: Redis, async_redis: AsyncRedis) -> None:
+    """The requester pressed stop on the progress stream: the run is asked to stop, as the stop
+    reaction would ask it, and the stream's place is taken by a new one."""
+    store = RunStore(redis)
+    state = await started_run(redis, client)
+    pub = publisher(redis, async_redis, client)
+    state = step(store, state, "Searching the web for: one", source(1))
+    assert await pub.sync(state)
+    fake_slack.fail_next("chat.appendStream", error="stopped_by_user")
+    state = step(store, state, "Searching the web for: two", source(2))
+    assert await pub.sync(state)
+    stop = await RedisRunControl(async_redis, state.run.id, Caps()).stop_requested()
+    assert stop is not None and stop.by == "<@U0ANA>", "the loop is asked to stop, on the requester's behalf"
+    assert len(streams(fake_slack, state)) == 2, "the run's progress goes on in a new stream"
