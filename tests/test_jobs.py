@@ -1,7 +1,10 @@
 """Runs on the real queue: job timeout from the budget, state applied and announced, crashes recorded."""
 from __future__ import annotations
 
+import asyncio
+
 from redis import Redis
+from redis.asyncio import Redis as AsyncRedis
 from rq import Queue, SimpleWorker
 
 import jobs
@@ -10,6 +13,8 @@ from jobs import JobRuntime, Run, RunStatus, RunStore, enqueue
 from jobs.keys import QUEUE, UPDATES_STREAM
 from jobs.state import apply_event
 from jobs.models import RunState
+from jobs.stores import RedisResultStore
+from agent.results import ResultIds, StoredResult
 
 
 def runtime(fake_model, fake_web, redis_url: str) -> JobRuntime:
@@ -42,8 +47,8 @@ def test_job_runs_the_agent_and_announces_every_change(redis: Redis, redis_url: 
     announced = redis.xrange(UPDATES_STREAM)
     assert len(announced) == final.version, "each change announced once"
     assert state.run.id not in store.active_ids()
-    stored = redis.keys(f"deepthread:result:{state.run.id}:*")
-    assert stored, "tool results are kept in Redis under the run"
+    first = asyncio.run(_first_result(redis_url, state.run.id))
+    assert first is not None and first.text, "tool results are kept in Redis under the run (fetch_result reads them)"
 
 
 def test_a_crashing_job_marks_the_run_failed_with_a_reason(redis: Redis, redis_url: str, fake_model, fake_web) -> None:
@@ -67,3 +72,12 @@ def test_revisions_replace_text_and_keep_history() -> None:
     assert [(r.body, r.reason) for r in section.revisions] == [("0.04% [s1]", "newer fact sheet")]
     unchanged = apply_event(state, SectionRevised(section_id="nope", body="x", reason="y"))
     assert unchanged.sections == state.sections, "an unknown section id is ignored, not fatal"
+
+
+async def _first_result(redis_url: str, run_id: str) -> StoredResult | None:
+    """The run's first tool result, as fetch_result would read it back."""
+    connection = AsyncRedis.from_url(redis_url)
+    try:
+        return await RedisResultStore(connection, run_id).get(ResultIds().next())
+    finally:
+        await connection.aclose()
