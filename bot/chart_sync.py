@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ValidationError
 from redis.asyncio import Redis as AsyncRedis
-from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent import MARKER_RE, Chart, load_png
@@ -27,9 +26,8 @@ from jobs.connection import text
 from jobs.stores import RedisResultStore
 
 from . import keys
-from .file_deletes import FileDeletes
-from .slack_client import take_slots
-from .spill import RECORD_TTL_SECONDS, SETUP_ERROR_RETRY_SECONDS, SETUP_ERRORS, UPLOAD_METHODS
+from .spill import RECORD_TTL_SECONDS, SETUP_ERROR_RETRY_SECONDS
+from .thread_files import ThreadFiles
 
 __all__ = ["ChartFile", "ChartFiles", "ChartsOutcome"]
 
@@ -74,7 +72,7 @@ class ChartFiles:
     def __init__(self, redis: AsyncRedis, client: AsyncWebClient) -> None:
         self.redis = redis
         self.client = client
-        self.deletes = FileDeletes(redis, client, "chart file", RECORD_TTL_SECONDS)
+        self.files = ThreadFiles(redis, client, "chart file", RECORD_TTL_SECONDS)
 
     async def records(self, channel: str, report_ts: str) -> dict[str, ChartFile]:
         out: dict[str, ChartFile] = {}
@@ -92,7 +90,7 @@ class ChartFiles:
         if not run.channel or not run.report_message or not state.charts:
             return outcome
         channel, ts = run.channel, run.report_message
-        await self.deletes.retry_remembered(run.team, channel, keys.charts_stale(channel, ts))
+        await self.files.retry_remembered(run.team, channel, keys.charts_stale(channel, ts))
         records = await self.records(channel, ts)
         for chart in state.charts:
             name = f"{run.id}:{chart.chart_id}"
@@ -133,48 +131,36 @@ class ChartFiles:
         section = state.section(chart.section_id)
         where = f" · illustrates “{section.title[:COMMENT_TITLE_CHARS]}” in the pinned report" if section else ""
         updated = f" (updated: version {chart.version})" if chart.version > 1 else ""
-        client = self.client
-        try:
-            answer = await take_slots(
-                client,
-                run.team,
-                UPLOAD_METHODS,
-                lambda: client.files_upload_v2(
-                    channel=channel,
-                    thread_ts=run.thread_ts,
-                    filename=f"deepthread-{run.id}-{chart.chart_id}-v{chart.version}.png",
-                    content=png,
-                    title=chart.title,
-                    alt_txt=_alt_text(chart),
-                    initial_comment=f"📊 {chart.title[:COMMENT_TITLE_CHARS]}{updated}{where}",
-                ),
-                urgent=state.status.finished,
+        upload = await self.files.upload(
+            run.id,
+            run.team,
+            urgent=state.status.finished,
+            channel=channel,
+            thread_ts=run.thread_ts,
+            filename=f"deepthread-{run.id}-{chart.chart_id}-v{chart.version}.png",
+            content=png,
+            title=chart.title,
+            alt_txt=_alt_text(chart),
+            initial_comment=f"📊 {chart.title[:COMMENT_TITLE_CHARS]}{updated}{where}",
+        )
+        if upload.setup_error:
+            record = (previous or ChartFile(chart_id=chart.chart_id, version=0)).model_copy(
+                update={"error": upload.setup_error, "error_at": now, "failed_version": chart.version}
             )
-        except SlackApiError as exc:
-            error = str(exc.response.get("error") or f"HTTP {exc.response.status_code}")
-            if error in SETUP_ERRORS:
-                log.warning("run %s: could not upload chart %s in %s (%s)", run.id, chart.chart_id, channel, error)
-                record = (previous or ChartFile(chart_id=chart.chart_id, version=0)).model_copy(
-                    update={"error": error, "error_at": now, "failed_version": chart.version}
-                )
-                await self._remember(channel, ts, f"{run.id}:{chart.chart_id}", record)
-                return record
-            log.warning("run %s: uploading chart %s failed (%s); will retry", run.id, chart.chart_id, error)
+            await self._remember(channel, ts, f"{run.id}:{chart.chart_id}", record)
+            return record
+        if not upload.file_id:
             return None
-        except SlackClientError as exc:
-            log.warning("run %s: uploading chart %s failed (%s); will retry", run.id, chart.chart_id, exc)
-            return None
-        uploaded = answer.get("file") or (answer.get("files") or [{}])[0]
         record = ChartFile(
             chart_id=chart.chart_id,
             version=chart.version,
-            file_id=str(uploaded.get("id", "")),
-            permalink=str(uploaded.get("permalink", "")),
+            file_id=upload.file_id,
+            permalink=upload.permalink,
             uploaded_at=now,
         )
         await self._remember(channel, ts, f"{run.id}:{chart.chart_id}", record)
         if previous is not None and previous.file_id and previous.file_id != record.file_id:
-            await self.deletes.delete_or_remember(run.team, channel, keys.charts_stale(channel, ts), previous.file_id)
+            await self.files.delete_or_remember(run.team, channel, keys.charts_stale(channel, ts), previous.file_id)
         return record
 
     async def _remember(self, channel: str, ts: str, name: str, record: ChartFile) -> None:

@@ -15,16 +15,14 @@ import logging
 from dataclasses import dataclass
 
 from redis.asyncio import Redis as AsyncRedis
-from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from jobs import RunState
 from jobs.connection import text
 
 from . import keys
-from .file_deletes import FileDeletes
 from .render import Attachment
-from .slack_client import take_slots
+from .thread_files import ThreadFiles
 
 log = logging.getLogger(__name__)
 
@@ -34,24 +32,6 @@ REFRESH_SECONDS = 180.0
 SETUP_ERROR_RETRY_SECONDS = 600.0
 # Remembered as long as run state is.
 RECORD_TTL_SECONDS = 90 * 24 * 3600
-UPLOAD_METHODS = ("files.getUploadURLExternal", "files.completeUploadExternal")
-# Slack errors a retry cannot fix until someone changes the app or the channel.
-SETUP_ERRORS = frozenset(
-    {
-        "missing_scope",
-        "not_allowed_token_type",
-        "no_permission",
-        "not_in_channel",
-        "channel_not_found",
-        "is_archived",
-        "restricted_action",
-        "file_uploads_disabled",
-        "file_uploads_except_images_disabled",
-        "not_allowed",
-        "invalid_channel",
-        "ekm_access_denied",
-    }
-)
 
 
 @dataclass(frozen=True)
@@ -74,7 +54,7 @@ class SpillFiles:
     def __init__(self, redis: AsyncRedis, client: AsyncWebClient, *, refresh_seconds: float = REFRESH_SECONDS) -> None:
         self.redis = redis
         self.client = client
-        self.deletes = FileDeletes(redis, client, "report file", RECORD_TTL_SECONDS)
+        self.files = ThreadFiles(redis, client, "full report", RECORD_TTL_SECONDS)
         self.refresh_seconds = refresh_seconds
 
     async def record(self, channel: str, report_ts: str) -> SpillRecord | None:
@@ -96,12 +76,12 @@ class SpillFiles:
             return SpillOutcome()
         channel, ts = run.channel, run.report_message
         key = keys.spill(channel, ts)
-        await self.deletes.retry_remembered(run.team, channel, keys.spill_stale(channel, ts))
+        await self.files.retry_remembered(run.team, channel, keys.spill_stale(channel, ts))
         record = await self.record(channel, ts)
         if attachment is None:
             if record is not None:  # the report fits again: the file would only mislead
                 if record.file_id:
-                    await self.deletes.delete_or_remember(
+                    await self.files.delete_or_remember(
                         run.team, channel, keys.spill_stale(channel, ts), record.file_id
                     )
                 await self.redis.delete(key)
@@ -118,47 +98,29 @@ class SpillFiles:
         ):
             return SpillOutcome(wake_at=record.uploaded_at + self.refresh_seconds)
 
-        client = self.client
-        try:
-            answer = await take_slots(
-                client,
-                run.team,
-                UPLOAD_METHODS,
-                lambda: client.files_upload_v2(
-                    channel=channel,
-                    thread_ts=run.thread_ts,
-                    filename=attachment.filename,
-                    content=attachment.content,
-                    title=attachment.title,
-                    initial_comment=attachment.comment,
-                ),
-                urgent=state.status.finished,
-            )
-        except SlackApiError as exc:
-            error = str(exc.response.get("error") or f"HTTP {exc.response.status_code}")
-            if error in SETUP_ERRORS:
-                log.warning(
-                    "run %s: could not attach the full report in %s (%s): the app needs files:write "
-                    "and access to the channel",
-                    run.id,
-                    channel,
-                    error,
-                )
-                await self.redis.hset(key, mapping={"error": error, "error_at": now})
-                await self.redis.expire(key, RECORD_TTL_SECONDS)
-                return SpillOutcome(error=error, wake_at=now + SETUP_ERROR_RETRY_SECONDS)
-            log.warning("run %s: uploading the full report failed (%s); will retry", run.id, error)
+        upload = await self.files.upload(
+            run.id,
+            run.team,
+            urgent=state.status.finished,
+            channel=channel,
+            thread_ts=run.thread_ts,
+            filename=attachment.filename,
+            content=attachment.content,
+            title=attachment.title,
+            initial_comment=attachment.comment,
+        )
+        if upload.setup_error:
+            await self.redis.hset(key, mapping={"error": upload.setup_error, "error_at": now})
+            await self.redis.expire(key, RECORD_TTL_SECONDS)
+            return SpillOutcome(error=upload.setup_error, wake_at=now + SETUP_ERROR_RETRY_SECONDS)
+        if not upload.file_id:
             return SpillOutcome(ok=False)
-        except SlackClientError as exc:  # the upload step itself, or the connection
-            log.warning("run %s: uploading the full report failed (%s); will retry", run.id, exc)
-            return SpillOutcome(ok=False)
-        uploaded = answer.get("file") or (answer.get("files") or [{}])[0]
-        file_id = str(uploaded.get("id", ""))
+        file_id = upload.file_id
         await self.redis.hset(
             key,
             mapping={"file_id": file_id, "digest": attachment.digest(), "uploaded_at": now, "error": "", "error_at": 0},
         )
         await self.redis.expire(key, RECORD_TTL_SECONDS)
         if record is not None and record.file_id and record.file_id != file_id:
-            await self.deletes.delete_or_remember(run.team, channel, keys.spill_stale(channel, ts), record.file_id)
+            await self.files.delete_or_remember(run.team, channel, keys.spill_stale(channel, ts), record.file_id)
         return SpillOutcome()
