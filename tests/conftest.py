@@ -6,12 +6,13 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
 from redis import Redis
+from redis.asyncio import Redis as AsyncRedis
 
 from tests.fakes.anthropic import FakeAnthropic
 from tests.fakes.policies import ResearchPolicy
@@ -121,3 +122,11 @@ def stack(tmp_path: Path, redis_url: str, fake_slack, fake_model, fake_web) -> I
     with deepthread_stack(tmp_path, redis_url=redis_url, slack_url=fake_slack.url,
                           model_url=fake_model.url, web_url=fake_web.url) as s:
         yield s
+
+
+@pytest.fixture
+async def async_redis(redis_url: str) -> AsyncIterator[AsyncRedis]:
+    """An asyncio client of the test's database (the publisher's and the limiter's kind)."""
+    connection = AsyncRedis.from_url(redis_url)
+    yield connection
+    await connection.aclose()

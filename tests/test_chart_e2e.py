@@ -6,10 +6,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tests.e2e import CHANNEL, block_text, bot_replies, post_event
+from tests.e2e import CHANNEL, report_text, start
 from tests.fakes.anthropic import Reply, tool_reply
 from tests.fakes.policies import ResearchPolicy, _blocks, _text
-from tests.fakes.slack import FakeSlack, app_mention_event
+from tests.fakes.slack import FakeSlack
 from tests.processes import Stack, wait_for
 
 PERCENT = re.compile(r"\d+(?:\.\d+)?%")
@@ -51,13 +51,9 @@ def test_a_chart_is_uploaded_to_the_thread_and_linked_from_its_section(stack: St
                                                                         fake_model) -> None:
     policy = ChartingPolicy()
     fake_model.policy = policy
-    envelope = app_mention_event("expense ratio VTI SCHB ITOT", channel=CHANNEL)
-    thread = fake_slack.seed_event(envelope)
-    assert post_event(stack, envelope).status_code == 200
-    replies = wait_for(lambda: len(bot_replies(fake_slack, thread)) >= 2 and bot_replies(fake_slack, thread), 10,
-                       "the run's messages")
-    report = wait_for(lambda: "Final" in block_text(fake_slack.message(CHANNEL, replies[1].ts))
-                      and block_text(fake_slack.message(CHANNEL, replies[1].ts)), 40, "the final report")
+    thread, _, report_ts = start(stack, fake_slack)
+    report = wait_for(lambda: "Final" in report_text(fake_slack, report_ts) and report_text(fake_slack, report_ts), 40,
+                      "the final report")
 
     assert policy.charted and len(policy.chart()["rows"]) >= 2, "the model drew a chart of at least two values"
     [png] = [f for f in fake_slack.files() if f.filename.endswith(".png")]

@@ -38,12 +38,6 @@ async def client(fake_slack: FakeSlack) -> AsyncIterator[AsyncWebClient]:
     yield AsyncWebClient(token="xoxb-test", base_url=f"{fake_slack.url}/api/")
 
 
-@pytest.fixture
-async def async_redis(redis_url: str) -> AsyncIterator[AsyncRedis]:
-    connection = AsyncRedis.from_url(redis_url)
-    yield connection
-    await connection.aclose()
-
 
 class Run_:
     """A posted run whose tools write through the RunStore, as a worker's would."""

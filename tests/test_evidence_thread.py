@@ -4,9 +4,9 @@ from __future__ import annotations
 import re
 
 
-from tests.fakes.slack import FakeSlack, app_mention_event, message_event
+from tests.fakes.slack import FakeSlack, message_event
 from tests.processes import Stack, wait_for
-from tests.e2e import CHANNEL, block_text, bot_replies, post_event
+from tests.e2e import CHANNEL, block_text, bot_replies, post_event, report_text, start
 
 
 
@@ -19,13 +19,9 @@ def ask_in_thread(stack: Stack, slack: FakeSlack, thread: str, text: str) -> str
 
 
 def test_source_n_replies_with_the_full_passage_its_page_context_and_fetch_time(stack, fake_slack) -> None:
-    envelope = app_mention_event("expense ratio VTI SCHB ITOT", channel=CHANNEL)
-    thread = fake_slack.seed_event(envelope)
-    assert post_event(stack, envelope).status_code == 200
-    replies = wait_for(lambda: len(bot_replies(fake_slack, thread)) >= 2 and bot_replies(fake_slack, thread), 10,
-                       "the run's messages")
-    report = wait_for(lambda: "Final" in block_text(fake_slack.message(CHANNEL, replies[1].ts))
-                      and block_text(fake_slack.message(CHANNEL, replies[1].ts)), 40, "the final report")
+    thread, _, report_ts = start(stack, fake_slack)
+    report = wait_for(lambda: "Final" in report_text(fake_slack, report_ts) and report_text(fake_slack, report_ts), 40,
+                      "the final report")
     first_source = re.search(r"^\[1\] .*?“(.+?)…?” · fetched", report, re.M)
     assert first_source, report
 

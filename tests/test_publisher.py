@@ -32,12 +32,6 @@ async def client(fake_slack: FakeSlack) -> AsyncIterator[AsyncWebClient]:
                          retry_handlers=[AsyncRateLimitErrorRetryHandler(max_retry_count=2)])
 
 
-@pytest.fixture
-async def async_redis(redis_url: str) -> AsyncIterator[AsyncRedis]:
-    connection = AsyncRedis.from_url(redis_url)
-    yield connection
-    await connection.aclose()
-
 
 _thread = iter(range(1, 10_000))
 

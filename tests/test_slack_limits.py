@@ -7,10 +7,9 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 
 import httpx
-import pytest
 from redis import Redis
 from redis.asyncio import Redis as AsyncRedis
 from slack_sdk.web.async_client import AsyncWebClient
@@ -29,12 +28,6 @@ from tests.processes import SIGNING_SECRET, Stack, wait_for
 CHANNEL = "C0LIMIT"
 QUESTION = "expense ratio VTI SCHB ITOT"
 
-
-@pytest.fixture
-async def async_redis(redis_url: str) -> AsyncIterator[AsyncRedis]:
-    connection = AsyncRedis.from_url(redis_url)
-    yield connection
-    await connection.aclose()
 
 
 def limited_client(fake_slack: FakeSlack, limiter: SlackRateLimiter | None) -> LimitedWebClient:

@@ -34,12 +34,6 @@ async def client(fake_slack: FakeSlack) -> AsyncIterator[AsyncWebClient]:
     yield AsyncWebClient(token="xoxb-test", base_url=f"{fake_slack.url}/api/")
 
 
-@pytest.fixture
-async def async_redis(redis_url: str) -> AsyncIterator[AsyncRedis]:
-    connection = AsyncRedis.from_url(redis_url)
-    yield connection
-    await connection.aclose()
-
 
 def publisher(redis: Redis, async_redis: AsyncRedis, client: AsyncWebClient, config: StreamConfig = STREAM) -> Publisher:
     return Publisher(redis, async_redis, RunStore(redis), client, update_interval=0, streams=config)
