@@ -53,7 +53,7 @@ class ChartFile(BaseModel):
 @dataclass
 class ChartsOutcome:
     ok: bool = True  # False: a retry later is worthwhile
-    links: dict[str, str] = field(default_factory=dict)  # chart id → permalink of its current file
+    links: dict[str, str] = field(default_factory=dict)  # Chart.key → permalink of its current file
     wake_at: float | None = None  # epoch seconds when a deferred upload is due
 
 
@@ -93,11 +93,11 @@ class ChartFiles:
         await self.files.retry_remembered(run.team, channel, keys.charts_stale(channel, ts))
         records = await self.records(channel, ts)
         for chart in state.charts:
-            name = f"{run.id}:{chart.chart_id}"
+            name = chart.key(run.id)
             record = records.get(name)
             # Shown already (or a newer version is: this state was read late).
             if record is not None and record.file_id and record.version >= chart.version:
-                outcome.links[chart.chart_id] = record.permalink
+                outcome.links[name] = record.permalink
                 continue
             if (
                 record is not None
@@ -106,7 +106,7 @@ class ChartFiles:
                 and now - record.error_at < SETUP_ERROR_RETRY_SECONDS
             ):
                 if record.file_id:  # the previous version's file is still there: better than no link
-                    outcome.links[chart.chart_id] = record.permalink
+                    outcome.links[name] = record.permalink
                 due = record.error_at + SETUP_ERROR_RETRY_SECONDS
                 outcome.wake_at = due if outcome.wake_at is None else min(outcome.wake_at, due)
                 continue
@@ -114,7 +114,7 @@ class ChartFiles:
             if uploaded is None:
                 outcome.ok = False
             elif uploaded.file_id:
-                outcome.links[chart.chart_id] = uploaded.permalink
+                outcome.links[name] = uploaded.permalink
             if uploaded is not None and uploaded.error:
                 due = now + SETUP_ERROR_RETRY_SECONDS
                 outcome.wake_at = due if outcome.wake_at is None else min(outcome.wake_at, due)
@@ -124,7 +124,7 @@ class ChartFiles:
         """The new record (file id set, or a setup error), or None when a retry later is worthwhile."""
         run = state.run
         channel, ts = run.channel or "", run.report_message or ""
-        png = await load_png(RedisResultStore(self.redis, run.id), chart.blob_id)
+        png = await load_png(RedisResultStore(self.redis, chart.drawn_by(run.id)), chart.blob_id)
         if png is None:  # expired with its run's results: nothing to upload, and nothing a retry brings back
             log.warning("run %s: the PNG of %s v%d is gone; not uploaded", run.id, chart.chart_id, chart.version)
             return ChartFile(chart_id=chart.chart_id, version=chart.version)
@@ -137,7 +137,7 @@ class ChartFiles:
             urgent=state.status.finished,
             channel=channel,
             thread_ts=run.thread_ts,
-            filename=f"deepthread-{run.id}-{chart.chart_id}-v{chart.version}.png",
+            filename=f"deepthread-{chart.drawn_by(run.id)}-{chart.chart_id}-v{chart.version}.png",
             content=png,
             title=chart.title,
             alt_txt=_alt_text(chart),
@@ -147,7 +147,7 @@ class ChartFiles:
             record = (previous or ChartFile(chart_id=chart.chart_id, version=0)).model_copy(
                 update={"error": upload.setup_error, "error_at": now, "failed_version": chart.version}
             )
-            await self._remember(channel, ts, f"{run.id}:{chart.chart_id}", record)
+            await self._remember(channel, ts, chart.key(run.id), record)
             return record
         if not upload.file_id:
             return None
@@ -158,7 +158,7 @@ class ChartFiles:
             permalink=upload.permalink,
             uploaded_at=now,
         )
-        await self._remember(channel, ts, f"{run.id}:{chart.chart_id}", record)
+        await self._remember(channel, ts, chart.key(run.id), record)
         if previous is not None and previous.file_id and previous.file_id != record.file_id:
             await self.files.delete_or_remember(run.team, channel, keys.charts_stale(channel, ts), previous.file_id)
         return record

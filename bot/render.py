@@ -350,7 +350,7 @@ def _chart_lines(state: RunState, report: AssembledReport, section_id: str, link
         if chart.section_id != section_id:
             continue
         title = shorten(chart.title, CHART_TITLE_CHARS)
-        permalink = links.get(chart.chart_id, "")  # its file in the thread, once uploaded (bot/chart_sync.py)
+        permalink = links.get(chart.key(state.run.id), "")  # its file in the thread, once uploaded (bot/chart_sync.py)
         shown = (
             link(permalink, f"📊 {title}") if permalink else f"📊 {escape_text(title)} _(chart, posted in this thread)_"
         )

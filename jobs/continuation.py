@@ -45,6 +45,8 @@ def create_successor(store: RunStore, parent: RunState, run: Run) -> RunState:
         run,
         sections=[s.model_copy(deep=True) for s in parent.sections],
         sources=parent.sources.values(),
+        # The parent's charts stay linked from their sections (the same files in the thread).
+        charts=[c.model_copy(update={"run_id": c.drawn_by(parent.run.id)}) for c in parent.charts],
         after=parent.run.id,
         next_check=parent.next_check,  # a scheduled re-check belongs to the thread: the footer keeps it
     )

@@ -81,7 +81,7 @@ def apply_in_place(state: RunState, event: RunEvent) -> RunState:
                 profile=event.profile, requests_left=event.requests_left, minutes_left=event.minutes_left
             )
     elif isinstance(event, ChartDrawn):  # a redraw replaces its chart's previous version, in place
-        at = next((n for n, c in enumerate(state.charts) if c.chart_id == event.chart.chart_id), None)
+        at = next((n for n, c in enumerate(state.charts) if c.chart_id == event.chart.chart_id and not c.run_id), None)
         charts = list(state.charts)  # replaced, not changed: an older copy of the state keeps its own
         if at is None:
             charts.append(event.chart)

@@ -211,6 +211,7 @@ class RunStore:
         sources: Iterable[Source] = (),
         after: str | None = None,
         next_check: datetime | None = None,
+        charts: Iterable[Chart] = (),
     ) -> RunState:
         """Store a new run and link it to its thread (and the active set).
 
@@ -218,7 +219,11 @@ class RunStore:
         thread's latest run; otherwise nothing stays stored and ThreadMoved names the run that
         got there first."""
         state = RunState(
-            run=run, sections=list(sections), sources={s.marker: s for s in sources}, next_check=next_check
+            run=run,
+            sections=list(sections),
+            sources={s.marker: s for s in sources},
+            next_check=next_check,
+            charts=list(charts),
         )
         self._store_new(state)
         linked = (

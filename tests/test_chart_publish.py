@@ -24,7 +24,8 @@ from agent.tools.chart import ChartInput, ChartTool
 from agent.tools.report_tools import WriteSection, WriteSectionInput
 from bot import keys
 from bot.publisher import Publisher
-from jobs import Run, RunState, RunStore
+from jobs.continuation import create_successor, successor
+from jobs import Run, RunState, RunStatus, RunStore
 from jobs.stores import RedisResultStore
 from tests.fakes.anthropic import FakeAnthropic
 from tests.fakes.slack import FakeSlack
@@ -151,3 +152,25 @@ async def test_a_chart_with_a_value_not_in_its_passage_is_refused_and_nothing_re
     assert state.charts == []
     assert await Publisher(redis, async_redis, posted.store, client).sync(state)
     assert fake_slack.files() == [] and "📊" not in report_text(fake_slack, state)
+
+
+async def test_a_follow_up_run_keeps_linking_its_parents_chart_without_uploading_it_again(
+        redis: Redis, async_redis: AsyncRedis, client: AsyncWebClient, fake_slack: FakeSlack, posted: Run_) -> None:
+    """A continuation edits the same pinned report: the parent's chart stays under its section,
+    linked to the same file, and a chart the follow-up draws is its own (chart1 of another run)."""
+    await ChartTool().run(chart(), posted.ctx)
+    publisher = Publisher(redis, async_redis, posted.store, client)
+    parent = latest(posted)
+    assert await publisher.sync(parent)
+    [upload] = fake_slack.files()
+    parent = posted.store.finish(parent.run.id, RunStatus.completed, "")
+
+    child = create_successor(posted.store, parent, successor(posted.store, parent, "Add ITOT's history", "U0ANA"))
+    assert [(c.chart_id, c.run_id) for c in child.charts] == [("chart1", parent.run.id)]
+    assert await publisher.sync(child)
+    permalink = f"https://deepthread-test.slack.com/files/UBOT/{upload.id}/{upload.filename}"
+    assert f"<{permalink}|📊 Expense ratios, 2024>" in report_text(fake_slack, child), "the same file, still linked"
+    assert len(fake_slack.calls_of("files.completeUploadExternal")) == 1, "not uploaded again"
+
+    own = child.model_copy(update={"charts": [*child.charts, parent.charts[0].model_copy(update={"title": "History"})]})
+    assert len({c.key(own.run.id) for c in own.charts}) == 2, "its own chart1 is not its parent's"

@@ -35,8 +35,18 @@ class Chart(BaseModel):
     unit: str = ""
     rows: list[ChartRow] = Field(default_factory=list)
     sources: list[str] = Field(default_factory=list)  # markers, in order of first use: "s4"
-    blob_id: str  # where the PNG is, in the run's result store
+    blob_id: str  # where the PNG is, in the result store of the run that drew it
     drawn_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    # The earlier run of the thread that drew it, for a chart a continuation inherited ("" = this
+    # run): its PNG and its upload are that run's, so the report keeps linking the same file.
+    run_id: str = ""
+
+    def drawn_by(self, current_run_id: str) -> str:
+        return self.run_id or current_run_id
+
+    def key(self, current_run_id: str) -> str:
+        """Unique in a thread's report: a continuation's own chart1 is not its parent's chart1."""
+        return f"{self.drawn_by(current_run_id)}:{self.chart_id}"
 
 
 def blob_id(chart_id: str, version: int) -> str:
