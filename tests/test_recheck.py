@@ -21,7 +21,8 @@ from rq.registry import ScheduledJobRegistry
 
 from agent.events import Source, utcnow
 from agent.report import Revision, Section
-from bot.recheck import digest, figure_changes, parse_recheck
+from bot.recheck import parse_recheck
+from bot.recheck_digest import digest, figure_changes
 from jobs import Run, RunStatus, RunStore, keys
 from jobs.recheck import WEEK_SECONDS, RecheckRun, Rechecks
 from jobs.spend import Spend
