@@ -76,19 +76,20 @@ def running(args: list[str], env: dict[str, str], log: Path, grace: float = 10.0
             stop_process(process, grace)
 
 
-def wait_listening(port: int, serve: subprocess.Popen[bytes], log: Path) -> str:
-    """Wait until `deepthread serve` answers its health check; returns its base URL."""
+def wait_listening(port: int, serve: subprocess.Popen[bytes], log: Path, *, command: str = "serve",
+                   timeout: float = 20) -> str:
+    """Wait until `deepthread serve` (or `up`) answers its health check; returns its base URL."""
     base = f"http://127.0.0.1:{port}"
 
     def healthy() -> bool:
         if serve.poll() is not None:
-            raise AssertionError("deepthread serve exited:\n" + log.read_text())
+            raise AssertionError(f"deepthread {command} exited:\n" + log.read_text())
         try:
             return httpx.get(f"{base}/healthz", timeout=0.5).status_code == 200
         except httpx.HTTPError:
             return False
 
-    wait_for(healthy, 20, "deepthread serve to listen")
+    wait_for(healthy, timeout, f"deepthread {command} to listen")
     return base
 
 

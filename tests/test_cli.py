@@ -4,11 +4,10 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-import httpx
 
 from tests.fakes.slack import FakeSlack, app_mention_event
 from tests.fakes.server import free_port
-from tests.processes import DEEPTHREAD, ROOT, SIGNING_SECRET, environment, running, wait_for
+from tests.processes import DEEPTHREAD, ROOT, SIGNING_SECRET, environment, running, wait_for, wait_listening
 from tests.e2e import block_text, bot_replies, post_event, Stack
 
 
@@ -63,16 +62,8 @@ def test_up_starts_its_own_redis_and_worker(tmp_path: Path, fake_slack: FakeSlac
         ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL=fake_model.url, DEEPTHREAD_SEARCH="searxng",
         SEARXNG_URL=fake_web.url, DEEPTHREAD_FETCH_ALLOW="127.0.0.1", PORT=str(port),
     )  # no REDIS_URL: the embedded default
-    with running(["up"], env, tmp_path / "up.log"):
-        base = f"http://127.0.0.1:{port}"
-
-        def healthy() -> bool:
-            try:
-                return httpx.get(f"{base}/healthz", timeout=0.5).status_code == 200
-            except httpx.HTTPError:
-                return False
-
-        wait_for(healthy, 30, "deepthread up to listen")
+    with running(["up"], env, tmp_path / "up.log") as process:
+        base = wait_listening(port, process, tmp_path / "up.log", command="up", timeout=30)
         stack = Stack(events_url=f"{base}/slack/events", env=env, logs=tmp_path)
         envelope = app_mention_event("expense ratio VTI SCHB ITOT")
         ts = fake_slack.seed_event(envelope)

@@ -7,7 +7,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import httpx
 import pytest
 from redis import Redis
 
@@ -20,7 +19,7 @@ from bot.local_redis import (
 from tests.fakes.policies import is_extraction
 from tests.fakes.server import free_port
 from tests.fakes.slack import FakeSlack, app_mention_event, message_event
-from tests.processes import SIGNING_SECRET, Stack, environment, running, wait_for
+from tests.processes import SIGNING_SECRET, Stack, environment, running, wait_for, wait_listening
 from tests.e2e import CHANNEL, block_text, bot_replies, post_event
 
 
@@ -55,16 +54,8 @@ def test_without_a_data_directory_nothing_is_kept(tmp_path: Path) -> None:
 
 @contextmanager
 def up(env: dict[str, str], log: Path, port: int) -> Iterator[Stack]:
-    with running(["up"], env, log, grace=40):
-        base = f"http://127.0.0.1:{port}"
-
-        def healthy() -> bool:
-            try:
-                return httpx.get(f"{base}/healthz", timeout=0.5).status_code == 200
-            except httpx.HTTPError:
-                return False
-
-        wait_for(healthy, 60, "deepthread up to listen")
+    with running(["up"], env, log, grace=40) as process:
+        base = wait_listening(port, process, log, command="up", timeout=60)
         yield Stack(events_url=f"{base}/slack/events", env=env, logs=log.parent)
 
 
