@@ -1,7 +1,11 @@
-"""The research engine. Knows nothing about Slack or RQ.
+"""The research engine: the loop, context projection (elision, compaction), budgets, tools,
+citations and the sectioned report. One run is `research(task, config, ...)`, which emits
+RunEvents and returns an Outcome.
 
-What the bot and jobs use is exported here (`__all__`, held by tests/test_public_surface.py):
-nothing outside `agent` imports its modules directly."""
+Knows nothing about Slack, RQ or Redis, and imports nothing from `jobs` or `bot`: what it
+stores and how it is steered are protocols defined here, kept in memory here (the terminal
+mode, tests), and kept in Redis by `jobs`. What the bot and jobs use is exported here
+(`__all__`, held by test_public_surface.py); the bot imports nothing deeper."""
 
 from __future__ import annotations
 
@@ -24,7 +28,8 @@ from .events import (
     utcnow,
 )
 from .figures import Figure, FigureFlag, figures_in, sentences
-from .loop import Outcome, research
+from .final_turn import Outcome
+from .loop import research
 from .markers import MARKER_RE
 from .model import describe_api_error
 from .pricing import cost_usd

@@ -5,6 +5,7 @@ The job layer applies them to run state; the engine never knows who listens.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Annotated, Literal
 
@@ -142,3 +143,6 @@ RunEvent = Annotated[
     | ChartDrawn,
     Field(discriminator="type"),
 ]
+
+# How the engine tells the world: every part that reports is handed one of these.
+Emit = Callable[[RunEvent], Awaitable[None]]

@@ -10,7 +10,7 @@
     ├── UnsupportedFile      a thread file of a kind (or in a state) we cannot read
     ├── UnreadableContent    a fetched resource of a kind we cannot read
     ├── FetchError           a page could not be fetched
-    ├── SearchFailed         a search provider could not answer (`kind` says how)
+    ├── SearchFailed         a search provider could not answer (`kind`, a FailureKind, says how)
     ├── CalculationError     a calculation that cannot be done (`position` points at the problem)
     └── ValueError
         ├── UnknownCitation  a text cites markers the source registry never issued
@@ -22,16 +22,16 @@ rewrite requests whose message says what to do instead (tool errors are prompt).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from .control import StopRequest
-    from .tools.search.outcome import FailureKind
 
 __all__ = [
     "NO_WORKSPACE",
     "BlockedURL",
     "CalculationError",
+    "FailureKind",
     "FetchError",
     "FileUnavailable",
     "Interrupted",
@@ -91,6 +91,12 @@ class UnreadableContent(Exception):
 
 class FetchError(Exception):
     """The page could not be fetched; the message tells the model what to do instead."""
+
+
+# Why a search provider did not answer: part of the error, so the error owns it. The chain
+# tries the next provider on every kind; which kinds degrade search is its business
+# (tools/search/outcome.DEGRADING).
+FailureKind = Literal["blocked", "rate_limited", "timeout", "configuration", "unavailable", "refused_query"]
 
 
 class SearchFailed(Exception):

@@ -1,34 +1,39 @@
-"""The ReAct loop: the model calls tools until it answers; the answer is the report's summary."""
+"""The ReAct loop: the model calls tools until it answers; the answer is the report's summary.
+
+ResearchLoop composes a turn from parts, each in its own module: what arrived from outside
+(intake.py), the model request (turn.py) awaited under the run's stop and deadline
+(guard.py), the tool calls (tool_runner.py), the final answer and the finalization after a
+stop (final_turn.py), and the checkpoint after every turn (checkpoint.py). What stays here
+is the order of a turn and what each way of ending it means. `research` runs a whole run:
+it makes the opening ready (opening.py), builds the lead loop and emits the one Finished.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import logging
-import re
 import time
 from collections.abc import Awaitable
-from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import httpx
 from anthropic import AsyncAnthropic
 from anthropic.types import ToolUseBlock
 
 from . import defaults
-from .answer import final_answer
 from .backend import RunBackend
 from .budget import Clock, Ledger
 from .checkpoint import Checkpointer
-from .citations import SourceRegistry, UnknownCitation, strip_unknown_markers
+from .citations import SourceRegistry
 from .config import AgentConfig
-from .constraints import extract_constraints
-from .constraints import merge as merge_constraints
 from .context.history import History
 from .context.manager import ContextManager
 from .control import RunControl, StopRequest
-from .events import ConflictSettled, ConstraintsFound, Disagreement, Finished, Progress, UsageRecorded
+from .events import Emit, Finished, Progress
 from .exceptions import Interrupted
+from .final_turn import FinalTurn, Outcome, text_of
+from .guard import guarded
+from .intake import Intake
 from .model import ModelClient, ModelUnavailable, Patience
+from .opening import with_markers, with_stated_constraints
 from .prompts import load
 from .report import Section
 from .task import ResearchTask, first_message
@@ -36,30 +41,15 @@ from .task_agents import NumberedLog, TaskTeam
 from .thread_memory import roll
 from .tool_runner import ToolRunner
 from .tools import Tool, ToolContext, default_tools, thread_tools
-from .tools.base import Announced, Emit
-from .tools.links import domain, marker
+from .tools.base import Announced
 from .tools.spawn_tasks import SpawnTasks, offered
-from .tools.thread_markers import file_note, thread_markers
+from .turn import Turn
 from .usage import Usage
 from .workspace import ThreadWorkspace
 
-log = logging.getLogger(__name__)
+__all__ = ["Outcome", "ResearchLoop", "research"]
+
 T = TypeVar("T")
-MAX_LINKS_LISTED = 20  # links in a request listed in the opening
-CHECKING_PREFIX = "checking:"  # the system prompt asks for this line when sources disagree
-SETTLED_PREFIX = "settled:"  # …and for this one once the disagreement is resolved
-DISAGREEMENT_CHARS = 300
-
-
-@dataclass
-class Outcome:
-    status: Literal["completed", "failed", "stopped"]
-    summary: str
-    reason: str
-
-
-def _text_of(content: list[Any]) -> str:
-    return "\n".join(block.text for block in content if block.type == "text").strip()
 
 
 class ResearchLoop:
@@ -87,12 +77,19 @@ class ResearchLoop:
         self.ledger = ledger or Ledger.start(task.budget, clock)
         ctx.ledger = self.ledger
         self.runner = ToolRunner(self.tools, ctx, lambda: self.ledger, clock, config.tool_deadline)
-        # Tools, then system, form the stable front of every request (cache breakpoint here).
         system = load(prompt)
         if SpawnTasks.name in self.tools:  # the delegation rules, only where delegation is offered
             system += "\n\n" + load("delegation")
-        self.system = [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}]
-        self.tool_schemas = [tool.schema() for tool in tools]
+        self.turn = Turn(
+            ctx.model,
+            ctx.emit,
+            config,
+            clock,
+            system=[{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}],
+            tool_schemas=[tool.schema() for tool in tools],
+        )
+        self.final = FinalTurn(self.turn, ctx.registry, ctx.emit, clock)
+        self.intake = Intake(control, ctx.emit, ctx.workspace)
         self.context = ContextManager(
             History(opening if opening is not None else first_message(task)),
             ctx.model,
@@ -101,17 +98,20 @@ class ResearchLoop:
             may_summarise=self._may_summarise,
             enabled=config.manage_context,
         )
-        self.notes: list[str] = []  # user notes arriving mid-run (steering) are pinned with the task
         # Seconds spent building each request (elision, projection; not summaries): must not grow with history.
         self.projection_seconds: list[float] = []
         self.limit_note: str | None = None  # the limit that cut exploration short, with its stage
-        self.rewrites_left = defaults.FINAL_ANSWER_REWRITES
         self.last_stop: str | None = None
         self.checkpoints: Checkpointer | None = None
 
     @property
     def history(self) -> History:
         return self.context.history
+
+    @property
+    def notes(self) -> list[str]:
+        """User notes that arrived mid-run (intake.py), pinned with the task; task agents get them too."""
+        return self.intake.notes
 
     def use_ledger(self, ledger: Ledger) -> None:
         """Spend against `ledger` from now on (a resumed run's, read from its checkpoint)."""
@@ -121,16 +121,16 @@ class ResearchLoop:
     def snapshot(self) -> dict[str, Any]:
         """The loop's own memory for a checkpoint (its parts snapshot themselves, see checkpoint.py)."""
         return {
-            "notes": self.notes,
+            "notes": self.intake.notes,
             "limit_note": self.limit_note,
             "last_stop": self.last_stop,
-            "rewrites_left": self.rewrites_left,
+            "rewrites_left": self.final.rewrites_left,
         }
 
     def restore(self, snapshot: dict[str, Any]) -> None:
-        self.notes = list(snapshot["notes"])
+        self.intake.notes = list(snapshot["notes"])
         self.limit_note, self.last_stop = snapshot["limit_note"], snapshot["last_stop"]
-        self.rewrites_left = snapshot["rewrites_left"]
+        self.final.rewrites_left = snapshot["rewrites_left"]
 
     def child(
         self, opening: str, ctx: ToolContext, tools: list[Tool], ledger: Ledger, control: RunControl
@@ -154,53 +154,13 @@ class ResearchLoop:
     def _sections(self) -> list[str]:
         return [f"{s.section_id} {s.title}" for s in self.ctx.sections.values()]
 
-    async def _new_files(self) -> None:
-        """A file shared while the run is active arrives as a note at the next turn."""
-        if self.ctx.workspace is None:
-            return
-        new = [f for f in await _files_or_none(self.ctx.workspace) if f.id not in self.ctx.files_seen]
-        if new:
-            self.ctx.files_seen |= {f.id for f in new}
-            self.history.add_text(file_note(new))
+    def _guarded(self, work: Awaitable[T], stage: str, deadline: float) -> Awaitable[T]:
+        """`work` cut short by this run's stop or by `deadline` (guard.py)."""
+        return guarded(work, stage, deadline, control=self.control, ledger=self.ledger, clock=self.clock)
 
-    async def _apply_control(self) -> StopRequest | None:
-        await self._new_files()
-        update = await self.control.poll()
-        if update.budget is not None:
-            self.ledger.upgrade(update.budget)
-            await self.ctx.emit(
-                Progress(
-                    phase="researching",
-                    activity=f"Budget raised to {update.budget.profile} (revision {self.ledger.revision})",
-                )
-            )
-        for note in update.notes:
-            self.notes.append(f"{note.author}: {note.text}")
-            self.history.add_text(
-                f'<user_note from="{note.author}">{note.text}</user_note>\n'
-                "Take this into account from now on; it is a constraint like the original ones."
-            )
-        return update.stop
-
-    async def _guarded(self, work: Awaitable[T], stage: str, deadline: float) -> T:
-        """Await `work`, cutting it short on a stop or when `deadline` seconds have passed."""
-        task = asyncio.ensure_future(work)
-        started = self.clock()
-        try:
-            while True:
-                remaining = deadline - (self.clock() - started)
-                if remaining <= 0:
-                    raise Interrupted(f"{self.ledger.time_limit_name(self.clock())} reached while {stage}")
-                done, _ = await asyncio.wait({task}, timeout=min(remaining, defaults.STOP_POLL_SECONDS))
-                if done:
-                    return task.result()
-                stop = await self.control.stop_requested()
-                if stop is not None:
-                    raise Interrupted(f"stopped by {stop.by} while {stage}", stop=stop)
-        finally:
-            if not task.done():
-                task.cancel()  # in-flight model and HTTP calls are cancelled with it
-                await asyncio.gather(task, return_exceptions=True)
+    async def _finish_after_stop(self, stop: StopRequest) -> Outcome:
+        """Every stop, wherever it is seen, ends in the same bounded finalization (final_turn.py)."""
+        return await self.final.after_stop(stop, self.history, self.ledger)
 
     async def run(self) -> Outcome:
         emit = self.ctx.emit
@@ -213,7 +173,7 @@ class ResearchLoop:
                 if outcome is not None:
                     return outcome
                 continue
-            stop = await self._apply_control()
+            stop = await self.intake.take(self.history, self.ledger, self.ctx.files_seen)
             if stop is not None:
                 return await self._finish_after_stop(stop)
             decision = self.ledger.decide(self.clock())
@@ -229,8 +189,8 @@ class ResearchLoop:
                 started = time.perf_counter()
                 compactions = self.context.compaction.done + self.context.compaction.failures
                 await self.context.prepare(
-                    system=self.system,
-                    tools=self.tool_schemas,
+                    system=self.turn.system,
+                    tools=self.turn.tool_schemas,
                     last_stop_reason=self.last_stop,
                     notes=self.notes,
                     sections=self._sections(),
@@ -249,9 +209,8 @@ class ResearchLoop:
             now = self.clock()
             deadline = self.ledger.seconds_to_end(now) if finalize else self.ledger.seconds_to_finalize(now)
             try:
-                message = await self._guarded(
-                    self._turn(messages, finalize is not None, deadline), "waiting for the model", deadline
-                )
+                asked = self.turn.ask(self.ledger, messages, finalize is not None, deadline)
+                message = await self._guarded(asked, "waiting for the model", deadline)
             except Interrupted as cut:
                 if cut.stop is not None:
                     return await self._finish_after_stop(cut.stop)
@@ -262,10 +221,10 @@ class ResearchLoop:
                 continue
             self.context.observe(Usage.of(message))
             self.last_stop = message.stop_reason
-            await self._record_usage()
+            await self.turn.record_usage(self.ledger)
             content = [block.model_dump(exclude_none=True) for block in message.content]
             self.history.add_assistant(content or [{"type": "text", "text": "(no answer)"}])
-            await self._report_disagreement(message.content)
+            await self.turn.report_disagreement(message.content)
             calls = [block for block in message.content if block.type == "tool_use"]
             if message.stop_reason == "refusal":
                 return Outcome("failed", "", "the model declined to continue with this request")
@@ -285,15 +244,9 @@ class ResearchLoop:
                     "it now; if you were writing your answer, write it again, shorter."
                 )
                 continue
-            answer = self._published(_text_of(message.content))
-            try:
-                self.ctx.registry.check(answer)
-            except UnknownCitation as exc:
-                if self.rewrites_left > 0 and self.ledger.decide(self.clock()).kind != "end":
-                    self.rewrites_left -= 1
-                    self.history.add_text(f"Your answer was not accepted: {exc} Rewrite it.")
-                    continue
-                answer = strip_unknown_markers(answer, {s.marker for s in self.ctx.registry.all()})
+            answer = self.final.accept(text_of(message.content), self.history, self.ledger)
+            if answer is None:  # it cited markers no tool issued: sent back for a rewrite
+                continue
             # An answer written under a limit says which one; a normal answer needs no note.
             return Outcome("completed", answer, (self.limit_note or finalize or "") if finalize else "")
 
@@ -325,88 +278,6 @@ class ResearchLoop:
         """After every turn: the steps that changed, and a small record of everything else."""
         if self.checkpoints is not None:
             await self.checkpoints.save(self)
-
-    async def _turn(self, messages: list[dict[str, Any]], final: bool, deadline: float) -> Any:
-        self.ledger.begin(self.clock())
-        try:
-            return await self.ctx.model.turn(
-                system=self.system,
-                tools=self.tool_schemas,
-                messages=messages,
-                max_tokens=self.config.main_max_tokens,
-                tool_choice={"type": "none"} if final else None,
-                timeout=max(1.0, min(self.config.request_timeout, deadline)),
-            )
-        finally:
-            self.ledger.end(self.clock())
-
-    async def _finish_after_stop(self, stop: StopRequest) -> Outcome:
-        """A short, bounded finalization from what the run has; sections already written stay."""
-        reason = f"stopped by {stop.by} at {stop.at:%H:%M} UTC"
-        await self.ctx.emit(Progress(phase="finishing", activity=f"Stopping ({reason}): writing the summary"))
-        if self.ledger.requests >= self.ledger.budget.max_requests:
-            return Outcome("stopped", "", reason)
-        self.history.add_text(
-            f"STOP: the run was {reason}. Call no tools. Write your final answer now from what "
-            "you have, inside <summary></summary>, with citations, and say what remains open."
-        )
-        try:
-            async with asyncio.timeout(defaults.STOP_FINALIZE_SECONDS):
-                message = await self._turn(self.history.messages(), True, defaults.STOP_FINALIZE_SECONDS)
-        except (TimeoutError, ModelUnavailable):
-            return Outcome("stopped", "", reason)
-        await self._record_usage()
-        answer = strip_unknown_markers(
-            self._published(_text_of(message.content)), {s.marker for s in self.ctx.registry.all()}
-        )
-        return Outcome("stopped", answer, reason)
-
-    @staticmethod
-    def _published(text: str) -> str:
-        """Only the answer is published; the model's reflection around it stays private."""
-        answer = final_answer(text)
-        if answer.shape != "tagged":
-            log.info(
-                "final answer without a closed <summary> tag (%s); published the %s text",
-                answer.shape,
-                "cleaned" if answer.shape == "cleaned" else "whole",
-            )
-        return answer.summary
-
-    async def _report_disagreement(self, content: list[Any]) -> None:
-        """A "Checking: …" line in the model's turn tells the thread where sources disagree; a
-        "Settled: …" line takes it off the progress message (the resolution goes in the report)."""
-        for block in content:
-            if block.type != "text":
-                continue
-            for line in block.text.splitlines():
-                lowered = line.strip().lower()
-                for prefix, settled in ((CHECKING_PREFIX, False), (SETTLED_PREFIX, True)):
-                    if lowered.startswith(prefix):
-                        text = line.strip()[len(prefix) :].strip()
-                        if text:
-                            text = strip_unknown_markers(text, set())[:DISAGREEMENT_CHARS]
-                            await self.ctx.emit(ConflictSettled(text=text) if settled else Disagreement(text=text))
-                        return
-
-    async def _record_usage(self) -> None:
-        u = self.ctx.model.usage
-        ledger, now = self.ledger, self.clock()
-        # One counter: "model requests" and "requests left" both read the ledger's count, the one
-        # the budget enforces (model turns, task agents' included; page reading is not a request).
-        await self.ctx.emit(
-            UsageRecorded(
-                requests=ledger.requests,
-                input_tokens=u.input_tokens,
-                output_tokens=u.output_tokens,
-                cache_read_tokens=u.cache_read_tokens,
-                cache_creation_tokens=u.cache_creation_tokens,
-                cost_usd=ledger.cost_usd,
-                profile=ledger.budget.profile,
-                requests_left=max(0, ledger.budget.max_requests - ledger.requests),
-                minutes_left=ledger.seconds_to_end(now) / 60,
-            )
-        )
 
     async def announce_sources(self) -> None:
         await self.runner.announce_sources()
@@ -472,8 +343,8 @@ async def research(
         saved = await checkpointer.load() if checkpointer is not None else None
         if saved is None:  # a resumed run's opening is in its checkpoint
             if task.constraints_from:
-                task = await _with_stated_constraints(task, model, emit)
-            task = await _with_markers(task, ctx)
+                task = await with_stated_constraints(task, model, emit)
+            task, ctx.files_seen = await with_markers(task, ctx.workspace, ctx.links)
         loop = ResearchLoop(task, config, ctx, chosen, backend.control, clock, ledger)
         current.append(loop)
         ctx.tasks = TaskTeam(loop, client, numbered)
@@ -511,50 +382,3 @@ async def research(
         )
     )
     return outcome
-
-
-async def _with_stated_constraints(task: ResearchTask, model: ModelClient, emit: Emit) -> ResearchTask:
-    """Constraints stated in the question (or a follow-up) become pinned constraints, shown to the team."""
-    assert task.constraints_from is not None
-    found = await extract_constraints(model, task.constraints_from)
-    constraints = merge_constraints(task.constraints, found)
-    if constraints != task.constraints:
-        await emit(
-            ConstraintsFound(constraints=constraints, added=[c for c in constraints if c not in task.constraints])
-        )
-    return task.model_copy(update={"constraints": constraints, "constraints_from": None})
-
-
-URL_IN_TEXT = re.compile(r"https?://[^\s<>|\"'`\])]+")
-
-
-async def _with_markers(task: ResearchTask, ctx: ToolContext) -> ResearchTask:
-    """Markers, not content: the thread's files and earlier messages, and links in the request as
-    link ids that read_page follows."""
-    update: dict[str, str] = {}
-    if ctx.workspace is not None:
-        try:
-            update["thread_markers"] = await thread_markers(ctx.workspace, before_ts=task.started_ts)
-        except Exception as exc:  # the thread is context, not the task: a Slack hiccup must not stop the run
-            log.warning("thread markers unavailable: %s", exc)
-            update["thread_markers"] = (
-                "The thread's files and earlier messages could not be listed just now; "
-                "read_thread and find_in_files may still work."
-            )
-        ctx.files_seen = {f.id for f in await _files_or_none(ctx.workspace)}
-    urls = list(
-        dict.fromkeys(u.rstrip(".,;:!?") for u in URL_IN_TEXT.findall(f"{task.question}\n{task.follow_up or ''}"))
-    )
-    if urls:
-        lines = ["Links in the request (read_page takes the id or the URL):"]
-        lines += [f"- {marker(ctx.links.add(url), domain(url), url, '')} {url}" for url in urls[:MAX_LINKS_LISTED]]
-        update["link_markers"] = "\n".join(lines)
-    return task.model_copy(update=update) if update else task
-
-
-async def _files_or_none(workspace: ThreadWorkspace) -> list[Any]:
-    try:
-        return await workspace.files()
-    except Exception as exc:
-        log.warning("thread files unavailable: %s", exc)
-        return []

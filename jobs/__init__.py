@@ -1,4 +1,11 @@
-"""Runs: records, state in Redis, the queue and the job entry point. Knows nothing about Slack."""
+"""Runs: the Run record, enqueueing, the RQ job entry point, cancellation, upgrades,
+checkpoints and resume, and run state in Redis (RunEvents applied, changes announced on a
+stream).
+
+The one owner of run records and their Redis keys: the bot asks through `Runs`/`AsyncRuns`,
+never touching Redis itself. Uses the engine through `agent`'s exports and the storage and
+control protocols it defines (kept in Redis here, jobs/stores.py and jobs/control.py), not
+how it thinks. Knows nothing about Slack, and imports nothing from `bot`."""
 
 from __future__ import annotations
 

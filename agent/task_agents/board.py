@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from .. import defaults
 from ..display import shorten
-from ..events import Progress, RunEvent
-from ..tools.base import Emit
+from ..events import Emit, Progress, RunEvent
 from .report import TaskReport
 
 DONE_MARK = {"completed": "done", "incomplete": "stopped at its budget", "failed": "failed"}

@@ -1,4 +1,10 @@
-"""The research tools. Names are a contract (DESIGN.md); descriptions are prompt."""
+"""The research tools. Names are a contract (DESIGN.md); descriptions are prompt.
+
+Owns each tool (name, description, typed input, run) and ToolContext, everything a tool may
+touch during one run. A tool's failure is a ToolResult that says what to do instead.
+Knows nothing of the loop's order of turns, the context projection (elision, compaction) or
+Slack: the thread is reached through ThreadWorkspace, results are stored by the tool runner,
+and spawn_tasks hands its briefs to the run's TaskTeam (agent/task_agents)."""
 
 from __future__ import annotations
 

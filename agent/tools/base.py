@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -14,7 +13,7 @@ from pydantic import BaseModel
 from ..budget import Ledger
 from ..citations import SourceRegistry
 from ..config import AgentConfig
-from ..events import RunEvent
+from ..events import Emit
 from ..figures import Calculation
 from ..model import ModelClient
 from ..report import Section
@@ -25,7 +24,6 @@ if TYPE_CHECKING:
     from ..task_agents.team import TaskTeam
     from ..workspace import ThreadWorkspace
 
-Emit = Callable[[RunEvent], Awaitable[None]]
 # The id of the tool_use being answered, set by the loop for each call: a tool whose work
 # outlives a crash keys what it saves by it.
 CALL_ID: ContextVar[str] = ContextVar("deepthread_call_id", default="")

@@ -4,7 +4,10 @@
 (DEEPTHREAD_SEARCH="brave,duckduckgo") and returns a SearchAnswer saying which provider
 answered and why earlier ones did not. Each provider lives in its own module; they share
 one transport (transport.py) and one normaliser (normalise.py).
-"""
+
+Knows nothing of citations, the source registry or the loop: the web_search tool
+(agent/tools/web_search.py) turns hits into cited results. Imports only the engine's
+configuration, defaults and exceptions."""
 
 from __future__ import annotations
 

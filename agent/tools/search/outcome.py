@@ -8,15 +8,15 @@ SearchAnswer                  the chain's answer: hits from the provider that an
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
 
-from ...exceptions import SearchFailed
+# The error and its kinds are the engine's exceptions (agent/exceptions.py); they are named
+# here too because every provider module takes what a search gives back from this one place.
+from ...exceptions import FailureKind, SearchFailed
 
 __all__ = ["DEGRADING", "FailureKind", "ProviderFailure", "SearchAnswer", "SearchFailed", "SearchHit"]
 
-# Why a provider did not answer. The chain tries the next provider on every kind; the kinds
-# in DEGRADING are worth telling a human about (search is weaker until someone acts or waits).
-FailureKind = Literal["blocked", "rate_limited", "timeout", "configuration", "unavailable", "refused_query"]
+# The kinds of failure (FailureKind) worth telling a human about: search is weaker until
+# someone acts or waits. The chain tries the next provider on every kind.
 DEGRADING: frozenset[str] = frozenset({"blocked", "rate_limited", "configuration", "unavailable", "timeout"})
 
 
