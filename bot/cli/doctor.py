@@ -12,8 +12,7 @@ from redis.exceptions import RedisError
 from agent import DDGSFactory
 from agent import search_providers as providers
 from agent import search_web as search
-
-from .settings import SEARCH_PROVIDERS, Settings
+from bot.settings import SEARCH_PROVIDERS, Settings
 
 # A plain query any working web index answers, for the live check.
 LIVE_SEARCH_QUERY = "index fund expense ratio"

@@ -14,9 +14,10 @@ import anthropic
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.settings import Settings
+from bot.slack.scopes import REQUIRED_BOT_SCOPES
+
 from .doctor import live_search_problems
-from .scopes import REQUIRED_BOT_SCOPES
-from .settings import Settings
 
 PROBE_TIMEOUT_SECONDS = 20.0
 # The `x-oauth-scopes` header lists the token's scopes on every Web API answer.

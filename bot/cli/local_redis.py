@@ -19,16 +19,16 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Self
 
 from redis import Redis
 from redis.exceptions import RedisError
 
-__all__ = ["DATA_DIR_VARIABLE", "LocalRedis", "default_data_dir"]
+from bot.settings import DATA_DIR_VARIABLE
 
-DATA_DIR_VARIABLE = "DEEPTHREAD_DATA_DIR"
+__all__ = ["LocalRedis"]
+
 # Loading a large append-only file takes a while; an empty one starts in milliseconds.
 START_TIMEOUT_SECONDS = 60.0
 # On SIGTERM redis-server flushes the append-only file before exiting: give it time to.
@@ -38,14 +38,6 @@ LOCK_FILE = "deepthread-up.lock"
 # stop loses nothing. The RDB snapshots are off: the append-only file is the record.
 PERSISTENT = ["--appendonly", "yes", "--appendfsync", "everysec", "--save", ""]
 EPHEMERAL = ["--appendonly", "no", "--save", ""]
-
-
-def default_data_dir(env: Mapping[str, str] = os.environ) -> Path:
-    """Where `deepthread up` keeps its data unless told otherwise (see the module docstring)."""
-    if env.get(DATA_DIR_VARIABLE):
-        return Path(env[DATA_DIR_VARIABLE]).expanduser()
-    xdg = env.get("XDG_DATA_HOME")
-    return (Path(xdg).expanduser() if xdg else Path.home() / ".local" / "share") / "deepthread"
 
 
 def free_port() -> int:

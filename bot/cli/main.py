@@ -15,9 +15,9 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from agent import MAX_QUESTION_CHARS
+from bot.settings import DATA_DIR_VARIABLE, Settings
 
 from .doctor import check
-from .settings import Settings
 
 log = logging.getLogger("deepthread")
 
@@ -57,7 +57,7 @@ def cmd_doctor(settings: Settings, args: argparse.Namespace) -> int:
 
 def cmd_serve(settings: Settings, _: argparse.Namespace) -> int:
     require(settings, "serve")
-    from .runner import serve
+    from .processes import serve
 
     gc.freeze()  # start-up objects live forever: keep them out of full collections (see jobs.executor)
     return asyncio.run(serve(settings))
@@ -65,14 +65,14 @@ def cmd_serve(settings: Settings, _: argparse.Namespace) -> int:
 
 def cmd_worker(settings: Settings, args: argparse.Namespace) -> int:
     require(settings, "worker")
-    from .runner import work
+    from .processes import work
 
     return work(settings, burst=args.burst)
 
 
 def cmd_up(settings: Settings, _: argparse.Namespace) -> int:
     require(settings, "up")
-    from .local_redis import DATA_DIR_VARIABLE, LocalRedis
+    from .local_redis import LocalRedis
 
     local = None
     if not settings.redis_url:
@@ -86,7 +86,7 @@ def cmd_up(settings: Settings, _: argparse.Namespace) -> int:
     env = {**os.environ, "REDIS_URL": settings.redis_url or ""}
     worker = subprocess.Popen([sys.executable, "-m", "bot.cli", "worker"], env=env)
     try:
-        from .runner import serve
+        from .processes import serve
 
         return asyncio.run(serve(settings))
     finally:
@@ -108,13 +108,14 @@ def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:
         print(f"The question is {len(question):,} characters; the limit is {MAX_QUESTION_CHARS:,}.", file=sys.stderr)
         return 2
     require(settings, "ask")
+    from .runtime import job_runtime
     from .terminal import ReportFile, ask, default_output
 
     gc.freeze()
     path = Path(args.out) if args.out else default_output(question)
     report = ReportFile(path)
     try:
-        return asyncio.run(ask(question, settings.job_runtime(), path, args.profile, report))
+        return asyncio.run(ask(question, job_runtime(settings), path, args.profile, report))
     except KeyboardInterrupt:
         report.interrupted()
         print(f"\nInterrupted: the report so far is in {path}", file=sys.stderr)
@@ -140,14 +141,8 @@ def cmd_inspect(settings: Settings, args: argparse.Namespace) -> int:
 def cmd_eval(settings: Settings, args: argparse.Namespace) -> int:
     from datetime import datetime
 
-    from .evaluate import (
-        SHIPPED_QUESTIONS,
-        BaselineError,
-        EvalOptions,
-        QuestionFileError,
-        load_questions,
-        run_eval,
-    )
+    from .evaluate import SHIPPED_QUESTIONS, BaselineError, EvalOptions, QuestionFileError, load_questions, run_eval
+    from .runtime import job_runtime
 
     if args.concurrency < 1:
         print("--concurrency must be at least 1 (questions researched at the same time).", file=sys.stderr)
@@ -171,7 +166,7 @@ def cmd_eval(settings: Settings, args: argparse.Namespace) -> int:
     )
     gc.freeze()
     try:
-        card = asyncio.run(run_eval(questions, settings.job_runtime(), options))
+        card = asyncio.run(run_eval(questions, job_runtime(settings), options))
     except BaselineError as exc:
         print(exc, file=sys.stderr)
         return 2

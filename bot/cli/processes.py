@@ -14,19 +14,19 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 import jobs
+from bot.desk.recheck import RECHECK_CHECK_SECONDS, post_recheck_news
+from bot.publishing.orphans import ORPHAN_CHECK_SECONDS, post_orphans
+from bot.publishing.publisher import Publisher
+from bot.services import Services
+from bot.settings import Settings, StreamConfig
+from bot.surface.app import build_app, identify, slack_client
+from bot.surface.server import web_app
 from jobs import AsyncRuns, Runs, RunStore, spend
 from jobs.connection import connect, connect_async
 from jobs.keys import QUEUE
 from jobs.worker import SWEEP_INTERVAL_SECONDS, WORKER_TTL_SECONDS, DeepthreadWorker
 
-from .app import build_app, identify, slack_client
-from .orphans import ORPHAN_CHECK_SECONDS, post_orphans
-from .publisher import Publisher
-from .recheck import RECHECK_CHECK_SECONDS, post_recheck_news
-from .server import web_app
-from .services import Services
-from .settings import Settings
-from .stream_records import StreamConfig
+from .runtime import job_runtime
 
 log = logging.getLogger(__name__)
 
@@ -170,7 +170,7 @@ async def _socket_mode(app: Any, client: AsyncWebClient, app_token: str, stop: a
 def work(settings: Settings, *, burst: bool = False) -> int:
     assert settings.redis_url
     redis = connect(settings.redis_url)
-    jobs.configure(settings.job_runtime())
+    jobs.configure(job_runtime(settings))
     spend.configure(settings.budget_defaults())
     worker = DeepthreadWorker(
         [Queue(QUEUE, connection=redis)],

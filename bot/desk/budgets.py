@@ -12,11 +12,10 @@ from pydantic import BaseModel
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.exceptions import BudgetSyntaxError
+from bot.services import Services
+from bot.slack.mrkdwn import escape_text
 from jobs.spend import MICROS, Spend, usd
-
-from .exceptions import BudgetSyntaxError
-from .mrkdwn import escape_text
-from .services import Services
 
 __all__ = ["BudgetChange", "BudgetSyntaxError", "budget_reply", "is_admin", "parse_budget"]
 

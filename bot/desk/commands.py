@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from .budget_command import budget_reply, parse_budget, wants_budgets
-from .exceptions import BudgetSyntaxError
-from .services import Services
+from bot.exceptions import BudgetSyntaxError
+from bot.services import Services
+
+from .budgets import budget_reply, parse_budget, wants_budgets
 from .usage import USAGE, usage_reply
 
 __all__ = ["spend_command"]

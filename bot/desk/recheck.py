@@ -21,6 +21,9 @@ from typing import Literal
 
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.publishing.lifecycle import post_messages
+from bot.services import Services
+from bot.slack.replies import reply
 from jobs import RunState
 from jobs.recheck import (
     DAY_SECONDS,
@@ -32,10 +35,7 @@ from jobs.recheck import (
     next_check_words,
 )
 
-from .lifecycle import post_messages
 from .recheck_digest import digest
-from .replies import reply
-from .services import Services
 
 __all__ = ["RECHECK_CHECK_SECONDS", "RecheckCommand", "handle_recheck", "parse_recheck", "post_recheck_news"]
 

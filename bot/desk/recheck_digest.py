@@ -9,10 +9,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from agent import MARKER_RE, Figure, figures_in, sentences, shorten
+from bot.slack.mrkdwn import escape_text, link
 from jobs import RunState, RunStatus
 from jobs.recheck import RecheckRun, Schedule, next_check_words, verified
-
-from .mrkdwn import escape_text, link
 
 __all__ = ["FigureChange", "digest", "figure_changes"]
 

@@ -12,9 +12,8 @@ from datetime import datetime
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.slack.mrkdwn import escape_text, link
 from jobs.spend import CapState, MonthUsage, RunSpend, Spend, Tally, usd
-
-from .mrkdwn import escape_text, link
 
 __all__ = ["USAGE", "render_usage", "usage_reply"]
 

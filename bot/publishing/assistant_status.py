@@ -17,13 +17,14 @@ from redis.asyncio import Redis as AsyncRedis
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot import keys
+from bot.exceptions import SlotBusy
+from bot.slack.client import take_slots
 from jobs import RunState
 
-from . import keys, rendered
-from .exceptions import SlotBusy
+from . import rendered
 from .leases import Leases
 from .render import render_status
-from .slack_client import take_slots
 
 __all__ = ["STATUS_REFRESH_SECONDS", "AssistantStatus"]
 

@@ -14,7 +14,7 @@ import asyncio
 
 from redis.asyncio import Redis as AsyncRedis
 
-from . import keys
+from bot import keys
 
 __all__ = ["LEASE_SECONDS", "Leases"]
 

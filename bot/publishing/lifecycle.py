@@ -10,11 +10,11 @@ import logging
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.services import Services
 from jobs import RunState
 
 from .render import render_progress, render_report
 from .rendered import remember_rendered
-from .services import Services
 from .stream_records import StreamRecords
 from .stream_sync import open_stream
 

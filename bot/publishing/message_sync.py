@@ -18,15 +18,15 @@ from redis.asyncio import Redis as AsyncRedis
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.settings import DEFAULT_STOP_REACTION
+from bot.slack.client import take_slots
+from bot.slack.ratelimit import Urgency
 from jobs import RunState
 
 from . import rendered
 from .assistant_status import AssistantStatus, Load, Wake
 from .chart_sync import ChartFiles, ChartsOutcome
-from .ratelimit import Urgency
 from .render import Attachment, SlackMessage, render_progress, render_report_parts
-from .settings import DEFAULT_STOP_REACTION
-from .slack_client import take_slots
 from .spill import SpillFiles
 
 __all__ = ["MessageSync", "Synced"]

@@ -10,8 +10,9 @@ import logging
 
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.services import Services
+
 from .lifecycle import post_messages
-from .services import Services
 
 __all__ = ["ORPHAN_CHECK_SECONDS", "UNPOSTED_GRACE_SECONDS", "post_orphans"]
 

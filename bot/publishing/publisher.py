@@ -34,19 +34,20 @@ from redis import Redis
 from redis.asyncio import Redis as AsyncRedis
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot import keys
+from bot.settings import DEFAULT_STOP_REACTION, StreamConfig
+from bot.slack.client import LimitedWebClient
+from bot.slack.ratelimit import FINAL_CALLS_PER_RUN, SlackRateLimiter
 from jobs import RunNotFound, RunState, RunStore
 from jobs.connection import text
 from jobs.keys import ACTIVE_RUNS, UPDATES_STREAM
 
-from . import chart_sync, keys, spill
+from . import chart_sync, spill
 from .assistant_status import STATUS_REFRESH_SECONDS, AssistantStatus
 from .leases import Leases
 from .message_sync import MessageSync, Synced
-from .ratelimit import FINAL_CALLS_PER_RUN, SlackRateLimiter
 from .rendered import remember_rendered
-from .settings import DEFAULT_STOP_REACTION
-from .slack_client import LimitedWebClient
-from .stream_records import StreamConfig, StreamRecords
+from .stream_records import StreamRecords
 from .stream_sync import StreamSync
 
 __all__ = ["UPDATE_INTERVAL_SECONDS", "Publisher", "remember_rendered"]

@@ -15,18 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent import SNIPPET_NOTE, AssembledReport, Footnote, assemble, domain_of, figure_line, shorten, to_markdown
+from bot import limits
+from bot.settings import DEFAULT_STOP_REACTION
+from bot.slack.mrkdwn import escape_text, link, paragraph_texts, shorten_mrkdwn, split_text, to_mrkdwn
 from jobs import RunState, RunStatus
-
-from . import limits
-from .mrkdwn import (
-    escape_text,
-    link,
-    paragraph_texts,
-    shorten_mrkdwn,
-    split_text,
-    to_mrkdwn,
-)
-from .settings import DEFAULT_STOP_REACTION
 
 __all__ = [
     "Attachment",

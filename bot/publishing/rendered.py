@@ -11,9 +11,8 @@ from __future__ import annotations
 from redis import Redis
 from redis.asyncio import Redis as AsyncRedis
 
+from bot import keys
 from jobs.connection import text
-
-from . import keys
 
 __all__ = ["RENDERED_TTL_SECONDS", "remember", "remember_rendered", "shown", "status_shown"]
 

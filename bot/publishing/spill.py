@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from redis.asyncio import Redis as AsyncRedis
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot import keys
 from jobs import RunState
 from jobs.connection import text
 
-from . import keys
 from .render import Attachment
 from .thread_files import ThreadFiles
 

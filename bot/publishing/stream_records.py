@@ -14,40 +14,25 @@ on later). Setting it is also how exactly one process logs the refusal.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-from typing import Literal
 
 from pydantic import BaseModel, Field
 from redis import Redis
 
+from bot import keys
 from jobs.connection import text
 
-from . import keys, limits
 from .rendered import RENDERED_TTL_SECONDS
 
 __all__ = [
     "REFUSAL_TTL_SECONDS",
-    "ProgressMode",
-    "StreamConfig",
     "StreamRecord",
     "StreamRecords",
 ]
 
 log = logging.getLogger("bot.publisher.streams")
 
-ProgressMode = Literal["stream", "message"]
 # A workspace that refused streaming is asked again after this long (an admin may turn it on).
 REFUSAL_TTL_SECONDS = 24 * 3600
-
-
-@dataclass(frozen=True)
-class StreamConfig:
-    """DEEPTHREAD_PROGRESS and the rollover thresholds (settings.py reads them)."""
-
-    mode: ProgressMode = "message"
-    max_seconds: float = limits.STREAM_MAX_SECONDS
-    max_tasks: int = limits.STREAM_MAX_TASKS
-    max_chars: int = limits.STREAM_MAX_CHARS
 
 
 class StreamRecord(BaseModel):

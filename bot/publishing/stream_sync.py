@@ -30,14 +30,14 @@ from typing import Any
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.settings import DEFAULT_STOP_REACTION, StreamConfig
+from bot.slack.client import take_slots
 from jobs import Runs, RunState, RunStore
 
 from .assistant_status import Wake
 from .message_sync import Synced
 from .render import _SLACK_USER_ID
-from .settings import DEFAULT_STOP_REACTION
-from .slack_client import take_slots
-from .stream_records import StreamConfig, StreamRecord, StreamRecords
+from .stream_records import StreamRecord, StreamRecords
 from .stream_render import Chunk, StreamView, chunk_chars, controls_block, digest, end_text, render_view
 
 __all__ = ["REFUSALS", "StreamSync", "open_stream", "streamable"]

@@ -12,9 +12,8 @@ from redis.asyncio import Redis as AsyncRedis
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.slack.client import take_slots
 from jobs.connection import text
-
-from .slack_client import take_slots
 
 __all__ = ["GONE", "SETUP_ERRORS", "UPLOAD_METHODS", "ThreadFiles", "Upload"]
 

@@ -33,7 +33,8 @@ from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetry
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
-from .exceptions import SlotBusy
+from bot.exceptions import SlotBusy
+
 from .ratelimit import SlackRateLimiter, Urgency, bucket_method, retry_after_seconds
 
 __all__ = ["PATIENCE_SECONDS", "LimitedWebClient", "SlotBusy", "is_rate_limited", "limit_every_write", "take_slots"]

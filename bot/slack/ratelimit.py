@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Mapping
 
 from redis.asyncio import Redis as AsyncRedis
 
-from . import keys, limits
+from bot import keys, limits
 
 log = logging.getLogger(__name__)
 

@@ -9,13 +9,13 @@ from slack_bolt.authorization import AuthorizeResult
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler, async_default_handlers
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.services import Services
+from bot.settings import Settings
+from bot.slack.client import LimitedWebClient, limit_every_write
+from bot.slack.ratelimit import SlackRateLimiter
 from jobs.connection import connect_async
 
 from .listeners import register
-from .ratelimit import SlackRateLimiter
-from .services import Services
-from .settings import Settings
-from .slack_client import LimitedWebClient, limit_every_write
 
 log = logging.getLogger(__name__)
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 import re
 
 from agent import AssembledReport, Footnote, assemble, domain_of, shorten
+from bot.slack.mrkdwn import escape_text, link
 from jobs import RunState
-
-from .mrkdwn import escape_text, link
 
 SOURCE_COMMAND = re.compile(r"^\s*(?:<@\w+>\s*)?(?:source|footnote)\s+\[?(\d+)\]?\s*$", re.IGNORECASE)
 SOURCES_COMMAND = re.compile(r"^\s*(?:<@\w+>\s*)?sources\s*$", re.IGNORECASE)

@@ -12,15 +12,15 @@ import re
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.desk.commands import spend_command
+from bot.desk.recheck import handle_recheck, parse_recheck
+from bot.publishing.lifecycle import launch_and_post
+from bot.services import Services
+from bot.slack.mrkdwn import escape_text, shorten_mrkdwn, to_mrkdwn
+from bot.slack.replies import reply, reply_privately
 from jobs import RunState, Upgrade
 
 from .evidence import SOURCE_COMMAND, SOURCES_COMMAND, source_reply, sources_reply
-from .lifecycle import launch_and_post
-from .mrkdwn import escape_text, shorten_mrkdwn, to_mrkdwn
-from .recheck import handle_recheck, parse_recheck
-from .replies import reply, reply_privately
-from .services import Services
-from .spend_commands import spend_command
 
 log = logging.getLogger(__name__)
 

@@ -9,9 +9,9 @@ import pytest
 from anthropic import AsyncAnthropic
 
 from agent import AgentConfig, Budget, FetchConfig, Finished, ResearchTask, RunEvent, SearchConfig, research
+from agent.backend import RunBackend
 from agent.budget import Ledger
 from agent.config import PROFILES, Caps, budget_for
-from agent.backend import RunBackend
 from agent.control import MemoryControl, Note, StopRequest
 from agent.events import SectionRevised, SectionWritten
 from agent.report import Revision, Section

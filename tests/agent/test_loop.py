@@ -145,7 +145,7 @@ async def test_hostile_pages_become_actionable_tool_errors(fake_model, fake_web,
 
 async def test_a_checking_line_tells_the_thread_where_sources_disagree(fake_model, fake_web) -> None:
     from agent.events import Disagreement
-    from bot.render import render_progress
+    from bot.publishing.render import render_progress
     from jobs import Run
     from jobs.models import RunState
     from jobs.state import apply_event

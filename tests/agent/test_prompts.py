@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 from agent.prompts import load
+from tests.paths import ROOT, SNAPSHOTS
 
-PROMPTS = Path(__file__).resolve().parent.parent / "agent" / "prompts"
-SNAPSHOT = Path(__file__).parent / "snapshots" / "prompts.json"
+PROMPTS = ROOT / "agent" / "prompts"
+SNAPSHOT = SNAPSHOTS / "prompts.json"
 
 
 def current() -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tests.e2e import CHANNEL, report_text, start
+from tests.e2e.stack import CHANNEL, report_text, start
 from tests.fakes.anthropic import Reply, tool_reply
 from tests.fakes.policies import ResearchPolicy, _blocks, _text
 from tests.fakes.slack import FakeSlack

@@ -10,7 +10,7 @@ import httpx
 from redis import Redis
 
 from jobs import RunStore
-from tests.e2e import CHANNEL, assert_cited_report_pinned, block_text, bot_replies, post_event
+from tests.e2e.stack import CHANNEL, assert_cited_report_pinned, block_text, bot_replies, post_event
 from tests.fakes.slack import FakeSlack, app_mention_event, sign
 from tests.processes import SIGNING_SECRET, Stack, wait_for
 

@@ -3,11 +3,9 @@ from __future__ import annotations
 
 import re
 
-
+from tests.e2e.stack import CHANNEL, block_text, bot_replies, post_event, report_text, start
 from tests.fakes.slack import FakeSlack, message_event
 from tests.processes import Stack, wait_for
-from tests.e2e import CHANNEL, block_text, bot_replies, post_event, report_text, start
-
 
 
 def ask_in_thread(stack: Stack, slack: FakeSlack, thread: str, text: str) -> str:

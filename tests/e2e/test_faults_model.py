@@ -31,17 +31,11 @@ from agent.events import SectionWritten, SourceAdded
 from agent.model import ModelClient, ModelUnavailable, Patience
 from agent.report import Section
 from agent.salvage import LEAD_CHARS, salvaged_summary
+from tests.e2e.stack import CHANNEL, assert_cited_report_pinned, block_text, bot_replies, post_event
 from tests.fakes.anthropic import FakeAnthropic, FakeAPIError, Reply
 from tests.fakes.policies import ResearchPolicy, is_extraction
 from tests.fakes.slack import FakeSlack, app_mention_event
 from tests.processes import Stack, deepthread_stack, wait_for
-from tests.e2e import (
-    CHANNEL,
-    assert_cited_report_pinned,
-    block_text,
-    bot_replies,
-    post_event,
-)
 
 QUICK = Patience(seconds=1.5, first_wait=0.1, max_wait=0.4)
 

@@ -19,18 +19,11 @@ import pytest
 from redis import Redis
 
 from jobs import RunStore
+from tests.e2e.stack import CHANNEL, block_text, bot_replies, post_event
 from tests.fakes.anthropic import FakeAnthropic, Reply, text_reply, tool_reply
-from tests.fakes.policies import (
-    MARKER,
-    ResearchPolicy,
-    extract,
-    is_extraction,
-    is_summary_request,
-    summary_reply,
-)
+from tests.fakes.policies import MARKER, ResearchPolicy, extract, is_extraction, is_summary_request, summary_reply
 from tests.fakes.slack import FakeSlack, app_mention_event
 from tests.processes import RedisWithAOF, Stack, deepthread_stack, wait_for
-from tests.e2e import CHANNEL, block_text, bot_replies, post_event
 
 # Longer than redis-py's own default retries last (at most ~5 s), so only the reconnect patience
 # of serve, the worker and the job (bot/runner.py; ~17 s at least) carries a process through.

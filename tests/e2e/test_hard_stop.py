@@ -11,15 +11,11 @@ from redis import Redis
 from agent import Finished
 from jobs import Run, Runs, RunStatus, RunStore, keys
 from jobs.hard_stop import claim_due
+from tests.e2e.stack import CHANNEL, block_text, post_event, serve_only, stack_environment, start
+from tests.e2e.stack import report_text as report
 from tests.fakes.policies import SteadyPolicy
 from tests.fakes.slack import reaction_added_event
-from tests.processes import (
-    Stack,
-    running,
-    wait_for,
-)
-from tests.e2e import CHANNEL, block_text, post_event, serve_only, start, stack_environment
-from tests.e2e import report_text as report
+from tests.processes import Stack, running, wait_for
 
 GRACE_SECONDS = 3
 # The stop's final-answer turn hangs far longer than the grace: only the hard stop ends the run.

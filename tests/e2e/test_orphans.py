@@ -11,11 +11,10 @@ from redis import Redis
 
 from agent.events import utcnow
 from jobs import Run, Runs, RunStatus, RunStore, keys
+from tests.e2e.stack import CHANNEL, block_text, bot_replies, serve_only, stack_environment
 from tests.fakes.policies import SteadyPolicy
 from tests.fakes.slack import app_mention_event
 from tests.processes import deepthread_stack, wait_for
-from tests.e2e import CHANNEL, block_text, bot_replies
-from tests.e2e import serve_only, stack_environment
 
 QUESTION = "expense ratio VTI SCHB ITOT"
 # Recorded this long ago: past both graces (launching and posting), so no test waits them out.

@@ -18,12 +18,18 @@ import pytest
 from redis import Redis
 
 from jobs import RunStore
-from tests.e2e import APP_TOKEN, BOT_TOKEN, CHANNEL, assert_cited_report_pinned, block_text, bot_replies, socket_mode_stack
+from tests.e2e.stack import (
+    APP_TOKEN,
+    BOT_TOKEN,
+    CHANNEL,
+    assert_cited_report_pinned,
+    block_text,
+    bot_replies,
+    socket_mode_stack,
+)
 from tests.fakes.server import ServerThread, free_port
 from tests.fakes.slack import APP_ID, FakeSlack, app_mention_event
 from tests.processes import Stack, environment, running, wait_for
-
-
 
 # ------------------------------------------------------------ the fake itself
 

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from redis import Redis
 
-from bot.inspect import inspect
+from bot.cli.inspect import inspect
 from jobs import RunStore
 from jobs.spend import Spend
+from tests.e2e.stack import block_text, socket_mode_stack
 from tests.fakes.slack import TEAM_ID, FakeSlack, app_mention_event, message_event
 from tests.fakes.slack_commands import command_response, send_slash_command
-from tests.e2e import block_text, socket_mode_stack
 from tests.processes import Stack, wait_for
 
 CHANNEL, OTHER = "C0TEST", "C0OTHER"

@@ -8,12 +8,11 @@ import re
 import signal
 from pathlib import Path
 
-
+from tests.e2e.stack import CHANNEL, block_text, bot_replies, main_requests, post_event, start
+from tests.e2e.stack import report_text as report
 from tests.fakes.policies import SteadyPolicy, is_extraction
 from tests.fakes.slack import app_mention_event, message_event, reaction_added_event
 from tests.processes import Stack, deepthread_stack, environment, free_port, running, wait_for, wait_listening
-from tests.e2e import CHANNEL, block_text, bot_replies, main_requests, post_event, start
-from tests.e2e import report_text as report
 
 
 def test_stop_reaction_by_the_requester_stops_the_run_and_keeps_sections(stack, fake_slack, fake_model, fake_web) -> None:

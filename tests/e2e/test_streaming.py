@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.stream_sync import CONTINUED
-
-from tests.e2e import (
+from bot.publishing.stream_sync import CONTINUED
+from tests.e2e.stack import (
     CHANNEL,
     assert_cited_report_pinned,
     block_text,

@@ -16,10 +16,10 @@ from redis import Redis
 
 from agent.thread_memory import OPENING_BUDGET_CHARS
 from jobs.store import RunStore
+from tests.e2e.stack import CHANNEL, block_text, bot_replies, post_event
 from tests.fakes.policies import ThreadPolicy, is_extraction
 from tests.fakes.slack import FakeSlack, app_mention_event, message_event
 from tests.processes import Stack, deepthread_stack, wait_for
-from tests.e2e import CHANNEL, block_text, bot_replies, post_event
 
 RUNS = 10
 QUESTION = "Which of VTI, SCHB and ITOT has the lowest expense ratio? Only sources after 2020."

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import re
 
-
+from tests.e2e.stack import CHANNEL, block_text, bot_replies, post_event
 from tests.fakes.file_reader import FilesPolicy
 from tests.fakes.pdf import make_pdf
 from tests.fakes.slack import FakeSlack, app_mention_event
 from tests.fakes.slack_files import share_file
 from tests.processes import Stack, wait_for
-from tests.e2e import CHANNEL, block_text, bot_replies, post_event
 
 PDF = make_pdf([["Vendor comparison 2024.", "This report compares three index fund providers."],
                 ["The SCHB expense ratio was 0.03 percent in 2024.",

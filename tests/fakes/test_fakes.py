@@ -8,7 +8,6 @@ import re
 import time
 import zlib
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -23,8 +22,8 @@ from tests.fakes.anthropic import FakeAnthropic, Reply, text_reply, tool_reply
 from tests.fakes.server import ServerThread, free_port
 from tests.fakes.slack import FakeSlack, app_mention_event, reaction_added_event, sign
 from tests.fakes.web import FakeWeb, Page
+from tests.paths import PAGES
 
-PAGES = Path(__file__).parent / "pages"
 MODEL = "claude-test"
 
 

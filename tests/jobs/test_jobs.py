@@ -9,12 +9,12 @@ from rq import Queue, SimpleWorker
 
 import jobs
 from agent import PROFILES, AgentConfig, FetchConfig, SearchConfig, SectionRevised, SectionWritten
+from agent.results import ResultIds, StoredResult
 from jobs import JobRuntime, Run, RunStatus, RunStore, enqueue
 from jobs.keys import QUEUE, UPDATES_STREAM
-from jobs.state import apply_event
 from jobs.models import RunState
+from jobs.state import apply_event
 from jobs.stores import RedisResultStore
-from agent.results import ResultIds, StoredResult
 
 
 def runtime(fake_model, fake_web, redis_url: str) -> JobRuntime:

@@ -130,7 +130,7 @@ async def _two_replies_through_the_listener(redis: Redis, slack_url: str, fake_s
     from slack_sdk.web.async_client import AsyncWebClient
 
     from bot.services import Services
-    from bot.steering import thread_message
+    from bot.surface.steering import thread_message
     from tests.fakes.slack import message_event
 
     services = Services(redis=redis, store=RunStore(redis))
@@ -162,12 +162,11 @@ def test_two_replies_through_the_listener_start_one_continuation(redis: Redis, f
 def test_two_replies_racing_in_slack_start_one_continuation_that_hears_both(tmp_path, redis_url: str, fake_slack,
                                                                           fake_model, fake_web) -> None:
     """The same race through real `deepthread serve` and worker processes and Slack events."""
+    from tests.e2e.stack import CHANNEL, block_text, bot_replies, main_requests, post_event, start
+    from tests.e2e.stack import report_text as report
     from tests.fakes.policies import SteadyPolicy
     from tests.fakes.slack import message_event
     from tests.processes import deepthread_stack, wait_for
-    from tests.e2e import CHANNEL, block_text, bot_replies, post_event
-    from tests.e2e import main_requests, start
-    from tests.e2e import report_text as report
 
     with deepthread_stack(tmp_path, redis_url=redis_url, slack_url=fake_slack.url, model_url=fake_model.url,
                           web_url=fake_web.url) as stack:
@@ -202,11 +201,10 @@ def test_a_worker_still_writing_after_a_forced_stop_cannot_undo_it(tmp_path, red
     so every write the worker makes afterwards races the stop, and loses."""
     from rq.job import Job
 
+    from jobs.spend import record_spend
+    from tests.e2e.stack import CHANNEL, block_text, main_requests, start
     from tests.fakes.policies import SteadyPolicy
     from tests.processes import deepthread_stack, wait_for
-    from tests.e2e import CHANNEL, block_text
-    from tests.e2e import main_requests, start
-    from jobs.spend import record_spend
 
     with deepthread_stack(tmp_path, redis_url=redis_url, slack_url=fake_slack.url, model_url=fake_model.url,
                           web_url=fake_web.url) as stack:

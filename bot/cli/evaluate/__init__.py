@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-from ..exceptions import BaselineError
+from bot.exceptions import BaselineError
+
 from .command import EvalOptions, run_eval
-from .questions import (
-    SHIPPED_QUESTIONS,
-    EvalQuestion,
-    QuestionFileError,
-    load_questions,
-)
+from .questions import SHIPPED_QUESTIONS, EvalQuestion, QuestionFileError, load_questions
 from .scorecard import QuestionResult, Scorecard
 
 __all__ = [

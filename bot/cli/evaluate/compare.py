@@ -8,7 +8,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from ..exceptions import BaselineError
+from bot.exceptions import BaselineError
+
 from .markdown import duration, pct
 from .scorecard import QuestionResult, Scorecard, Totals
 

@@ -15,8 +15,8 @@ from anthropic import AsyncAnthropic
 from pydantic import BaseModel, Field, ValidationError
 
 from agent import Source, Usage, cost_usd, describe_api_error
+from bot.exceptions import JudgeFailed
 
-from ..exceptions import JudgeFailed
 from .claims import CitedSentence
 
 __all__ = [
@@ -77,7 +77,7 @@ class RubricVerdict(BaseModel):
 
 
 def _prompt(name: str) -> str:
-    return (resources.files("bot.evaluate") / "prompts" / f"{name}.md").read_text(encoding="utf-8")
+    return (resources.files("bot.cli.evaluate") / "prompts" / f"{name}.md").read_text(encoding="utf-8")
 
 
 def _fill(template: str, **values: str) -> str:

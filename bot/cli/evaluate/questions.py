@@ -15,8 +15,7 @@ from pydantic import (
 )
 
 from agent import MAX_QUESTION_CHARS, PROFILES
-
-from ..exceptions import QuestionFileError
+from bot.exceptions import QuestionFileError
 
 __all__ = ["SHIPPED_QUESTIONS", "EvalQuestion", "QuestionFileError", "load_questions"]
 

@@ -8,10 +8,10 @@ from pathlib import Path
 from anthropic import AsyncAnthropic
 
 from agent import cost_usd
+from bot.cli.terminal import report_markdown
+from bot.exceptions import JudgeFailed
 from jobs import JobRuntime, Run, RunState, run_inline
 
-from ..exceptions import JudgeFailed
-from ..terminal import report_markdown
 from .claims import cited_sentences
 from .judge import Judge
 from .progress import ProgressBar

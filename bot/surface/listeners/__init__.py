@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from slack_bolt.async_app import AsyncApp
 
-from ..services import Services
+from bot.services import Services
+
 from . import actions, commands, mentions, messages, reactions
 
 

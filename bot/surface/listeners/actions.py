@@ -7,9 +7,9 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from ..render import GO_DEEPER_ACTION
-from ..services import Services
-from ..steering import go_deeper
+from bot.publishing.render import GO_DEEPER_ACTION
+from bot.services import Services
+from bot.surface.steering import go_deeper
 
 
 def register(app: AsyncApp, services: Services) -> None:

@@ -10,8 +10,8 @@ from redis.exceptions import RedisError
 from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from ..services import Services
-from ..spend_commands import spend_command
+from bot.desk.commands import spend_command
+from bot.services import Services
 
 __all__ = ["SLASH_COMMAND", "register"]
 

@@ -12,15 +12,14 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent import MAX_QUESTION_CHARS
+from bot.desk.commands import spend_command
+from bot.publishing.lifecycle import launch_and_post
+from bot.publishing.render import render_help
+from bot.services import EVENT_DEDUPE_TTL_SECONDS, Services
+from bot.slack.events import MentionEvent, question_of
+from bot.slack.replies import reply
+from bot.surface.steering import thread_message
 from jobs import Run
-
-from ..lifecycle import launch_and_post
-from ..render import render_help
-from ..replies import reply
-from ..services import EVENT_DEDUPE_TTL_SECONDS, Services
-from ..slack_events import MentionEvent, question_of
-from ..spend_commands import spend_command
-from ..steering import thread_message
 
 log = logging.getLogger(__name__)
 

@@ -12,9 +12,10 @@ from redis.exceptions import RedisError
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from ..services import EVENT_DEDUPE_TTL_SECONDS, Services
-from ..slack_events import MessageEvent
-from ..steering import thread_message
+from bot.services import EVENT_DEDUPE_TTL_SECONDS, Services
+from bot.slack.events import MessageEvent
+from bot.surface.steering import thread_message
+
 from .mentions import handle_question, storage_down
 
 log = logging.getLogger(__name__)

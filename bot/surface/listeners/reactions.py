@@ -8,9 +8,9 @@ from pydantic import ValidationError
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from ..services import Services
-from ..slack_events import ReactionEvent
-from ..steering import stop_run
+from bot.services import Services
+from bot.slack.events import ReactionEvent
+from bot.surface.steering import stop_run
 
 
 def register(app: AsyncApp, services: Services) -> None:

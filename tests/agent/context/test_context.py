@@ -8,16 +8,14 @@ from typing import Any
 from anthropic import AsyncAnthropic
 
 from agent import AgentConfig, Budget, ResearchTask, RunEvent, research
+from agent.backend import RunBackend
 from agent.context.elision import eligible, plan
 from agent.context.history import History, ResultRecord
-from agent.backend import RunBackend
 from agent.context.requestlog import MemoryRequestLog
 from agent.context.stubs import stub_for
 from agent.events import Progress
-from agent.tools import Calculator, FetchResult
-from agent.tools.report_tools import ReviseSection, WriteSection
 from tests.fakes.anthropic import FakeAnthropic, text_reply
-from tests.fakes.bulk import BulkRead, BulkSearch
+from tests.fakes.bulk import bulk_tools
 from tests.fakes.policies import LongRunPolicy, is_summary_request
 
 BIG = "x" * 12_000  # ~3k tokens: over the 2k elision threshold
@@ -113,10 +111,6 @@ def test_projection_reuses_unchanged_steps_and_rebuilds_only_elided_ones() -> No
 
 
 # --- the loop with context management --------------------------------------------------
-
-def bulk_tools() -> list:
-    return [BulkSearch(), BulkRead(), Calculator(), FetchResult(), WriteSection(), ReviseSection()]
-
 
 async def long_run(fake_model: FakeAnthropic, turns: int, context_tokens: int, policy=None,
                    max_requests: int = 1000) -> tuple[list[RunEvent], MemoryRequestLog, Any]:

@@ -14,8 +14,8 @@ from anthropic import AsyncAnthropic
 from pydantic import BaseModel
 
 from agent import AgentConfig, Budget, ResearchTask, RunEvent, SourceRegistry, research
-from agent.budget import Ledger
 from agent.backend import RunBackend
+from agent.budget import Ledger
 from agent.checkpoint import MemoryCheckpointStore
 from agent.context.requestlog import MemoryRequestLog
 from agent.control import MemoryControl, StopRequest

@@ -13,7 +13,6 @@ import threading
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import lxml.html
 import pytest
@@ -38,9 +37,9 @@ from agent.tools.links import (
 )
 from agent.tools.page_text import PageText
 from agent.tools.read_page import verified_excerpts
+from tests.paths import PAGES, SHARED_PAGES
 
-SHARED_PAGES = Path(__file__).resolve().parent.parent.parent / "shared" / "fixtures" / "pages"
-SHIPPED_PAGES = Path(__file__).resolve().parent / "pages"
+SHIPPED_PAGES = PAGES
 MIN_RECALL = 0.999
 PAGE_URL = "https://news.example.org/2024/article"
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import httpx
 import pytest
@@ -14,7 +13,7 @@ from agent import AgentConfig, FetchConfig, SourceRegistry
 from agent.model import ModelClient
 from agent.tools.base import ToolContext
 from agent.tools.extract import Extracted, extract_text
-from agent.tools.fetch import FetchError, Fetched, fetch
+from agent.tools.fetch import Fetched, FetchError, fetch
 from agent.tools.fetch_result import FetchResult, FetchResultInput
 from agent.tools.links import LinkTable
 from agent.tools.netguard import BlockedURL, resolve_checked
@@ -23,8 +22,8 @@ from tests.fakes.anthropic import FakeAnthropic
 from tests.fakes.pdf import make_pdf
 from tests.fakes.policies import extract, is_extraction
 from tests.fakes.web import FakeWeb, Page
+from tests.paths import SHARED_PAGES
 
-SHARED_PAGES = Path(__file__).resolve().parent.parent.parent / "shared" / "fixtures" / "pages"
 ALLOW = FetchConfig(allow=["127.0.0.1"])
 
 

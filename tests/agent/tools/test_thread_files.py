@@ -26,14 +26,9 @@ from agent.tools.read_page import DIRECT_CHARS
 from agent.tools.read_thread import ReadThread, ReadThreadInput
 from agent.tools.thread_markers import files_since, thread_markers
 from agent.workspace import MAX_FILE_BYTES, FileInfo, MemoryWorkspace
-from bot.slack_workspace import SlackWorkspace
+from bot.slack.workspace import SlackWorkspace
 from tests.fakes.anthropic import FakeAnthropic
-from tests.fakes.file_reader import (
-    ThreadPolicy,
-    gullible_extract,
-    is_file_extraction,
-    is_ranking,
-)
+from tests.fakes.file_reader import ThreadPolicy, gullible_extract, is_file_extraction, is_ranking
 from tests.fakes.pdf import make_pdf
 from tests.fakes.slack import FakeSlack
 from tests.fakes.slack_files import delete_file, share_file

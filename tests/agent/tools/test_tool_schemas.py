@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 from agent.tools import default_tools, thread_tools
+from tests.paths import SNAPSHOTS
 
-SNAPSHOT = Path(__file__).parent / "snapshots" / "tool_schemas.json"
+SNAPSHOT = SNAPSHOTS / "tool_schemas.json"
 CONTRACT_NAMES = {"web_search", "read_page", "fetch_result", "write_section", "revise_section"}
 
 

@@ -4,11 +4,10 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-
-from tests.fakes.slack import FakeSlack, app_mention_event
+from tests.e2e.stack import Stack, block_text, bot_replies, post_event
 from tests.fakes.server import free_port
+from tests.fakes.slack import FakeSlack, app_mention_event
 from tests.processes import DEEPTHREAD, ROOT, SIGNING_SECRET, environment, running, wait_for, wait_listening
-from tests.e2e import block_text, bot_replies, post_event, Stack
 
 
 def deepthread(*args: str, **env: str) -> subprocess.CompletedProcess[str]:

@@ -10,17 +10,13 @@ from pathlib import Path
 import pytest
 from redis import Redis
 
-from bot.local_redis import (
-    DATA_DIR_VARIABLE,
-    DataDirInUse,
-    LocalRedis,
-    default_data_dir,
-)
+from bot.cli.local_redis import DataDirInUse, LocalRedis
+from bot.settings import DATA_DIR_VARIABLE, default_data_dir
+from tests.e2e.stack import CHANNEL, block_text, bot_replies, post_event
 from tests.fakes.policies import is_extraction
 from tests.fakes.server import free_port
 from tests.fakes.slack import FakeSlack, app_mention_event, message_event
 from tests.processes import SIGNING_SECRET, Stack, environment, running, wait_for, wait_listening
-from tests.e2e import CHANNEL, block_text, bot_replies, post_event
 
 
 def test_the_data_directory_is_ours_then_xdg_then_the_home_default() -> None:

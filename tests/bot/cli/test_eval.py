@@ -13,22 +13,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agent import Section, Source
-from bot.cli import main
-from bot.evaluate.claims import cited_sentences
-from bot.evaluate.judge import _fill, _json_object
-from bot.evaluate.markdown import scorecard_markdown
-from bot.evaluate.scorecard import QuestionResult, Rubric, Scorecard, totals_of
+from bot.cli.evaluate.claims import cited_sentences
+from bot.cli.evaluate.judge import _fill, _json_object
+from bot.cli.evaluate.markdown import scorecard_markdown
+from bot.cli.evaluate.scorecard import QuestionResult, Rubric, Scorecard, totals_of
+from bot.cli.main import main
 from jobs import Run, RunState
 from tests.fakes.anthropic import FakeAnthropic, Reply, text_reply, tool_reply
 from tests.fakes.judge import REFERENCE_SCORE, REPORT_SCORE, JudgePolicy, with_judge
-from tests.fakes.policies import (
-    URL,
-    _blocks,
-    _text,
-    extract,
-    is_extraction,
-    question_of,
-)
+from tests.fakes.policies import URL, _blocks, _text, extract, is_extraction, question_of
 from tests.processes import DEEPTHREAD, OUR_VARIABLES, ROOT, environment
 
 EXCERPT = re.compile(r'(\[s\d+\]) "([^"]+)"')
@@ -234,7 +227,7 @@ def test_bad_inputs_are_refused_before_any_model_request(tmp_path: Path, questio
 
 
 def test_the_shipped_question_set_loads_and_covers_every_kind_the_issue_names() -> None:
-    from bot.evaluate import SHIPPED_QUESTIONS, load_questions
+    from bot.cli.evaluate import SHIPPED_QUESTIONS, load_questions
 
     questions = load_questions(SHIPPED_QUESTIONS)
     assert 10 <= len(questions) <= 20 and all(q.facts for q in questions)
@@ -244,7 +237,7 @@ def test_the_shipped_question_set_loads_and_covers_every_kind_the_issue_names() 
 
 
 def test_deepresearch_bench_queries_load_as_they_are(tmp_path: Path) -> None:
-    from bot.evaluate import load_questions
+    from bot.cli.evaluate import load_questions
 
     path = tmp_path / "query.jsonl"
     path.write_text(json.dumps({"id": 51, "topic": "Finance & Business", "language": "en",

@@ -21,17 +21,17 @@ from rq.registry import ScheduledJobRegistry
 
 from agent.events import Source, utcnow
 from agent.report import Revision, Section
-from bot.recheck import parse_recheck
-from bot.recheck_digest import digest, figure_changes
+from bot.desk.recheck import parse_recheck
+from bot.desk.recheck_digest import digest, figure_changes
 from jobs import Run, RunStatus, RunStore, keys
 from jobs.recheck import WEEK_SECONDS, RecheckRun, Rechecks
 from jobs.spend import Spend
+from tests.e2e.stack import CHANNEL, block_text, bot_replies, post_event
 from tests.fakes.anthropic import text_reply, tool_reply
 from tests.fakes.policies import _blocks, _text, extract, is_constraints, is_extraction
 from tests.fakes.slack import FakeSlack
 from tests.fakes.slack_events import app_mention_event, message_event
 from tests.processes import Stack, deepthread_stack, wait_for
-from tests.test_end_to_end import CHANNEL, block_text, bot_replies, post_event
 
 TEAM = "T0TEST"  # the fake's workspace (tests/fakes/slack_records.py)
 OLD_FEE = "Vanguard Total Stock Market ETF (VTI): expense ratio 0.04% as of January 2024."

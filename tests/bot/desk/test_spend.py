@@ -11,10 +11,10 @@ from redis import Redis
 
 from agent.budget import Ledger
 from agent.config import Caps, budget_for
-from bot.budget_command import BudgetChange, parse_budget
+from agent.usage import Usage
+from bot.desk.budgets import BudgetChange, parse_budget
 from bot.exceptions import BudgetSyntaxError
 from jobs import Run, RunState, RunStatus, RunStore
-from agent.usage import Usage
 from jobs.spend import MICROS, BudgetDefaults, Spend, month_of
 
 NOW = datetime.now(UTC)

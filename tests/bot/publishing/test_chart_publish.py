@@ -23,9 +23,9 @@ from agent.tools.base import ToolContext
 from agent.tools.chart import ChartInput, ChartTool
 from agent.tools.report_tools import WriteSection, WriteSectionInput
 from bot import keys
-from bot.publisher import Publisher
-from jobs.continuation import create_successor, successor
+from bot.publishing.publisher import Publisher
 from jobs import Run, RunState, RunStatus, RunStore
+from jobs.continuation import create_successor, successor
 from jobs.stores import RedisResultStore
 from tests.fakes.anthropic import FakeAnthropic
 from tests.fakes.slack import FakeSlack

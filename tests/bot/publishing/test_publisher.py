@@ -17,9 +17,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from agent import Finished, Progress, SectionRevised, SectionWritten, Source, SourceAdded, UsageRecorded
 from bot import keys
-from bot.publisher import UPDATE_INTERVAL_SECONDS, Publisher
-from bot.ratelimit import SlackRateLimiter
-from bot.render import render_progress, render_report, render_report_parts
+from bot.publishing.publisher import UPDATE_INTERVAL_SECONDS, Publisher
+from bot.publishing.render import render_progress, render_report, render_report_parts
+from bot.slack.ratelimit import SlackRateLimiter
 from jobs import Run, RunState, RunStore
 from tests.fakes.slack import TEAM_ID, FakeSlack
 

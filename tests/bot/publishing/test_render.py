@@ -4,17 +4,10 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta, timezone
 
-
 from agent import Finished, Progress, SectionRevised, SectionWritten, Source, SourceAdded, UsageRecorded
 from bot import limits
-from bot.mrkdwn import ZERO_WIDTH_JOINER
-from bot.render import (
-    ASTERISK_LOOKALIKE,
-    render_progress,
-    render_report,
-    render_report_parts,
-    render_status,
-)
+from bot.publishing.render import ASTERISK_LOOKALIKE, render_progress, render_report, render_report_parts, render_status
+from bot.slack.mrkdwn import ZERO_WIDTH_JOINER
 from jobs import Run, RunState
 from jobs.state import apply_event
 

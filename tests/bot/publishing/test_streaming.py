@@ -12,12 +12,12 @@ from redis.asyncio import Redis as AsyncRedis
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from agent import Finished, Progress, SectionWritten, Source, SourceAdded, UsageRecorded
+from agent import Caps, Finished, Progress, SectionWritten, Source, SourceAdded, UsageRecorded
 from agent.events import Disagreement
-from agent import Caps
-from bot.publisher import Publisher
-from bot.stream_records import StreamConfig, StreamRecords
-from bot.stream_sync import open_stream
+from bot.publishing.publisher import Publisher
+from bot.publishing.stream_records import StreamRecords
+from bot.publishing.stream_sync import open_stream
+from bot.settings import StreamConfig
 from jobs import Run, RunState, RunStore
 from jobs.control import RedisRunControl
 from tests.fakes import slack_streaming
@@ -266,7 +266,7 @@ async def test_a_restarted_publisher_resumes_the_open_stream_and_closes_it_at_th
 
 
 def test_a_task_agent_board_is_one_card_listing_every_branch() -> None:
-    from bot.stream_render import render_view
+    from bot.publishing.stream_render import render_view
     from jobs.state import apply_event
 
     state = RunState(run=Run(channel=CHANNEL, thread_ts="1.0", question="fees?"))

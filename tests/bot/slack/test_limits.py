@@ -15,11 +15,11 @@ from redis.asyncio import Redis as AsyncRedis
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent import Finished, Progress, SectionWritten, Source, SourceAdded
-from bot.publisher import Publisher
 from bot import keys
-from bot.ratelimit import SlackRateLimiter
-from bot.render import render_progress, render_report
-from bot.slack_client import LimitedWebClient
+from bot.publishing.publisher import Publisher
+from bot.publishing.render import render_progress, render_report
+from bot.slack.client import LimitedWebClient
+from bot.slack.ratelimit import SlackRateLimiter
 from jobs import Run, RunState, RunStore
 from tests.fakes.server import free_port
 from tests.fakes.slack import TEAM_ID, FakeSlack, SlackMessage, app_mention_event, sign

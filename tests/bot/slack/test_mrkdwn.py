@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from bot.mrkdwn import (
+from bot.slack.mrkdwn import (
     BACKTICK_LOOKALIKE,
     FENCE,
     HORIZONTAL_RULE,

@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from agent import Finished, Progress, SectionWritten, Source, SourceAdded
 from agent.events import Disagreement
 from bot import limits
-from bot.mrkdwn import (
+from bot.publishing.render import render_progress, render_report_parts
+from bot.slack.mrkdwn import (
     MAX_LINK_CHARS,
     MAX_LINK_LABEL_CHARS,
     MAX_LINK_URL_CHARS,
@@ -29,7 +30,6 @@ from bot.mrkdwn import (
     split_text,
     to_mrkdwn,
 )
-from bot.render import render_progress, render_report_parts
 from jobs import Run, RunState
 from jobs.state import apply_event
 

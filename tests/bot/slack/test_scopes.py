@@ -10,17 +10,16 @@ from __future__ import annotations
 import ast
 import inspect
 import re
-from pathlib import Path
 
 import pytest
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.scopes import REQUIRED_BOT_SCOPES
+from bot.slack.scopes import REQUIRED_BOT_SCOPES
 from tests.fakes.scopes import APP_LEVEL_SCOPES, HISTORY_SCOPES, METHOD_SCOPES, manifest_bot_scopes
 from tests.fakes.slack import FakeSlack
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 SDK_METHODS = {name for name, _ in inspect.getmembers(AsyncWebClient, inspect.iscoroutinefunction)
                if not name.startswith("_")}
 

@@ -12,7 +12,7 @@ from agent import AgentConfig, RunEvent, SearchConfig, SourceRegistry
 from agent.tools.base import ToolContext
 from agent.tools.search import SearchHit, search
 from agent.tools.web_search import WebSearch, WebSearchInput
-from bot.doctor import search_problems
+from bot.cli.doctor import search_problems
 from bot.settings import Settings
 from tests.fakes.server import free_port
 from tests.fakes.web import BRAVE_KEY, TAVILY_KEY, FakeWeb, Page
