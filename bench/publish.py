@@ -23,7 +23,7 @@ publisher would). Exit 1 when our publisher's final Slack state is not exact, or
 received a 429.
 
 Both progress modes run (DEEPTHREAD_PROGRESS): `message` edits a progress message, `stream`
-shows progress as Slack's native stream (bot/stream_sync.py; the fake caps chat.appendStream
+shows progress as Slack's native stream (bot/publishing/stream_sync.py; the fake caps chat.appendStream
 at Tier 4 and chat.startStream/stopStream at Tier 2). The table reports Slack calls per run by
 method for each; in stream mode "exact" means the report is exact and the run's last stream
 was closed with its end state.

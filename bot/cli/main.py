@@ -201,7 +201,7 @@ def parser() -> argparse.ArgumentParser:
         "eval", help="research a question set, grade each report with the small model, write a scorecard"
     )
     e.add_argument(
-        "questions", nargs="?", help="JSONL of questions (default: the shipped bot/evaluate/questions.jsonl)"
+        "questions", nargs="?", help="JSONL of questions (default: the shipped bot/cli/evaluate/questions.jsonl)"
     )
     e.add_argument("--out", help="output directory (default: deepthread-eval-<date>-<time>)")
     e.add_argument("--concurrency", type=int, default=3, help="questions researched at the same time (default 3)")

@@ -33,7 +33,7 @@ async def launch_and_post(
     per channel), and a burst of mentions must not hold research back behind Slack. Whatever the
     run does before its messages exist is in run state; the publisher renders it once they do."""
     await services.runs.launch(state.run)
-    # The same lease the orphan sweep takes (bot/orphans.py): however long the posts wait for
+    # The same lease the orphan sweep takes (bot/publishing/orphans.py): however long the posts wait for
     # their rate-limit slots, no other process posts this run's messages a second time.
     await services.runs.claim_posting(state.run.id)
     if await post_messages(services, client, state, continuing=continuing):

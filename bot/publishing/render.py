@@ -159,10 +159,10 @@ def _budget_left(state: RunState) -> str:
     return f"{escape_text(left.profile)} budget · {' · '.join(parts)} left"
 
 
-GO_DEEPER_ACTION = "go_deeper"  # bot/listeners/actions.py answers this button
+GO_DEEPER_ACTION = "go_deeper"  # bot/surface/listeners/actions.py answers this button
 
 
-# The one mention our own reasons write ("stopped by <@U…>", see agent/loop.py and bot/steering.py);
+# The one mention our own reasons write ("stopped by <@U…>", see agent/loop.py and bot/surface/steering.py);
 # any other "<@…>" in a reason (an exception's text, say) stays inert.
 _STOPPED_BY = re.compile(r"\bstopped by &lt;@([UW][A-Z0-9]+)&gt;")
 
@@ -342,7 +342,9 @@ def _chart_lines(state: RunState, report: AssembledReport, section_id: str, link
         if chart.section_id != section_id:
             continue
         title = shorten(chart.title, CHART_TITLE_CHARS)
-        permalink = links.get(chart.key(state.run.id), "")  # its file in the thread, once uploaded (bot/chart_sync.py)
+        permalink = links.get(
+            chart.key(state.run.id), ""
+        )  # its file in the thread, once uploaded (bot/publishing/chart_sync.py)
         shown = (
             link(permalink, f"📊 {title}") if permalink else f"📊 {escape_text(title)} _(chart, posted in this thread)_"
         )

@@ -49,7 +49,7 @@ CALLS_PER_WINDOW: Mapping[str, int] = {
     "files.completeUploadExternal": _ours(limits.TIER_4_PER_MINUTE),
     # Slack does not publish its tier; treat it like the other per-thread writes.
     "assistant.threads.setStatus": _ours(limits.TIER_3_PER_MINUTE),
-    # The progress stream (bot/stream_sync.py): tiers from each method's page.
+    # The progress stream (bot/publishing/stream_sync.py): tiers from each method's page.
     "chat.startStream": _ours(limits.TIER_2_PER_MINUTE),
     "chat.appendStream": _ours(limits.TIER_4_PER_MINUTE),
     "chat.stopStream": _ours(limits.TIER_2_PER_MINUTE),

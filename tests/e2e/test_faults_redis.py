@@ -26,7 +26,7 @@ from tests.fakes.slack import FakeSlack, app_mention_event
 from tests.processes import RedisWithAOF, Stack, deepthread_stack, wait_for
 
 # Longer than redis-py's own default retries last (at most ~5 s), so only the reconnect patience
-# of serve, the worker and the job (bot/runner.py; ~17 s at least) carries a process through.
+# of serve, the worker and the job (bot/cli/processes.py; ~17 s at least) carries a process through.
 DOWN_SECONDS = 8.0
 SECTION_ID = re.compile(r"section_id: (\w+)")
 
