@@ -1,7 +1,7 @@
 """The thread as a workspace: the files shared in it and its earlier messages.
 
 The engine knows nothing about Slack: it reads the thread through this protocol. The Slack
-version lives in `bot/slack_workspace.py`; `MemoryWorkspace` serves tests and the terminal.
+version lives in `bot/slack/workspace.py`; `MemoryWorkspace` serves tests and the terminal.
 Every failure is a `WorkspaceError` whose message says what went wrong and what to do, so
 the thread tools hand it to the agent as it is.
 """

@@ -25,7 +25,7 @@ from redis import Redis
 from rq import Queue
 
 from bench.common import Request, Result, baseline_server, fire, percentile, terminate_raises, wait_healthy
-from bot.local_redis import LocalRedis
+from bot.cli.local_redis import LocalRedis
 from tests.fakes.server import ServerThread, free_port
 from tests.fakes.slack import FakeSlack, app_mention_event, sign
 from tests.processes import SIGNING_SECRET, environment, running

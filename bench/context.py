@@ -24,9 +24,9 @@ from agent.backend import RunBackend
 from agent.context.requestlog import MemoryRequestLog
 from bench.common import report_checks
 from tests.fakes.anthropic import FakeAnthropic
+from tests.fakes.bulk import bulk_tools
 from tests.fakes.policies import LongRunPolicy, is_summary_request
 from tests.fakes.server import ServerThread
-from tests.test_context import bulk_tools
 
 QUESTION = "Compare the fees and tracking error of VTI, ITOT and SCHB"
 CONSTRAINT = "Only sources after 2020"

@@ -24,7 +24,7 @@ from agent import AgentConfig, Budget, ResearchTask, research
 from agent.tools.extract import extract_text
 from agent.tools.fetch import Fetched
 from agent.tools.links import LinkTable
-from tests.test_context import bulk_tools
+from tests.fakes.bulk import bulk_tools
 
 from .fake_model import fake_model_process
 

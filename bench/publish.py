@@ -23,7 +23,7 @@ publisher would). Exit 1 when our publisher's final Slack state is not exact, or
 received a 429.
 
 Both progress modes run (DEEPTHREAD_PROGRESS): `message` edits a progress message, `stream`
-shows progress as Slack's native stream (bot/stream_sync.py; the fake caps chat.appendStream
+shows progress as Slack's native stream (bot/publishing/stream_sync.py; the fake caps chat.appendStream
 at Tier 4 and chat.startStream/stopStream at Tier 2). The table reports Slack calls per run by
 method for each; in stream mode "exact" means the report is exact and the run's last stream
 was closed with its end state.
@@ -47,16 +47,16 @@ from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetry
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent import Finished, Progress, SectionRevised, SectionWritten, Source, SourceAdded, UsageRecorded
-from bot.app import SLACK_429_RETRIES
-from bot.local_redis import LocalRedis
-from bot.publisher import Publisher, remember_rendered
-from bot.ratelimit import SlackRateLimiter
-from bot.render import render_progress, render_report, render_report_parts
-from bot.settings import DEFAULT_STOP_REACTION
-from bot.slack_client import LimitedWebClient
-from bot.stream_records import StreamConfig, StreamRecords
-from bot.stream_render import end_text
-from bot.stream_sync import open_stream
+from bot.cli.local_redis import LocalRedis
+from bot.publishing.publisher import Publisher, remember_rendered
+from bot.publishing.render import render_progress, render_report, render_report_parts
+from bot.publishing.stream_records import StreamRecords
+from bot.publishing.stream_render import end_text
+from bot.publishing.stream_sync import open_stream
+from bot.settings import DEFAULT_STOP_REACTION, StreamConfig
+from bot.slack.client import LimitedWebClient
+from bot.slack.ratelimit import SlackRateLimiter
+from bot.surface.app import SLACK_429_RETRIES
 from jobs import Run, RunState, RunStore
 from tests.fakes import slack_streaming
 from tests.fakes.server import ServerThread

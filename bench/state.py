@@ -33,7 +33,7 @@ from agent import (
     SourceAdded,
     UsageRecorded,
 )
-from bot.local_redis import LocalRedis
+from bot.cli.local_redis import LocalRedis
 from jobs import Run, RunState, RunStore, keys
 from jobs.state import apply_event
 

@@ -9,8 +9,7 @@ from redis import Redis
 from jobs import AsyncRuns, Runs, RunStore
 from jobs.spend import Spend
 
-from .settings import DEFAULT_STOP_REACTION
-from .stream_records import StreamConfig
+from .settings import DEFAULT_STOP_REACTION, StreamConfig
 
 # Slack retries for up to ~5 minutes; remember event ids well past that.
 EVENT_DEDUPE_TTL_SECONDS = 24 * 3600

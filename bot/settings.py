@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, Literal, get_args
 
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from agent import AgentConfig, Caps, FetchConfig, SearchConfig, SearchProvider, ThreadWorkspace
+from agent import AgentConfig, Caps, FetchConfig, SearchConfig, SearchProvider
 from agent import defaults as agent_defaults
-from jobs import JobRuntime, Run
 from jobs.hard_stop import HARD_STOP_SECONDS
 from jobs.spend import BudgetDefaults
 
 from . import limits
-from .local_redis import DATA_DIR_VARIABLE, default_data_dir
-from .stream_records import ProgressMode
 
 SLACK_DEFAULT_API_URL = "https://slack.com/api/"
 SEARCH_PROVIDERS: tuple[str, ...] = get_args(SearchProvider)
@@ -28,6 +28,27 @@ def _env(name: str) -> AliasChoices:
 
 # The reaction that stops a run unless DEEPTHREAD_STOP_REACTION names another (shown on the progress message).
 DEFAULT_STOP_REACTION = "octagonal_sign"
+
+ProgressMode = Literal["stream", "message"]
+DATA_DIR_VARIABLE = "DEEPTHREAD_DATA_DIR"
+
+
+def default_data_dir(env: Mapping[str, str] = os.environ) -> Path:
+    """Where `deepthread up` keeps its embedded Redis unless DEEPTHREAD_DATA_DIR says otherwise: the XDG data home."""
+    if env.get(DATA_DIR_VARIABLE):
+        return Path(env[DATA_DIR_VARIABLE]).expanduser()
+    xdg = env.get("XDG_DATA_HOME")
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".local" / "share") / "deepthread"
+
+
+@dataclass(frozen=True)
+class StreamConfig:
+    """DEEPTHREAD_PROGRESS and the stream's rollover thresholds, as the publisher uses them."""
+
+    mode: ProgressMode = "message"
+    max_seconds: float = limits.STREAM_MAX_SECONDS
+    max_tasks: int = limits.STREAM_MAX_TASKS
+    max_chars: int = limits.STREAM_MAX_CHARS
 
 
 class Settings(BaseSettings):
@@ -144,24 +165,3 @@ class Settings(BaseSettings):
 
     def budget_defaults(self) -> BudgetDefaults:
         return BudgetDefaults(channel_usd=self.channel_budget_usd, workspace_usd=self.workspace_budget_usd)
-
-    def job_runtime(self) -> JobRuntime:
-        return JobRuntime(
-            agent=self.agent_config(),
-            anthropic_api_key=self.secret("anthropic_api_key"),
-            anthropic_base_url=self.anthropic_base_url,
-            redis_url=self.redis_url,
-            lock_seconds=self.run_lock_seconds,
-            workspace_for=self._workspace_for,
-        )
-
-    def _workspace_for(self, run: Run) -> ThreadWorkspace | None:
-        """A run in a Slack thread reads that thread's files and messages with the bot token."""
-        token = self.secret("slack_bot_token")
-        if not (token and run.channel and run.thread_ts):
-            return None
-        from slack_sdk.web.async_client import AsyncWebClient
-
-        from .slack_workspace import SlackWorkspace
-
-        return SlackWorkspace(AsyncWebClient(token=token, base_url=self.slack_api_url), run.channel, run.thread_ts)

@@ -7,7 +7,7 @@ or switched off leaves its old job finding another token (or none), so it does n
 if deleting that job raced with the scheduler moving it to the queue.
 
 Workers never call Slack. The job records what serve must show, and serve's re-check sweep
-(bot/recheck.py) posts it within seconds:
+(bot/desk/recheck.py) posts it within seconds:
 
     deepthread:recheck:{channel}:{thread_ts}   the thread's Schedule (JSON)
     deepthread:recheck:to-show                 sorted set: re-check runs to post at once

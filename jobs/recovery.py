@@ -6,7 +6,7 @@ duplicate harmless (the second job sees the lock and exits).
 
 That includes a run the bot recorded but never launched (serve died between the two): once
 it is older than a grace period it is launched here, and serve posts its messages
-(bot/orphans.py); while younger, the bot may still be launching it.
+(bot/publishing/orphans.py); while younger, the bot may still be launching it.
 """
 
 from __future__ import annotations

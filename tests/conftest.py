@@ -16,10 +16,11 @@ from redis.asyncio import Redis as AsyncRedis
 
 from tests.fakes.anthropic import FakeAnthropic
 from tests.fakes.policies import ResearchPolicy
-from tests.fakes.server import ServerThread, free_port
 from tests.fakes.scopes import manifest_bot_scopes
+from tests.fakes.server import ServerThread, free_port
 from tests.fakes.slack import FakeSlack
 from tests.fakes.web import FakeWeb
+from tests.paths import PAGES
 from tests.processes import RedisWithAOF, Stack, deepthread_stack
 
 # Generated tests explore anew on every developer run (that is how they find bugs); in CI they
@@ -28,10 +29,6 @@ from tests.processes import RedisWithAOF, Stack, deepthread_stack
 settings.register_profile("ci", derandomize=True, database=None)
 settings.load_profile("ci" if os.environ.get("CI") else "default")
 
-ROOT = Path(__file__).resolve().parent.parent
-PAGES = Path(__file__).resolve().parent / "pages"
-# Real saved pages, used in addition when the shared folder is beside the checkout.
-SHARED_PAGES = ROOT.parent / "shared" / "fixtures" / "pages"
 
 
 @pytest.fixture(scope="session")

@@ -6,6 +6,8 @@ import importlib
 
 import pytest
 
+from tests.paths import ROOT
+
 EXPORTS = {
     "agent": {
         "AgentConfig", "AssembledReport", "Budget", "Caps", "Chart", "DDGSFactory", "FetchConfig", "Figure",
@@ -35,10 +37,9 @@ def test_the_package_exports_exactly_its_reviewed_names(package: str) -> None:
 def test_the_bot_uses_the_engine_only_through_its_exports() -> None:
     """bot/ imports `agent`, never its modules: the engine's insides can move without touching the bot."""
     import ast
-    from pathlib import Path
 
     deep = []
-    for path in sorted(Path(__file__).resolve().parent.parent.joinpath("bot").rglob("*.py")):
+    for path in sorted(ROOT.joinpath("bot").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             modules = [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else []
             modules += [a.name for a in node.names] if isinstance(node, ast.Import) else []

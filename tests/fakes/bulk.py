@@ -9,8 +9,10 @@ import random
 
 from pydantic import BaseModel
 
+from agent.tools import Calculator, FetchResult
 from agent.tools.base import Tool, ToolContext, ToolResult
 from agent.tools.read_page import ReadPageInput
+from agent.tools.report_tools import ReviseSection, WriteSection
 from agent.tools.web_search import WebSearchInput
 
 DOMAINS = ["vanguard.com", "schwab.com", "ishares.com", "morningstar.com", "sec.gov", "ft.com", "reuters.com"]
@@ -65,3 +67,8 @@ class BulkRead(Tool):
             source, _ = ctx.registry.add(args.url, f"{domain} article", passage)
             lines.append(f'[{source.marker}] "{passage}"')
         return ToolResult("\n".join(lines))
+
+
+def bulk_tools() -> list[Tool]:
+    """The long-run tool set: bulky fake search and reading, with the real report and arithmetic tools."""
+    return [BulkSearch(), BulkRead(), Calculator(), FetchResult(), WriteSection(), ReviseSection()]

@@ -11,8 +11,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from .anthropic import Reply, text_reply, tool_reply
-from .policies import ResearchPolicy, _system_text, _text, extract, is_extraction
+from tests.fakes.anthropic import Reply, text_reply, tool_reply
+from tests.fakes.policies import ResearchPolicy, _system_text, _text, extract, is_extraction
 
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n")
 

@@ -16,8 +16,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from .anthropic import Reply, text_reply
-from .policies import _system_text, _text
+from tests.fakes.anthropic import Reply, text_reply
+from tests.fakes.policies import _system_text, _text
 
 SUPPORTED_SHARE = 0.6
 PARTLY_SHARE = 0.3

@@ -11,7 +11,7 @@ import threading
 import time
 from typing import Any
 
-from .anthropic import FakeAPIError, Reply, text_reply, tool_reply
+from tests.fakes.anthropic import FakeAPIError, Reply, text_reply, tool_reply
 
 MARKER = re.compile(r"\[s\d+\]")
 URL = re.compile(r"^\s+(https?://\S+)$", re.M)

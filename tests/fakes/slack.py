@@ -25,9 +25,9 @@ from typing import Any
 
 from aiohttp import web
 
-from . import scopes, slack_files, slack_streaming
-from .slack_events import app_mention_event, message_event, reaction_added_event, sign
-from .slack_records import (
+from tests.fakes import scopes, slack_files, slack_streaming
+from tests.fakes.slack_events import app_mention_event, message_event, reaction_added_event, sign
+from tests.fakes.slack_records import (
     APP_ID,
     BOT_ID,
     MAX_TEXT_CHARS,
@@ -42,8 +42,13 @@ from .slack_records import (
     _ts_key,
     new_ts,
 )
-from .slack_socket import SOCKET_DISCONNECT_GRACE_SECONDS, SocketMode, _refuse_app_level_call, _SocketConnection
-from .slack_web import WebApiMethods
+from tests.fakes.slack_socket import (
+    SOCKET_DISCONNECT_GRACE_SECONDS,
+    SocketMode,
+    _refuse_app_level_call,
+    _SocketConnection,
+)
+from tests.fakes.slack_web import WebApiMethods
 
 __all__ = [
     "APP_ID",

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from .scopes import MANIFEST
-from .slack_records import APP_ID, TEAM_ID
+from tests.fakes.scopes import MANIFEST
+from tests.fakes.slack_records import APP_ID, TEAM_ID
 
 if TYPE_CHECKING:
-    from .slack import FakeSlack
+    from tests.fakes.slack import FakeSlack
 
 COMMANDS_SCOPE = "commands"
 

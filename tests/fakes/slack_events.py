@@ -10,7 +10,7 @@ import secrets
 import time
 from typing import Any
 
-from .slack_records import APP_ID, TEAM_ID, new_ts
+from tests.fakes.slack_records import APP_ID, TEAM_ID, new_ts
 
 _event_counter = itertools.count(1)
 

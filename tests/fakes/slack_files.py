@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 if TYPE_CHECKING:
-    from .slack import FakeSlack
+    from tests.fakes.slack import FakeSlack
 
 SIGN_IN_PAGE = ("<!DOCTYPE html><html><head><title>Slack</title></head><body><h1>Sign in to Deepthread Test</h1>"
                 "<form action='/signin'><input name='email'></form></body></html>")
@@ -57,7 +57,7 @@ def register(fake: FakeSlack, app: web.Application) -> None:
 def share_file(fake: FakeSlack, channel: str, thread_ts: str, name: str, content: bytes, *, user: str = "UANA",
                text: str = "", mimetype: str | None = None, external: bool = False) -> str:
     """A person shares a file in the thread (one message carrying it); returns the file id."""
-    from .slack_records import SlackMessage
+    from tests.fakes.slack_records import SlackMessage
 
     with fake._lock:
         file_id = f"F{next(fake._file_counter):08d}"
@@ -84,7 +84,7 @@ def message_file(fake: FakeSlack, file_id: str) -> dict[str, Any]:
 
 
 def files_info(fake: FakeSlack, p: dict[str, Any]) -> dict[str, Any]:
-    from .slack_records import SlackError
+    from tests.fakes.slack_records import SlackError
 
     f = _shared(fake).get(str(p.get("file", "")))
     if f is None or f.deleted:
@@ -111,7 +111,7 @@ def _file_object(fake: FakeSlack, f: SharedFile) -> dict[str, Any]:
 
 
 async def _download(fake: FakeSlack, request: web.Request) -> web.StreamResponse:
-    from .slack import _bearer
+    from tests.fakes.slack import _bearer
 
     file_id = request.match_info["team_file"].split("-", 1)[-1]
     token = _bearer(request.headers.get("Authorization", ""))

@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import WSCloseCode, WSMsgType, web
 
-from .slack_records import APP_ID, _ok_false
+from tests.fakes.slack_records import APP_ID, _ok_false
 
 if TYPE_CHECKING:
-    from .slack import FakeSlack
+    from tests.fakes.slack import FakeSlack
 
     _Base = FakeSlack
 else:

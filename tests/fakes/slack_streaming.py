@@ -27,10 +27,10 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .slack_records import MAX_BLOCKS, MAX_TEXT_CHARS, SlackError, SlackMessage, _str
+from tests.fakes.slack_records import MAX_BLOCKS, MAX_TEXT_CHARS, SlackError, SlackMessage, _str
 
 if TYPE_CHECKING:
-    from .slack import FakeSlack
+    from tests.fakes.slack import FakeSlack
 
 __all__ = ["STREAM_IDLE_SECONDS", "STREAM_LIFETIME_SECONDS", "Stream", "register"]
 

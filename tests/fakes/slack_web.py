@@ -9,7 +9,7 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from .slack_records import (
+from tests.fakes.slack_records import (
     MAX_BLOCKS,
     MAX_BLOCKS_TOTAL_CHARS,
     MAX_HEADER_TEXT_CHARS,
@@ -27,7 +27,7 @@ from .slack_records import (
 )
 
 if TYPE_CHECKING:
-    from .slack import FakeSlack
+    from tests.fakes.slack import FakeSlack
 
     _Base = FakeSlack
 else:

@@ -1,0 +1,169 @@
+"""Configuration checks: one line per problem, each saying what to set."""
+
+from __future__ import annotations
+
+import ipaddress
+import shutil
+
+import httpx
+from redis import Redis
+from redis.exceptions import RedisError
+
+from agent import DDGSFactory
+from agent import search_providers as providers
+from agent import search_web as search
+from bot.settings import SEARCH_PROVIDERS, Settings
+
+# A plain query any working web index answers, for the live check.
+LIVE_SEARCH_QUERY = "index fund expense ratio"
+# Where an operator gets each provider's key, for the one-line "not set" problem.
+PROVIDER_KEYS = {
+    "brave": (
+        "BRAVE_API_KEY",
+        "brave_api_key",
+        "create one in the Brave Search API dashboard (https://api-dashboard.search.brave.com → API Keys; "
+        "it needs a Search plan)",
+    ),
+    "tavily": (
+        "TAVILY_API_KEY",
+        "tavily_api_key",
+        "copy it (tvly-…) from the Tavily dashboard (https://app.tavily.com → API Keys)",
+    ),
+}
+
+
+def slack_problems(settings: Settings) -> list[str]:
+    problems = []
+    token = settings.secret("slack_bot_token")
+    if not token:
+        problems.append(
+            "SLACK_BOT_TOKEN is not set: copy the Bot User OAuth Token (xoxb-…) from your Slack app's "
+            "OAuth & Permissions page and export it"
+        )
+    elif not token.startswith("xoxb-"):
+        problems.append("SLACK_BOT_TOKEN does not look like a bot token: it should start with xoxb-")
+    app_token = settings.secret("slack_app_token")
+    if app_token and not app_token.startswith("xapp-"):
+        problems.append("SLACK_APP_TOKEN should be an app-level token starting with xapp- (with connections:write)")
+    if not app_token and not settings.secret("slack_signing_secret"):
+        problems.append(
+            "SLACK_SIGNING_SECRET is not set: HTTP mode needs it (Basic Information → Signing Secret); "
+            "or set SLACK_APP_TOKEN to use Socket Mode"
+        )
+    return problems
+
+
+def model_problems(settings: Settings) -> list[str]:
+    if not settings.secret("anthropic_api_key"):
+        return ["ANTHROPIC_API_KEY is not set: create a key in the Anthropic console and export it"]
+    return []
+
+
+def search_problems(settings: Settings) -> list[str]:
+    """One line per provider in DEEPTHREAD_SEARCH (a name, or a fallback list) that cannot work."""
+    chain = settings.search_chain()
+    if not chain:
+        return [
+            "DEEPTHREAD_SEARCH is empty: unset it to use duckduckgo (no key), or list providers in the order "
+            "to try them, e.g. DEEPTHREAD_SEARCH=brave,duckduckgo"
+        ]
+    single = len(chain) == 1
+    instead = "or use DEEPTHREAD_SEARCH=duckduckgo (no key)" if single else "or remove it from the list"
+    problems = []
+    for provider in chain:
+        # Each line starts with the setting to change: "DEEPTHREAD_SEARCH=brave,bing: bing is …".
+        where = f"DEEPTHREAD_SEARCH={provider}" if single else f"DEEPTHREAD_SEARCH={','.join(chain)}: {provider}"
+        if provider not in SEARCH_PROVIDERS:
+            problems.append(
+                f"{where} is not a known provider: use duckduckgo (default, no key), searxng, brave or "
+                "tavily, alone or as a fallback list in order (e.g. brave,duckduckgo)"
+            )
+        elif provider == "searxng" and not settings.searxng_url:
+            problems.append(f"{where} needs SEARXNG_URL, e.g. SEARXNG_URL=http://localhost:8888, {instead}")
+        elif provider in PROVIDER_KEYS:
+            env, field, help_text = PROVIDER_KEYS[provider]
+            if not (settings.secret(field) or "").strip():
+                problems.append(f"{env} is not set: {where} needs it; {help_text} and export it, {instead}")
+    return problems
+
+
+async def live_search_problems(settings: Settings, *, ddgs: DDGSFactory | None = None) -> list[str]:
+    """One real search through the configured chain (for `doctor --live`): a line per provider that
+    failed it, and one if nothing came back. `ddgs` replaces the keyless provider's library in tests."""
+    config = settings.agent_config().search
+    chain = "DEEPTHREAD_SEARCH=" + ",".join(config.providers)
+    async with httpx.AsyncClient() as http:
+        answer = await search(http, config, LIVE_SEARCH_QUERY, registry=providers(ddgs) if ddgs else None)
+    covered = f" ({answer.label} answered instead)" if answer.hits else ""
+    problems = [f"{chain}: {f.label} failed a test search{covered}: {f.message}" for f in answer.failures]
+    if answer.answered and not answer.hits:
+        problems.append(
+            f'{chain}: {answer.label} returned nothing for the test search "{LIVE_SEARCH_QUERY}", '
+            "which usually means it is refusing this server: add brave, searxng or tavily to the list"
+        )
+    return problems
+
+
+def fetch_problems(settings: Settings) -> list[str]:
+    problems = []
+    for entry in filter(None, (e.strip() for e in settings.fetch_allow.split(","))):
+        if "/" in entry:
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError:
+                problems.append(f"DEEPTHREAD_FETCH_ALLOW entry {entry!r} is not a valid CIDR (e.g. 10.0.0.0/8)")
+    return problems
+
+
+def redis_problems(settings: Settings, *, can_start_local: bool) -> list[str]:
+    if not settings.redis_url:
+        if can_start_local and shutil.which("redis-server"):
+            return []
+        if can_start_local:
+            return [
+                "REDIS_URL is not set and redis-server is not installed: install it (apt-get install redis-server) "
+                "or set REDIS_URL=redis://host:6379/0"
+            ]
+        return [
+            "REDIS_URL is not set: set it (e.g. redis://localhost:6379/0), or run `deepthread up`, "
+            "which starts a local Redis for you"
+        ]
+    try:
+        Redis.from_url(settings.redis_url, socket_connect_timeout=2).ping()
+    except (RedisError, ValueError) as exc:
+        return [
+            f"REDIS_URL={_redact(settings.redis_url)} is not reachable ({type(exc).__name__}): start Redis there, "
+            "or unset REDIS_URL and use `deepthread up`"
+        ]
+    return []
+
+
+def _redact(url: str) -> str:
+    # redis://:password@host → keep the password out of logs
+    if "@" in url:
+        scheme, _, rest = url.partition("://")
+        return f"{scheme}://…@{rest.split('@', 1)[1]}"
+    return url
+
+
+def check(settings: Settings, command: str) -> list[str]:
+    """Problems that stop `command` from working."""
+    if command == "serve":
+        return slack_problems(settings) + redis_problems(settings, can_start_local=False)
+    if command == "worker":
+        return (
+            model_problems(settings)
+            + search_problems(settings)
+            + fetch_problems(settings)
+            + redis_problems(settings, can_start_local=False)
+        )
+    if command == "ask":
+        return model_problems(settings) + search_problems(settings) + fetch_problems(settings)
+    # up and doctor need everything
+    return (
+        slack_problems(settings)
+        + model_problems(settings)
+        + search_problems(settings)
+        + fetch_problems(settings)
+        + redis_problems(settings, can_start_local=True)
+    )

@@ -1,0 +1,119 @@
+"""`deepthread doctor --live`: ask the real services, one line per problem.
+
+The static checks (`doctor.py`) say whether a setting is present; these say whether it
+works: the Slack token's scopes against what the code calls, each configured model
+answering a one-token request, and one search through the configured provider chain.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+import anthropic
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.settings import Settings
+from bot.slack.scopes import REQUIRED_BOT_SCOPES
+
+from .doctor import live_search_problems
+
+PROBE_TIMEOUT_SECONDS = 20.0
+# The `x-oauth-scopes` header lists the token's scopes on every Web API answer.
+SCOPES_HEADER = "x-oauth-scopes"
+
+Probe = Callable[[Settings], Awaitable[list[str]]]
+
+
+async def slack_live_problems(settings: Settings) -> list[str]:
+    token = settings.secret("slack_bot_token")
+    if not token:
+        return []  # the static check already said what to set
+    client = AsyncWebClient(token=token, base_url=settings.slack_api_url, timeout=int(PROBE_TIMEOUT_SECONDS))
+    try:
+        answer = await client.auth_test()
+    except SlackApiError as exc:
+        error = exc.response.get("error", "unknown_error")
+        return [
+            f"Slack refused SLACK_BOT_TOKEN ({error}): copy the Bot User OAuth Token again from OAuth & "
+            "Permissions, and reinstall the app if it was revoked"
+        ]
+    except Exception as exc:  # network, DNS, TLS: the line must say which
+        return [
+            f"Slack could not be reached at {settings.slack_api_url} ({type(exc).__name__}): check the network "
+            "or SLACK_API_URL"
+        ]
+    header = next((v for k, v in answer.headers.items() if k.lower() == SCOPES_HEADER), None)
+    if header is None:
+        return [
+            "Slack did not report the token's scopes (no x-oauth-scopes header): cannot check them; compare "
+            "OAuth & Permissions with manifest.yml by hand"
+        ]
+    granted = {s.strip() for s in str(header).split(",") if s.strip()}
+    return [
+        f"Slack token lacks the scope {scope} (needed for {why}): add it under OAuth & Permissions (or update "
+        "the app from manifest.yml) and reinstall the app"
+        for scope, why in REQUIRED_BOT_SCOPES.items()
+        if scope not in granted
+    ]
+
+
+async def model_live_problems(settings: Settings) -> list[str]:
+    key = settings.secret("anthropic_api_key")
+    if not key:
+        return []
+    problems: list[str] = []
+    async with anthropic.AsyncAnthropic(
+        api_key=key, base_url=settings.anthropic_base_url, max_retries=1, timeout=PROBE_TIMEOUT_SECONDS
+    ) as client:
+        for variable, model in (("DEEPTHREAD_MODEL", settings.model), ("DEEPTHREAD_SMALL_MODEL", settings.small_model)):
+            try:
+                await client.messages.create(model=model, max_tokens=1, messages=[{"role": "user", "content": "ping"}])
+            except anthropic.AuthenticationError:
+                return [
+                    "ANTHROPIC_API_KEY was refused by the model service: create a new key in the Anthropic "
+                    "console and export it"
+                ]
+            except anthropic.NotFoundError:
+                problems.append(
+                    f"{variable}={model} is not a model this key can use: set it to a current model "
+                    "name from the Anthropic models overview"
+                )
+            except anthropic.PermissionDeniedError:
+                problems.append(
+                    f"{variable}={model}: this key may not use that model; pick another or ask the account admin"
+                )
+            except anthropic.APIStatusError as exc:
+                problems.append(
+                    f"{variable}={model} answered {exc.status_code} ({_short(exc.message)}): "
+                    "try again later, or check the account's limits"
+                )
+            except anthropic.APIConnectionError as exc:
+                return [
+                    f"the model service could not be reached ({type(exc).__name__}): check the network "
+                    "or ANTHROPIC_BASE_URL"
+                ]
+    return problems
+
+
+PROBES: tuple[Probe, ...] = (slack_live_problems, model_live_problems, live_search_problems)
+
+
+async def live_problems(settings: Settings) -> list[str]:
+    results = await asyncio.gather(*(probe(settings) for probe in PROBES), return_exceptions=True)
+    problems: list[str] = []
+    for probe, result in zip(PROBES, results, strict=True):
+        if isinstance(result, BaseException):
+            problems.append(
+                f"{probe.__name__.replace('_problems', '').replace('live_', '')} check crashed "
+                f"({type(result).__name__}: {_short(str(result))}): please report this"
+            )
+        else:
+            problems.extend(result)
+    return problems
+
+
+def _short(text: str, limit: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

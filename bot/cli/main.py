@@ -1,0 +1,237 @@
+"""The `deepthread` command: serve, worker, up, ask, doctor."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import logging
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from agent import MAX_QUESTION_CHARS
+from bot.settings import DATA_DIR_VARIABLE, Settings
+
+from .doctor import check
+
+log = logging.getLogger("deepthread")
+
+
+def load_settings() -> Settings:
+    try:
+        return Settings()
+    except ValidationError as exc:
+        for error in exc.errors():
+            name = str(error["loc"][0]).upper() if error["loc"] else "setting"
+            print(f"{name}: {error['msg']}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def require(settings: Settings, command: str) -> None:
+    problems = check(settings, command)
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    if problems:
+        raise SystemExit(2)
+
+
+def cmd_doctor(settings: Settings, args: argparse.Namespace) -> int:
+    problems = check(settings, "doctor")
+    if args.live:
+        from .doctor_live import live_problems
+
+        problems += asyncio.run(live_problems(settings))
+    for problem in problems:
+        print(problem)
+    if not problems:
+        mode = "Socket Mode" if settings.slack_app_token else f"HTTP mode on port {settings.port}"
+        checked = "checked live" if args.live else "looks complete"
+        print(f"Configuration {checked}: {mode}, search via {settings.search}, model {settings.model}.")
+    return 1 if problems else 0
+
+
+def cmd_serve(settings: Settings, _: argparse.Namespace) -> int:
+    require(settings, "serve")
+    from .processes import serve
+
+    gc.freeze()  # start-up objects live forever: keep them out of full collections (see jobs.executor)
+    return asyncio.run(serve(settings))
+
+
+def cmd_worker(settings: Settings, args: argparse.Namespace) -> int:
+    require(settings, "worker")
+    from .processes import work
+
+    return work(settings, burst=args.burst)
+
+
+def cmd_up(settings: Settings, _: argparse.Namespace) -> int:
+    require(settings, "up")
+    from .local_redis import LocalRedis
+
+    local = None
+    if not settings.redis_url:
+        local = LocalRedis(data_dir=settings.data_dir).start()
+        settings = settings.model_copy(update={"redis_url": local.url})
+        print(
+            f"Started a local redis-server at {local.url}, data in {local.data_dir} "
+            f"(set {DATA_DIR_VARIABLE} to keep it elsewhere)",
+            file=sys.stderr,
+        )
+    env = {**os.environ, "REDIS_URL": settings.redis_url or ""}
+    worker = subprocess.Popen([sys.executable, "-m", "bot.cli", "worker"], env=env)
+    try:
+        from .processes import serve
+
+        return asyncio.run(serve(settings))
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        try:
+            worker.wait(30)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+        if local:
+            local.stop()
+
+
+def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:
+    question = " ".join(args.question).strip()
+    if not question:
+        print('Give a question, e.g. deepthread ask "what is the expense ratio of VTI?"', file=sys.stderr)
+        return 2
+    if len(question) > MAX_QUESTION_CHARS:
+        print(f"The question is {len(question):,} characters; the limit is {MAX_QUESTION_CHARS:,}.", file=sys.stderr)
+        return 2
+    require(settings, "ask")
+    from .runtime import job_runtime
+    from .terminal import ReportFile, ask, default_output
+
+    gc.freeze()
+    path = Path(args.out) if args.out else default_output(question)
+    report = ReportFile(path)
+    try:
+        return asyncio.run(ask(question, job_runtime(settings), path, args.profile, report))
+    except KeyboardInterrupt:
+        report.interrupted()
+        print(f"\nInterrupted: the report so far is in {path}", file=sys.stderr)
+        return 130
+
+
+def cmd_inspect(settings: Settings, args: argparse.Namespace) -> int:
+    if not settings.redis_url:
+        print("REDIS_URL is not set: point it at the Redis the workers use", file=sys.stderr)
+        return 2
+    from redis import Redis
+
+    from .inspect import inspect, sections, sources
+
+    redis = Redis.from_url(settings.redis_url)
+    if args.sections:
+        return sections(redis, args.run_id, sys.stdout)
+    if args.sources:
+        return sources(redis, args.run_id, sys.stdout)
+    return inspect(redis, args.run_id, args.request, sys.stdout)
+
+
+def cmd_eval(settings: Settings, args: argparse.Namespace) -> int:
+    from datetime import datetime
+
+    from .evaluate import SHIPPED_QUESTIONS, BaselineError, EvalOptions, QuestionFileError, load_questions, run_eval
+    from .runtime import job_runtime
+
+    if args.concurrency < 1:
+        print("--concurrency must be at least 1 (questions researched at the same time).", file=sys.stderr)
+        return 2
+    questions_file = Path(args.questions) if args.questions else SHIPPED_QUESTIONS
+    only = [i.strip() for i in args.only.split(",") if i.strip()] if args.only else None
+    try:
+        questions = load_questions(questions_file, only)
+    except QuestionFileError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    require(settings, "ask")
+    out_dir = Path(args.out) if args.out else Path(f"deepthread-eval-{datetime.now():%Y%m%d-%H%M%S}")
+    options = EvalOptions(
+        questions_file=questions_file,
+        out_dir=out_dir,
+        concurrency=args.concurrency,
+        judge_model=settings.small_model,
+        baseline=Path(args.baseline) if args.baseline else None,
+        deepresearch_bench=Path(args.deepresearch_bench) if args.deepresearch_bench else None,
+    )
+    gc.freeze()
+    try:
+        card = asyncio.run(run_eval(questions, job_runtime(settings), options))
+    except BaselineError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    return 1 if card.totals.errors else 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="deepthread", description="A Slack research bot.")
+    sub = p.add_subparsers(dest="command", required=True)
+    sub.add_parser("serve", help="run the Slack app (Socket Mode if SLACK_APP_TOKEN is set, else HTTP on PORT)")
+    w = sub.add_parser("worker", help="run an RQ worker that executes research runs")
+    w.add_argument("--burst", action="store_true", help="exit when the queue is empty")
+    sub.add_parser("up", help="serve + worker (+ a local redis-server when REDIS_URL is unset)")
+    a = sub.add_parser("ask", help="research one question in the terminal and write a Markdown report")
+    a.add_argument("question", nargs="+")
+    a.add_argument("--out", help="report file (default: deepthread-report-<question>.md)")
+    a.add_argument("--profile", choices=["standard", "deep"], default="standard")
+    d = sub.add_parser("doctor", help="check the configuration")
+    d.add_argument(
+        "--live", action="store_true", help="also ask the services: Slack token scopes, both models, one search"
+    )
+    i = sub.add_parser("inspect", help="list a run's model requests as dispatched, or print one in full")
+    i.add_argument("run_id")
+    i.add_argument("request", nargs="?", type=int, help="print this request (1-based) in full, as JSON")
+    i.add_argument("--sections", action="store_true", help="print every report section with its revision history")
+    i.add_argument(
+        "--sources",
+        action="store_true",
+        help="print every source in full: passage, the page text around it, fetch time, page hash",
+    )
+    e = sub.add_parser(
+        "eval", help="research a question set, grade each report with the small model, write a scorecard"
+    )
+    e.add_argument(
+        "questions", nargs="?", help="JSONL of questions (default: the shipped bot/cli/evaluate/questions.jsonl)"
+    )
+    e.add_argument("--out", help="output directory (default: deepthread-eval-<date>-<time>)")
+    e.add_argument("--concurrency", type=int, default=3, help="questions researched at the same time (default 3)")
+    e.add_argument("--only", help="comma-separated question ids to run")
+    e.add_argument("--baseline", help="output directory of an earlier eval: add a side-by-side comparison")
+    e.add_argument("--deepresearch-bench", help="also write the reports as DeepResearch Bench JSONL to this file")
+    return p
+
+
+COMMANDS = {
+    "serve": cmd_serve,
+    "worker": cmd_worker,
+    "up": cmd_up,
+    "ask": cmd_ask,
+    "doctor": cmd_doctor,
+    "inspect": cmd_inspect,
+    "eval": cmd_eval,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    logging.basicConfig(
+        level=os.environ.get("DEEPTHREAD_LOG_LEVEL", "INFO"), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    # The SDKs log request details at DEBUG; keep them quiet so tokens never reach the log.
+    for noisy in ("httpx", "httpx2", "httpcore", "slack_sdk", "anthropic"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    return COMMANDS[args.command](load_settings(), args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

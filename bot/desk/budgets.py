@@ -1,0 +1,145 @@
+"""`budget #channel $50/month`, `budget workspace $200/month`, `budget #channel off`: admins set
+the monthly budgets (jobs/spend.py keeps them); anyone may read them with `budget`."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import re
+from typing import Literal
+
+from pydantic import BaseModel
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.exceptions import BudgetSyntaxError
+from bot.services import Services
+from bot.slack.mrkdwn import escape_text
+from jobs.spend import MICROS, Spend, usd
+
+__all__ = ["BudgetChange", "BudgetSyntaxError", "budget_reply", "is_admin", "parse_budget"]
+
+# "budget …" is a command only when what follows names a target or an amount (or nothing): a
+# question that starts with the word ("budget airlines in Europe?") stays a question.
+COMMAND = re.compile(r"^\s*(?:<@\w+>\s*)?budgets?\b\s*(.*?)\s*$", re.IGNORECASE | re.DOTALL)
+TARGET_START = re.compile(r"^(?:<#|#|workspace\b|here\b|this\s+channel\b|\$|\d|off\b)", re.IGNORECASE)
+CHANNEL_REF = re.compile(r"^<#([CG][A-Z0-9]+)(?:\|[^>]*)?>\s*(.*)$", re.DOTALL)
+CHANNEL_ID = re.compile(r"^#?([CG][A-Z0-9]{6,})\b\s*(.*)$", re.DOTALL)
+NAMED_CHANNEL = re.compile(r"^#([\w.-]+)")
+OFF = re.compile(r"^(?:off|none|no\s+limit|unlimited|remove)$", re.IGNORECASE)
+AMOUNT = re.compile(
+    r"^(?:\$\s*(?P<a>[\d,]*\.?\d+)|(?P<b>[\d,]*\.?\d+)\s*(?:\$|usd|dollars?))"
+    r"\s*(?:(?:/|per\s+|a\s+|an\s+|each\s+)\s*(?P<period>[a-z]+))?$",
+    re.IGNORECASE,
+)
+MONTH_WORDS = {"month", "mo", "mon", "monthly"}
+# Far above any real team's research spend: a typo guard, not a policy.
+MAX_BUDGET_USD = 1_000_000.0
+EXAMPLES = "`budget #channel $50/month`, `budget workspace $200/month` or `budget #channel off`"
+
+
+class BudgetChange(BaseModel):
+    scope: Literal["channel", "workspace"]
+    channel: str = ""
+    usd: float | None  # None: no cap ("off")
+
+
+def parse_budget(text: str, here: str | None = None) -> BudgetChange | None:
+    """None when `text` is not a budget command or only asks to see the budgets (no arguments:
+    see `wants_budgets`); raises BudgetSyntaxError with advice when it is one but malformed.
+    `here` is the channel the command was written in (for "here" / "this channel")."""
+    match = COMMAND.match(text)
+    if not match or not match.group(1):
+        return None
+    rest = match.group(1).strip()
+    if not TARGET_START.match(rest):
+        return None
+    scope: Literal["channel", "workspace"]
+    channel = ""
+    if m := CHANNEL_REF.match(rest) or CHANNEL_ID.match(rest):
+        scope, channel, rest = "channel", m.group(1), m.group(2)
+    elif m := re.match(r"^workspace\b\s*(.*)$", rest, re.IGNORECASE | re.DOTALL):
+        scope, rest = "workspace", m.group(1)
+    elif m := re.match(r"^(?:here|this\s+channel)\b\s*(.*)$", rest, re.IGNORECASE | re.DOTALL):
+        if not here or here.startswith("D"):
+            raise BudgetSyntaxError(f"“here” is not a channel in a direct message. Name the channel: {EXAMPLES}.")
+        scope, channel, rest = "channel", here, m.group(1)
+    elif m := NAMED_CHANNEL.match(rest):
+        raise BudgetSyntaxError(
+            f"I cannot tell which channel “#{escape_text(m.group(1))}” is. Pick it from Slack's autocomplete as "
+            f"you type # so the message carries the channel's link, e.g. {EXAMPLES}."
+        )
+    else:
+        raise BudgetSyntaxError(f"Say which budget to set: a channel or the workspace, e.g. {EXAMPLES}.")
+    return BudgetChange(scope=scope, channel=channel, usd=_amount(rest.strip()))
+
+
+def _amount(raw: str) -> float | None:
+    if not raw:
+        raise BudgetSyntaxError(f"Give the monthly amount in dollars, or `off`: {EXAMPLES}.")
+    if OFF.match(raw):
+        return None
+    m = AMOUNT.match(raw)
+    if not m:
+        raise BudgetSyntaxError(
+            f"I could not read “{escape_text(raw[:40])}” as an amount. Write dollars per month, e.g. {EXAMPLES}."
+        )
+    period = (m.group("period") or "month").lower()
+    if period not in MONTH_WORDS:
+        raise BudgetSyntaxError(
+            f"Budgets are monthly; “{escape_text(period)}” is not a month. Write it per month, e.g. {EXAMPLES}."
+        )
+    digits = (m.group("a") or m.group("b")).replace(",", "")
+    value = float(digits)
+    if not math.isfinite(value) or value > MAX_BUDGET_USD:
+        raise BudgetSyntaxError(
+            f"{usd(round(min(value, 1e12) * MICROS))} a month is more than I take "
+            f"(up to {usd(round(MAX_BUDGET_USD * MICROS))}); use `off` for no cap."
+        )
+    return round(value, 2)
+
+
+def wants_budgets(text: str) -> bool:
+    """`budget` / `budgets` alone: show the budgets in force."""
+    match = COMMAND.match(text)
+    return bool(match) and not match.group(1)  # type: ignore[union-attr]
+
+
+async def is_admin(services: Services, client: AsyncWebClient, user: str) -> bool:
+    """Listed in DEEPTHREAD_ADMINS, or a workspace admin or owner (users.info), as for stopping runs."""
+    if user in services.admins:
+        return True
+    try:
+        info = await client.users_info(user=user)
+        return bool(info["user"].get("is_admin") or info["user"].get("is_owner"))
+    except SlackApiError:
+        return False  # without users:read we cannot tell: only listed admins may set budgets
+
+
+NOT_ADMIN = (
+    "Only workspace admins can set budgets, so nothing changed. Ask an admin (or the operator, who can list "
+    "you in DEEPTHREAD_ADMINS). Reply `usage` to see this month's spend."
+)
+
+
+async def budget_reply(
+    services: Services, client: AsyncWebClient, change: BudgetChange, *, team: str | None, user: str
+) -> str:
+    if not await is_admin(services, client, user):
+        return NOT_ADMIN
+    spend: Spend = services.spend
+    await asyncio.to_thread(spend.set_budget, team, change.scope, change.usd, change.channel)
+    target = "the workspace" if change.scope == "workspace" else f"<#{change.channel}>"
+    caps = await asyncio.to_thread(spend.caps, team, change.channel or None)
+    cap = next((c for c in caps if c.scope == change.scope), None)
+    if change.usd is None or cap is None:
+        return f"Budget lifted: {target} has no monthly cap now."
+    state = (
+        "it is already reached, so new questions there are refused until next month or a higher budget"
+        if cap.reached
+        else f"{usd(cap.left_micros)} left this month"
+    )
+    return (
+        f"Budget set: {target} may spend {usd(cap.limit_micros)} a month ({usd(cap.spent_micros)} spent so far, "
+        f"{state}). A run that reaches it mid-way finishes with what it has."
+    )

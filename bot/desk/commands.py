@@ -1,0 +1,29 @@
+"""The spend commands, wherever they are written (a DM, a thread of ours, `/deepthread …`):
+`usage` (and `budget` alone) show this month's spend; `budget <target> <amount>` sets a budget."""
+
+from __future__ import annotations
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.exceptions import BudgetSyntaxError
+from bot.services import Services
+
+from .budgets import budget_reply, parse_budget, wants_budgets
+from .usage import USAGE, usage_reply
+
+__all__ = ["spend_command"]
+
+
+async def spend_command(
+    services: Services, client: AsyncWebClient, *, team: str | None, channel: str | None, user: str, text: str
+) -> str | None:
+    """The reply to a spend command, or None when `text` is not one (then it is a question or a note)."""
+    if USAGE.match(text) or wants_budgets(text):
+        return await usage_reply(services.spend, client, team, channel)
+    try:
+        change = parse_budget(text, here=channel)
+    except BudgetSyntaxError as exc:
+        return str(exc)
+    if change is None:
+        return None
+    return await budget_reply(services, client, change, team=team, user=user)

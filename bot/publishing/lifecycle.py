@@ -1,0 +1,92 @@
+"""A run's start in Slack: queue it, post its progress message and pinned report, hand it to
+the publisher. Shared by the mention flow, thread continuations and the orphan sweep, so a
+run is shown one way whoever starts it."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.services import Services
+from jobs import RunState
+
+from .render import render_progress, render_report
+from .rendered import remember_rendered
+from .stream_records import StreamRecords
+from .stream_sync import open_stream
+
+__all__ = ["launch_and_post", "pin", "post_messages"]
+
+log = logging.getLogger(__name__)
+
+
+async def launch_and_post(
+    services: Services, client: AsyncWebClient, state: RunState, *, continuing: bool = False
+) -> None:
+    """Queue the run, then post its messages. A continuation posts a new progress message and
+    keeps editing its parent's pinned report.
+
+    Queued first: posts wait for a slot in the channel's rate-limit bucket (about one a second
+    per channel), and a burst of mentions must not hold research back behind Slack. Whatever the
+    run does before its messages exist is in run state; the publisher renders it once they do."""
+    await services.runs.launch(state.run)
+    # The same lease the orphan sweep takes (bot/publishing/orphans.py): however long the posts wait for
+    # their rate-limit slots, no other process posts this run's messages a second time.
+    await services.runs.claim_posting(state.run.id)
+    if await post_messages(services, client, state, continuing=continuing):
+        log.info("run %s started in %s", state.run.id, state.run.channel)
+
+
+async def post_messages(
+    services: Services, client: AsyncWebClient, state: RunState, *, continuing: bool = False
+) -> bool:
+    """Post the progress message (and the pinned report for a thread's first run) and attach
+    them to the run. If Slack refuses, the run is ended with the reason; returns whether posted."""
+    run = state.run
+    channel = run.channel or ""
+    progress, report = render_progress(state, services.stop_reaction), render_report(state)
+    try:
+        # DEEPTHREAD_PROGRESS=stream: progress is Slack's native stream where the workspace allows it.
+        progress_ts = await open_stream(
+            client, StreamRecords(services.redis), services.streams, state, services.stop_reaction
+        )
+        if progress_ts is None:
+            posted = await client.chat_postMessage(
+                channel=channel, thread_ts=run.thread_ts, text=progress.text, blocks=progress.blocks
+            )
+            progress_ts = posted["ts"]
+        report_ts = run.report_message  # a continuation keeps editing its parent's pinned report
+        if report_ts is None:
+            pinned = await client.chat_postMessage(
+                channel=channel, thread_ts=run.thread_ts, text=report.text, blocks=report.blocks, unfurl_links=False
+            )
+            report_ts = pinned["ts"]
+            await pin(client, channel, report_ts)
+    except SlackApiError as exc:
+        error = exc.response.get("error")
+        log.error("could not post run %s messages in %s: %s", run.id, channel, error)
+        await services.runs.fail(run.id, f"could not post in this channel ({error}); invite the bot and ask again")
+        return False
+    # From here the publisher keeps both messages in step with the run.
+    await services.runs.attach_messages(run.id, progress=progress_ts, report=report_ts)
+    # The publisher's digest cache (its own record): it need not edit what was just posted.
+    await asyncio.to_thread(
+        remember_rendered,
+        services.redis,
+        run.id,
+        progress=progress.digest(),
+        report="" if continuing else report.digest(),
+    )
+    return True
+
+
+async def pin(client: AsyncWebClient, channel: str, ts: str) -> None:
+    try:
+        await client.pins_add(channel=channel, timestamp=ts)
+    except SlackApiError as exc:
+        error = exc.response.get("error")
+        if error != "already_pinned":  # an unpinned report still works; say why in the log
+            log.warning("could not pin the report in %s: %s", channel, error)

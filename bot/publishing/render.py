@@ -1,0 +1,541 @@
+"""Run state → what Slack shows: the progress message, the pinned report (plus the full
+report as a Markdown file when it outgrows one message) and the assistant thread status.
+
+Pure and deterministic from state alone (no clock reads), so a hash of the output tells
+the publisher whether Slack needs an update, and a restart renders the same bytes again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent import SNIPPET_NOTE, AssembledReport, Footnote, assemble, domain_of, figure_line, shorten, to_markdown
+from bot import limits
+from bot.settings import DEFAULT_STOP_REACTION
+from bot.slack.mrkdwn import escape_text, link, paragraph_texts, shorten_mrkdwn, split_text, to_mrkdwn
+from jobs import RunState, RunStatus
+
+__all__ = [
+    "Attachment",
+    "ReportRendering",
+    "SlackMessage",
+    "render_help",
+    "render_progress",
+    "render_report",
+    "render_report_parts",
+    "render_status",
+]
+
+TITLE_CHARS = 250  # the question as the report's title
+STATUS_LINE_CHARS = 300  # "Now: …" in the progress message
+CONSTRAINT_CHARS = 120  # each pinned constraint on the progress message
+MAX_CONSTRAINTS_SHOWN = 8
+NOTICE_CHARS = 400  # "Search degraded: …" and other notices
+MAX_NOTICES_SHOWN = 3
+PASSAGE_CHARS = 140  # quoted passage per source line: enough to recognise it
+SOURCE_TITLE_CHARS = 80
+# When the full report is a little too long, sources shrink to these before the report spills.
+COMPACT_PASSAGE_CHARS = 60
+COMPACT_SOURCE_TITLE_CHARS = 50
+# A spilled report's index shows each section's first sentence, shortened in these steps
+# until the index fits (0: titles only).
+INDEX_SENTENCE_STEPS = (200, 120, 80, 40, 0)
+# Least room the index keeps when a huge summary competes for the message.
+MIN_INDEX_CHARS = 1_500
+STATUS_CHARS = 60  # assistant thread status: one short line under the thread
+FILE_TITLE_CHARS = 80
+CHART_TITLE_CHARS = 100  # a chart's link under its section
+# Bold in mrkdwn cannot contain a bare asterisk; this one looks alike and does not end it.
+ASTERISK_LOOKALIKE = "∗"
+# Phase → (icon, words) for the progress headline; unknown phases are shown as they are.
+PHASES = {
+    "researching": ("🔎", "Researching"),
+    "compacting": ("🗜️", "Compacting notes before continuing"),
+    "finishing": ("✍️", "Writing the summary"),
+    "writing": ("✍️", "Writing"),
+}
+# Phase → assistant status ("<app> is researching…").
+STATUS_BY_PHASE = {
+    "researching": "is researching…",
+    "compacting": "is compacting its notes…",
+    "finishing": "is writing the summary…",
+    "writing": "is writing the report…",
+}
+
+_FOOTNOTE_MARK = re.compile(r"\s*\[\d+\]")
+# A sentence ends at . ! or ? followed by a space and a capital, digit or quote, or the end.
+_SENTENCE_END = re.compile(r"[.!?…](?=\s+[A-Z0-9\"“'(]|\s*$)")
+_SLACK_USER_ID = re.compile(r"[UW][A-Z0-9]{2,}")
+
+
+@dataclass
+class SlackMessage:
+    text: str
+    blocks: list[dict[str, Any]] = field(default_factory=list)
+
+    def digest(self) -> str:
+        raw = json.dumps({"text": self.text, "blocks": self.blocks}, sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(raw.encode()).hexdigest()
+
+    def violations(self) -> list[str]:
+        return limits.violations(self.text, self.blocks)
+
+
+@dataclass(frozen=True)
+class Attachment:
+    """The full report as a Markdown file, for a report too big for one message."""
+
+    filename: str
+    title: str
+    content: str
+    comment: str = ""  # posted with the file in the thread
+
+    def digest(self) -> str:
+        raw = json.dumps([self.filename, self.title, self.content, self.comment], ensure_ascii=False)
+        return hashlib.sha256(raw.encode()).hexdigest()
+
+
+@dataclass
+class ReportRendering:
+    message: SlackMessage
+    attachment: Attachment | None  # None: the whole report is in the message
+
+
+# --- small pieces ------------------------------------------------------------------------
+
+
+def _section(text: str) -> dict[str, Any]:
+    return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
+
+
+def _context(text: str) -> dict[str, Any]:
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": text}]}
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+def _bold(text: str) -> str:
+    """Plain text as one bold line: a line break or a bare asterisk would end the bold early."""
+    inner = escape_text(" ".join(text.split())).replace("*", ASTERISK_LOOKALIKE)
+    return f"*{inner}*" if inner.strip() else ""
+
+
+def _minutes(state: RunState) -> int:
+    end = state.finished_at or state.updated_at
+    return max(0, int((end - state.run.created_at).total_seconds() // 60))
+
+
+def _requester(state: RunState) -> str:
+    user = state.run.requester or ""
+    if _SLACK_USER_ID.fullmatch(user):
+        return f"<@{user}>"
+    return escape_text(user)
+
+
+def _revised(section_revisions: int) -> str:
+    return f"  _revised ×{section_revisions}_" if section_revisions else ""
+
+
+# --- progress ----------------------------------------------------------------------------
+
+
+def _budget_left(state: RunState) -> str:
+    """'standard budget · 54 min · 38 model requests left', when run state carries the budget.
+
+    From the ledger's latest figures (the effective revision, so an upgrade shows at once);
+    before the first model turn there are none, and the line is left out rather than guessed.
+    """
+    left = state.budget_left
+    if left is None:
+        return ""
+    parts = [f"{max(0, int(left.minutes_left))} min", _plural(max(0, left.requests_left), "model request")]
+    return f"{escape_text(left.profile)} budget · {' · '.join(parts)} left"
+
+
+GO_DEEPER_ACTION = "go_deeper"  # bot/surface/listeners/actions.py answers this button
+
+
+# The one mention our own reasons write ("stopped by <@U…>", see agent/loop.py and bot/surface/steering.py);
+# any other "<@…>" in a reason (an exception's text, say) stays inert.
+_STOPPED_BY = re.compile(r"\bstopped by &lt;@([UW][A-Z0-9]+)&gt;")
+
+
+def _with_mentions(text: str) -> str:
+    """Escape everything, then let the person who stopped the run through as a mention."""
+    return _STOPPED_BY.sub(r"stopped by <@\1>", escape_text(text))
+
+
+def render_progress(state: RunState, stop_reaction: str = DEFAULT_STOP_REACTION) -> SlackMessage:
+    """Phase, what is being checked now, sources so far, model requests, minutes, budget;
+    while running, how to steer (stop reaction, go deeper, add a requirement) and a button."""
+    facts = (
+        f"{_minutes(state)} min · {_plural(state.usage.requests, 'model request')} · "
+        f"{_plural(len(state.sources), 'source')}"
+    )
+    status = state.status
+    budget = _budget_left(state)
+    if status == RunStatus.queued:
+        lines = ["⏳ Queued: research starts as soon as a worker is free"]
+    elif status == RunStatus.running:
+        icon, words = PHASES.get(state.phase, ("🔎", escape_text(state.phase.capitalize() or "Researching")))
+        lines = [f"{icon} {words} · {facts}" + (f" · {budget}" if budget else "")]
+        if state.activity:
+            lines.append(f"Now: {escape_text(shorten(state.activity, STATUS_LINE_CHARS))}")
+        if state.checking:
+            lines.append(f"Checking: {escape_text(shorten(state.checking, STATUS_LINE_CHARS))}")
+        lines += _standing_lines(state)
+        reaction = escape_text(stop_reaction.strip(":"))
+        lines.append(f":{reaction}: react to stop · reply “go deeper” for a longer budget · reply to add a requirement")
+        text = "\n".join(lines)
+        button = {
+            "type": "actions",
+            "elements": [
+                {"type": "button", "action_id": GO_DEEPER_ACTION, "text": {"type": "plain_text", "text": "Go deeper"}}
+            ],
+        }
+        return SlackMessage(text=text, blocks=[_section(text), button])
+    elif status == RunStatus.completed:
+        lines = [f"✅ Done · {facts} · the pinned report is final"]
+        if state.reason:
+            lines.append(f"Note: {_with_mentions(shorten(state.reason, STATUS_LINE_CHARS))}")
+        lines += _standing_lines(state)
+    else:
+        word = "Stopped" if status == RunStatus.stopped else "Ended early"
+        lines = [
+            f"⚠️ {word} · {facts}",
+            f"Why: {_with_mentions(shorten(state.reason or 'unknown', STATUS_LINE_CHARS))}",
+            "Sections written so far are kept in the pinned report.",
+        ]
+    text = "\n".join(lines)
+    return SlackMessage(text=text, blocks=[_section(text)])
+
+
+def _standing_lines(state: RunState) -> list[str]:
+    """What stays on the progress message once said: the pinned constraints (so the requester can
+    correct them) and notices such as degraded search."""
+    lines = []
+    if state.run.constraints:
+        listed = " · ".join(shorten(c, CONSTRAINT_CHARS) for c in state.run.constraints[:MAX_CONSTRAINTS_SHOWN])
+        lines.append(f"Constraints: {escape_text(listed)} _(reply to correct them)_")
+    lines += [f"⚠️ {escape_text(shorten(notice, NOTICE_CHARS))}" for notice in state.notices[:MAX_NOTICES_SHOWN]]
+    return lines
+
+
+def render_status(state: RunState) -> str:
+    """The assistant thread status: a few words while the run is active, empty once it ended."""
+    if state.status.finished:
+        return ""
+    if state.status == RunStatus.queued:
+        return "is waiting for a worker…"
+    return STATUS_BY_PHASE.get(state.phase) or shorten(f"is {state.phase or 'researching'}…", STATUS_CHARS)
+
+
+# --- the report --------------------------------------------------------------------------
+
+
+def _status_plain(state: RunState) -> str:
+    n = len(state.sections)
+    if state.status == RunStatus.queued:
+        return "Queued"
+    if state.status == RunStatus.running:
+        updated = f" · updated {state.report_updated_at:%H:%M} UTC" if state.report_updated_at else ""
+        return f"In progress · {_plural(n, 'section')} so far{updated}"
+    if state.status == RunStatus.completed:
+        return f"Final · {_plural(n, 'section')} · finished {state.updated_at:%Y-%m-%d %H:%M} UTC"
+    word = "Stopped" if state.status == RunStatus.stopped else "Incomplete"
+    return f"{word}: {shorten(state.reason, STATUS_LINE_CHARS)}"
+
+
+def _status_line(state: RunState) -> str:
+    return _with_mentions(_status_plain(state))
+
+
+def _footer(state: RunState) -> str:
+    parts = [f"Asked by {_requester(state)}"] if state.run.requester else []
+    parts += [f"{_minutes(state)} min", _plural(state.usage.requests, "model request")]
+    if state.usage.cost_usd:  # the ledger's estimate while it runs; at the end as spend records it (= `inspect`)
+        parts.append(f"est. ${state.usage.cost_usd:,.2f}")
+    parts.append(f"run {state.run.id}")
+    if state.run.parent_run_id:
+        parts.append(f"continues run {escape_text(state.run.parent_run_id)}")
+    figures = figure_line(state.sections)
+    if figures:
+        parts.append(escape_text(figures))
+    if state.next_check is not None:  # a scheduled re-check of this report (`recheck …` in the thread)
+        parts.append(f"next check {state.next_check:%a %-d %b, %H:%M} UTC")
+    return " · ".join(parts)
+
+
+def _domain(url: str) -> str:
+    """The source's site for its line; a malformed URL (e.g. "https://[x") is shown shortened, not raised."""
+    try:
+        return domain_of(url)
+    except ValueError:
+        return shorten(url, SOURCE_TITLE_CHARS)
+
+
+def _source_line(note: Footnote, title_chars: int, passage_chars: int) -> str:
+    s = note.source
+    domain = _domain(s.url)
+    kind = f" · _{SNIPPET_NOTE}_" if s.kind == "snippet" else ""
+    return (
+        f"[{note.number}] {link(s.url, shorten(s.title, title_chars) or domain)} · "
+        f"{escape_text(domain)} · “{escape_text(shorten(s.passage, passage_chars))}” · "
+        f"fetched {s.retrieved_at:%Y-%m-%d}{kind}"
+    )
+
+
+class _Blocks:
+    """Blocks with the count of text Slack adds up toward its cumulative limit."""
+
+    def __init__(self) -> None:
+        self.blocks: list[dict[str, Any]] = []
+        self.chars = 0
+
+    def text(self, mrkdwn: str) -> None:
+        for chunk in split_text(mrkdwn, limits.SECTION_TEXT_CHARS):
+            self.blocks.append(_section(chunk))
+            self.chars += len(chunk)
+
+    def context(self, mrkdwn: str) -> None:
+        chunk = shorten_mrkdwn(mrkdwn, limits.CONTEXT_TEXT_CHARS)  # never cuts a mention or link open
+        self.blocks.append(_context(chunk))
+        self.chars += len(chunk)
+
+    def extend(self, other: _Blocks) -> None:
+        self.blocks += other.blocks
+        self.chars += other.chars
+
+    def fits(self) -> bool:
+        return len(self.blocks) <= limits.MAX_BLOCKS and self.chars <= limits.BLOCK_TEXT_BUDGET
+
+
+def _measure(mrkdwn: str) -> _Blocks:
+    blocks = _Blocks()
+    blocks.text(mrkdwn)
+    return blocks
+
+
+def _head(state: RunState) -> _Blocks:
+    head = _Blocks()
+    head.text(f"📌 {_bold(shorten(state.run.question, TITLE_CHARS))}")
+    head.context(_status_line(state))
+    return head
+
+
+def _summary_text(report: AssembledReport, urls: dict[int, str]) -> str:
+    return f"*Summary*\n{to_mrkdwn(report.summary, urls)}" if report.summary.strip() else ""
+
+
+def _chart_lines(state: RunState, report: AssembledReport, section_id: str, links: Mapping[str, str]) -> str:
+    """Under a section: each of its charts, linked to its file in the thread, with the table's sources."""
+    numbers = {note.source.marker: note.number for note in report.footnotes}
+    lines = []
+    for chart in state.charts:
+        if chart.section_id != section_id:
+            continue
+        title = shorten(chart.title, CHART_TITLE_CHARS)
+        permalink = links.get(
+            chart.key(state.run.id), ""
+        )  # its file in the thread, once uploaded (bot/publishing/chart_sync.py)
+        shown = (
+            link(permalink, f"📊 {title}") if permalink else f"📊 {escape_text(title)} _(chart, posted in this thread)_"
+        )
+        updated = f" _updated ×{chart.version - 1}_" if chart.version > 1 else ""
+        sources = []
+        for marker in chart.sources:
+            source = state.sources.get(marker)
+            if source is None:
+                continue
+            number = numbers.get(marker)  # cited in the report: its footnote; else a link of its own
+            sources.append(f"[{number}]" if number else link(source.url, _domain(source.url)))
+        lines.append(f"{shown}{updated}" + (f"\n_Chart sources:_ {' '.join(sources)}" if sources else ""))
+    return "\n".join(lines)
+
+
+def _full_layout(
+    state: RunState,
+    report: AssembledReport,
+    urls: dict[int, str],
+    compact: bool,
+    chart_links: Mapping[str, str] | None = None,
+) -> _Blocks:
+    out = _head(state)
+    summary = _summary_text(report, urls)
+    if summary:
+        out.text(summary)
+    elif not report.sections:
+        out.text("_The report fills in here as the research finds answers._")
+    for index, (section, body) in enumerate(report.sections, 1):
+        title = _bold(f"{index}. {section.title}")
+        charts = _chart_lines(state, report, section.section_id, chart_links or {}) if state.charts else ""
+        out.text(
+            f"{title}{_revised(len(section.revisions))}\n{to_mrkdwn(body, urls)}" + (f"\n{charts}" if charts else "")
+        )
+    if report.footnotes:
+        title_chars, passage_chars = (
+            (COMPACT_SOURCE_TITLE_CHARS, COMPACT_PASSAGE_CHARS) if compact else (SOURCE_TITLE_CHARS, PASSAGE_CHARS)
+        )
+        out.text("\n".join(["*Sources*", *(_source_line(n, title_chars, passage_chars) for n in report.footnotes)]))
+    out.context(_footer(state))
+    return out
+
+
+def first_sentence(markdown: str, limit: int) -> str:
+    """The first sentence of a section body as plain words (footnote numbers dropped), shortened."""
+    if limit <= 0:
+        return ""
+    for paragraph in paragraph_texts(markdown):
+        text = _FOOTNOTE_MARK.sub("", paragraph).strip()
+        if not text:
+            continue
+        end = _SENTENCE_END.search(text)
+        return shorten(text[: end.end()] if end else text, limit)
+    return ""
+
+
+def _index(report: AssembledReport, sentence_chars: int, count: int) -> str:
+    lines = ["*Sections*"]
+    for number, (section, body) in enumerate(report.sections[:count], 1):
+        line = f"{number}. {_bold(section.title) or '_untitled_'}{_revised(len(section.revisions))}"
+        sentence = first_sentence(body, sentence_chars)
+        if sentence:
+            line += f" — {escape_text(sentence)}"
+        lines.append(line)
+    hidden = len(report.sections) - count
+    if hidden:
+        lines.append(f"… and {_plural(hidden, 'more section')}, in the file")
+    return "\n".join(lines)
+
+
+def _fit_index(report: AssembledReport, room_chars: int, room_blocks: int) -> _Blocks:
+    """The richest index that fits: shorter first sentences first, then fewer titles."""
+
+    def fits(candidate: _Blocks) -> bool:
+        return candidate.chars <= room_chars and len(candidate.blocks) <= room_blocks
+
+    total = len(report.sections)
+    for sentence_chars in INDEX_SENTENCE_STEPS:
+        candidate = _measure(_index(report, sentence_chars, total))
+        if fits(candidate):
+            return candidate
+    low, high = 0, total  # titles only: the longest prefix that fits (binary search)
+    while low < high:
+        mid = (low + high + 1) // 2
+        if fits(_measure(_index(report, 0, mid))):
+            low = mid
+        else:
+            high = mid - 1
+    return _measure(_index(report, 0, low))
+
+
+def _spill_notice(state: RunState, report: AssembledReport, attachment: Attachment, error: str | None) -> str:
+    size = f"{_plural(len(report.sections), 'section')}, {_plural(len(report.footnotes), 'source')}"
+    if error:
+        return (
+            f"⚠️ This report ({size}) is too long for one Slack message and the full text could not be "
+            f"attached (Slack answered `{escape_text(error)}`). Below: the summary and an index of the sections."
+        )
+    when = " It is refreshed as the research goes on." if not state.status.finished else ""
+    return (
+        f"📎 *The full report ({size}) is in the attached file* `{escape_text(attachment.filename)}` "
+        f"in this thread: it is too long for one Slack message, so below are the summary and an index "
+        f"of the sections.{when}"
+    )
+
+
+def _spill_layout(
+    state: RunState, report: AssembledReport, urls: dict[int, str], attachment: Attachment, error: str | None
+) -> _Blocks:
+    head = _head(state)
+    head.text(_spill_notice(state, report, attachment, error))
+    footer = _Blocks()
+    footer.context(_footer(state))
+    where = "" if error else ", listed in the file"
+    sources_total = f"*Sources*: {_plural(len(report.footnotes), 'source')} in all{where}."
+    fixed_chars = head.chars + footer.chars + len(sources_total)
+    fixed_blocks = len(head.blocks) + len(footer.blocks) + 1
+
+    summary = _measure(_summary_text(report, urls) or "_The summary is written when the research finishes._")
+    room = limits.BLOCK_TEXT_BUDGET - fixed_chars
+    if summary.chars > room - MIN_INDEX_CHARS:  # only a pathological summary gets here
+        cut = split_text(_summary_text(report, urls), max(room - MIN_INDEX_CHARS - 80, 200))[0]
+        summary = _measure(f"{cut}\n… _the summary continues in the file_")
+    index = _fit_index(report, room - summary.chars, limits.MAX_BLOCKS - fixed_blocks - len(summary.blocks))
+
+    out = head
+    out.extend(summary)
+    out.extend(index)
+    # The summary's own sources (numbered first) in full when there is room; always the total.
+    cited = [n for n in report.footnotes if re.search(rf"\[{n.number}\]", report.summary)]
+    sources = _measure(
+        "\n".join(
+            [
+                "*Sources* cited in the summary",
+                *(_source_line(n, COMPACT_SOURCE_TITLE_CHARS, COMPACT_PASSAGE_CHARS) for n in cited),
+                f"{_plural(len(report.footnotes), 'source')} in all{where}.",
+            ]
+        )
+    )
+    room_left = limits.BLOCK_TEXT_BUDGET - out.chars - footer.chars
+    if cited and sources.chars <= room_left and len(out.blocks) + len(sources.blocks) + 1 <= limits.MAX_BLOCKS:
+        out.extend(sources)
+    elif report.footnotes:
+        out.text(sources_total)
+    out.extend(footer)
+    return out
+
+
+def _attachment(state: RunState, report: AssembledReport) -> Attachment:
+    question = " ".join(state.run.question.split())
+    footer = f"{_status_plain(state)} · {_plural(state.usage.requests, 'model request')} · run {state.run.id}"
+    size = f"{_plural(len(report.sections), 'section')}, {_plural(len(report.footnotes), 'source')}"
+    return Attachment(
+        filename=f"deepthread-report-{state.run.id}.md",
+        title=f"Full report: {shorten(question, FILE_TITLE_CHARS)}",
+        content=to_markdown(question, report, footer),
+        comment=f"📎 The full report ({size}) · {_status_line(state)}",
+    )
+
+
+def render_report_parts(
+    state: RunState, *, attachment_error: str | None = None, chart_links: Mapping[str, str] | None = None
+) -> ReportRendering:
+    """The pinned report, and the file that holds the full report when the message cannot.
+
+    Tried in order: everything; everything with shorter source lines; the summary and a
+    section index in the message with the full report in the file. `attachment_error`
+    (what Slack answered when the file could not be uploaded) changes the notice. `chart_links`
+    (chart id → the permalink of its file in the thread) links each chart from its section.
+    """
+    report = assemble(state.summary, state.sections, state.sources)
+    urls = {note.number: note.source.url for note in report.footnotes}
+    attachment = None
+    for compact in (False, True):
+        layout = _full_layout(state, report, urls, compact, chart_links)
+        if layout.fits():
+            break
+    else:
+        attachment = _attachment(state, report)
+        layout = _spill_layout(state, report, urls, attachment, attachment_error)
+    # The notification text is mrkdwn too: the question is escaped like everywhere else.
+    fallback = escape_text(shorten(f"Report: {state.run.question}", limits.FALLBACK_TEXT_CHARS))
+    return ReportRendering(SlackMessage(text=fallback, blocks=layout.blocks), attachment)
+
+
+def render_report(state: RunState) -> SlackMessage:
+    return render_report_parts(state).message
+
+
+def render_help() -> str:
+    return (
+        "Ask me a research question and I will dig into it and keep a cited report pinned in "
+        "this thread, e.g. `@deepthread compare the fees and tracking error of VTI, ITOT and SCHB`."
+    )

@@ -1,0 +1,245 @@
+"""A Slack Web API client whose every write waits for the shared per-workspace limiter.
+
+`LimitedWebClient` is an `AsyncWebClient`: listeners and the publisher call it as they
+would any client. Before each write (`chat.postMessage`, `chat.update`, `pins.add`, …) it
+takes a slot in its workspace's bucket for that method (ratelimit.py); on a 429 — or an
+`ok: false` answer saying `ratelimited` — it pauses that bucket for Retry-After, for every
+caller in every process, and tries again until `patience_seconds` run out. A write refused
+for its rate is therefore retried, never dropped.
+
+Bolt builds a fresh plain client for every request; `limit_every_write(client)` is a global
+middleware that swaps it for a limited one, so listener code needs no change.
+
+The publisher wants a slot before it renders (so a call that waited sends the newest
+state): `take_slots(...)` acquires first and runs its function with those calls admitted.
+A 429 on an admitted call is raised to that caller, who renders afresh and asks again.
+The limiter is a courtesy: when Redis is unreachable, writes go straight to Slack.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from aiohttp import FormData
+from redis.exceptions import RedisError
+from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
+from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.web.async_slack_response import AsyncSlackResponse
+
+from bot.exceptions import SlotBusy
+
+from .ratelimit import SlackRateLimiter, Urgency, bucket_method, retry_after_seconds
+
+__all__ = ["PATIENCE_SECONDS", "LimitedWebClient", "SlotBusy", "is_rate_limited", "limit_every_write", "take_slots"]
+
+log = logging.getLogger(__name__)
+
+# How long one write keeps waiting out 429s before it gives up: longer than the worst outage
+# Slack's rate limiting causes (a minute or two of 429s on every method).
+PATIENCE_SECONDS = 600.0
+# A method we do not count (a read) that answers 429 with no Retry-After is tried again after this.
+UNCOUNTED_RETRY_SECONDS = 1.0
+
+T = TypeVar("T")
+
+
+@dataclass
+class _Scope:
+    """Who is calling: the workspace to count against, whether it is a final state, and the
+    calls whose slots the caller already took (each used once)."""
+
+    team: str | None
+    urgent: Urgency = False
+    admitted: list[str] = field(default_factory=list)
+
+    def admit(self, method: str) -> bool:
+        if method in self.admitted:
+            self.admitted.remove(method)
+            return True
+        return False
+
+
+_scope: ContextVar[_Scope | None] = ContextVar("deepthread_slack_scope", default=None)
+
+
+def is_rate_limited(exc: SlackApiError) -> bool:
+    return exc.response.status_code == 429 or exc.response.get("error") == "ratelimited"
+
+
+def _channel_of(*bodies: object) -> str | None:
+    for body in bodies:
+        if isinstance(body, dict) and body.get("channel"):
+            return str(body["channel"])
+    return None
+
+
+class LimitedWebClient(AsyncWebClient):
+    """An AsyncWebClient that counts every write against the shared limiter (no limiter: a plain client)."""
+
+    def __init__(
+        self,
+        *args: Any,
+        limiter: SlackRateLimiter | None = None,
+        patience_seconds: float = PATIENCE_SECONDS,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.limiter = limiter
+        self.patience_seconds = patience_seconds
+        self.team: str | None = self.default_params.get("team_id")
+        if limiter is not None:
+            # The limiter waits out 429s for every caller at once; the SDK's handler would wait for one call alone.
+            self.retry_handlers = [h for h in self.retry_handlers if not isinstance(h, AsyncRateLimitErrorRetryHandler)]
+
+    @classmethod
+    def like(
+        cls, client: AsyncWebClient, limiter: SlackRateLimiter | None, *, patience_seconds: float = PATIENCE_SECONDS
+    ) -> LimitedWebClient:
+        """The same connection settings, token and team as `client` (as Bolt copies its client)."""
+        return cls(
+            token=client.token,
+            base_url=client.base_url,
+            timeout=client.timeout,
+            ssl=client.ssl,
+            proxy=client.proxy,
+            session=client.session,
+            trust_env_in_session=client.trust_env_in_session,
+            headers=client.headers,
+            team_id=client.default_params.get("team_id"),
+            logger=client.logger,
+            retry_handlers=list(client.retry_handlers),
+            limiter=limiter,
+            patience_seconds=patience_seconds,
+        )
+
+    async def api_call(
+        self,
+        api_method: str,
+        *,
+        http_verb: str = "POST",
+        files: dict | None = None,
+        data: dict | FormData | None = None,
+        params: dict | None = None,
+        json: dict | None = None,
+        headers: dict | None = None,
+        auth: dict | None = None,
+    ) -> AsyncSlackResponse:
+        async def call() -> AsyncSlackResponse:
+            return await super(LimitedWebClient, self).api_call(
+                api_method,
+                http_verb=http_verb,
+                files=files,
+                data=data,
+                params=params,
+                json=json,
+                headers=headers,
+                auth=auth,
+            )
+
+        limiter = self.limiter
+        if limiter is None:
+            return await call()
+        scope = _scope.get()
+        team = scope.team if scope is not None else self.team
+        urgent: Urgency = scope.urgent if scope is not None else False
+        bucket = bucket_method(api_method, _channel_of(json, data, params))
+        counted = limiter.counts(api_method)
+        give_up_at = time.monotonic() + self.patience_seconds
+        while True:
+            admitted = scope is not None and scope.admit(api_method)
+            if not admitted and counted:
+                await self._acquire(team, bucket, urgent)
+            try:
+                return await call()
+            except SlackApiError as exc:
+                if not is_rate_limited(exc):
+                    raise
+                seconds = retry_after_seconds(exc.response.headers)
+                if counted:
+                    await self._pause(team, bucket, seconds)
+                if admitted or time.monotonic() + seconds > give_up_at:
+                    raise  # the caller who took the slot retries itself; or patience ran out
+                log.info("Slack rate-limited %s; trying again in %.1f s", api_method, seconds)
+                if not counted:
+                    await asyncio.sleep(seconds or UNCOUNTED_RETRY_SECONDS)
+
+    async def _acquire(self, team: str | None, bucket: str, urgent: Urgency, *, wait: bool = True) -> None:
+        assert self.limiter is not None
+        try:
+            if wait:
+                await self.limiter.acquire(team, bucket, urgent=urgent)
+                return
+            busy = await self.limiter.try_acquire(
+                team, bucket, urgent=urgent if isinstance(urgent, bool) else await urgent()
+            )
+            if busy > 0:
+                raise SlotBusy(bucket, busy)
+        except RedisError as exc:  # Slack writes must not stop because the limiter's Redis is away
+            log.warning("rate limiter unavailable (%s); calling Slack %s without it", exc, bucket)
+
+    async def _pause(self, team: str | None, bucket: str, seconds: float) -> None:
+        assert self.limiter is not None
+        try:
+            await self.limiter.pause(team, bucket, seconds)
+        except RedisError as exc:
+            log.warning("rate limiter unavailable (%s); waiting out Slack's %.1f s alone", exc, seconds)
+            await asyncio.sleep(seconds)
+
+
+async def take_slots(
+    client: AsyncWebClient,
+    team: str | None,
+    methods: str | tuple[str, ...],
+    fn: Callable[[], Awaitable[T]],
+    *,
+    urgent: Urgency = False,
+    patience_seconds: float = PATIENCE_SECONDS,
+    wait: bool = True,
+) -> T:
+    """`await fn()` once a slot is free in every bucket it uses, those calls admitted.
+
+    `fn` runs after the wait, so it can build what it sends from the newest state. A 429
+    pauses the bucket and `fn` runs again after the pause (within `patience_seconds`).
+    `urgent` calls (final states) may use the slots routine calls leave free. With
+    `wait=False`, a busy bucket raises SlotBusy at once (for calls that must not hold up others).
+    """
+    names = (methods,) if isinstance(methods, str) else methods
+    limited = client if isinstance(client, LimitedWebClient) and client.limiter is not None else None
+    give_up_at = time.monotonic() + patience_seconds
+    while True:
+        scope = _Scope(team=team, urgent=urgent)
+        if limited is not None and limited.limiter is not None:
+            counted = [method for method in names if limited.limiter.counts(method)]
+            for method in counted:
+                await limited._acquire(team, method, urgent, wait=wait)  # one module's two halves
+            scope.admitted = counted
+        token = _scope.set(scope)
+        try:
+            return await fn()
+        except SlackApiError as exc:
+            if limited is None or not is_rate_limited(exc) or time.monotonic() > give_up_at:
+                raise
+            # The client paused the bucket; the next acquire waits the pause out.
+        finally:
+            _scope.reset(token)
+
+
+def limit_every_write(client: LimitedWebClient) -> Callable[..., Awaitable[None]]:
+    """A Bolt global middleware: each request's client becomes a limited one on `client`'s limiter."""
+
+    async def middleware(
+        context: Any, next: Callable[[], Awaitable[None]]
+    ) -> None:  # `next`: Bolt passes arguments by name
+        plain = context.get("client")
+        if plain is not None and not isinstance(plain, LimitedWebClient):
+            context["client"] = LimitedWebClient.like(plain, client.limiter, patience_seconds=client.patience_seconds)
+        await next()
+
+    return middleware

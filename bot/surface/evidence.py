@@ -1,0 +1,75 @@
+"""`source 3` and `sources` in the thread: the evidence behind the report's footnotes.
+
+Footnote numbers are the report's own (numbered in order of first citation, summary first),
+so what a reader types is what they see. The passage, the page text around it and its
+fetch time come from run state: the evidence survives the page changing or disappearing.
+"""
+
+from __future__ import annotations
+
+import re
+
+from agent import AssembledReport, Footnote, assemble, domain_of, shorten
+from bot.slack.mrkdwn import escape_text, link
+from jobs import RunState
+
+SOURCE_COMMAND = re.compile(r"^\s*(?:<@\w+>\s*)?(?:source|footnote)\s+\[?(\d+)\]?\s*$", re.IGNORECASE)
+SOURCES_COMMAND = re.compile(r"^\s*(?:<@\w+>\s*)?sources\s*$", re.IGNORECASE)
+# A thread reply stays well inside Slack's 40,000 characters and readable on a phone.
+PASSAGE_CHARS = 2_500
+CONTEXT_CHARS = 1_500
+SOURCES_LISTED = 60
+TITLE_CHARS = 90
+
+
+def _report(state: RunState) -> AssembledReport:
+    return assemble(state.summary, state.sections, state.sources)
+
+
+def _quote(text: str) -> str:
+    return "\n".join(f"> {escape_text(line)}" if line.strip() else ">" for line in text.splitlines())
+
+
+def source_reply(state: RunState, number: int) -> str:
+    notes = _report(state).footnotes
+    note = next((n for n in notes if n.number == number), None)
+    if note is None:
+        known = f"1–{len(notes)}" if notes else "none yet"
+        return f"The report has no footnote {number} (footnotes: {known}). Reply `sources` for the list."
+    s = note.source
+    kind = (
+        "page excerpt, verified word for word against the page"
+        if s.kind == "excerpt"
+        else "search snippet only (the page itself was not read)"
+    )
+    lines = [
+        f"*[{number}]* {link(s.url, shorten(s.title, TITLE_CHARS) or domain_of(s.url))} · "
+        f"{escape_text(domain_of(s.url))}",
+        f"Fetched {s.retrieved_at:%Y-%m-%d %H:%M} UTC · {kind} · cited as `[{escape_text(s.marker)}]`",
+    ]
+    if s.page_sha256:
+        lines.append(f"Page text SHA-256: `{s.page_sha256[:16]}…` (to tell whether the page has changed since)")
+    lines += ["*The passage:*", _quote(shorten(s.passage, PASSAGE_CHARS))]
+    if s.context and s.context != s.passage:
+        lines += ["*Around it on the page:*", _quote(shorten(s.context, CONTEXT_CHARS))]
+    return "\n".join(lines)
+
+
+def _listing(note: Footnote) -> str:
+    s = note.source
+    kind = "excerpt" if s.kind == "excerpt" else "snippet only"
+    return (
+        f"[{note.number}] {link(s.url, shorten(s.title, TITLE_CHARS) or domain_of(s.url))} · "
+        f"{escape_text(domain_of(s.url))} · {kind} · fetched {s.retrieved_at:%Y-%m-%d}"
+    )
+
+
+def sources_reply(state: RunState) -> str:
+    notes = _report(state).footnotes
+    if not notes:
+        return "The report cites no sources yet."
+    lines = [f"*Sources cited in the report* ({len(notes)}): reply `source N` for a footnote's full passage."]
+    lines += [_listing(n) for n in notes[:SOURCES_LISTED]]
+    if len(notes) > SOURCES_LISTED:
+        lines.append(f"… and {len(notes) - SOURCES_LISTED} more: `source N` opens any of them.")
+    return "\n".join(lines)

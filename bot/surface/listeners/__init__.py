@@ -1,0 +1,17 @@
+"""Listeners grouped by what they react to; each group registers itself on the app."""
+
+from __future__ import annotations
+
+from slack_bolt.async_app import AsyncApp
+
+from bot.services import Services
+
+from . import actions, commands, mentions, messages, reactions
+
+
+def register(app: AsyncApp, services: Services) -> None:
+    mentions.register(app, services)
+    messages.register(app, services)
+    reactions.register(app, services)
+    actions.register(app, services)
+    commands.register(app, services)

@@ -1,0 +1,50 @@
+"""`/deepthread …`: the slash command. Answered in the ack itself (only the person sees it), so
+the reply needs no channel membership and arrives within Slack's 3 s."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from redis.exceptions import RedisError
+from slack_bolt.async_app import AsyncAck, AsyncApp
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.desk.commands import spend_command
+from bot.services import Services
+
+__all__ = ["SLASH_COMMAND", "register"]
+
+log = logging.getLogger(__name__)
+
+SLASH_COMMAND = "/deepthread"  # as declared in manifest.yml (features.slash_commands)
+HELP = (
+    "`/deepthread usage` shows this month's spend: total, per channel, per person, the most expensive runs. "
+    "Admins set monthly budgets with `/deepthread budget #channel $50/month`, "
+    "`/deepthread budget workspace $200/month` or `/deepthread budget #channel off`. "
+    "To ask a research question, mention @deepthread in a channel or send me a direct message."
+)
+STORAGE_DOWN = "My storage is not answering right now, so I cannot read the spend. Please try again in a minute."
+
+
+def register(app: AsyncApp, services: Services) -> None:
+    @app.command(SLASH_COMMAND)
+    async def on_command(ack: AsyncAck, command: dict[str, Any], client: AsyncWebClient) -> None:
+        await ack(text=await answer(services, client, command))
+
+
+async def answer(services: Services, client: AsyncWebClient, command: dict[str, Any]) -> str:
+    text = str(command.get("text") or "").strip()
+    try:
+        reply = await spend_command(
+            services,
+            client,
+            team=command.get("team_id"),
+            channel=command.get("channel_id"),
+            user=str(command.get("user_id") or ""),
+            text=text,
+        )
+    except RedisError as exc:
+        log.error("slash command: run storage unavailable: %s", exc)
+        return STORAGE_DOWN
+    return reply if reply is not None else HELP

@@ -1,0 +1,68 @@
+"""Thread replies: a note for the running loop, "go deeper", or a continuation after the end.
+Our own messages, other bots, edits, deletions and messages mentioning us (the mention
+listener handles those) are ignored."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from pydantic import ValidationError
+from redis.exceptions import RedisError
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.services import EVENT_DEDUPE_TTL_SECONDS, Services
+from bot.slack.events import MessageEvent
+from bot.surface.steering import thread_message
+
+from .mentions import handle_question, storage_down
+
+log = logging.getLogger(__name__)
+
+
+def register(app: AsyncApp, services: Services) -> None:
+    @app.event("message")
+    async def on_message(event: dict[str, Any], body: dict[str, Any], client: AsyncWebClient) -> None:
+        try:
+            await handle_message(services, client, event, body)
+        except RedisError as exc:
+            await storage_down(client, event, exc)
+
+
+async def handle_message(
+    services: Services, client: AsyncWebClient, event: dict[str, Any], body: dict[str, Any]
+) -> None:
+    try:
+        message = MessageEvent.model_validate(event)
+    except ValidationError:
+        return
+    direct = message.channel_type == "im"
+    if message.subtype or message.bot_id or not message.user or not (message.thread_ts or direct):
+        return  # edits, deletions, bots (us included) and top-level chatter in channels
+    if message.user == services.bot_user_id or (services.bot_user_id and f"<@{services.bot_user_id}>" in message.text):
+        return
+    event_id = body.get("event_id") or f"{message.channel}:{message.ts}"
+    if not await services.runs.claim_event(f"event:{event_id}", EVENT_DEDUPE_TTL_SECONDS):
+        return
+    if message.thread_ts is None:  # a direct message to the bot is a question
+        await handle_question(
+            services,
+            client,
+            channel=message.channel,
+            thread_ts=message.ts,
+            user=message.user,
+            question=message.text.strip(),
+            team=body.get("team_id"),
+        )
+        return
+    await thread_message(
+        services,
+        client,
+        channel=message.channel,
+        thread_ts=message.thread_ts,
+        ts=message.ts,
+        user=message.user,
+        text=message.text,
+        event_id=event_id,
+    )

@@ -1,0 +1,174 @@
+"""What a person in the thread can do to a run: stop it, upgrade it, steer it, continue it.
+
+Shared by the listeners (messages, mentions, reactions, buttons) so each rule lives once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.desk.commands import spend_command
+from bot.desk.recheck import handle_recheck, parse_recheck
+from bot.publishing.lifecycle import launch_and_post
+from bot.services import Services
+from bot.slack.mrkdwn import escape_text, shorten_mrkdwn, to_mrkdwn
+from bot.slack.replies import reply, reply_privately
+from jobs import RunState, Upgrade
+
+from .evidence import SOURCE_COMMAND, SOURCES_COMMAND, source_reply, sources_reply
+
+log = logging.getLogger(__name__)
+
+GO_DEEPER = re.compile(r"^\s*(?:<@\w+>\s*)?(?:please\s+)?go\s+deeper\b[\s.!]*$", re.IGNORECASE)
+HISTORY = re.compile(r"^\s*(?:<@\w+>\s*)?history(?:\s+(sec\d+))?\s*$", re.IGNORECASE)
+# Earlier revisions shown per section in the thread, newest first (the rest via `deepthread inspect`).
+HISTORY_REVISIONS_SHOWN = 5
+NOTE_ACK_REACTION = "memo"
+NOTED = "Noted: I will take this into account from the next step on."
+
+
+async def may_stop(services: Services, client: AsyncWebClient, state: RunState, user: str) -> bool:
+    if user == state.run.requester or user in services.admins:
+        return True
+    try:
+        info = await client.users_info(user=user)
+        return bool(info["user"].get("is_admin") or info["user"].get("is_owner"))
+    except SlackApiError:
+        return False  # without users:read we cannot tell; only the requester and listed admins may stop
+
+
+async def stop_run(services: Services, client: AsyncWebClient, state: RunState, user: str, channel: str) -> None:
+    run = state.run
+    if state.status.finished:
+        return
+    if not await may_stop(services, client, state, user):
+        who = f"<@{run.requester}> (who asked)" if run.requester else "the person who asked"
+        await reply_privately(client, channel, user, f"Only {who} or a workspace admin can stop this run.")
+        return
+    # The fallback (end the run as stopped and kill its job if it has not wound down after
+    # DEEPTHREAD_HARD_STOP_SECONDS) is recorded with the request: serve or a worker carries it out.
+    if not await services.runs.request_stop(run.id, f"<@{user}>"):
+        return  # already stopping
+    log.info("run %s: stop requested by %s", run.id, user)
+
+
+async def thread_message(
+    services: Services,
+    client: AsyncWebClient,
+    *,
+    channel: str,
+    thread_ts: str,
+    ts: str,
+    user: str,
+    text: str,
+    event_id: str,
+) -> None:
+    """A human's message in a thread that has runs: upgrade, steer, or continue."""
+    latest = await services.runs.latest_in_thread(channel, thread_ts)
+    if latest is None:
+        return  # not a thread of ours
+    text = text.strip()
+    if not text:
+        return
+    recheck = parse_recheck(text)
+    if recheck is not None:
+        await handle_recheck(services, client, latest, recheck, user)
+        return
+    answer = await spend_command(services, client, team=latest.run.team, channel=channel, user=user, text=text)
+    if answer is not None:  # `usage`, `budget …`
+        await reply(client, channel, thread_ts, answer)
+        return
+    if GO_DEEPER.match(text):
+        await go_deeper(services, client, latest, event_id, channel)
+        return
+    wanted = HISTORY.match(text)
+    if wanted:
+        await reply(client, channel, thread_ts, section_history(latest, wanted.group(1)))
+        return
+    footnote = SOURCE_COMMAND.match(text)
+    if footnote or SOURCES_COMMAND.match(text):
+        answer = source_reply(latest, int(footnote.group(1))) if footnote else sources_reply(latest)
+        await reply(client, channel, thread_ts, answer)
+        return
+    if not latest.status.finished:
+        if await services.runs.add_note(latest.run.id, event_id, f"<@{user}>", text):
+            await _acknowledge(client, channel, ts, thread_ts, NOTED)
+        return
+    await continue_thread(services, client, latest, text, user, event_id, ts)
+
+
+def section_history(state: RunState, section_id: str | None) -> str:
+    """Earlier revisions of the report's sections, as a thread reply."""
+    sections = [s for s in state.sections if section_id in (None, s.section_id)]
+    if not sections:
+        known = ", ".join(s.section_id for s in state.sections) or "none yet"
+        return f"There is no section {section_id} in this report (sections: {known})."
+    revised = [s for s in sections if s.revisions]
+    if not revised:
+        return (
+            "No section of this report has been revised."
+            if section_id is None
+            else f"{section_id} has not been revised."
+        )
+    lines = []
+    for section in revised:
+        # Model text: escaped like every other field the bot sends (no mention through a reason).
+        lines.append(f"*{section.section_id} {escape_text(section.title)}*: revised ×{len(section.revisions)}")
+        for n, revision in reversed(list(enumerate(section.revisions, 1))):
+            if len(section.revisions) - n >= HISTORY_REVISIONS_SHOWN:
+                break
+            quoted = "\n".join("> " + line for line in shorten_mrkdwn(to_mrkdwn(revision.body), 300).split("\n"))
+            lines.append(f"• version {n}, replaced because: {escape_text(revision.reason)}\n{quoted}")
+    return "\n".join(lines)
+
+
+async def go_deeper(services: Services, client: AsyncWebClient, state: RunState, event_id: str, channel: str) -> None:
+    run = state.run
+    upgrade = await services.runs.upgrade(run.id, event_id)
+    if upgrade == Upgrade.next_run:
+        await reply(
+            client,
+            channel,
+            run.thread_ts,
+            "This run has ended; the next one in this thread (reply with what to look into) will use the deep budget.",
+        )
+    elif upgrade == Upgrade.raised:
+        await reply(
+            client,
+            channel,
+            run.thread_ts,
+            "Going deeper: this run's budget is raised to the deep profile from its next step.",
+        )
+
+
+async def continue_thread(
+    services: Services, client: AsyncWebClient, parent: RunState, request: str, user: str, event_id: str, ts: str
+) -> None:
+    """Continue the research; a reply that lost the race to another becomes a note of its run."""
+    run = parent.run
+    over_budget = await asyncio.to_thread(services.spend.cap_refusal, run.team, run.channel or "")
+    if over_budget:  # the monthly budget is spent: no continuation starts
+        await reply(client, run.channel or "", run.thread_ts, over_budget)
+        return
+    continuation = await services.runs.continue_from(
+        parent, request, requester=user, author=f"<@{user}>", event_id=event_id
+    )
+    if continuation is None:
+        return  # a repeated delivery
+    if continuation.started:
+        await launch_and_post(services, client, continuation.state, continuing=True)
+    else:
+        await _acknowledge(client, parent.run.channel or "", ts, parent.run.thread_ts or "", NOTED)
+
+
+async def _acknowledge(client: AsyncWebClient, channel: str, ts: str, thread_ts: str, fallback: str) -> None:
+    try:
+        await client.reactions_add(channel=channel, timestamp=ts, name=NOTE_ACK_REACTION)
+    except SlackApiError as exc:
+        if exc.response.get("error") != "already_reacted":
+            await reply(client, channel, thread_ts, fallback)

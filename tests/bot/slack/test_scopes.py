@@ -1,0 +1,101 @@
+"""Slack scopes match what the code calls: the manifest, the bot's list and a scope-enforcing fake.
+
+The fake Slack grants the token exactly the manifest's bot scopes (reported in `x-oauth-scopes`)
+and answers a method called without its scope with `missing_scope`, `needed` and `provided`, as
+Slack does. The `fake_slack` fixture fails any test whose traffic met such a refusal, so the whole
+suite's Slack traffic is checked; the tests here check the code statically and the fake itself.
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+
+import pytest
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.slack.scopes import REQUIRED_BOT_SCOPES
+from tests.fakes.scopes import APP_LEVEL_SCOPES, HISTORY_SCOPES, METHOD_SCOPES, manifest_bot_scopes
+from tests.fakes.slack import FakeSlack
+from tests.paths import ROOT
+
+SDK_METHODS = {name for name, _ in inspect.getmembers(AsyncWebClient, inspect.iscoroutinefunction)
+               if not name.startswith("_")}
+
+
+def _api_methods(sdk_name: str, seen: frozenset[str] = frozenset()) -> set[str]:
+    """The Web API methods one SDK call makes (files_upload_v2 makes two)."""
+    source = inspect.getsource(getattr(AsyncWebClient, sdk_name))
+    methods = set(re.findall(r'api_call\(\s*"([^"]+)"', source))
+    for inner in set(re.findall(r"self\.(\w+)\(", source)) & SDK_METHODS - seen - {sdk_name}:
+        methods |= _api_methods(inner, seen | {sdk_name})
+    return methods
+
+
+def sdk_calls_in_code() -> dict[str, set[str]]:
+    """SDK method name → the files that call it, over every module the bot runs."""
+    calls: dict[str, set[str]] = {}
+    for path in sorted((ROOT / "bot").rglob("*.py")) + sorted((ROOT / "jobs").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in SDK_METHODS:
+                calls.setdefault(node.func.attr, set()).add(str(path.relative_to(ROOT)))
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "api_call"
+                    and node.args and isinstance(node.args[0], ast.Constant)):
+                calls.setdefault(f"api_call:{node.args[0].value}", set()).add(str(path.relative_to(ROOT)))
+    return calls
+
+
+def test_every_slack_method_the_code_calls_is_granted_by_the_manifest() -> None:
+    granted = manifest_bot_scopes()
+    calls = sdk_calls_in_code()
+    assert "chat_update" in calls and "pins_add" in calls, "the scan finds the calls we know of"
+    problems = []
+    for sdk_name, files in sorted(calls.items()):
+        methods = ({sdk_name.split(":", 1)[1]} if sdk_name.startswith("api_call:")
+                   else _api_methods(sdk_name))
+        for method in sorted(methods):
+            if method in APP_LEVEL_SCOPES:
+                continue  # the app-level token's scope (Socket Mode), not a bot scope
+            if method not in METHOD_SCOPES:
+                problems.append(f"{method} ({', '.join(sorted(files))}): teach tests/fakes/scopes.py its scope")
+                continue
+            needed = METHOD_SCOPES[method]
+            options = [tuple(HISTORY_SCOPES.values())] if needed == ("<history>",) else [needed]
+            for scopes in options:
+                if scopes and not granted & set(scopes):
+                    problems.append(f"{method} ({', '.join(sorted(files))}) needs {' or '.join(scopes)}")
+    assert not problems, "manifest.yml lacks scopes the code needs:\n" + "\n".join(problems)
+
+
+def test_the_manifest_asks_for_exactly_the_scopes_the_bot_declares() -> None:
+    assert manifest_bot_scopes() == set(REQUIRED_BOT_SCOPES)
+
+
+def test_stopping_someone_elses_run_is_covered_users_info_needs_users_read() -> None:
+    assert "users_info" in sdk_calls_in_code()
+    assert "users:read" in manifest_bot_scopes()
+
+
+async def test_a_method_called_without_its_scope_is_refused_as_slack_refuses_it(fake_slack: FakeSlack) -> None:
+    fake_slack.scopes = manifest_bot_scopes() - {"pins:write"}
+    client = AsyncWebClient(token="xoxb-test", base_url=f"{fake_slack.url}/api/")
+    posted = await client.chat_postMessage(channel="C1", text="hello")
+    assert "chat:write" in posted.headers["x-oauth-scopes"].split(",")
+    with pytest.raises(SlackApiError) as refused:
+        await client.pins_add(channel="C1", timestamp=posted["ts"])
+    assert refused.value.response["error"] == "missing_scope"
+    assert refused.value.response["needed"] == "pins:write"
+    assert "pins:write" not in refused.value.response["provided"].split(",")
+    assert fake_slack.scope_refusals == [("pins.add", "pins:write")]
+
+
+async def test_history_scope_depends_on_the_kind_of_conversation(fake_slack: FakeSlack) -> None:
+    fake_slack.scopes = {"chat:write", "channels:history"}
+    client = AsyncWebClient(token="xoxb-test", base_url=f"{fake_slack.url}/api/")
+    public = fake_slack.add_user_message("C1", "a question", "U1")
+    private = fake_slack.add_user_message("G1", "a question", "U1")
+    await client.conversations_replies(channel="C1", ts=public)  # public channel: granted
+    with pytest.raises(SlackApiError) as refused:
+        await client.conversations_replies(channel="G1", ts=private)
+    assert refused.value.response["needed"] == "groups:history"
