@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import AliasChoices, Field, SecretStr, ValidationInfo, field_validator
+from pydantic_core import PydanticUseDefault
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from agent import AgentConfig, Caps, FetchConfig, SearchConfig, SearchProvider
@@ -33,12 +34,21 @@ ProgressMode = Literal["stream", "message"]
 DATA_DIR_VARIABLE = "DEEPTHREAD_DATA_DIR"
 
 
+def is_blank(value: object) -> bool:
+    """The one rule for every setting: an empty or whitespace-only value means unset (compose files
+    and PaaS dashboards often leave `SLACK_APP_TOKEN=`, which must not switch anything on or off)."""
+    if isinstance(value, SecretStr):
+        value = value.get_secret_value()
+    return isinstance(value, str) and not value.strip()
+
+
 def default_data_dir(env: Mapping[str, str] = os.environ) -> Path:
     """Where `deepthread up` keeps its embedded Redis unless DEEPTHREAD_DATA_DIR says otherwise: the XDG data home."""
-    if env.get(DATA_DIR_VARIABLE):
-        return Path(env[DATA_DIR_VARIABLE]).expanduser()
-    xdg = env.get("XDG_DATA_HOME")
-    return (Path(xdg).expanduser() if xdg else Path.home() / ".local" / "share") / "deepthread"
+    chosen = env.get(DATA_DIR_VARIABLE, "")
+    if not is_blank(chosen):
+        return Path(chosen.strip()).expanduser()
+    xdg = env.get("XDG_DATA_HOME", "")
+    return (Path(xdg.strip()).expanduser() if not is_blank(xdg) else Path.home() / ".local" / "share") / "deepthread"
 
 
 @dataclass(frozen=True)
@@ -114,7 +124,21 @@ class Settings(BaseSettings):
         default=HARD_STOP_SECONDS, gt=0, validation_alias=_env("DEEPTHREAD_HARD_STOP_SECONDS")
     )
     # Where `deepthread up` keeps its embedded Redis (append-only file), so a restart keeps every run.
-    data_dir: Path = Field(default_factory=default_data_dir, validation_alias=_env(DATA_DIR_VARIABLE))
+    data_dir: Path = Field(default_factory=lambda: default_data_dir(), validation_alias=_env(DATA_DIR_VARIABLE))
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: Any, info: ValidationInfo) -> Any:
+        # Defaults are validated too (validate_default): a blank default ("" for lists) is itself.
+        if is_blank(value) and not (info.field_name and value == cls.model_fields[info.field_name].default):
+            raise PydanticUseDefault()  # the field's default, exactly as if the variable were absent
+        return value
+
+    @property
+    def socket_mode(self) -> bool:
+        """Socket Mode when SLACK_APP_TOKEN is set (a blank one is unset), else HTTP mode: decided here
+        alone, so the Bolt app's request verification and the choice of transport cannot disagree."""
+        return self.slack_app_token is not None
 
     @staticmethod
     def id_set(value: str) -> frozenset[str]:
@@ -165,3 +189,21 @@ class Settings(BaseSettings):
 
     def budget_defaults(self) -> BudgetDefaults:
         return BudgetDefaults(channel_usd=self.channel_budget_usd, workspace_usd=self.workspace_budget_usd)
+
+
+def variable_names() -> list[str]:
+    """Every environment variable Settings reads, by its name."""
+    names = []
+    for field in Settings.model_fields.values():
+        alias = field.validation_alias
+        if isinstance(alias, AliasChoices):
+            names += [str(choice) for choice in alias.choices]
+    return names
+
+
+def blank_variables(env: Mapping[str, str] = os.environ) -> list[str]:
+    """The variables Settings reads that are present in `env` but empty or whitespace-only (each
+    counts as unset; `deepthread doctor` says so, since a blank that was meant to be a value is
+    the usual way a deployment loses a secret)."""
+    present = {name.upper(): value for name, value in env.items()}
+    return [name for name in variable_names() if name.upper() in present and is_blank(present[name.upper()])]

@@ -32,6 +32,14 @@ PROVIDER_KEYS = {
 }
 
 
+def blank_problems(blank: list[str]) -> list[str]:
+    """One line per variable that is present but empty or whitespace-only: it counts as unset."""
+    return [
+        f"{name} is set but blank, so it counts as unset: give it a value, or remove it from the environment"
+        for name in blank
+    ]
+
+
 def slack_problems(settings: Settings) -> list[str]:
     problems = []
     token = settings.secret("slack_bot_token")

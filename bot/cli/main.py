@@ -15,9 +15,9 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from agent import MAX_QUESTION_CHARS
-from bot.settings import DATA_DIR_VARIABLE, Settings
+from bot.settings import DATA_DIR_VARIABLE, Settings, blank_variables
 
-from .doctor import check
+from .doctor import blank_problems, check
 
 log = logging.getLogger("deepthread")
 
@@ -41,7 +41,7 @@ def require(settings: Settings, command: str) -> None:
 
 
 def cmd_doctor(settings: Settings, args: argparse.Namespace) -> int:
-    problems = check(settings, "doctor")
+    problems = blank_problems(blank_variables()) + check(settings, "doctor")
     if args.live:
         from .doctor_live import live_problems
 
@@ -49,7 +49,7 @@ def cmd_doctor(settings: Settings, args: argparse.Namespace) -> int:
     for problem in problems:
         print(problem)
     if not problems:
-        mode = "Socket Mode" if settings.slack_app_token else f"HTTP mode on port {settings.port}"
+        mode = "Socket Mode" if settings.socket_mode else f"HTTP mode on port {settings.port}"
         checked = "checked live" if args.live else "looks complete"
         print(f"Configuration {checked}: {mode}, search via {settings.search}, model {settings.model}.")
     return 1 if problems else 0

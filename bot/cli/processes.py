@@ -15,6 +15,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 import jobs
 from bot.desk.recheck import RECHECK_CHECK_SECONDS, post_recheck_news
+from bot.exceptions import UNVERIFIED_HTTP_MODE
 from bot.publishing.orphans import ORPHAN_CHECK_SECONDS, post_orphans
 from bot.publishing.publisher import Publisher
 from bot.services import Services
@@ -49,6 +50,9 @@ async def _every(seconds: float, check: Callable[[], Awaitable[object]], stop: a
 
 async def serve(settings: Settings) -> int:
     assert settings.redis_url
+    if not settings.socket_mode and settings.secret("slack_signing_secret") is None:
+        log.error(UNVERIFIED_HTTP_MODE)  # before anything listens or reaches Slack
+        return 2
     redis = connect(settings.redis_url)
     async_redis = connect_async(settings.redis_url)
     client = slack_client(settings)
@@ -108,7 +112,7 @@ async def serve(settings: Settings) -> int:
 
     app_token = settings.secret("slack_app_token")
     code = 0
-    if app_token:
+    if settings.socket_mode and app_token:
         code = await _socket_mode(app, client, app_token, stop)
     else:
         runner = web.AppRunner(web_app(app), access_log=None)

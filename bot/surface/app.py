@@ -9,6 +9,7 @@ from slack_bolt.authorization import AuthorizeResult
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler, async_default_handlers
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.exceptions import UnverifiedHttpMode
 from bot.services import Services
 from bot.settings import Settings
 from bot.slack.client import LimitedWebClient, limit_every_write
@@ -70,12 +71,16 @@ def build_app(settings: Settings, services: Services, client: AsyncWebClient, id
     async def authorize(**_: object) -> AuthorizeResult:
         return identity  # one workspace, one token: no auth.test per event
 
+    secret = settings.secret("slack_signing_secret")
+    if not settings.socket_mode and secret is None:
+        # Anyone who can reach the port could forge commands, stops and spending mentions.
+        raise UnverifiedHttpMode()
     app = AsyncApp(
         client=client,
-        signing_secret=settings.secret("slack_signing_secret") or "",
+        signing_secret=secret or "",
         authorize=authorize,
-        # Socket Mode frames are not signed; HTTP requests are.
-        request_verification_enabled=settings.slack_app_token is None,
+        # Socket Mode frames are not signed (the bot opened the connection); HTTP requests always are.
+        request_verification_enabled=not settings.socket_mode,
         ignoring_self_events_enabled=True,
     )
     if isinstance(client, LimitedWebClient):

@@ -140,3 +140,40 @@ def reaction_added_event(
         "event_ts": new_ts(),
     }
     return _envelope(event, event_id=event_id, team_id=team_id, bot_user_id=bot_user_id)
+
+
+def form_body(fields: dict[str, str]) -> str:
+    """A form-encoded body, as Slack posts slash commands and interactions over HTTP."""
+    from urllib.parse import urlencode
+
+    return urlencode(fields)
+
+
+def slash_command_form(text: str, *, command: str = "/deepthread", user: str = "U0ANA", channel: str = "C0TEST",
+                       team_id: str = TEAM_ID) -> str:
+    """A slash command's HTTP body (application/x-www-form-urlencoded)."""
+    from tests.fakes.slack_commands import slash_command_payload
+
+    return form_body(slash_command_payload(command, text, user=user, channel=channel, team_id=team_id))
+
+
+def block_action_form(action_id: str, *, user: str = "U0ANA", channel: str = "C0TEST", message_ts: str,
+                      team_id: str = TEAM_ID) -> str:
+    """A button press's HTTP body: `payload=` the block_actions JSON, form-encoded."""
+    import json
+
+    payload = {
+        "type": "block_actions",
+        "user": {"id": user, "team_id": team_id},
+        "team": {"id": team_id, "domain": "deepthread-test"},
+        "api_app_id": APP_ID,
+        "container": {"type": "message", "message_ts": message_ts, "channel_id": channel, "is_ephemeral": False},
+        "channel": {"id": channel},
+        "message": {"ts": message_ts, "type": "message"},
+        "trigger_id": f"{secrets.randbelow(10**12)}.{secrets.token_hex(8)}",
+        "actions": [{"action_id": action_id, "block_id": "b1", "type": "button", "action_ts": new_ts()}],
+    }
+    return form_body({"payload": json.dumps(payload)})
+
+
+FORM = "application/x-www-form-urlencoded"

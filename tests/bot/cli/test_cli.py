@@ -71,3 +71,14 @@ def test_up_starts_its_own_redis_and_worker(tmp_path: Path, fake_slack: FakeSlac
         wait_for(lambda: "Final" in block_text(fake_slack.message("C0TEST", replies[1].ts)), 30, "the final report")
     log = (tmp_path / "up.log").read_text()
     assert "Started a local redis-server" in log
+
+
+def test_doctor_reports_blank_but_present_variables_as_such(redis_url: str) -> None:
+    done = deepthread("doctor", SLACK_BOT_TOKEN="xoxb-1", SLACK_SIGNING_SECRET="s", ANTHROPIC_API_KEY="k",
+                      REDIS_URL=redis_url, SLACK_APP_TOKEN="", BRAVE_API_KEY="   ")
+    assert done.returncode == 1
+    lines = done.stdout.strip().splitlines()
+    assert lines == [
+        "SLACK_APP_TOKEN is set but blank, so it counts as unset: give it a value, or remove it from the environment",
+        "BRAVE_API_KEY is set but blank, so it counts as unset: give it a value, or remove it from the environment",
+    ]
