@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from .checkpoint import CheckpointStore
 from .context.requestlog import RequestLog
 from .control import MemoryControl, RunControl
-from .results import MemoryResultStore, ResultStore
+from .results import FileRefusals, MemoryFileRefusals, MemoryResultStore, ResultStore
 
 __all__ = ["RunBackend"]
 
@@ -22,3 +22,4 @@ class RunBackend:
     checkpoints: CheckpointStore | None = None  # None: a crash is not resumed
     request_log: RequestLog | None = None  # None: model requests are not logged
     control: RunControl = field(default_factory=MemoryControl)  # stops, upgrades, notes
+    refusals: FileRefusals = field(default_factory=MemoryFileRefusals)  # files that could not be read, by version

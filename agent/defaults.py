@@ -125,3 +125,35 @@ TASK_MIN_SECONDS = 60
 TASK_FAILED_LEADS = 10
 # The thread's progress line names each branch with at most this much of its objective.
 TASK_LABEL_CHARS = 40
+
+# Converting documents (thread files; PDFs and Office files from the web): each in a child process
+# with OS limits, so a file built to exhaust a parser costs one killed child, never the worker.
+# Address space of the child: the interpreter with every parser imported is ~200 MB; a file needs
+# the rest. Keeps a hostile file's memory within 500 MB of an ordinary one's.
+CONVERT_MEMORY_BYTES = 512 * 1024 * 1024
+# CPU seconds the child may use (the OS ends it past this), and the wall time after which it is killed.
+CONVERT_CPU_SECONDS = 20
+CONVERT_WALL_SECONDS = 25.0
+# The child stops reading more pages or rows after this long and returns what it has, with a note.
+CONVERT_SOFT_SECONDS = 12.0
+# Text a conversion returns at most (about 500k tokens): more is never read and would only fill memory.
+CONVERT_MAX_CHARS = 2_000_000
+# Zip containers (DOCX, XLSX, PPTX) are checked before any member is read: a member may inflate at
+# most this many times its compressed size once it is over ZIP_RATIO_FLOOR_BYTES (XML inflates
+# 5–20-fold, zeros a thousandfold), all members together to at most ZIP_MAX_TOTAL_BYTES.
+ZIP_MAX_RATIO = 100
+ZIP_RATIO_FLOOR_BYTES = 1024 * 1024
+ZIP_MAX_TOTAL_BYTES = 128 * 1024 * 1024
+ZIP_MAX_MEMBERS = 10_000
+# Tables (XLSX sheets, CSV): rows kept per sheet, rows looked at (empty ones included), columns kept.
+MAX_SHEET_ROWS = 5_000
+MAX_SCANNED_ROWS = 200_000
+MAX_SHEET_COLUMNS = 200
+MAX_SHEETS = 20
+# A CSV field longer than this is not data anyone cites.
+MAX_CSV_FIELD_CHARS = 100_000
+# PDF: pages read, the content (decoded) one page may have to be read, and all pages together. A page
+# of text is 2–50 kB; a page whose content is more is skipped (extracting costs ~3 s per MB).
+PDF_MAX_PAGES = 300
+PDF_MAX_PAGE_CONTENT_BYTES = 1024 * 1024
+PDF_MAX_CONTENT_BYTES = 24 * 1024 * 1024

@@ -9,6 +9,7 @@
     │   └── NoWorkspace      the run has no thread (started outside Slack)
     ├── UnsupportedFile      a thread file of a kind (or in a state) we cannot read
     ├── UnreadableContent    a fetched resource of a kind we cannot read
+    ├── ConversionRefused    a document the converter would not or could not convert (the reason)
     ├── FetchError           a page could not be fetched
     ├── SearchFailed         a search provider could not answer (`kind`, a FailureKind, says how)
     ├── CalculationError     a calculation that cannot be done (`position` points at the problem)
@@ -41,6 +42,7 @@ __all__ = [
     "TaskRefused",
     "UnknownCitation",
     "UnreadableContent",
+    "ConversionRefused",
     "UnsupportedFile",
     "WorkspaceError",
 ]
@@ -87,6 +89,11 @@ class UnsupportedFile(Exception):
 
 class UnreadableContent(Exception):
     """The resource is of a kind we cannot read; the message says what to do."""
+
+
+class ConversionRefused(Exception):
+    """The converter did not convert a document: the message says what went wrong (over a limit,
+    unparsable, stopped), and the caller adds what to do instead."""
 
 
 class FetchError(Exception):

@@ -60,3 +60,23 @@ class ResultIds:
     def next(self) -> str:
         self.issued += 1
         return f"r_{self.issued:04x}"
+
+
+class FileRefusals(Protocol):
+    """Why a file version could not be read, remembered so it is not downloaded and parsed again
+    (by this run, its task agents, or any later run in the thread). Keyed by `FileInfo.version_key`."""
+
+    async def get(self, key: str) -> str | None: ...
+
+    async def put(self, key: str, reason: str) -> None: ...
+
+
+class MemoryFileRefusals:
+    def __init__(self) -> None:
+        self._reasons: dict[str, str] = {}
+
+    async def get(self, key: str) -> str | None:
+        return self._reasons.get(key)
+
+    async def put(self, key: str, reason: str) -> None:
+        self._reasons[key] = reason

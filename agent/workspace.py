@@ -43,6 +43,12 @@ class FileInfo(BaseModel):
     shared_by: str = ""  # who shared it (a user id)
     shared_ts: str = ""  # the message it came with
     permalink: str = ""  # the file's page in Slack, for a reader of the report's sources
+    version: str = ""  # changes when the file's content does (Slack: its `updated`, else `created` time)
+
+    @property
+    def version_key(self) -> str:
+        """One version of this file: a refusal is remembered for it, and a new upload is tried afresh."""
+        return f"{self.id}:{self.version or '-'}:{self.size}"
 
     @property
     def extension(self) -> str:

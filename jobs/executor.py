@@ -30,7 +30,7 @@ from .models import RunState
 from .runtime import JobRuntime, current
 from .spend import Spend, record_spend
 from .store import RunStore
-from .stores import RedisCheckpointStore, RedisRequestLog, RedisResultStore
+from .stores import RedisCheckpointStore, RedisFileRefusals, RedisRequestLog, RedisResultStore
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +110,7 @@ async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime, token
                     checkpoints=RedisCheckpointStore(async_redis, run_id),
                     request_log=RedisRequestLog(async_redis, run_id),
                     control=RedisRunControl(async_redis, run_id, caps),
+                    refusals=RedisFileRefusals(async_redis),
                 ),
                 registry=SourceRegistry(state.sources.values()),
                 sections=state.sections,

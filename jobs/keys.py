@@ -160,10 +160,18 @@ def request_parts(run_id: str) -> str:
     return f"{PREFIX}:request-parts:{run_id}"
 
 
+def file_refusal(version_key: str) -> str:
+    """String: why one version of a thread file could not be read (agent FileInfo.version_key),
+    so no run downloads and parses it again (jobs.stores.RedisFileRefusals)."""
+    return f"{PREFIX}:file-refusal:{version_key}"
+
+
 # --- how long records live ------------------------------------------------------------------
 # Results and request logs outlive their run long enough for continuations and `inspect`.
 STORED_RESULT_TTL_SECONDS = 30 * 24 * 3600
 REQUEST_LOG_TTL_SECONDS = 30 * 24 * 3600
+# A refused file stays refused as long as a thread's report is kept (a new version is tried afresh).
+FILE_REFUSAL_TTL_SECONDS = 90 * 24 * 3600
 # A checkpoint only matters until the run ends or its retries give up.
 CHECKPOINT_TTL_SECONDS = 7 * 24 * 3600
 # Stops, upgrades and notes for a run, its heartbeat and its current job: a week covers the

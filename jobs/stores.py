@@ -22,7 +22,14 @@ from agent.results import StoredResult
 from . import keys
 from .connection import text
 
-__all__ = ["RedisCheckpointStore", "RedisRequestLog", "RedisResultStore", "load_request_body", "load_request_records"]
+__all__ = [
+    "RedisCheckpointStore",
+    "RedisFileRefusals",
+    "RedisRequestLog",
+    "RedisResultStore",
+    "load_request_body",
+    "load_request_records",
+]
 
 STEP_FIELD = "step:"  # a checkpoint hash field per history step: step:{index}
 META_FIELD = "meta"
@@ -40,6 +47,20 @@ class RedisResultStore:
     async def get(self, result_id: str) -> StoredResult | None:
         raw = await self._redis.get(keys.result(self._run_id, result_id))
         return StoredResult.model_validate_json(raw) if raw else None
+
+
+class RedisFileRefusals:
+    """Why a file version could not be read, for every run (the agent's FileRefusals protocol)."""
+
+    def __init__(self, redis: AsyncRedis) -> None:
+        self._redis = redis
+
+    async def get(self, key: str) -> str | None:
+        raw = await self._redis.get(keys.file_refusal(key))
+        return text(raw) if raw else None
+
+    async def put(self, key: str, reason: str) -> None:
+        await self._redis.set(keys.file_refusal(key), reason, ex=keys.FILE_REFUSAL_TTL_SECONDS)
 
 
 class RedisCheckpointStore:

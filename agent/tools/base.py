@@ -17,7 +17,7 @@ from ..events import Emit
 from ..figures import Calculation
 from ..model import ModelClient
 from ..report import Section
-from ..results import MemoryResultStore, ResultIds, ResultStore
+from ..results import FileRefusals, MemoryFileRefusals, MemoryResultStore, ResultIds, ResultStore
 from .links import LinkTable
 
 if TYPE_CHECKING:
@@ -69,6 +69,7 @@ class ToolContext:
     # The thread's files and earlier messages (thread tools); None outside Slack.
     workspace: ThreadWorkspace | None = None
     files_seen: set[str] = field(default_factory=set)  # thread files already announced to the model
+    refusals: FileRefusals = field(default_factory=MemoryFileRefusals)  # file versions that could not be read
 
     def snapshot(self) -> dict[str, Any]:
         """The run-wide memory tools share (ids issued, links, files and figures seen)."""

@@ -1,17 +1,23 @@
-"""Turn fetched bytes into readable text, off the event loop (extraction is CPU work)."""
+"""Turn fetched bytes into readable text, off the event loop (extraction is CPU work).
+
+HTML, text and JSON are read in a thread; PDFs and Office documents go to the converter's child
+process (agent/converter), which reads them under OS limits and a deadline that kills it."""
 
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import TypedDict
 
 import trafilatura
-from lxml.html import HtmlElement
 
+from ..converter import ConversionRefused
+from ..converter import convert as convert_document
+from ..converter.parsers import decode as _decode
+from ..converter.parsers import looks_binary as _looks_binary
+from ..converter.parsers import separate_blocks as _separate_blocks
 from ..exceptions import UnreadableContent
 from .fetch import Fetched
 from .links import LinkTable
@@ -21,8 +27,13 @@ TEXT_TYPES = ("text/plain", "text/markdown", "text/csv")
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 JSON_TYPES = ("application/json",)
 PDF_TYPES = ("application/pdf", "application/x-pdf")
-# Longer PDFs are read up to here; the result says how many pages were read.
-PDF_MAX_PAGES = 300
+OFFICE_TYPES = {
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": "xlsx",
+    "application/vnd.openxmlformats-officedocument.presentationml.presentation": "pptx",
+}
+# Kinds read by the converter, and how a refusal names them.
+DOCUMENT_KINDS = {"pdf": "PDF", "docx": "Word document", "xlsx": "spreadsheet", "pptx": "presentation"}
 
 
 class TrafilaturaOptions(TypedDict):
@@ -32,50 +43,6 @@ class TrafilaturaOptions(TypedDict):
 
 # What we ask of trafilatura: tables are often the facts sought; comments rarely are.
 TRAFILATURA_OPTIONS = TrafilaturaOptions(include_tables=True, include_comments=False)
-# Elements a browser shows as separate blocks (or line breaks): text either side of them is
-# never one word.
-HTML_BLOCK_TAGS = (
-    "address",
-    "article",
-    "aside",
-    "blockquote",
-    "br",
-    "dd",
-    "details",
-    "div",
-    "dl",
-    "dt",
-    "figcaption",
-    "figure",
-    "footer",
-    "form",
-    "h1",
-    "h2",
-    "h3",
-    "h4",
-    "h5",
-    "h6",
-    "header",
-    "hr",
-    "li",
-    "main",
-    "nav",
-    "ol",
-    "p",
-    "pre",
-    "section",
-    "summary",
-    "table",
-    "tbody",
-    "td",
-    "tfoot",
-    "th",
-    "thead",
-    "tr",
-    "ul",
-)
-# A text page with this share of control bytes is binary whatever its headers say.
-BINARY_CONTROL_SHARE = 0.05
 
 
 @dataclass
@@ -84,25 +51,6 @@ class Extracted:
     text: PageText
     kind: str  # html, pdf, text, json
     note: str = ""  # e.g. "first 300 of 2,415 pages"
-
-
-def _decode(body: bytes, charset: str | None) -> str:
-    # Declared charsets are often wrong (a fixture page claims ISO-8859-1 but is UTF-8):
-    # try UTF-8 first, which rarely decodes non-UTF-8 text by accident.
-    for encoding in ("utf-8", charset or "utf-8", "cp1252"):
-        try:
-            return body.decode(encoding)
-        except (UnicodeDecodeError, LookupError):
-            continue
-    return body.decode("utf-8", errors="replace")
-
-
-def _looks_binary(body: bytes) -> bool:
-    sample = body[:4096]
-    if not sample:
-        return False
-    controls = sum(1 for b in sample if b < 9 or 13 < b < 32)
-    return b"\x00" in sample or controls / len(sample) > BINARY_CONTROL_SHARE
 
 
 def _title_of(html: bytes) -> str:
@@ -116,25 +64,6 @@ def _title_of(html: bytes) -> str:
 
 def _plain(text: str) -> PageText:
     return PageText(linked=text, plain=text, link_ids=[])
-
-
-def _separate_blocks(tree: HtmlElement) -> None:
-    """Whitespace on both sides of every block element, as a browser renders them apart.
-
-    trafilatura joins the text around an element it drops as boilerplate without a space, so
-    "…last words</p><ul>(dropped)</ul>Next…" reads "wordsNext"; with the whitespace it cannot.
-    Whitespace between blocks means nothing in HTML, so nothing else changes (the same text on
-    all 43 fixture pages).
-    """
-    for element in tree.iter(*HTML_BLOCK_TAGS):
-        if element.tail and not element.tail[0].isspace():
-            element.tail = "\n" + element.tail
-        before = element.getprevious()
-        if before is not None:
-            if before.tail and not before.tail[-1].isspace():
-                before.tail += "\n"
-        elif (parent := element.getparent()) is not None and parent.text and not parent.text[-1].isspace():
-            parent.text += "\n"
 
 
 def html_text(body: bytes | str, url: str, links: LinkTable) -> PageText:
@@ -164,6 +93,8 @@ def _sniff(page: Fetched) -> str:
     head = page.body[:1024].lstrip()
     if media in PDF_TYPES or head.startswith(b"%PDF-"):
         return "pdf"
+    if media in OFFICE_TYPES:
+        return OFFICE_TYPES[media]
     if media in HTML_TYPES or (
         media in ("", "application/octet-stream", "text/plain")
         and head[:15].lower().startswith((b"<!doctype html", b"<html"))
@@ -176,41 +107,21 @@ def _sniff(page: Fetched) -> str:
     return "other"
 
 
-def _pdf(page: Fetched) -> Extracted:
-    from pypdf import PdfReader
-    from pypdf.errors import PdfReadError
-
+async def _document(page: Fetched, kind: str) -> Extracted:
+    """A PDF or an Office document, converted in the converter's child process."""
     try:
-        reader = PdfReader(io.BytesIO(page.body))
-        if reader.is_encrypted:
-            reader.decrypt("")
-        pages = reader.pages
-        total = len(pages)
-        parts = []
-        for number in range(min(total, PDF_MAX_PAGES)):
-            text = pages[number].extract_text() or ""
-            if text.strip():
-                parts.append(f"[page {number + 1}]\n{text.strip()}")
-    except (PdfReadError, ValueError, KeyError, TypeError) as exc:
+        converted = await convert_document(kind, page.body)
+    except ConversionRefused as exc:
         raise UnreadableContent(
-            f"this PDF could not be parsed ({type(exc).__name__}); look for an HTML version"
+            f"this {DOCUMENT_KINDS[kind]} was not read: {exc}; look for an HTML version or another source"
         ) from None
-    if not parts:
-        raise UnreadableContent("this PDF has no extractable text (it may be scanned images); look for an HTML version")
-    title = ""
-    try:
-        metadata: Any = reader.metadata or {}
-        title = str(metadata.get("/Title") or "")
-    except Exception:  # broken metadata must not cost us the text
-        pass
-    note = f"first {PDF_MAX_PAGES} of {total} pages" if total > PDF_MAX_PAGES else f"{total} pages"
-    return Extracted(title=title, text=_plain("\n\n".join(parts)), kind="pdf", note=note)
+    if not converted.text.strip():
+        raise UnreadableContent(f"this {DOCUMENT_KINDS[kind]} has no text to read; look for an HTML version")
+    return Extracted(title=converted.title, text=_plain(converted.text), kind=kind, note=converted.note)
 
 
 def _extract_sync(page: Fetched, links: LinkTable) -> Extracted:
     kind = _sniff(page)
-    if kind == "pdf":
-        return _pdf(page)
     if kind in ("html", "text", "json") and _looks_binary(page.body):
         raise UnreadableContent("this URL serves binary data, not a readable page; try another source")
     if kind == "html":
@@ -230,4 +141,7 @@ def _extract_sync(page: Fetched, links: LinkTable) -> Extracted:
 
 
 async def extract_text(page: Fetched, links: LinkTable) -> Extracted:
+    kind = _sniff(page)
+    if kind in DOCUMENT_KINDS:
+        return await _document(page, kind)
     return await asyncio.to_thread(_extract_sync, page, links)

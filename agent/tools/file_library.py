@@ -7,9 +7,10 @@ import asyncio
 import re
 
 from ..exceptions import NoWorkspace
+from ..results import FileRefusals, MemoryFileRefusals
 from ..workspace import FileInfo, FileUnavailable, ThreadWorkspace
 from .file_index import FileIndex
-from .file_text import FileText, UnsupportedFile, convert, kind_of
+from .file_text import FileText, UnsupportedFile, convert, kind_of, unsupported
 
 __all__ = ["FileLibrary", "NoWorkspace", "describe", "display_name"]
 
@@ -35,6 +36,7 @@ class FileLibrary:
         self._refusals: dict[str, str] = {}  # file id -> why it cannot be read (unsupported: asking again won't help)
         self._locks: dict[str, asyncio.Lock] = {}
         self.index = FileIndex()  # find_in_files' chunks, built from the same converted texts
+        self._memory: FileRefusals = MemoryFileRefusals()  # when the caller keeps no refusals of its own
 
     async def resolve(self, workspace: ThreadWorkspace | None, ref: str) -> FileInfo:
         """The thread's file named by id (F0123…) or by its exact name."""
@@ -53,18 +55,27 @@ class FileLibrary:
             f"there is no file {wanted!r} in this thread. Its files: {listing}. Pass a file id from that list"
         )
 
-    async def text(self, workspace: ThreadWorkspace, info: FileInfo) -> FileText:
-        if info.id in self._refusals:
-            raise UnsupportedFile(self._refusals[info.id])
+    async def text(self, workspace: ThreadWorkspace, info: FileInfo, refusals: FileRefusals | None = None) -> FileText:
+        """The file's text, downloaded and converted once. A file that cannot be read is refused
+        with why; the refusal is remembered for this version of the file (in `refusals`, which
+        outlives the run), so asking again neither downloads nor parses it again."""
+        refusals = refusals or self._memory
         async with self._locks.setdefault(info.id, asyncio.Lock()):
+            if info.id in self._refusals:
+                raise UnsupportedFile(self._refusals[info.id])
             if info.id not in self._texts:
-                if kind_of(info) is None:  # refused before the download
-                    await convert(info, b"")
+                if kind_of(info) is None:  # refused by its type, before the download
+                    raise unsupported(info)
+                remembered = await refusals.get(info.version_key)
+                if remembered:
+                    self._refusals[info.id] = remembered
+                    raise UnsupportedFile(remembered)
                 data = await workspace.download(info.id)
                 try:
                     self._texts[info.id] = await convert(info, data)
                 except UnsupportedFile as exc:
                     self._refusals[info.id] = str(exc)
+                    await refusals.put(info.version_key, str(exc))
                     raise
             return self._texts[info.id]
 

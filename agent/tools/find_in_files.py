@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
@@ -22,6 +23,8 @@ from .file_library import FileLibrary, NoWorkspace, describe, display_name
 from .file_text import UnsupportedFile
 
 __all__ = ["FindInFiles", "FindInFilesInput"]
+
+log = logging.getLogger(__name__)
 
 # BM25 candidates sent to the re-ranking call, and leads shown to the agent.
 RERANK_CANDIDATES = 15
@@ -137,9 +140,12 @@ class FindInFiles(Tool):
                 return ""
             async with semaphore:
                 try:
-                    text = await self.library.text(workspace, info)
+                    text = await self.library.text(workspace, info, ctx.refusals)
                 except (UnsupportedFile, WorkspaceError) as exc:
                     return f"{describe(info)} ({exc})"
+                except Exception as exc:  # any failure of one file is that file's result, never the batch's
+                    log.exception("find_in_files: %s could not be read", info.id)
+                    return f"{describe(info)} (could not be read: {type(exc).__name__}; read it with read_file)"
             self.library.index.add(info.id, text)
             return ""
 

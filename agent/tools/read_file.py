@@ -115,7 +115,7 @@ class ReadFile(Tool):
                     is_error=True,
                 )
             assert ctx.workspace is not None
-            text = await self.library.text(ctx.workspace, info)
+            text = await self.library.text(ctx.workspace, info, ctx.refusals)
         except UnsupportedFile as exc:
             return ToolResult(f"Could not read this file: {exc}.", is_error=True)
         except WorkspaceError as exc:

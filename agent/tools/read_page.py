@@ -236,7 +236,9 @@ class ReadPage(Tool):
                 is_error=True,
             )
         excerpts = verified_excerpts(extraction.excerpts, text.plain)
-        kind = {"pdf": "PDF", "html": "page", "text": "text", "json": "JSON"}[extracted.kind]
+        kind = {"pdf": "PDF", "html": "page", "text": "text", "json": "JSON"}.get(
+            extracted.kind, extracted.kind.upper()
+        )
         lines = [
             f"Page: {title} — {domain_of(url)}",
             f"URL: {url}",

@@ -156,6 +156,7 @@ class SlackWorkspace:
             shared_by=str(item.get("user") or message.get("user") or ""),
             shared_ts=str(message.get("ts", "")),
             permalink=str(item.get("permalink", "")),
+            version=str(item.get("updated") or item.get("created") or item.get("timestamp") or ""),
         )
 
     async def _files_info(self, file_id: str, message: dict[str, Any] | None = None) -> FileInfo:
