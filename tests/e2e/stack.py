@@ -73,11 +73,11 @@ def report_text(slack: FakeSlack, ts: str) -> str:
 
 
 @contextmanager
-def serve_only(env: dict[str, str], log: Path) -> Iterator[tuple[subprocess.Popen[bytes], Stack]]:
+def serve_only(env: dict[str, str], log: Path, timeout: float = 20) -> Iterator[tuple[subprocess.Popen[bytes], Stack]]:
     port = free_port()
     env = {**env, "PORT": str(port)}
     with running(["serve"], env, log) as serve:
-        base = wait_listening(port, serve, log)
+        base = wait_listening(port, serve, log, timeout=timeout)
         yield serve, Stack(events_url=f"{base}/slack/events", env=env, logs=log.parent)
 
 
@@ -119,3 +119,20 @@ def socket_mode_stack(tmp: Path, fake_slack: FakeSlack, *, redis_url: str, model
         except AssertionError as exc:
             raise AssertionError(f"{exc}\nserve.log:\n{(tmp / 'serve.log').read_text()}") from None
         yield Stack(events_url="", env=env, logs=tmp)
+
+
+# Runs a command and prints the peak resident memory (kB) of all its descendants, as the kernel
+# accounts it for waited-for children (RUSAGE_CHILDREN: the largest process of the whole tree).
+_PEAK_OF_TREE = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:]); "
+                 "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+
+
+def burst_worker_peak_kb(env: dict[str, str], log: Path, timeout: float = 300) -> int:
+    """Run `deepthread worker --burst` until the queue is empty; the peak RSS of the worker and
+    every process under it (work-horse, converter children), in kB."""
+    from tests.processes import DEEPTHREAD, ROOT
+
+    with log.open("wb") as out:
+        done = subprocess.run([DEEPTHREAD[0], "-c", _PEAK_OF_TREE, *DEEPTHREAD, "worker", "--burst"], env=env,
+                              cwd=ROOT, stdout=subprocess.PIPE, stderr=out, timeout=timeout)
+    return int(done.stdout.decode().strip().splitlines()[-1])

@@ -160,8 +160,8 @@ def pdf_ordinary(target_bytes: int) -> bytes:
     return make_pdf(pages)
 
 
-def csv_empty_rows(size: int = 20 * MB) -> bytes:
-    """`,\\n` over and over: millions of empty rows."""
+def csv_empty_rows(size: int = 19 * MB) -> bytes:
+    """`,\\n` over and over: ten million empty rows, just under the 20 MB download cap."""
     return b",\n" * (size // 2)
 
 

@@ -249,3 +249,26 @@ async def test_read_page_turns_a_bad_redirect_into_a_could_not_read_result(
     result = await ReadPage().run(ReadPageInput(url=f"{fake_web.url}/redirect-to?url={quote(location)}", goal="anything"), ctx)
     assert result.is_error and result.text.startswith("Could not read this page:")
     assert "try another source" in result.text or "search for the page" in result.text
+
+
+async def test_hostile_web_documents_are_refused_as_tool_results(ctx: ToolContext, fake_web: FakeWeb) -> None:
+    """PDFs and Office files from the web go through the converter's limits like shared files do."""
+    from tests.fakes.hostile_files import docx_with_zero_image, pdf_shared_stream
+
+    docx_type = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+    fake_web.add_page("/shared.pdf", Page(pdf_shared_stream(), content_type="application/pdf"))
+    fake_web.add_page("/zeros.docx", Page(docx_with_zero_image(), content_type=docx_type))
+    pdf = await ReadPage().run(ReadPageInput(url=f"{fake_web.url}/shared.pdf", goal="the expense ratio"), ctx)
+    assert pdf.is_error and "Could not read this page: this PDF was not read: the PDF has no text" in pdf.text
+    assert "look for an HTML version or another source" in pdf.text
+    docx = await ReadPage().run(ReadPageInput(url=f"{fake_web.url}/zeros.docx", goal="the expense ratio"), ctx)
+    assert docx.is_error and "this Word document was not read: its part 'word/media/unused.png' would inflate" in docx.text
+
+
+async def test_a_word_document_on_the_web_is_read(ctx: ToolContext, fake_web: FakeWeb) -> None:
+    from tests.fakes.hostile_files import docx_with_random_image
+
+    docx_type = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+    fake_web.add_page("/fees.docx", Page(docx_with_random_image(20_000), content_type=docx_type))
+    text = await read(ctx, f"{fake_web.url}/fees.docx", "Quarterly fees")
+    assert "Read: DOCX" in text and "Quarterly fees: 0.03% for VTI." in text
