@@ -12,6 +12,7 @@ from .checkpoint import CheckpointStore
 from .context.requestlog import RequestLog
 from .control import MemoryControl, RunControl
 from .results import FileRefusals, MemoryFileRefusals, MemoryResultStore, ResultStore
+from .tools.seen_urls import MemorySeenUrls, SeenUrlStore
 
 __all__ = ["RunBackend"]
 
@@ -23,3 +24,4 @@ class RunBackend:
     request_log: RequestLog | None = None  # None: model requests are not logged
     control: RunControl = field(default_factory=MemoryControl)  # stops, upgrades, notes
     refusals: FileRefusals = field(default_factory=MemoryFileRefusals)  # files that could not be read, by version
+    seen_urls: SeenUrlStore = field(default_factory=MemorySeenUrls)  # the thread's seen URLs; refused fetches

@@ -14,6 +14,7 @@ from .budget import Ledger
 from .context.history import History
 from .control import RunControl, StopRequest
 from .events import Emit, Progress
+from .tools.seen_urls import SeenUrls
 from .tools.thread_markers import file_note
 from .workspace import FileInfo, ThreadWorkspace
 
@@ -39,7 +40,9 @@ class Intake:
         self.workspace = workspace
         self.notes: list[str] = []  # user notes arriving mid-run (steering), pinned with the task
 
-    async def take(self, history: History, ledger: Ledger, files_seen: set[str]) -> StopRequest | None:
+    async def take(
+        self, history: History, ledger: Ledger, files_seen: set[str], seen: SeenUrls | None = None
+    ) -> StopRequest | None:
         """Everything new since the last turn into `history` (and `ledger`); a stop, if one was asked."""
         await self._new_files(history, files_seen)
         update = await self.control.poll()
@@ -53,6 +56,8 @@ class Intake:
             )
         for note in update.notes:
             self.notes.append(f"{note.author}: {note.text}")
+            if seen is not None:
+                seen.add_text(note.text)  # a link the team gives mid-run may be read
             history.add_text(
                 f'<user_note from="{note.author}">{note.text}</user_note>\n'
                 "Take this into account from now on; it is a constraint like the original ones."

@@ -42,6 +42,7 @@ from .thread_memory import roll
 from .tool_runner import ToolRunner
 from .tools import Tool, ToolContext, default_tools, thread_tools
 from .tools.base import Announced
+from .tools.seen_urls import SeenUrls
 from .tools.spawn_tasks import SpawnTasks, offered
 from .turn import Turn
 from .usage import Usage
@@ -173,7 +174,7 @@ class ResearchLoop:
                 if outcome is not None:
                     return outcome
                 continue
-            stop = await self.intake.take(self.history, self.ledger, self.ctx.files_seen)
+            stop = await self.intake.take(self.history, self.ledger, self.ctx.files_seen, self.ctx.seen)
             if stop is not None:
                 return await self._finish_after_stop(stop)
             decision = self.ledger.decide(self.clock())
@@ -337,7 +338,11 @@ async def research(
             workspace=workspace,
             results=backend.results,
             refusals=backend.refusals,
+            seen=SeenUrls(backend.seen_urls),
         )
+        await ctx.seen.load()  # what the thread's earlier runs saw
+        prior_follow_ups = task.prior.follow_ups if task.prior else []
+        ctx.seen.add_text(task.question, task.follow_up, *task.constraints, *prior_follow_ups)
         offer = tools if tools is not None else default_tools() + (thread_tools() if workspace is not None else [])
         chosen = [tool for tool in offer if tool.name != SpawnTasks.name or offered(config)]
         checkpointer = Checkpointer(backend.checkpoints) if backend.checkpoints is not None else None
@@ -372,6 +377,7 @@ async def research(
                 else Outcome("failed", "", f"the run stopped early: {exc}")
             )
         await loop.announce_sources()
+        await ctx.seen.save(ctx)
     previous = task.prior.memory().summary if task.prior else None
     await emit(
         Finished(

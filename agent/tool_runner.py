@@ -58,6 +58,7 @@ class ToolRunner:
             await self.ctx.emit(Progress(phase="researching", activity=activity))
         results = await asyncio.gather(*(self._timed(call.id, tool, args, err) for call, tool, args, err in prepared))
         await self.announce_sources()
+        await self.ctx.seen.save(self.ctx)  # the thread keeps what this batch saw, for follow-up runs
         return [await self._store(call, result, step) for (call, *_), result in zip(prepared, results, strict=True)]
 
     async def cancelled(self, calls: list[Any], reason: str, step: int) -> list[ResultRecord]:

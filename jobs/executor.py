@@ -30,7 +30,7 @@ from .models import RunState
 from .runtime import JobRuntime, current
 from .spend import Spend, record_spend
 from .store import RunStore
-from .stores import RedisCheckpointStore, RedisFileRefusals, RedisRequestLog, RedisResultStore
+from .stores import RedisCheckpointStore, RedisFileRefusals, RedisRequestLog, RedisResultStore, RedisSeenUrls
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +111,7 @@ async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime, token
                     request_log=RedisRequestLog(async_redis, run_id),
                     control=RedisRunControl(async_redis, run_id, caps),
                     refusals=RedisFileRefusals(async_redis),
+                    seen_urls=RedisSeenUrls(async_redis, run_id, state.run.channel, state.run.thread_ts),
                 ),
                 registry=SourceRegistry(state.sources.values()),
                 sections=state.sections,

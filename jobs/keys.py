@@ -160,6 +160,17 @@ def request_parts(run_id: str) -> str:
     return f"{PREFIX}:request-parts:{run_id}"
 
 
+def seen_urls(channel: str, thread_ts: str) -> str:
+    """Set: the URLs a thread's runs have seen (normalised), which read_page may fetch; follow-up
+    runs inherit them (agent/tools/seen_urls.py, jobs.stores.RedisSeenUrls)."""
+    return f"{PREFIX}:seen-urls:{channel}:{thread_ts}"
+
+
+def refused_fetches(run_id: str) -> str:
+    """List: the URLs read_page refused to fetch in this run, in order (shown by `deepthread inspect`)."""
+    return f"{PREFIX}:refused-fetches:{run_id}"
+
+
 def file_refusal(version_key: str) -> str:
     """String: why one version of a thread file could not be read (agent FileInfo.version_key),
     so no run downloads and parses it again (jobs.stores.RedisFileRefusals)."""
@@ -170,6 +181,8 @@ def file_refusal(version_key: str) -> str:
 # Results and request logs outlive their run long enough for continuations and `inspect`.
 STORED_RESULT_TTL_SECONDS = 30 * 24 * 3600
 REQUEST_LOG_TTL_SECONDS = 30 * 24 * 3600
+# A thread's seen URLs live as long as its report may be continued.
+SEEN_URLS_TTL_SECONDS = 90 * 24 * 3600
 # A refused file stays refused as long as a thread's report is kept (a new version is tried afresh).
 FILE_REFUSAL_TTL_SECONDS = 90 * 24 * 3600
 # A checkpoint only matters until the run ends or its retries give up.

@@ -9,7 +9,7 @@ request log (`deepthread inspect`). Keys and lifetimes are in jobs/keys.py.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from redis import Redis
 from redis.asyncio import Redis as AsyncRedis
@@ -27,8 +27,10 @@ __all__ = [
     "RedisFileRefusals",
     "RedisRequestLog",
     "RedisResultStore",
+    "RedisSeenUrls",
     "load_request_body",
     "load_request_records",
+    "refused_fetches",
 ]
 
 STEP_FIELD = "step:"  # a checkpoint hash field per history step: step:{index}
@@ -61,6 +63,36 @@ class RedisFileRefusals:
 
     async def put(self, key: str, reason: str) -> None:
         await self._redis.set(keys.file_refusal(key), reason, ex=keys.FILE_REFUSAL_TTL_SECONDS)
+
+
+class RedisSeenUrls:
+    """The thread's seen URLs (the agent's SeenUrlStore protocol) and the run's refused fetches."""
+
+    def __init__(self, redis: AsyncRedis, run_id: str, channel: str | None, thread_ts: str | None) -> None:
+        self._redis = redis
+        # A run outside a thread (the terminal) keeps its own set.
+        self._key = keys.seen_urls(channel, thread_ts) if channel and thread_ts else keys.seen_urls("run", run_id)
+        self._refused = keys.refused_fetches(run_id)
+
+    async def load(self) -> set[str]:
+        return {text(u) for u in await self._redis.smembers(self._key)}
+
+    async def add(self, urls: list[str]) -> None:
+        pipe = self._redis.pipeline(transaction=False)
+        pipe.sadd(self._key, *urls)
+        pipe.expire(self._key, keys.SEEN_URLS_TTL_SECONDS)
+        await pipe.execute()
+
+    async def refused(self, url: str) -> None:
+        pipe = self._redis.pipeline(transaction=False)
+        pipe.rpush(self._refused, url)
+        pipe.expire(self._refused, keys.STORED_RESULT_TTL_SECONDS)
+        await pipe.execute()
+
+
+def refused_fetches(redis: Redis, run_id: str) -> list[str]:
+    """The URLs read_page refused in this run (for `deepthread inspect`)."""
+    return [text(u) for u in cast(list[bytes], redis.lrange(keys.refused_fetches(run_id), 0, -1))]
 
 
 class RedisCheckpointStore:

@@ -26,3 +26,9 @@ async def research_events(fake_model: Any, fake_web: Any, task: ResearchTask | s
     async with AsyncAnthropic(api_key="test-key", base_url=fake_model.url) as client:
         outcome = await research(task, web_config(fake_web.url), anthropic=client, emit=emit, **options)
     return events, outcome
+
+
+def seen(ctx, url: str) -> str:  # noqa: ANN001 - an agent ToolContext
+    """The URL as the run saw it (a search result, a link in the question): read_page opens only such URLs."""
+    ctx.seen.add(url)
+    return url

@@ -19,6 +19,7 @@ from ..model import ModelClient
 from ..report import Section
 from ..results import FileRefusals, MemoryFileRefusals, MemoryResultStore, ResultIds, ResultStore
 from .links import LinkTable
+from .seen_urls import SeenUrls
 
 if TYPE_CHECKING:
     from ..task_agents.team import TaskTeam
@@ -70,6 +71,7 @@ class ToolContext:
     workspace: ThreadWorkspace | None = None
     files_seen: set[str] = field(default_factory=set)  # thread files already announced to the model
     refusals: FileRefusals = field(default_factory=MemoryFileRefusals)  # file versions that could not be read
+    seen: SeenUrls = field(default_factory=SeenUrls)  # the URLs read_page may fetch (agent/tools/seen_urls.py)
 
     def snapshot(self) -> dict[str, Any]:
         """The run-wide memory tools share (ids issued, links, files and figures seen)."""

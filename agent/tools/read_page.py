@@ -168,6 +168,8 @@ class ReadPage(Tool):
         url = self._resolve(args.url, ctx)
         if isinstance(url, ToolResult):
             return url
+        if not ctx.seen.allows(url, ctx):  # only URLs the run has seen (agent/tools/seen_urls.py)
+            return await ctx.seen.refusal(url)
         key = (url, " ".join(args.goal.lower().split()))
         if key in self._seen:
             return ToolResult(

@@ -9,7 +9,7 @@ from redis import Redis
 
 from agent import RequestRecord, assemble, cost_usd, usage_by_model
 from jobs import RunNotFound, RunStore
-from jobs.stores import load_request_body, load_request_records
+from jobs.stores import load_request_body, load_request_records, refused_fetches
 
 
 def _k(n: int) -> str:
@@ -131,6 +131,21 @@ def inspect(redis: Redis, run_id: str, request: int | None, out: TextIO) -> int:
         print(f"Run {run_id} · {state.status.value} · {state.run.question[:80]!r}", file=out)
     except RunNotFound:
         print(f"Run {run_id}: its run state has expired; the request log follows", file=out)
-    for line in summary_table(records) + [""] + totals(records):
+    for line in summary_table(records) + [""] + totals(records) + refused_lines(redis, run_id):
         print(line, file=out)
     return 0
+
+
+# Refused URLs listed in full up to this many (the count is always shown).
+REFUSED_SHOWN = 20
+
+
+def refused_lines(redis: Redis, run_id: str) -> list[str]:
+    """How many fetches read_page refused (URLs never seen in the thread, search results or pages read:
+    what a page asking the agent to send data out would produce), and which."""
+    refused = refused_fetches(redis, run_id)
+    lines = [f"Refused fetches: {len(refused)} (URLs not seen in the thread, search results or pages read)"]
+    lines += [f"  {url[:200]}" for url in refused[:REFUSED_SHOWN]]
+    if len(refused) > REFUSED_SHOWN:
+        lines.append(f"  … and {len(refused) - REFUSED_SHOWN} more")
+    return lines

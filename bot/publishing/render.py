@@ -10,9 +10,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from agent import SNIPPET_NOTE, AssembledReport, Footnote, assemble, domain_of, figure_line, shorten, to_markdown
 from bot import limits
@@ -330,8 +331,35 @@ def _head(state: RunState) -> _Blocks:
     return head
 
 
-def _summary_text(report: AssembledReport, urls: dict[int, str]) -> str:
-    return f"*Summary*\n{to_mrkdwn(report.summary, urls)}" if report.summary.strip() else ""
+def _link_key(url: str) -> str:
+    try:
+        parts = urlsplit(url.strip())
+        return f"{parts.scheme.lower()}://{(parts.netloc or '').lower()}{parts.path or '/'}?{parts.query}"
+    except ValueError:
+        return url.strip()
+
+
+def is_slack_permalink(url: str) -> bool:
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return False
+    return parts.scheme == "https" and (parts.hostname or "").endswith(".slack.com")
+
+
+def link_policy(state: RunState) -> Callable[[str], bool]:
+    """Where the report may link: the sources the run read or found (never a URL the model composed,
+    which could carry the thread's content to whoever owns it), and Slack's own permalinks."""
+    known = {_link_key(s.url) for s in state.sources.values()}
+
+    def allowed(url: str) -> bool:
+        return _link_key(url) in known or is_slack_permalink(url)
+
+    return allowed
+
+
+def _summary_text(report: AssembledReport, urls: dict[int, str], allowed: Callable[[str], bool] | None = None) -> str:
+    return f"*Summary*\n{to_mrkdwn(report.summary, urls, allowed)}" if report.summary.strip() else ""
 
 
 def _chart_lines(state: RunState, report: AssembledReport, section_id: str, links: Mapping[str, str]) -> str:
@@ -368,7 +396,8 @@ def _full_layout(
     chart_links: Mapping[str, str] | None = None,
 ) -> _Blocks:
     out = _head(state)
-    summary = _summary_text(report, urls)
+    allowed = link_policy(state)
+    summary = _summary_text(report, urls, allowed)
     if summary:
         out.text(summary)
     elif not report.sections:
@@ -377,7 +406,8 @@ def _full_layout(
         title = _bold(f"{index}. {section.title}")
         charts = _chart_lines(state, report, section.section_id, chart_links or {}) if state.charts else ""
         out.text(
-            f"{title}{_revised(len(section.revisions))}\n{to_mrkdwn(body, urls)}" + (f"\n{charts}" if charts else "")
+            f"{title}{_revised(len(section.revisions))}\n{to_mrkdwn(body, urls, allowed)}"
+            + (f"\n{charts}" if charts else "")
         )
     if report.footnotes:
         title_chars, passage_chars = (
@@ -463,10 +493,12 @@ def _spill_layout(
     fixed_chars = head.chars + footer.chars + len(sources_total)
     fixed_blocks = len(head.blocks) + len(footer.blocks) + 1
 
-    summary = _measure(_summary_text(report, urls) or "_The summary is written when the research finishes._")
+    summary = _measure(
+        _summary_text(report, urls, link_policy(state)) or "_The summary is written when the research finishes._"
+    )
     room = limits.BLOCK_TEXT_BUDGET - fixed_chars
     if summary.chars > room - MIN_INDEX_CHARS:  # only a pathological summary gets here
-        cut = split_text(_summary_text(report, urls), max(room - MIN_INDEX_CHARS - 80, 200))[0]
+        cut = split_text(_summary_text(report, urls, link_policy(state)), max(room - MIN_INDEX_CHARS - 80, 200))[0]
         summary = _measure(f"{cut}\n… _the summary continues in the file_")
     index = _fit_index(report, room - summary.chars, limits.MAX_BLOCKS - fixed_blocks - len(summary.blocks))
 

@@ -10,6 +10,10 @@ for its rate is therefore retried, never dropped.
 Bolt builds a fresh plain client for every request; `limit_every_write(client)` is a global
 middleware that swaps it for a limited one, so listener code needs no change.
 
+Every message it sends, whoever sends it, goes out with link and media unfurling off
+(`without_unfurls`): a link in a report, a progress line or a reply never fetches itself when
+someone views the message, so a URL a page planted cannot be visited by Slack on our behalf.
+
 The publisher wants a slot before it renders (so a call that waited sends the newest
 state): `take_slots(...)` acquires first and runs its function with those calls admitted.
 A 429 on an admitted call is raised to that caller, who renders afresh and asks again.
@@ -37,7 +41,16 @@ from bot.exceptions import SlotBusy
 
 from .ratelimit import SlackRateLimiter, Urgency, bucket_method, retry_after_seconds
 
-__all__ = ["PATIENCE_SECONDS", "LimitedWebClient", "SlotBusy", "is_rate_limited", "limit_every_write", "take_slots"]
+__all__ = [
+    "PATIENCE_SECONDS",
+    "POSTING_METHODS",
+    "LimitedWebClient",
+    "SlotBusy",
+    "is_rate_limited",
+    "limit_every_write",
+    "take_slots",
+    "without_unfurls",
+]
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +61,34 @@ PATIENCE_SECONDS = 600.0
 UNCOUNTED_RETRY_SECONDS = 1.0
 
 T = TypeVar("T")
+
+# Every method that puts a message (or a stream's text) in front of people; each is sent with
+# unfurling off. tests/bot/slack/test_unfurls.py checks this covers every posting method the fake
+# Slack knows and the SDK has.
+POSTING_METHODS = frozenset(
+    {
+        "chat.postMessage",
+        "chat.update",
+        "chat.postEphemeral",
+        "chat.scheduleMessage",
+        "chat.meMessage",
+        "chat.startStream",
+        "chat.appendStream",
+        "chat.stopStream",
+    }
+)
+NO_UNFURLS = {"unfurl_links": False, "unfurl_media": False}
+
+
+def without_unfurls(
+    api_method: str, json: dict | None, data: dict | FormData | None
+) -> tuple[dict | None, dict | FormData | None]:
+    """The body of a posting method with unfurling switched off, whatever the caller passed."""
+    if api_method not in POSTING_METHODS:
+        return json, data
+    if json is not None or not isinstance(data, dict):
+        return {**(json or {}), **NO_UNFURLS}, data
+    return json, {**data, **NO_UNFURLS}
 
 
 @dataclass
@@ -131,6 +172,8 @@ class LimitedWebClient(AsyncWebClient):
         headers: dict | None = None,
         auth: dict | None = None,
     ) -> AsyncSlackResponse:
+        json, data = without_unfurls(api_method, json, data)  # one place, so no sender can forget
+
         async def call() -> AsyncSlackResponse:
             return await super(LimitedWebClient, self).api_call(
                 api_method,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import bisect
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
@@ -76,18 +76,26 @@ _HTML_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
 _URL_UNSAFE = re.compile(r"[|<>\s\x00-\x1f\x7f]")
 # A scheme right at the start: urlsplit would forgive leading spaces that Slack would not.
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
+# A bare URL in text, as Slack would make it a link.
+_BARE_URL = re.compile(r"https?://[^\s<>|\"'`]+", re.IGNORECASE)
 # Unbreakable spans of emitted mrkdwn: `<...>` links and mentions, `&...;` entities.
 _ATOM = re.compile(r"<[^<>]*>|&#?[A-Za-z0-9]+;")
 
 
-def to_mrkdwn(markdown: str, footnote_urls: Mapping[int, str] | None = None) -> str:
+def to_mrkdwn(
+    markdown: str,
+    footnote_urls: Mapping[int, str] | None = None,
+    link_allowed: Callable[[str], bool] | None = None,
+) -> str:
     """Convert Markdown to Slack mrkdwn.
 
     With ``footnote_urls``, each ``[n]`` in ordinary text whose ``n`` is a key
-    becomes a link to that URL.
+    becomes a link to that URL. With ``link_allowed``, a link (or a bare URL in the
+    text) whose target it refuses is shown as its label and the target's domain, never
+    clickable: a report links only where the run has been.
     """
     tree = SyntaxTreeNode(_PARSER.parse(markdown))
-    ctx = _Ctx(footnotes=footnote_urls or {})
+    ctx = _Ctx(footnotes=footnote_urls or {}, allowed=link_allowed)
     return "\n".join(_blocks(tree.children, ctx, depth=0, separator=[""])).strip("\n")
 
 
@@ -255,6 +263,7 @@ def _url(url: str) -> str:
 @dataclass(frozen=True)
 class _Ctx:
     footnotes: Mapping[int, str]
+    allowed: Callable[[str], bool] | None = None  # which link targets may stay links
     # Table cells sit in a code block, where Slack shows markup literally.
     plain: bool = False
     in_link: bool = False
@@ -282,9 +291,25 @@ def _inline(nodes: list[SyntaxTreeNode], ctx: _Ctx) -> str:
     return "".join(out)
 
 
+def _unlinked(text: str, ctx: _Ctx) -> str:
+    """Bare URLs the policy refuses, written so Slack does not make them links ("https://x" → "x")."""
+    allowed = ctx.allowed
+    if allowed is None:
+        return text
+    return _BARE_URL.sub(lambda m: m.group() if allowed(m.group()) else _domain_of(m.group()), text)
+
+
+def _domain_of(url: str) -> str:
+    try:
+        return urlsplit(url).hostname or url.split("://", 1)[-1].split("/", 1)[0]
+    except ValueError:
+        return url.split("://", 1)[-1].split("/", 1)[0]
+
+
 def _escaped(text: str, ctx: _Ctx) -> str:
     if ctx.plain:
         return text  # escaped by the table after padding, so widths stay true
+    text = _unlinked(text, ctx)
     if ctx.in_link:
         return _plain_text(_link_label(text))
     if not ctx.footnotes:
@@ -363,6 +388,10 @@ def _link(node: SyntaxTreeNode, ctx: _Ctx) -> str:
             return _shown_url(href)
         return f"{label} ({_shown_url(href)})"
     target = link_target(href)
+    if target is not None and ctx.allowed is not None and not ctx.allowed(_shown_url(href)) and not ctx.plain:
+        label = _inline(node.children, replace(ctx, in_link=True)).strip()
+        shown = _plain_text(_domain_of(_shown_url(href)))
+        return f"{label} ({shown})" if label and label != shown else shown
     if ctx.in_link or target is None:
         # Not a link (or a link inside a link label, which Slack cannot nest): its words stay.
         label = _inline(node.children, ctx).strip()
@@ -389,6 +418,9 @@ def _image(node: SyntaxTreeNode, ctx: _Ctx) -> str:
     if ctx.in_link:
         return _plain_text(_link_label(plain_alt))  # a link cannot nest in a link
     target = link_target(src)
+    if target is not None and ctx.allowed is not None and not ctx.allowed(_shown_url(src)):
+        shown = _plain_text(_domain_of(_shown_url(src)))
+        return f"{_plain_text(plain_alt)} ({shown})" if plain_alt else shown
     if target is None:
         return _link_as_text(_plain_text(_shorten_words(plain_alt, MAX_LINK_LABEL_CHARS)), _shown_url(src))
     if not plain_alt:

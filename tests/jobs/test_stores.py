@@ -62,3 +62,17 @@ async def test_inspect_reads_back_each_request_as_it_was_sent(redis_url: str) ->
     records = load_request_records(cli, "run1")
     assert [r.n for r in records] == [1, 2]
     assert [load_request_body(cli, "run1", r) for r in records] == [first, second]
+
+
+async def test_a_thread_s_seen_urls_are_inherited_by_its_next_run_and_refusals_are_kept_per_run(
+        async_redis, redis: Redis) -> None:
+    from agent.tools.seen_urls import normalise
+    from jobs.stores import RedisSeenUrls, refused_fetches
+
+    first = RedisSeenUrls(async_redis, "run1", "C1", "1700000000.000100")
+    await first.add([normalise("https://fees.test/a"), normalise("https://fees.test/b")])
+    await first.refused("https://evil.test/?d=x")
+    follow_up = RedisSeenUrls(async_redis, "run2", "C1", "1700000000.000100")
+    assert await follow_up.load() == {"https://fees.test/a", "https://fees.test/b"}
+    assert await RedisSeenUrls(async_redis, "run3", "C1", "1700000000.000999").load() == set(), "another thread"
+    assert refused_fetches(redis, "run1") == ["https://evil.test/?d=x"] and refused_fetches(redis, "run2") == []

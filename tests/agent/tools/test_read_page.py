@@ -18,6 +18,7 @@ from agent.tools.fetch_result import FetchResult, FetchResultInput
 from agent.tools.links import LinkTable
 from agent.tools.netguard import BlockedURL, resolve_checked
 from agent.tools.read_page import DIRECT_CHARS, ReadPage, ReadPageInput
+from tests.helpers import seen
 from tests.fakes.anthropic import FakeAnthropic
 from tests.fakes.pdf import make_pdf
 from tests.fakes.policies import extract, is_extraction
@@ -45,7 +46,7 @@ def paragraphs(n: int, topic: str) -> str:
 
 
 async def read(ctx: ToolContext, url: str, goal: str) -> str:
-    result = await ReadPage().run(ReadPageInput(url=url, goal=goal), ctx)
+    result = await ReadPage().run(ReadPageInput(url=seen(ctx, url), goal=goal), ctx)
     return result.text
 
 
@@ -74,8 +75,8 @@ async def test_unknown_link_id_and_non_url_get_instructions(ctx: ToolContext) ->
 async def test_same_page_same_goal_twice_is_nudged(ctx: ToolContext, fake_web: FakeWeb) -> None:
     url = f"{fake_web.url}/pages/etf-fees.html"
     tool = ReadPage()  # one instance per run, as default_tools() makes them
-    first = await tool.run(ReadPageInput(url=url, goal="expense ratio"), ctx)
-    repeat = await tool.run(ReadPageInput(url=url, goal="Expense  ratio"), ctx)
+    first = await tool.run(ReadPageInput(url=seen(ctx, url), goal="expense ratio"), ctx)
+    repeat = await tool.run(ReadPageInput(url=seen(ctx, url), goal="Expense  ratio"), ctx)
     assert not first.is_error
     assert repeat.is_error and "already read this page with this goal" in repeat.text
 
@@ -123,13 +124,13 @@ async def test_pdf_is_read_with_page_numbers(ctx: ToolContext, fake_web: FakeWeb
 
 async def test_broken_pdf_says_what_to_do(ctx: ToolContext, fake_web: FakeWeb) -> None:
     fake_web.add_page("/broken.pdf", Page(b"%PDF-1.4\nthis is not really a pdf", content_type="application/pdf"))
-    result = await ReadPage().run(ReadPageInput(url=f"{fake_web.url}/broken.pdf", goal="anything"), ctx)
+    result = await ReadPage().run(ReadPageInput(url=seen(ctx, f"{fake_web.url}/broken.pdf"), goal="anything"), ctx)
     assert result.is_error and "look for an HTML version" in result.text
 
 
 async def test_unparsable_extraction_answers_fail_with_advice(ctx: ToolContext, fake_web: FakeWeb, fake_model) -> None:
     fake_model.policy = lambda request: "I think the page is about fees."
-    result = await ReadPage().run(ReadPageInput(url=f"{fake_web.url}/pages/etf-fees.html", goal="fees"), ctx)
+    result = await ReadPage().run(ReadPageInput(url=seen(ctx, f"{fake_web.url}/pages/etf-fees.html"), goal="fees"), ctx)
     assert result.is_error and "no usable answer twice" in result.text
     assert len(fake_model.requests) == 2
 
@@ -246,7 +247,7 @@ async def test_read_page_turns_a_bad_redirect_into_a_could_not_read_result(
 ) -> None:
     from urllib.parse import quote
 
-    result = await ReadPage().run(ReadPageInput(url=f"{fake_web.url}/redirect-to?url={quote(location)}", goal="anything"), ctx)
+    result = await ReadPage().run(ReadPageInput(url=seen(ctx, f"{fake_web.url}/redirect-to?url={quote(location)}"), goal="anything"), ctx)
     assert result.is_error and result.text.startswith("Could not read this page:")
     assert "try another source" in result.text or "search for the page" in result.text
 
@@ -258,10 +259,10 @@ async def test_hostile_web_documents_are_refused_as_tool_results(ctx: ToolContex
     docx_type = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
     fake_web.add_page("/shared.pdf", Page(pdf_shared_stream(), content_type="application/pdf"))
     fake_web.add_page("/zeros.docx", Page(docx_with_zero_image(), content_type=docx_type))
-    pdf = await ReadPage().run(ReadPageInput(url=f"{fake_web.url}/shared.pdf", goal="the expense ratio"), ctx)
+    pdf = await ReadPage().run(ReadPageInput(url=seen(ctx, f"{fake_web.url}/shared.pdf"), goal="the expense ratio"), ctx)
     assert pdf.is_error and "Could not read this page: this PDF was not read: the PDF has no text" in pdf.text
     assert "look for an HTML version or another source" in pdf.text
-    docx = await ReadPage().run(ReadPageInput(url=f"{fake_web.url}/zeros.docx", goal="the expense ratio"), ctx)
+    docx = await ReadPage().run(ReadPageInput(url=seen(ctx, f"{fake_web.url}/zeros.docx"), goal="the expense ratio"), ctx)
     assert docx.is_error and "this Word document was not read: its part 'word/media/unused.png' would inflate" in docx.text
 
 

