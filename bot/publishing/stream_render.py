@@ -23,10 +23,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent import domain_of, shorten
+from bot.slack.mrkdwn import escape_markdown, escape_text
 from jobs import RunState, RunStatus
 from jobs.models import Step
 
-from .render import GO_DEEPER_ACTION, PHASES, _budget_left, _minutes, _plural, _with_mentions
+from .render import _STOPPED_BY, GO_DEEPER_ACTION, PHASES, _budget_left, _minutes, _plural
 
 __all__ = [
     "Chunk",
@@ -91,7 +92,7 @@ def _plan_title(state: RunState) -> str:
         return f"⚠️ Stopped · {facts}"
     if status == RunStatus.failed:
         return f"⚠️ Ended early · {facts}"
-    icon, words = PHASES.get(state.phase, ("🔎", state.phase.capitalize() or "Researching"))
+    icon, words = PHASES.get(state.phase, ("🔎", escape_markdown(state.phase.capitalize() or "Researching")))
     budget = _budget_left(state)
     return shorten(f"{icon} {words} · {facts}" + (f" · {budget}" if budget else ""), PLAN_TITLE_CHARS)
 
@@ -132,14 +133,15 @@ def _card(state: RunState, step: Step, card_id: str, status: str, sources: list[
     else:
         first, *others = step.activity.split(ACTIVITY_SEPARATOR)
         title, details = first, "\n".join(others)
+    # What the model asked for (goals, queries, URLs) is text, escaped like every other field.
     card: Chunk = {
         "type": "task_update",
         "id": card_id,
-        "title": shorten(title, TASK_TITLE_CHARS),
+        "title": escape_markdown(shorten(title, TASK_TITLE_CHARS)),
         "status": status,
     }
     if details:
-        card["details"] = _lines(details, TASK_DETAILS_CHARS)
+        card["details"] = escape_markdown(_lines(details, TASK_DETAILS_CHARS))
     urls = _sources(state, sources)
     if urls:
         card["sources"] = urls
@@ -175,13 +177,15 @@ def _cards(state: RunState, after: int) -> dict[str, Chunk]:
 def _texts(state: RunState) -> dict[str, str]:
     """Text lines worth a line of their own, keyed so each is sent once per run."""
     texts: dict[str, str] = {}
+    # The team's constraints and the model's "Checking:" lines are text: escaped, never markup.
     if state.run.constraints:
         listed = " · ".join(shorten(c, 120) for c in state.run.constraints[:8])
-        texts["constraints:" + digest(listed)] = f"Constraints: {listed} _(reply to correct them)_"
+        texts["constraints:" + digest(listed)] = f"Constraints: {escape_markdown(listed)} _(reply to correct them)_"
     for notice in state.notices:
-        texts["notice:" + digest(notice)] = f"⚠️ {shorten(notice, TEXT_LINE_CHARS)}"
+        texts["notice:" + digest(notice)] = f"⚠️ {escape_markdown(shorten(notice, TEXT_LINE_CHARS))}"
     if state.checking:
-        texts["checking:" + digest(state.checking)] = f"**Checking:** {shorten(state.checking, TEXT_LINE_CHARS)}"
+        checking = escape_markdown(shorten(state.checking, TEXT_LINE_CHARS))
+        texts["checking:" + digest(state.checking)] = f"**Checking:** {checking}"
     return texts
 
 
@@ -189,6 +193,11 @@ def render_view(state: RunState, *, after_step: int = 0) -> StreamView:
     """What the stream shows for `state`, leaving out steps up to `after_step` (shown in an
     earlier stream of the run)."""
     return StreamView(title=_plan_title(state), tasks=_cards(state, after_step), texts=_texts(state))
+
+
+def _with_mentions(text: str) -> str:
+    """Escaped for Markdown, then the person who stopped the run let through as a mention."""
+    return _STOPPED_BY.sub(r"stopped by <@\1>", escape_markdown(text))
 
 
 def end_text(state: RunState) -> str:
@@ -207,7 +216,7 @@ def end_text(state: RunState) -> str:
 
 def controls_block(stop_reaction: str) -> Chunk:
     """How to steer, and the Go deeper button: the first thing each stream of a run shows."""
-    reaction = stop_reaction.strip(":")
+    reaction = escape_text(stop_reaction.strip(":"))  # a setting, but every text is escaped alike
     hint = f":{reaction}: react here or on the pinned report to stop · reply “go deeper” · reply to add a requirement"
     return {
         "type": "blocks",

@@ -10,7 +10,9 @@ for its rate is therefore retried, never dropped.
 Bolt builds a fresh plain client for every request; `limit_every_write(client)` is a global
 middleware that swaps it for a limited one, so listener code needs no change.
 
-Every message it sends, whoever sends it, goes out with link and media unfurling off
+Every text field of every request that carries text goes through `outgoing.inert`, the one rule
+for what may be live in Slack (bot/slack/outgoing.py). Every message it sends, whoever sends it,
+goes out with link and media unfurling off
 (`without_unfurls`): a link in a report, a progress line or a reply never fetches itself when
 someone views the message, so a URL a page planted cannot be visited by Slack on our behalf.
 
@@ -39,6 +41,7 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from bot.exceptions import SlotBusy
 
+from .outgoing import guard
 from .ratelimit import SlackRateLimiter, Urgency, bucket_method, retry_after_seconds
 
 __all__ = [
@@ -172,7 +175,10 @@ class LimitedWebClient(AsyncWebClient):
         headers: dict | None = None,
         auth: dict | None = None,
     ) -> AsyncSlackResponse:
-        json, data = without_unfurls(api_method, json, data)  # one place, so no sender can forget
+        # One place, so no sender can forget: unfurling off, and every text field through the one
+        # escaping rule (bot/slack/outgoing.py).
+        json, data = without_unfurls(api_method, json, data)
+        json, data, params = guard(api_method, json, data, params)
 
         async def call() -> AsyncSlackResponse:
             return await super(LimitedWebClient, self).api_call(

@@ -22,6 +22,7 @@ from markdown_it.tree import SyntaxTreeNode
 
 __all__ = [
     "MAX_LINK_CHARS",
+    "escape_markdown",
     "escape_text",
     "link",
     "link_target",
@@ -76,6 +77,8 @@ _HTML_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
 _URL_UNSAFE = re.compile(r"[|<>\s\x00-\x1f\x7f]")
 # A scheme right at the start: urlsplit would forgive leading spaces that Slack would not.
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
+# Markdown's punctuation that could format, link or start a block (escaped with a backslash).
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_~\[\]#|!>])")
 # A bare URL in text, as Slack would make it a link.
 _BARE_URL = re.compile(r"https?://[^\s<>|\"'`]+", re.IGNORECASE)
 # Unbreakable spans of emitted mrkdwn: `<...>` links and mentions, `&...;` entities.
@@ -105,6 +108,12 @@ def to_mrkdwn(
 def escape_text(text: str) -> str:
     """Plain text made safe for mrkdwn: `&<>` escaped, fences defused, broadcasts made inert."""
     return _plain_text(text)
+
+
+def escape_markdown(text: str) -> str:
+    """Plain text made safe for a Markdown field (the stream's `markdown_text`, task cards): `&<>`
+    as entities, Markdown's punctuation backslash-escaped, broadcasts made inert. Shown as written."""
+    return _defuse_broadcasts(_MARKDOWN_SPECIAL.sub(r"\\\1", _escape(text)))
 
 
 def link(url: str, label: str) -> str:

@@ -107,13 +107,13 @@ def section_history(state: RunState, section_id: str | None) -> str:
     sections = [s for s in state.sections if section_id in (None, s.section_id)]
     if not sections:
         known = ", ".join(s.section_id for s in state.sections) or "none yet"
-        return f"There is no section {section_id} in this report (sections: {known})."
+        return f"There is no section {escape_text(section_id or '')} in this report (sections: {escape_text(known)})."
     revised = [s for s in sections if s.revisions]
     if not revised:
         return (
             "No section of this report has been revised."
             if section_id is None
-            else f"{section_id} has not been revised."
+            else f"{escape_text(section_id)} has not been revised."
         )
     lines = []
     for section in revised:

@@ -12,6 +12,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.desk.commands import spend_command
 from bot.services import Services
+from bot.slack.outgoing import inert
 
 __all__ = ["SLASH_COMMAND", "register"]
 
@@ -30,7 +31,8 @@ STORAGE_DOWN = "My storage is not answering right now, so I cannot read the spen
 def register(app: AsyncApp, services: Services) -> None:
     @app.command(SLASH_COMMAND)
     async def on_command(ack: AsyncAck, command: dict[str, Any], client: AsyncWebClient) -> None:
-        await ack(text=await answer(services, client, command))
+        # The answer rides in the ack, not through the Web API client: the same rule by hand.
+        await ack(text=inert(await answer(services, client, command)))
 
 
 async def answer(services: Services, client: AsyncWebClient, command: dict[str, Any]) -> str:

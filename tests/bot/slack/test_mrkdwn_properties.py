@@ -8,7 +8,6 @@ quotes, headings, emphasis and tables.
 """
 from __future__ import annotations
 
-import re
 from datetime import UTC, datetime
 
 import pytest
@@ -21,7 +20,6 @@ from bot import limits
 from bot.publishing.render import render_progress, render_report_parts
 from bot.slack.mrkdwn import (
     MAX_LINK_CHARS,
-    MAX_LINK_LABEL_CHARS,
     MAX_LINK_URL_CHARS,
     MIN_SPLIT_LIMIT,
     URL_LABEL_CHARS,
@@ -32,121 +30,9 @@ from bot.slack.mrkdwn import (
 )
 from jobs import Run, RunState
 from jobs.state import apply_event
-
-# `<target|label>` or `<target>`: what Slack turns into a link, a mention or a broadcast.
-ATOM = re.compile(r"<([^<>]*)>")
-# The only targets a reader may click; anything else in `<…>` is live Slack markup.
-SAFE_TARGET = re.compile(r"(?:https?://[^\s|<>]+|mailto:[^\s|<>]+)", re.IGNORECASE)
-BROADCAST = re.compile(r"(?<![\w.])@(?:channel|here|everyone)\b", re.IGNORECASE)
-# Code keeps its characters, and Slack does not look for mentions in it.
-CODE = re.compile(r"```.*?```|`[^`\n]*`", re.DOTALL)
+from tests.fakes.hostile_text import ATOM, documents, hostile_text, labels, live_markup, targets
 
 PROFILE = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-def live_markup(mrkdwn: str, allowed: frozenset[str] = frozenset()) -> list[str]:
-    """Everything in Slack text that would notify, point somewhere unsafe, or swallow the text after it."""
-    problems = []
-    for match in ATOM.finditer(mrkdwn):
-        target = match.group(1).split("|", 1)[0]
-        if not SAFE_TARGET.fullmatch(target) and match.group() not in allowed:
-            problems.append(f"live markup {match.group()!r}")
-    rest = ATOM.sub(" ", mrkdwn)
-    if "<" in rest:
-        problems.append(f"unclosed '<' in {rest[max(0, rest.index('<') - 20):rest.index('<') + 20]!r}")
-    problems += [f"broadcast {m.group()!r}" for m in BROADCAST.finditer(CODE.sub(" ", rest))]
-    return problems
-
-
-# --- generators ---------------------------------------------------------------------
-
-# Text a model, a page or a user might put anywhere: Slack syntax, Markdown syntax, unicode.
-HOSTILE_WORDS = [
-    "<!channel>", "<!here>", "<!everyone>", "<@U024BE7LH>", "<#C024BE7LH|general>", "<!subteam^S012>",
-    "<!date^1392734382^{date}|x>", "@here", "@channel", "@everyone", "!channel", "&lt;", "&amp;", "&#60;",
-    "|", ">", "<", "*", "_", "~", "`", "```", "[", "]", "(", ")", "\\", "\n", " ", "東京", "שלום", "é", "\u200d",
-]
-# Starts of targets: mentions, broadcasts, fragments, other schemes, spellings of each.
-HOSTILE_PREFIXES = [
-    "!", "!channel", "!here", "!everyone", "!subteam^S1", "@", "@U024BE7LH", "@W1", "#", "#C024BE7LH", "#frag",
-    "<!channel>", "&#33;channel", "&#x21;here", "&excl;everyone", "&commat;U1", "&#64;U1", "&num;C1", "\\!channel",
-    "%21channel", "javascript:", "JaVaScRiPt:", "vbscript:", "data:text/html,", "file:///", "ftp://", "tel:",
-    "slack://", "//host.test", "/relative", "relative", "https:", "https:!channel", "http:@U1", " https://x.test",
-    "mailto:", "mailto:@here", "https://", "http://", "HTTPS://", "https://@U1", "https://x.test/", "mailto:a@b.test",
-]
-SAFE_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789-._~/?=&%+"
-
-hostile_text = st.lists(
-    st.one_of(st.sampled_from(HOSTILE_WORDS), st.text(alphabet=SAFE_CHARS + "!@#^ |<>\"'()", max_size=12)),
-    max_size=6,
-).map("".join)
-
-
-@st.composite
-def targets(draw: st.DrawFn) -> str:
-    """A link destination: a hostile prefix, a tail, and sometimes a very long path."""
-    target = draw(st.sampled_from(HOSTILE_PREFIXES)) + draw(hostile_text)
-    if draw(st.integers(0, 19)) == 0:
-        target += "a" * draw(st.sampled_from([URL_LABEL_CHARS, MAX_LINK_URL_CHARS, 3_100, 5_000]))
-    return target
-
-
-@st.composite
-def labels(draw: st.DrawFn) -> str:
-    """Hostile words; now and then empty, or long enough to be shortened."""
-    kind = draw(st.integers(0, 9))
-    if kind == 0:
-        return ""
-    if kind == 1:
-        return "word " * (draw(st.integers(MAX_LINK_LABEL_CHARS - 5, MAX_LINK_LABEL_CHARS * 3)) // 5)
-    return draw(hostile_text)
-
-
-def _angle(target: str) -> str:
-    # A `<…>` destination may hold spaces but no line break or unescaped angle bracket.
-    return "<" + re.sub(r"([<>])", r"\\\1", target.replace("\n", " ")) + ">"
-
-
-@st.composite
-def links(draw: st.DrawFn) -> tuple[str, list[str]]:
-    """One link or image in any of CommonMark's spellings, with the reference definitions it needs."""
-    label, target, ref = draw(labels()), draw(targets()), draw(st.sampled_from(["ref", "Ref 1", "r&amp;"]))
-    destination = draw(st.sampled_from([target, _angle(target)]))
-    title = draw(st.sampled_from(["", ' "a title"', " 'x'", " (<!here>)"]))
-    form = draw(st.sampled_from(["inline", "image", "full", "collapsed", "shortcut", "autolink", "nested", "bare"]))
-    if form == "inline":
-        return f"[{label}]({destination}{title})", []
-    if form == "image":
-        return f"![{label}]({destination}{title})", []
-    if form == "full":
-        return f"[{label}][{ref}]", [f"[{ref}]: {destination}{title}"]
-    if form == "collapsed":
-        return f"[{label}][]", [f"[{label}]: {destination}"]
-    if form == "shortcut":
-        return f"[{label}]", [f"[{label}]: {destination}"]
-    if form == "autolink":
-        return f"<{target}>", []
-    if form == "nested":
-        return f"[![{label}]({destination})]({draw(targets())})", []
-    return target, []
-
-
-@st.composite
-def documents(draw: st.DrawFn) -> str:
-    """Markdown where links sit in every kind of block and inline context."""
-    blocks: list[str] = []
-    definitions: list[str] = []
-    for _ in range(draw(st.integers(1, 5))):
-        items = []
-        for _ in range(draw(st.integers(1, 3))):
-            text, defs = draw(links())
-            definitions += defs
-            items.append(text)
-        inline = draw(hostile_text).join(items)
-        wrap = draw(st.sampled_from(["{}", "**{}**", "_{}_", "~~{}~~", "# {}", "- {}", "1. {}", "> {}",
-                                     "- a\n  - {}", "| a | b |\n|---|---|\n| {} | x |"]))
-        blocks.append(wrap.format(inline.replace("\n", " ") if "|" in wrap else inline))
-    return "\n\n".join(blocks + definitions)
 
 
 # --- to_mrkdwn ----------------------------------------------------------------------
