@@ -20,6 +20,10 @@ class Services:
     redis: Redis  # for the publisher's own records (its digest cache); run state goes through `runs`
     store: RunStore
     bot_user_id: str | None = None
+    # The installation's workspace (and Enterprise Grid org): only its own admins are admins here.
+    team_id: str | None = None
+    enterprise_id: str | None = None
+    dms: bool = True  # DEEPTHREAD_DMS: questions are taken in direct messages
     stop_reaction: str = DEFAULT_STOP_REACTION
     admins: frozenset[str] = frozenset()  # DEEPTHREAD_ADMINS: may stop anyone's run
     channels: frozenset[str] = frozenset()  # DEEPTHREAD_CHANNELS: where questions are taken (empty: everywhere)
@@ -28,6 +32,15 @@ class Services:
     runs: AsyncRuns = field(init=False)
     # Spend and monthly budgets (sync Redis: listeners call it through asyncio.to_thread).
     spend: Spend = field(init=False)
+
+    def takes_questions_in(self, channel: str | None) -> bool:
+        """DEEPTHREAD_CHANNELS (and DEEPTHREAD_DMS for direct messages): where questions, and the
+        commands, are answered."""
+        if not channel:
+            return False
+        if channel.startswith("D"):
+            return self.dms
+        return not self.channels or channel in self.channels
 
     def __post_init__(self) -> None:
         self.runs = AsyncRuns(Runs(self.store))

@@ -110,6 +110,10 @@ class Settings(BaseSettings):
     workspace_budget_usd: float | None = Field(
         default=None, ge=0, validation_alias=_env("DEEPTHREAD_WORKSPACE_BUDGET_USD")
     )
+    # Each person's monthly budget for questions asked in direct messages (no channel's budget covers them).
+    person_budget_usd: float | None = Field(default=None, ge=0, validation_alias=_env("DEEPTHREAD_PERSON_BUDGET_USD"))
+    # Whether questions are taken in direct messages with the bot (commands are answered there either way).
+    dms: Literal["on", "off"] = Field(default="on", validation_alias=_env("DEEPTHREAD_DMS"))
     admins: str = Field(default="", validation_alias=_env("DEEPTHREAD_ADMINS"))
     channels: str = Field(default="", validation_alias=_env("DEEPTHREAD_CHANNELS"))
     max_task_agents: int | None = Field(default=None, ge=0, validation_alias=_env("DEEPTHREAD_MAX_TASK_AGENTS"))
@@ -188,7 +192,11 @@ class Settings(BaseSettings):
         )
 
     def budget_defaults(self) -> BudgetDefaults:
-        return BudgetDefaults(channel_usd=self.channel_budget_usd, workspace_usd=self.workspace_budget_usd)
+        return BudgetDefaults(
+            channel_usd=self.channel_budget_usd,
+            workspace_usd=self.workspace_budget_usd,
+            person_usd=self.person_budget_usd,
+        )
 
 
 def variable_names() -> list[str]:

@@ -94,7 +94,7 @@ async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime, token
 
     run_id = state.run.id
     # The channel's and workspace's monthly budgets cap what this run may spend (upgrades too).
-    caps = Spend(store.redis).run_caps(state.run.team, state.run.channel, runtime.agent.caps)
+    caps = Spend(store.redis).run_caps(state.run.team, state.run.channel, runtime.agent.caps, state.run.requester)
     async_redis = connect_async(runtime.redis_url)  # a Redis restart mid-run is waited out, not fatal
     heartbeat = asyncio.create_task(_heartbeat(async_redis, run_id, token, runtime.lock_seconds))
     alive = await async_redis.get(keys.alive(run_id))

@@ -5,17 +5,19 @@ Every finished run is recorded once (idempotent per run id) with its cost, price
 `agent.pricing.cost_usd`), against its workspace, channel, requester and day:
 
     deepthread:spend:run:{run id}          string: the run's RunSpend (JSON); also the "recorded" mark
-    deepthread:spend:{team}:{YYYY-MM}      hash: total / channel:{C} / user:{U} / day:{YYYY-MM-DD},
-                                           each as :micros (millionths of a dollar), :runs, :requests
+    deepthread:spend:{team}:{YYYY-MM}      hash: total / channel:{C} / user:{U} / day:{YYYY-MM-DD} /
+                                           person:{U} (that person's runs in direct messages), each as
+                                           :micros (millionths of a dollar), :runs, :requests
     deepthread:spend:{team}:{YYYY-MM}:runs sorted set: run id by cost (the most expensive runs)
-    deepthread:budgets:{team}              hash: workspace / channel:{C} -> micros, or "off"
+    deepthread:spend:{team}:{YYYY-MM}:runs:{C}  the same, for one channel (a channel's own usage)
+    deepthread:budgets:{team}              hash: workspace / channel:{C} / person:{U} -> micros, or "off"
 
 Sums are kept in whole micro-dollars, so every rollup is exactly the sum of its runs.
 Months are UTC calendar months, counted by when the run finished.
 
-Budgets are monthly, per channel and per workspace: an operator default from the environment
-(`BudgetDefaults`, set once at start-up with `configure`) that an admin's override in Redis
-replaces, "off" included.
+Budgets are monthly, per channel, per person (for questions asked in direct messages, which belong
+to no channel) and per workspace: an operator default from the environment (`BudgetDefaults`, set
+once at start-up with `configure`) that an admin's override in Redis replaces, "off" included.
 """
 
 from __future__ import annotations
@@ -61,30 +63,43 @@ TOP_RUNS = 5
 NO_TEAM = keys.NO_TEAM
 OFF = "off"
 
-Scope = Literal["channel", "workspace"]
+Scope = Literal["channel", "workspace", "person"]
+# The runs of one channel read for its own usage reply (by person, most expensive first).
+CHANNEL_RUNS_READ = 500
+
+
+def is_direct(channel: str | None) -> bool:
+    """A direct message with the bot (Slack's ids: D…), which belongs to no channel's budget."""
+    return bool(channel) and str(channel).startswith("D")
+
 
 _RECORD = """
--- KEYS: run record, month hash, month runs zset. ARGV: run json, ttl, micros, requests,
---       channel, user, day, run id
+-- KEYS: run record, month hash, month runs zset, the channel's runs zset. ARGV: run json, ttl, micros,
+--       requests, channel, user, day, run id, "1" when asked in a direct message
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) then return 0 end
 local dims = {'total', 'channel:' .. ARGV[5], 'user:' .. ARGV[6], 'day:' .. ARGV[7]}
+if ARGV[9] == '1' then table.insert(dims, 'person:' .. ARGV[6]) end
 for _, d in ipairs(dims) do
   redis.call('HINCRBY', KEYS[2], d .. ':micros', ARGV[3])
   redis.call('HINCRBY', KEYS[2], d .. ':runs', 1)
   redis.call('HINCRBY', KEYS[2], d .. ':requests', ARGV[4])
 end
 redis.call('ZADD', KEYS[3], ARGV[3], ARGV[8])
+redis.call('ZADD', KEYS[4], ARGV[3], ARGV[8])
 redis.call('EXPIRE', KEYS[2], ARGV[2])
 redis.call('EXPIRE', KEYS[3], ARGV[2])
+redis.call('EXPIRE', KEYS[4], ARGV[2])
 return 1
 """
 
 
 class BudgetDefaults(BaseModel):
-    """Operator defaults (DEEPTHREAD_CHANNEL_BUDGET_USD, DEEPTHREAD_WORKSPACE_BUDGET_USD); None: no cap."""
+    """Operator defaults (DEEPTHREAD_CHANNEL_BUDGET_USD, DEEPTHREAD_WORKSPACE_BUDGET_USD,
+    DEEPTHREAD_PERSON_BUDGET_USD); None: no cap."""
 
     channel_usd: float | None = Field(default=None, ge=0)
     workspace_usd: float | None = Field(default=None, ge=0)
+    person_usd: float | None = Field(default=None, ge=0)  # each person's questions in direct messages
 
 
 _configured = BudgetDefaults()
@@ -145,7 +160,7 @@ class CapState(BaseModel):
     @property
     def label(self) -> str:
         """How a run's reason names it: "channel budget ($50.00/month)"."""
-        return f"{self.scope} budget ({usd(self.limit_micros)}/month)"
+        return f"{'personal' if self.scope == 'person' else self.scope} budget ({usd(self.limit_micros)}/month)"
 
 
 class MonthUsage(BaseModel):
@@ -213,6 +228,7 @@ class Spend:
                 keys.spend_run(run.id),
                 keys.spend_month(run.team, month),
                 keys.spend_month(run.team, month) + ":runs",
+                keys.spend_month(run.team, month) + f":runs:{spent.channel or '-'}",
             ],
             args=[
                 spent.model_dump_json(),
@@ -223,6 +239,7 @@ class Spend:
                 spent.user or "-",
                 finished.astimezone(UTC).strftime("%Y-%m-%d"),
                 run.id,
+                "1" if is_direct(run.channel) else "0",
             ],
         )
         if not added:
@@ -274,22 +291,34 @@ class Spend:
             top_runs=top,
         )
 
+    def channel_runs(self, team: str | None, channel: str, month: str | None = None) -> list[RunSpend]:
+        """One channel's runs this month, most expensive first (its own usage reply)."""
+        key = keys.spend_month(team, month or month_of(utcnow())) + f":runs:{channel}"
+        ids = [text(m) for m in cast(list[bytes | str], self.redis.zrevrange(key, 0, CHANNEL_RUNS_READ - 1))]
+        return [r for r in (self.recorded(i) for i in ids) if r is not None]
+
     # --- budgets -------------------------------------------------------------------
 
-    def set_budget(self, team: str | None, scope: Scope, usd_per_month: float | None, channel: str = "") -> None:
-        """An admin's monthly budget for a channel or the workspace; None lifts it ("off"),
-        which also overrides the environment's default."""
-        field = "workspace" if scope == "workspace" else f"channel:{channel}"
+    def set_budget(
+        self, team: str | None, scope: Scope, usd_per_month: float | None, channel: str = "", user: str = ""
+    ) -> None:
+        """An admin's monthly budget for a channel, a person (their direct messages) or the workspace;
+        None lifts it ("off"), which also overrides the environment's default."""
+        field = {"workspace": "workspace", "channel": f"channel:{channel}", "person": f"person:{user}"}[scope]
         value = OFF if usd_per_month is None else str(round(usd_per_month * MICROS))
         self.redis.hset(keys.budgets(team), field, value)
 
-    def caps(self, team: str | None, channel: str | None) -> list[CapState]:
-        """The budgets in force for a run in this channel, with this month's spend against each."""
+    def caps(self, team: str | None, channel: str | None, user: str | None = None) -> list[CapState]:
+        """The budgets in force for a run in this channel (or, in a direct message or with no channel,
+        for this person), with this month's spend against each."""
         month = keys.spend_month(team, month_of(utcnow()))
-        overrides_raw, spent_raw = self._read(team, channel, month)
+        person = user if user and (channel is None or is_direct(channel)) else None
+        overrides_raw, spent_raw = self._read(team, channel, person, month)
         found = []
         wanted: list[tuple[Scope, str, float | None]] = [("workspace", "workspace", self.defaults.workspace_usd)]
-        if channel:
+        if person:
+            wanted.insert(0, ("person", f"person:{person}", self.defaults.person_usd))
+        elif channel:
             wanted.insert(0, ("channel", f"channel:{channel}", self.defaults.channel_usd))
         for scope, field, default in wanted:
             override = overrides_raw.get(field)
@@ -300,31 +329,33 @@ class Spend:
             found.append(CapState(scope=scope, limit_micros=limit, spent_micros=spent, overridden=override is not None))
         return found
 
-    def _read(self, team: str | None, channel: str | None, month: str) -> tuple[dict[str, str], dict[str, int]]:
+    def _read(
+        self, team: str | None, channel: str | None, person: str | None, month: str
+    ) -> tuple[dict[str, str], dict[str, int]]:
+        fields = ["total:micros", f"channel:{channel}:micros", f"person:{person}:micros"]
         pipe = self.redis.pipeline(transaction=False)
         pipe.hgetall(keys.budgets(team))
-        pipe.hmget(month, ["total:micros", f"channel:{channel}:micros"])
-        overrides, (total, in_channel) = pipe.execute()
-        spent = {"total:micros": int(text(total)) if total else 0}
-        spent[f"channel:{channel}:micros"] = int(text(in_channel)) if in_channel else 0
+        pipe.hmget(month, fields)
+        overrides, values = pipe.execute()
+        spent = {field: int(text(value)) if value else 0 for field, value in zip(fields, values, strict=True)}
         return {text(k): text(v) for k, v in overrides.items()}, spent
 
-    def cap_refusal(self, team: str | None, channel: str) -> str | None:
+    def cap_refusal(self, team: str | None, channel: str, user: str | None = None) -> str | None:
         """The reply for a question that would start over a monthly cap, or None."""
-        for cap in self.caps(team, channel):
+        for cap in self.caps(team, channel, user):
             if cap.reached:
                 return refusal(cap)
         return None
 
-    def remaining_usd(self, team: str | None, channel: str) -> float | None:
+    def remaining_usd(self, team: str | None, channel: str, user: str | None = None) -> float | None:
         """What is left this month under the tighter cap (0 when reached); None: no cap."""
-        caps = self.caps(team, channel)
+        caps = self.caps(team, channel, user)
         return min(c.left_micros for c in caps) / MICROS if caps else None
 
-    def run_caps(self, team: str | None, channel: str | None, caps: Caps) -> Caps:
+    def run_caps(self, team: str | None, channel: str | None, caps: Caps, user: str | None = None) -> Caps:
         """The operator's caps, with the cost cap lowered to what the tighter monthly budget has
         left, named after that budget so a run that reaches it says which one it was."""
-        tightest = min(self.caps(team, channel), key=lambda c: c.left_micros, default=None)
+        tightest = min(self.caps(team, channel, user), key=lambda c: c.left_micros, default=None)
         if tightest is None:
             return caps
         left = tightest.left_micros / MICROS
@@ -346,13 +377,13 @@ def record_spend(redis: Redis, state: RunState) -> None:
 def refusal(cap: CapState) -> str:
     today = utcnow()
     next_month = datetime(today.year + today.month // 12, today.month % 12 + 1, 1, tzinfo=UTC)
-    where, command = (
-        ("This channel", "budget #channel $X/month")
-        if cap.scope == "channel"
-        else ("This workspace", "budget workspace $X/month")
-    )
+    where, command = {
+        "channel": ("This channel has used its monthly budget", "budget #channel $X/month"),
+        "person": ("Your questions in direct messages have used your monthly budget", "budget @person $X/month"),
+        "workspace": ("This workspace has used its monthly budget", "budget workspace $X/month"),
+    }[cap.scope]
     return (
-        f"{where} has used its monthly budget: {usd(cap.spent_micros)} of {usd(cap.limit_micros)} "
+        f"{where}: {usd(cap.spent_micros)} of {usd(cap.limit_micros)} "
         f"in {today:%B %Y}, so I started nothing. A workspace admin can raise it (`{command}`) or lift it "
         f"(`{command.split(' $')[0]} off`); otherwise it resets on {next_month:%-d %B}. "
         "Reply `usage` to see what it was spent on."

@@ -1,5 +1,6 @@
-"""`budget #channel $50/month`, `budget workspace $200/month`, `budget #channel off`: admins set
-the monthly budgets (jobs/spend.py keeps them); anyone may read them with `budget`."""
+"""`budget #channel $50/month`, `budget @person $20/month`, `budget workspace $200/month`,
+`budget #channel off`: admins set the monthly budgets (jobs/spend.py keeps them; a person's covers
+their questions in direct messages); anyone may read them with `budget`."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import re
 from typing import Literal
 
 from pydantic import BaseModel
-from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.exceptions import BudgetSyntaxError
@@ -17,13 +17,18 @@ from bot.services import Services
 from bot.slack.mrkdwn import escape_text
 from jobs.spend import MICROS, Spend, usd
 
+from .admins import is_admin
+from .names import display_names
+
 __all__ = ["BudgetChange", "BudgetSyntaxError", "budget_reply", "is_admin", "parse_budget"]
 
 # "budget …" is a command only when what follows names a target or an amount (or nothing): a
 # question that starts with the word ("budget airlines in Europe?") stays a question.
 COMMAND = re.compile(r"^\s*(?:<@\w+>\s*)?budgets?\b\s*(.*?)\s*$", re.IGNORECASE | re.DOTALL)
-TARGET_START = re.compile(r"^(?:<#|#|workspace\b|here\b|this\s+channel\b|\$|\d|off\b)", re.IGNORECASE)
+TARGET_START = re.compile(r"^(?:<#|<@|#|@|workspace\b|here\b|this\s+channel\b|\$|\d|off\b)", re.IGNORECASE)
 CHANNEL_REF = re.compile(r"^<#([CG][A-Z0-9]+)(?:\|[^>]*)?>\s*(.*)$", re.DOTALL)
+PERSON_REF = re.compile(r"^<@([UW][A-Z0-9]+)(?:\|[^>]*)?>\s*(.*)$", re.DOTALL)
+NAMED_PERSON = re.compile(r"^@([\w.-]+)")
 CHANNEL_ID = re.compile(r"^#?([CG][A-Z0-9]{6,})\b\s*(.*)$", re.DOTALL)
 NAMED_CHANNEL = re.compile(r"^#([\w.-]+)")
 OFF = re.compile(r"^(?:off|none|no\s+limit|unlimited|remove)$", re.IGNORECASE)
@@ -35,12 +40,16 @@ AMOUNT = re.compile(
 MONTH_WORDS = {"month", "mo", "mon", "monthly"}
 # Far above any real team's research spend: a typo guard, not a policy.
 MAX_BUDGET_USD = 1_000_000.0
-EXAMPLES = "`budget #channel $50/month`, `budget workspace $200/month` or `budget #channel off`"
+EXAMPLES = (
+    "`budget #channel $50/month`, `budget @person $20/month` (their direct messages), "
+    "`budget workspace $200/month` or `budget #channel off`"
+)
 
 
 class BudgetChange(BaseModel):
-    scope: Literal["channel", "workspace"]
+    scope: Literal["channel", "workspace", "person"]
     channel: str = ""
+    user: str = ""  # a person's budget: their questions in direct messages
     usd: float | None  # None: no cap ("off")
 
 
@@ -54,10 +63,17 @@ def parse_budget(text: str, here: str | None = None) -> BudgetChange | None:
     rest = match.group(1).strip()
     if not TARGET_START.match(rest):
         return None
-    scope: Literal["channel", "workspace"]
-    channel = ""
+    scope: Literal["channel", "workspace", "person"]
+    channel = user = ""
     if m := CHANNEL_REF.match(rest) or CHANNEL_ID.match(rest):
         scope, channel, rest = "channel", m.group(1), m.group(2)
+    elif m := PERSON_REF.match(rest):
+        scope, user, rest = "person", m.group(1), m.group(2)
+    elif m := NAMED_PERSON.match(rest):
+        raise BudgetSyntaxError(
+            f"I cannot tell who “@{escape_text(m.group(1))}” is. Pick them from Slack's autocomplete as you type @ "
+            f"so the message carries who it is, e.g. {EXAMPLES}."
+        )
     elif m := re.match(r"^workspace\b\s*(.*)$", rest, re.IGNORECASE | re.DOTALL):
         scope, rest = "workspace", m.group(1)
     elif m := re.match(r"^(?:here|this\s+channel)\b\s*(.*)$", rest, re.IGNORECASE | re.DOTALL):
@@ -70,8 +86,8 @@ def parse_budget(text: str, here: str | None = None) -> BudgetChange | None:
             f"you type # so the message carries the channel's link, e.g. {EXAMPLES}."
         )
     else:
-        raise BudgetSyntaxError(f"Say which budget to set: a channel or the workspace, e.g. {EXAMPLES}.")
-    return BudgetChange(scope=scope, channel=channel, usd=_amount(rest.strip()))
+        raise BudgetSyntaxError(f"Say which budget to set: a channel, a person or the workspace, e.g. {EXAMPLES}.")
+    return BudgetChange(scope=scope, channel=channel, user=user, usd=_amount(rest.strip()))
 
 
 def _amount(raw: str) -> float | None:
@@ -105,17 +121,6 @@ def wants_budgets(text: str) -> bool:
     return bool(match) and not match.group(1)  # type: ignore[union-attr]
 
 
-async def is_admin(services: Services, client: AsyncWebClient, user: str) -> bool:
-    """Listed in DEEPTHREAD_ADMINS, or a workspace admin or owner (users.info), as for stopping runs."""
-    if user in services.admins:
-        return True
-    try:
-        info = await client.users_info(user=user)
-        return bool(info["user"].get("is_admin") or info["user"].get("is_owner"))
-    except SlackApiError:
-        return False  # without users:read we cannot tell: only listed admins may set budgets
-
-
 NOT_ADMIN = (
     "Only workspace admins can set budgets, so nothing changed. Ask an admin (or the operator, who can list "
     "you in DEEPTHREAD_ADMINS). Reply `usage` to see this month's spend."
@@ -128,9 +133,12 @@ async def budget_reply(
     if not await is_admin(services, client, user):
         return NOT_ADMIN
     spend: Spend = services.spend
-    await asyncio.to_thread(spend.set_budget, team, change.scope, change.usd, change.channel)
-    target = "the workspace" if change.scope == "workspace" else f"<#{change.channel}>"
-    caps = await asyncio.to_thread(spend.caps, team, change.channel or None)
+    await asyncio.to_thread(spend.set_budget, team, change.scope, change.usd, change.channel, change.user)
+    if change.scope == "person":  # named, never pinged (bot/desk/names.py)
+        target = f"{(await display_names(client, [change.user]))[change.user]}'s questions in direct messages"
+    else:
+        target = "the workspace" if change.scope == "workspace" else f"<#{change.channel}>"
+    caps = await asyncio.to_thread(spend.caps, team, change.channel or None, change.user or None)
     cap = next((c for c in caps if c.scope == change.scope), None)
     if change.usd is None or cap is None:
         return f"Budget lifted: {target} has no monthly cap now."

@@ -15,7 +15,13 @@ REQUIRED_BOT_SCOPES: dict[str, str] = {
     "pins:write": "pins.add: the report is pinned",
     "reactions:read": "reaction_added events: a stop reaction",
     "reactions:write": "reactions.add: a steering note is acknowledged with a reaction",
-    "users:read": "users.info: whether someone stopping another person's run is a workspace admin",
+    "users:read": (
+        "users.info: whether someone is an admin of this workspace (stop, go deeper, budgets), and the names "
+        "usage shows"
+    ),
+    "channels:read": "conversations.info: whether a channel is public, before usage shows its questions",
+    "groups:read": "conversations.info and conversations.members: whether the viewer is in a private channel",
+    "im:read": "conversations.info and conversations.members for direct messages",
     "channels:history": "message.channels events and thread replies in public channels",
     "groups:history": "message.groups events and thread replies in private channels",
     "im:history": "message.im events: direct messages",

@@ -12,6 +12,7 @@ import re
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.desk.admins import may_control, only_who_may
 from bot.desk.commands import spend_command
 from bot.desk.recheck import handle_recheck, parse_recheck
 from bot.publishing.lifecycle import launch_and_post
@@ -32,21 +33,11 @@ NOTE_ACK_REACTION = "memo"
 NOTED = "Noted: I will take this into account from the next step on."
 
 
-async def may_stop(services: Services, client: AsyncWebClient, state: RunState, user: str) -> bool:
-    if user == state.run.requester or user in services.admins:
-        return True
-    try:
-        info = await client.users_info(user=user)
-        return bool(info["user"].get("is_admin") or info["user"].get("is_owner"))
-    except SlackApiError:
-        return False  # without users:read we cannot tell; only the requester and listed admins may stop
-
-
 async def stop_run(services: Services, client: AsyncWebClient, state: RunState, user: str, channel: str) -> None:
     run = state.run
     if state.status.finished:
         return
-    if not await may_stop(services, client, state, user):
+    if not await may_control(services, client, state, user):
         who = f"<@{run.requester}> (who asked)" if run.requester else "the person who asked"
         await reply_privately(client, channel, user, f"Only {who} or a workspace admin can stop this run.")
         return
@@ -77,14 +68,19 @@ async def thread_message(
         return
     recheck = parse_recheck(text)
     if recheck is not None:
+        if recheck.action == "set" and not await may_control(services, client, latest, user):
+            # Each re-check is a run: scheduling them raises what the thread costs.
+            await reply_privately(client, channel, user, only_who_may(latest, "schedule re-checks of this report"))
+            return
         await handle_recheck(services, client, latest, recheck, user)
         return
     answer = await spend_command(services, client, team=latest.run.team, channel=channel, user=user, text=text)
-    if answer is not None:  # `usage`, `budget …`
-        await reply(client, channel, thread_ts, answer)
+    if answer is not None:  # `usage`, `budget …`: only where questions are taken
+        if services.takes_questions_in(channel) or channel.startswith("D"):
+            await reply(client, channel, thread_ts, answer)
         return
     if GO_DEEPER.match(text):
-        await go_deeper(services, client, latest, event_id, channel)
+        await go_deeper(services, client, latest, event_id, channel, user)
         return
     wanted = HISTORY.match(text)
     if wanted:
@@ -127,8 +123,13 @@ def section_history(state: RunState, section_id: str | None) -> str:
     return "\n".join(lines)
 
 
-async def go_deeper(services: Services, client: AsyncWebClient, state: RunState, event_id: str, channel: str) -> None:
+async def go_deeper(
+    services: Services, client: AsyncWebClient, state: RunState, event_id: str, channel: str, user: str
+) -> None:
     run = state.run
+    if not await may_control(services, client, state, user):  # a deeper budget costs more: the requester's call
+        await reply_privately(client, channel, user, only_who_may(state, "give this run the deep budget"))
+        return
     upgrade = await services.runs.upgrade(run.id, event_id)
     if upgrade == Upgrade.next_run:
         await reply(
@@ -151,7 +152,7 @@ async def continue_thread(
 ) -> None:
     """Continue the research; a reply that lost the race to another becomes a note of its run."""
     run = parent.run
-    over_budget = await asyncio.to_thread(services.spend.cap_refusal, run.team, run.channel or "")
+    over_budget = await asyncio.to_thread(services.spend.cap_refusal, run.team, run.channel or "", user)
     if over_budget:  # the monthly budget is spent: no continuation starts
         await reply(client, run.channel or "", run.thread_ts, over_budget)
         return

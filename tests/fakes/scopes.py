@@ -39,11 +39,15 @@ METHOD_SCOPES: dict[str, tuple[str, ...]] = {
     "files.info": ("files:read",),
     "conversations.replies": ("<history>",),
     "conversations.history": ("<history>",),
+    "conversations.info": ("<read>",),
+    "conversations.members": ("<read>",),
 }
 # Called with the app-level token (xapp-…), whose scope is set on the app, not in the bot list.
 APP_LEVEL_SCOPES = {"apps.connections.open": "connections:write"}
 # conversations.* scope by the conversation id's first letter.
 HISTORY_SCOPES = {"C": "channels:history", "G": "groups:history", "D": "im:history"}
+# conversations.info / conversations.members: the read scope of the conversation's kind.
+READ_SCOPES = {"C": "channels:read", "G": "groups:read", "D": "im:read"}
 # Methods the SDK calls on our behalf, keyed by the SDK call that makes them.
 SDK_COMPOSITES = {"files.upload.v2": ("files.getUploadURLExternal", "files.completeUploadExternal")}
 
@@ -59,4 +63,7 @@ def needed(method: str, params: dict[str, Any]) -> tuple[str, ...]:
     if scopes == ("<history>",):
         channel = str(params.get("channel", ""))
         return (HISTORY_SCOPES.get(channel[:1], "channels:history"),)
+    if scopes == ("<read>",):
+        channel = str(params.get("channel", ""))
+        return (READ_SCOPES.get(channel[:1], "channels:read"),)
     return scopes

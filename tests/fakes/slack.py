@@ -135,8 +135,14 @@ class FakeSlack(WebApiMethods, SocketMode):
             "files.delete": self._files_delete,
             "apps.connections.open": self._apps_connections_open,
             "users.info": self._users_info,
+            "conversations.info": self._conversations_info,
+            "conversations.members": self._conversations_members,
         }
         self.admins: set[str] = set()  # users.info reports these as workspace admins
+        # People and conversations tests describe (slack_web.py answers users.info, conversations.info and
+        # conversations.members from them; anyone else is a member of this workspace, any channel public).
+        self.users: dict[str, dict[str, Any]] = {}
+        self.conversations: dict[str, dict[str, Any]] = {}
         # The bot token's scopes: what installing the app from manifest.yml grants.
         self.scopes: set[str] = scopes.manifest_bot_scopes()
         self.scope_refusals: list[tuple[str, str]] = []  # (method, needed) answered missing_scope
@@ -312,6 +318,24 @@ class FakeSlack(WebApiMethods, SocketMode):
     def calls_of(self, method: str) -> list[dict[str, Any]]:
         with self._lock:
             return [p for m, p in self._calls if m == method]
+
+    def add_user(self, user: str, *, name: str | None = None, team_id: str | None = None, admin: bool = False,
+                 owner: bool = False, enterprise_id: str | None = None) -> None:
+        """A person as users.info reports them: `team_id` another workspace's for a Slack Connect guest,
+        whose `is_admin` is about their own organization."""
+        with self._lock:
+            self.users[user] = {"name": name or user.lower(), "team_id": team_id or self.team_id, "is_admin": admin,
+                                "is_owner": owner, "enterprise_id": enterprise_id}
+
+    def add_conversation(self, channel: str, *, name: str | None = None, private: bool | None = None,
+                         members: list[str] | None = None, ext_shared: bool = False) -> None:
+        """A conversation as conversations.info / conversations.members report it. Ids keep Slack's
+        convention: C… a channel (public unless `private`), G… a private channel, D… a direct message."""
+        with self._lock:
+            self.conversations[channel] = {
+                "name": name or channel.lower(), "private": private if private is not None else channel[:1] in "GD",
+                "members": list(members or []), "ext_shared": ext_shared,
+            }
 
     def messages(self, channel: str) -> list[SlackMessage]:
         """All live messages of a channel (threads included), oldest first."""

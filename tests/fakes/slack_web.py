@@ -40,11 +40,55 @@ class WebApiMethods(_Base):
 
     def _users_info(self, p: dict[str, Any]) -> dict[str, Any]:
         user = _str(p.get("user"))
-        if not user:
+        if not user or not user[:1] in "UW":
             raise SlackError("user_not_found")
-        admin = user in self.admins
-        return {"user": {"id": user, "team_id": self.team_id, "name": user.lower(), "deleted": False,
-                         "is_admin": admin, "is_owner": False, "is_bot": user == self.bot_user_id}}
+        known = self.users.get(user, {})
+        name = known.get("name", user.lower())
+        body: dict[str, Any] = {
+            "id": user, "team_id": known.get("team_id", self.team_id), "name": name, "real_name": name.title(),
+            "deleted": False, "is_admin": known.get("is_admin", user in self.admins),
+            "is_owner": known.get("is_owner", False), "is_bot": user == self.bot_user_id,
+            "profile": {"display_name": name, "real_name": name.title(), "team": known.get("team_id", self.team_id)},
+        }
+        if known.get("team_id", self.team_id) != self.team_id:
+            body["is_stranger"] = True  # Slack Connect: a person of another organization
+        if known.get("enterprise_id"):
+            body["enterprise_user"] = {"id": user, "enterprise_id": known["enterprise_id"],
+                                       "is_admin": body["is_admin"], "is_owner": body["is_owner"],
+                                       "teams": [body["team_id"]]}
+        return {"user": body}
+
+    def _conversation(self, channel: str) -> dict[str, Any]:
+        if not channel or channel[:1] not in "CGD":
+            raise SlackError("channel_not_found")
+        return self.conversations.get(channel) or {"name": channel.lower(), "private": channel[:1] in "GD",
+                                                    "members": None, "ext_shared": False}
+
+    def _conversations_info(self, p: dict[str, Any]) -> dict[str, Any]:
+        channel = _str(p.get("channel"))
+        known = self._conversation(channel)
+        im = channel.startswith("D")
+        body: dict[str, Any] = {
+            "id": channel, "created": 1_700_000_000, "is_im": im, "is_mpim": False,
+            "is_channel": not im and not known["private"], "is_group": not im and known["private"],
+            "is_private": known["private"], "is_archived": False, "is_general": False,
+            "is_shared": known["ext_shared"], "is_ext_shared": known["ext_shared"], "is_org_shared": False,
+            "context_team_id": self.team_id,
+        }
+        if im:
+            members = known["members"] or []
+            body["user"] = next((m for m in members if m != self.bot_user_id), "")
+        else:
+            body["name"] = known["name"]
+        return {"channel": body}
+
+    def _conversations_members(self, p: dict[str, Any]) -> dict[str, Any]:
+        channel = _str(p.get("channel"))
+        known = self._conversation(channel)
+        members = known["members"]
+        if members is None:  # not described: the bot and whoever has written there
+            members = list(dict.fromkeys([self.bot_user_id, *(m.user for m in self.messages(channel) if m.user)]))
+        return _paginate(list(members), p, "members")
 
     def _auth_test(self, p: dict[str, Any]) -> dict[str, Any]:
         return {

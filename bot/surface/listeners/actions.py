@@ -24,4 +24,5 @@ def register(app: AsyncApp, services: Services) -> None:
         if state is None:
             return
         action_ts = next((a.get("action_ts") for a in body.get("actions", [])), "") or body.get("trigger_id", "")
-        await go_deeper(services, client, state, f"action:{ts}:{action_ts}", channel)
+        user = str((body.get("user") or {}).get("id") or "")
+        await go_deeper(services, client, state, f"action:{ts}:{action_ts}", channel, user)

@@ -25,6 +25,10 @@ HELP = (
     "`/deepthread budget workspace $200/month` or `/deepthread budget #channel off`. "
     "To ask a research question, mention @deepthread in a channel or send me a direct message."
 )
+NOT_ENABLED = (
+    "I am not enabled in this channel, so I answer nothing here. Use `/deepthread` in one of the channels the "
+    "team set me up for, or in a direct message with me."
+)
 STORAGE_DOWN = "My storage is not answering right now, so I cannot read the spend. Please try again in a minute."
 
 
@@ -37,14 +41,18 @@ def register(app: AsyncApp, services: Services) -> None:
 
 async def answer(services: Services, client: AsyncWebClient, command: dict[str, Any]) -> str:
     text = str(command.get("text") or "").strip()
+    channel = str(command.get("channel_id") or "")
+    if not channel.startswith("D") and not services.takes_questions_in(channel):
+        return NOT_ENABLED
     try:
         reply = await spend_command(
             services,
             client,
             team=command.get("team_id"),
-            channel=command.get("channel_id"),
+            channel=channel,
             user=str(command.get("user_id") or ""),
             text=text,
+            private=True,  # answered in the ack: only the person who typed it sees it
         )
     except RedisError as exc:
         log.error("slash command: run storage unavailable: %s", exc)

@@ -33,6 +33,14 @@ def register(app: AsyncApp, services: Services) -> None:
             await storage_down(client, event, exc)
 
 
+NOT_ENABLED = (
+    "I am not enabled in this channel. Ask me in one of the channels the team set me up for, or in a direct message."
+)
+NO_DMS = (
+    "I do not take questions in direct messages here (the team switched that off). Ask me in a channel "
+    "I am in, by mentioning @deepthread; `usage` still works here."
+)
+
 # Said in the thread when run storage does not answer even after the client's reconnect backoff.
 STORAGE_DOWN = (
     "I could not start on this: my run storage is not answering right now, so nothing was started. "
@@ -103,18 +111,16 @@ async def handle_question(
     team: str | None,
 ) -> None:
     """A new question, from a mention or a direct message: help, refuse with advice, or start."""
+    direct = channel.startswith("D")
+    if not direct and not services.takes_questions_in(channel):  # commands too: nothing is answered here
+        await reply(client, channel, thread_ts, NOT_ENABLED)
+        return
     answer = await spend_command(services, client, team=team, channel=channel, user=user, text=question)
-    if answer is not None:  # `usage`, `budget …`: a command, not a question
+    if answer is not None:  # `usage`, `budget …`: a command, not a question (answered in DMs either way)
         await reply(client, channel, thread_ts, answer)
         return
-    if services.channels and channel not in services.channels and not channel.startswith("D"):
-        await reply(
-            client,
-            channel,
-            thread_ts,
-            "I am not enabled in this channel. Ask me in one of the channels "
-            "the team set me up for, or in a direct message.",
-        )
+    if direct and not services.dms:
+        await reply(client, channel, thread_ts, NO_DMS)
         return
     if not question:
         await reply(client, channel, thread_ts, render_help())
@@ -128,7 +134,7 @@ async def handle_question(
             "Ask the question in a sentence or two and share long material as a file in the thread.",
         )
         return
-    over_budget = await asyncio.to_thread(services.spend.cap_refusal, team, channel)
+    over_budget = await asyncio.to_thread(services.spend.cap_refusal, team, channel, user)
     if over_budget:  # the channel's or workspace's monthly budget is spent: start nothing
         await reply(client, channel, thread_ts, over_budget)
         return
