@@ -101,15 +101,21 @@ def test_usage_reply_adds_up_to_the_runs_recorded_costs(stack: Stack, fake_slack
                    for (c, _), t in zip(threads, reports, strict=True))
     assert shown == sorted(round(c, 2) for c in costs.values()), footers
 
-    # `/deepthread usage`: answered in the ack, only to the person who asked.
-    envelope_id = send_slash_command(fake_slack, "usage", user=ANA, channel=CHANNEL)
+    # `/deepthread usage` from an admin: answered in the ack, only to them, the whole workspace.
+    fake_slack.add_user(ADMIN, name="alex", admin=True)
+    fake_slack.add_user(ANA, name="ana")
+    fake_slack.add_user(BEN, name="ben")
+    envelope_id = send_slash_command(fake_slack, "usage", user=ADMIN, channel=CHANNEL)
     wait_for(lambda: envelope_id in fake_slack.socket_acks, 3, "the slash command's ack")
     answer = wait_for(lambda: command_response(fake_slack, envelope_id), 3, "the ack's reply")["text"]
     lines = {line.split(":*")[0].strip("*"): line for line in answer.splitlines() if ":*" in line}
     total = sum(costs.values())
     assert f"${total:,.2f} across 3 runs" in lines[next(k for k in lines if k.startswith("Spend in"))]
     per_channel = {m.group(1): float(m.group(2)) for m in re.finditer(r"<#(\w+)> \$(\d+\.\d\d)", lines["By channel"])}
-    per_person = {m.group(1): float(m.group(2)) for m in re.finditer(r"<@(\w+)> \$(\d+\.\d\d)", lines["By person"])}
+    names = {"ana": ANA, "ben": BEN}
+    per_person = {names[m.group(1)]: float(m.group(2))
+                  for m in re.finditer(r"(ana|ben) \$(\d+\.\d\d)", lines["By person"])}
+    assert "<@" not in answer, "people are named, not pinged"
     by = {run_id: Spend(redis).recorded(run_id).model_dump() for run_id in costs}
     for channel in (CHANNEL, OTHER):
         assert per_channel[channel] == pytest.approx(sum(c for r, c in costs.items() if by[r]["channel"] == channel),
@@ -117,19 +123,21 @@ def test_usage_reply_adds_up_to_the_runs_recorded_costs(stack: Stack, fake_slack
     for user in (ANA, BEN):
         assert per_person[user] == pytest.approx(sum(c for r, c in costs.items() if by[r]["user"] == user), abs=0.006)
     assert sum(per_channel.values()) == pytest.approx(total, abs=0.011)
-    # The most expensive runs, most expensive first, each linked to its thread.
+    # The most expensive runs, most expensive first, each linked to its thread (all public here).
     top = re.findall(r"^\d+\. \$(\d+\.\d\d) · <(https://[^|>]+)\|", answer, re.M)
     assert [float(c) for c, _ in top] == sorted((round(c, 2) for c in costs.values()), reverse=True)
     threads_linked = {url for _, url in top}
     assert threads_linked == {f"https://deepthread-test.slack.com/archives/{c}/p{ts.replace('.', '')}"
                               for c, ts in threads}
 
-    # `usage` in one of the threads answers there with the same figures.
+    # `usage` in one of the threads answers there with that channel's figures only.
     channel, thread_ts = threads[0]
+    here = sum(c for r, c in costs.items() if by[r]["channel"] == channel)
     before = len(bot_replies(fake_slack, channel, thread_ts))
     deliver(fake_slack, message_event("usage", channel=channel, thread_ts=thread_ts, user=BEN))
     reply = wait_for(lambda: bot_replies(fake_slack, channel, thread_ts)[before:], 10, "the usage reply")[0]
-    assert f"${total:,.2f} across 3 runs" in reply.text
+    assert f"in <#{channel}>:* ${here:,.2f} across 2 runs" in reply.text
+    assert "expense ratio SCHB" not in reply.text, "another channel's question is not shown here"
     assert len(recorded_runs(redis)) == 3, "a command starts no run"
 
 
