@@ -23,7 +23,7 @@ def _research(tmp: Path, env: dict[str, str], slack: FakeSlack, model, files: li
         share_file(slack, CHANNEL, thread, name, data)
     share_file(slack, CHANNEL, thread, "fees.csv", FEES, text="and our fee sheet")
     model.policy = FilesPolicy()
-    with serve_only(env, tmp / "serve.log", timeout=60) as (_, stack):
+    with serve_only(env, tmp / "serve.log") as (_, stack):
         assert post_event(stack, envelope).status_code == 200
         replies = wait_for(lambda: len([m for m in bot_replies(slack, thread) if m.user == "UBOT"]) >= 2
                            and [m for m in bot_replies(slack, thread) if m.user == "UBOT"], 20, "the run's messages")

@@ -92,7 +92,7 @@ def _dm(stack: Stack, slack: FakeSlack, text: str, user: str) -> str:
 def test_dms_off_takes_no_question_there_and_still_answers_commands(tmp_path: Path, redis_url: str, setting: str,
                                                                    fake_slack: FakeSlack, fake_model, fake_web) -> None:
     env = {**stack_environment(redis_url, fake_slack, fake_model, fake_web), "DEEPTHREAD_DMS": setting}
-    with serve_only(env, tmp_path / "serve.log", timeout=60) as (_, stack):
+    with serve_only(env, tmp_path / "serve.log") as (_, stack):
         refused = _dm(stack, fake_slack, "what is the expense ratio of VTI?", ANA)
         assert refused.startswith("I do not take questions in direct messages here")
         assert "Spend in" in _dm(stack, fake_slack, "usage", ANA)
@@ -104,7 +104,7 @@ def test_a_person_s_budget_caps_their_direct_messages(tmp_path: Path, redis_url:
                                                       fake_model, fake_web) -> None:
     _people(fake_slack)
     env = {**stack_environment(redis_url, fake_slack, fake_model, fake_web), "DEEPTHREAD_PERSON_BUDGET_USD": "0"}
-    with serve_only(env, tmp_path / "serve.log", timeout=60) as (_, stack):
+    with serve_only(env, tmp_path / "serve.log") as (_, stack):
         refused = _dm(stack, fake_slack, "what is the expense ratio of VTI?", ANA)
         assert refused.startswith("Your questions in direct messages have used your monthly budget: $0.00 of $0.00")
         assert "budget @person $X/month" in refused
