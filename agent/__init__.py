@@ -39,6 +39,7 @@ from .tools.search import DDGSFactory
 from .tools.search import providers as search_providers
 from .tools.search import search as search_web
 from .usage import Usage, usage_by_model
+from .visibility import WorkspaceSearchMode, private_sources_allowed
 from .workspace import (
     MAX_FILE_BYTES,
     FileInfo,
@@ -48,8 +49,14 @@ from .workspace import (
     WorkspaceError,
     too_large,
 )
+from .workspace_search import SearchUnavailable, WorkspaceHit, WorkspaceSearch
 
 __all__ = [
+    "private_sources_allowed",
+    "WorkspaceSearchMode",
+    "WorkspaceSearch",
+    "WorkspaceHit",
+    "SearchUnavailable",
     "AgentConfig",
     "AssembledReport",
     "Budget",

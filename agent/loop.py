@@ -40,12 +40,13 @@ from .task import ResearchTask, first_message
 from .task_agents import NumberedLog, TaskTeam
 from .thread_memory import roll
 from .tool_runner import ToolRunner
-from .tools import Tool, ToolContext, default_tools, thread_tools
+from .tools import Tool, ToolContext, default_tools, thread_tools, workspace_tools
 from .tools.base import Announced
 from .tools.spawn_tasks import SpawnTasks, offered
 from .turn import Turn
 from .usage import Usage
 from .workspace import ThreadWorkspace
+from .workspace_search import WorkspaceSearch
 
 __all__ = ["Outcome", "ResearchLoop", "research"]
 
@@ -294,6 +295,7 @@ async def research(
     registry: SourceRegistry | None = None,
     sections: list[Section] | None = None,
     workspace: ThreadWorkspace | None = None,
+    workspace_search: WorkspaceSearch | None = None,
     ledger: Ledger | None = None,
     clock: Clock = time.time,
     active_until: float | None = None,
@@ -336,8 +338,12 @@ async def research(
             announced=Announced(len(registry)),
             workspace=workspace,
             results=backend.results,
+            workspace_search=workspace_search,
+            private_sources=task.private_sources,
         )
         offer = tools if tools is not None else default_tools() + (thread_tools() if workspace is not None else [])
+        if tools is None and workspace_search is not None:
+            offer += workspace_tools()
         chosen = [tool for tool in offer if tool.name != SpawnTasks.name or offered(config)]
         checkpointer = Checkpointer(backend.checkpoints) if backend.checkpoints is not None else None
         saved = await checkpointer.load() if checkpointer is not None else None

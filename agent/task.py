@@ -66,6 +66,9 @@ class ResearchTask(BaseModel):
     # research() before the run starts: ids to open with tools, never content.
     thread_markers: str = ""
     link_markers: str = ""
+    # May this run search, register and cite private channels and DMs of the team's Slack? Only in a
+    # DM with the requester and with DEEPTHREAD_WORKSPACE_SEARCH=dm (agent/visibility.py).
+    private_sources: bool = False
 
 
 def first_message(task: ResearchTask) -> str:

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from agent import AgentConfig, Caps, FetchConfig, SearchConfig, SearchProvider
+from agent import AgentConfig, Caps, FetchConfig, SearchConfig, SearchProvider, WorkspaceSearchMode
 from agent import defaults as agent_defaults
 from jobs.hard_stop import HARD_STOP_SECONDS
 from jobs.spend import BudgetDefaults
@@ -113,8 +113,21 @@ class Settings(BaseSettings):
     hard_stop_seconds: float = Field(
         default=HARD_STOP_SECONDS, gt=0, validation_alias=_env("DEEPTHREAD_HARD_STOP_SECONDS")
     )
+    # Where results from the team's own Slack may be searched and cited (agent/visibility.py): public
+    # channels only (default), also private channels and DMs in a DM with the requester, or not at all.
+    workspace_search: WorkspaceSearchMode = Field(
+        default="public", validation_alias=_env("DEEPTHREAD_WORKSPACE_SEARCH")
+    )
     # Where `deepthread up` keeps its embedded Redis (append-only file), so a restart keeps every run.
     data_dir: Path = Field(default_factory=default_data_dir, validation_alias=_env(DATA_DIR_VARIABLE))
+
+    @field_validator("workspace_search", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: object) -> object:
+        """An empty or whitespace-only value means unset; names are read in any case."""
+        if isinstance(value, str):
+            return value.strip().lower() or "public"
+        return value
 
     @staticmethod
     def id_set(value: str) -> frozenset[str]:

@@ -21,6 +21,7 @@ from agent import Finished, ResearchTask, RunEvent, SourceRegistry, research
 from agent.backend import RunBackend
 from agent.config import Caps, budget_for
 from agent.task import PriorRun
+from agent.visibility import is_requester_dm
 
 from . import keys
 from .connection import connect_async
@@ -59,6 +60,8 @@ def task_for(
         requester=f"<@{run.requester}>" if run.requester else "",
         where=where,
         today=date.today(),
+        # Held again here, whatever the surface decided: only a DM with the requester (agent/visibility.py).
+        private_sources=run.private_sources and is_requester_dm(run.channel),
         budget=budget_for(profile or run.profile, caps or (runtime.agent.caps if runtime else None)),
     )
 
@@ -115,6 +118,7 @@ async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime, token
                 sections=state.sections,
                 active_until=float(alive) if alive else None,
                 workspace=runtime.workspace_for(state.run) if runtime.workspace_for else None,
+                workspace_search=runtime.search_for(state.run) if runtime.search_for else None,
             )
         await RedisCheckpointStore(async_redis, run_id).clear()
     finally:

@@ -145,6 +145,11 @@ def result(run_id: str, result_id: str) -> str:
     return f"{PREFIX}:result:{run_id}:{result_id}"
 
 
+def action_token(run_id: str) -> str:
+    """String: the triggering event's action token (a secret), for as long as Slack honours it."""
+    return f"{PREFIX}:run:{run_id}:action-token"
+
+
 def checkpoint(run_id: str) -> str:
     """Hash: `meta` -> the loop's snapshot, `step:{i}` -> one history step (jobs.stores)."""
     return f"{PREFIX}:checkpoint:{run_id}"
@@ -171,5 +176,8 @@ CHECKPOINT_TTL_SECONDS = 7 * 24 * 3600
 CONTROL_TTL_SECONDS = 7 * 24 * 3600
 RUN_ALIVE_TTL_SECONDS = 7 * 24 * 3600
 CURRENT_JOB_TTL_SECONDS = 7 * 24 * 3600
+# Slack's action tokens are short-lived ("ephemeral"; the docs give no figure): kept no longer than
+# a run's first quarter hour, after which search_workspace says the permission has run out.
+ACTION_TOKEN_TTL_SECONDS = 15 * 60
 # RQ's own record of a finished or failed job (the run's outcome is in run state, not here).
 JOB_RESULT_TTL_SECONDS = 24 * 3600

@@ -6,13 +6,14 @@ import secrets
 from datetime import datetime
 from enum import Enum
 
-from pydantic import AliasChoices, BaseModel, Field
+from pydantic import AliasChoices, BaseModel, Field, SecretStr
 
 from agent import Section, Source
 from agent.charts import Chart
 from agent.events import utcnow
 from agent.thread_memory import ThreadSummary
 from agent.usage import Usage
+from agent.visibility import is_requester_dm
 
 
 class RunStatus(str, Enum):
@@ -50,6 +51,19 @@ class Run(BaseModel):
     # Where the surface shows this run (Slack message ts); opaque to jobs/.
     progress_message: str | None = None
     report_message: str | None = None
+    # May the run search, register and cite the team's private channels and DMs (agent/visibility.py)?
+    # Decided when the run is created (DEEPTHREAD_WORKSPACE_SEARCH and where it was asked), fixed after.
+    private_sources: bool = False
+    # The triggering Slack event's action token (Real-time Search acts as the requester with it): a
+    # secret with a short life. Never part of the stored record, its repr or a log line; RunStore keeps
+    # it under its own key for keys.ACTION_TOKEN_TTL_SECONDS and hands it back while it lives.
+    action_token: SecretStr | None = Field(default=None, exclude=True, repr=False)
+
+    @property
+    def cites_private(self) -> bool:
+        """Whether private-channel and DM sources may become footnotes of this run's report: only when
+        the run was allowed them and its report is in a DM with the requester (agent/visibility.py)."""
+        return self.private_sources and is_requester_dm(self.channel)
 
 
 class BudgetLeft(BaseModel):

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import cast
 
+from pydantic import SecretStr
 from redis import Redis
 from rq.command import send_stop_job_command
 from rq.exceptions import InvalidJobOperation, NoSuchJobError
@@ -147,7 +148,14 @@ class Runs:
         enqueue(self._redis, run)
 
     def continue_from(
-        self, parent: RunState, request: str, *, requester: str, author: str, event_id: str
+        self,
+        parent: RunState,
+        request: str,
+        *,
+        requester: str,
+        author: str,
+        event_id: str,
+        action_token: SecretStr | None = None,
     ) -> Continuation | None:
         """A reply after `parent` ended. Exactly one of several replies racing each other starts
         the continuation (a compare-and-set on the thread); the others become its notes.
@@ -155,7 +163,7 @@ class Runs:
         if not self.store.claim_event(f"continue:{event_id}", CONTINUE_DEDUPE_TTL_SECONDS):
             return None
         for _ in range(MAX_CONTINUE_TRIES):
-            run = successor(self.store, parent, request, requester)
+            run = successor(self.store, parent, request, requester, action_token)
             self._mark_unposted(run)
             try:
                 return Continuation(create_successor(self.store, parent, run), started=True)
@@ -258,10 +266,19 @@ class AsyncRuns:
         await asyncio.to_thread(self.sync.launch, run)
 
     async def continue_from(
-        self, parent: RunState, request: str, *, requester: str, author: str, event_id: str
+        self,
+        parent: RunState,
+        request: str,
+        *,
+        requester: str,
+        author: str,
+        event_id: str,
+        action_token: SecretStr | None = None,
     ) -> Continuation | None:
         return await asyncio.to_thread(
-            lambda: self.sync.continue_from(parent, request, requester=requester, author=author, event_id=event_id)
+            lambda: self.sync.continue_from(
+                parent, request, requester=requester, author=author, event_id=event_id, action_token=action_token
+            )
         )
 
     async def request_stop(self, run_id: str, by: str) -> bool:

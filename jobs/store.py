@@ -25,6 +25,7 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
+from pydantic import SecretStr
 from redis import Redis
 from redis.typing import EncodableT, FieldT
 
@@ -39,7 +40,7 @@ from agent import (
     SourceAdded,
 )
 from agent.charts import Chart
-from agent.events import ChartDrawn, ConstraintsFound, SearchDegraded, utcnow
+from agent.events import ChartDrawn, ConstraintsFound, Notice, SearchDegraded, utcnow
 from agent.thread_memory import ThreadSummary
 
 from . import keys
@@ -177,7 +178,7 @@ def write_for(state: RunState, event: RunEvent) -> Write:
         )
     elif isinstance(event, ConstraintsFound):
         change.fields["run"] = state.run.model_dump_json(exclude=set(MESSAGE_FIELDS))
-    elif isinstance(event, SearchDegraded):
+    elif isinstance(event, (SearchDegraded, Notice)):
         change.fields["notices"] = json.dumps(state.notices)
     elif isinstance(event, ChartDrawn):
         change.fields["charts"] = _charts(state)
@@ -259,6 +260,10 @@ class RunStore:
             pipe.rpush(source_order_key, *state.sources)
         for key in self._keys(run_id)[:5]:
             pipe.expire(key, RUN_TTL_SECONDS)
+        if state.run.action_token is not None:  # a secret: its own key and a short life, never the record
+            pipe.set(
+                keys.action_token(run_id), state.run.action_token.get_secret_value(), ex=keys.ACTION_TOKEN_TTL_SECONDS
+            )
         pipe.execute()
 
     @staticmethod
@@ -311,10 +316,14 @@ class RunStore:
         pipe.zrange(order_key, 0, -1)
         pipe.hgetall(sources_key)
         pipe.lrange(source_order_key, 0, -1)
-        hot, sections, order, sources, source_order = pipe.execute()
+        pipe.get(keys.action_token(run_id))
+        hot, sections, order, sources, source_order, token = pipe.execute()
         if not hot:
             return self._legacy(run_id)
-        return _assemble(run_id, hot, sections, order, sources, source_order)
+        state = _assemble(run_id, hot, sections, order, sources, source_order)
+        if token:
+            state.run = state.run.model_copy(update={"action_token": SecretStr(text(token))})
+        return state
 
     def _legacy(self, run_id: str) -> RunState:
         """A run stored whole by an earlier version: move it to the incremental layout once."""

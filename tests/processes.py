@@ -77,7 +77,7 @@ def running(args: list[str], env: dict[str, str], log: Path, grace: float = 10.0
 
 
 def wait_listening(port: int, serve: subprocess.Popen[bytes], log: Path, *, command: str = "serve",
-                   timeout: float = 20) -> str:
+                   timeout: float = 60) -> str:
     """Wait until `deepthread serve` (or `up`) answers its health check; returns its base URL."""
     base = f"http://127.0.0.1:{port}"
 

@@ -18,7 +18,7 @@ from .report_tools import ReviseSection, WriteSection
 from .spawn_tasks import SpawnTasks
 from .web_search import WebSearch
 
-__all__ = ["Tool", "ToolContext", "ToolResult", "default_tools", "thread_tools"]
+__all__ = ["Tool", "ToolContext", "ToolResult", "default_tools", "thread_tools", "workspace_tools"]
 
 
 def default_tools() -> list[Tool]:
@@ -46,3 +46,10 @@ def thread_tools() -> list[Tool]:
 
     library = FileLibrary()
     return [ReadFile(library), FindInFiles(library), ReadThread()]
+
+
+def workspace_tools() -> list[Tool]:
+    """search_workspace, for a run given the team's Slack (ToolContext.workspace_search)."""
+    from .search_workspace import SearchWorkspace
+
+    return [SearchWorkspace()]

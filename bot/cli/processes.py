@@ -79,6 +79,7 @@ async def serve(settings: Settings) -> int:
         streams=StreamConfig(
             mode=settings.progress, max_seconds=settings.stream_max_seconds, max_tasks=settings.stream_max_tasks
         ),
+        workspace_search=settings.workspace_search,
     )
     services.runs = AsyncRuns(Runs(store, hard_stop_seconds=settings.hard_stop_seconds))
     app = build_app(settings, services, client, identity)

@@ -352,7 +352,7 @@ def _chart_lines(state: RunState, report: AssembledReport, section_id: str, link
         sources = []
         for marker in chart.sources:
             source = state.sources.get(marker)
-            if source is None:
+            if source is None or (source.private and not state.run.cites_private):
                 continue
             number = numbers.get(marker)  # cited in the report: its footnote; else a link of its own
             sources.append(f"[{number}]" if number else link(source.url, _domain(source.url)))
@@ -515,7 +515,8 @@ def render_report_parts(
     (what Slack answered when the file could not be uploaded) changes the notice. `chart_links`
     (chart id → the permalink of its file in the thread) links each chart from its section.
     """
-    report = assemble(state.summary, state.sections, state.sources)
+    # What may be cited where is held here again: a private source is a footnote only in the requester's DM.
+    report = assemble(state.summary, state.sections, state.sources, private_allowed=state.run.cites_private)
     urls = {note.number: note.source.url for note in report.footnotes}
     attachment = None
     for compact in (False, True):

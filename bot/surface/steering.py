@@ -9,6 +9,7 @@ import asyncio
 import logging
 import re
 
+from pydantic import SecretStr
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -67,6 +68,7 @@ async def thread_message(
     user: str,
     text: str,
     event_id: str,
+    action_token: SecretStr | None = None,
 ) -> None:
     """A human's message in a thread that has runs: upgrade, steer, or continue."""
     latest = await services.runs.latest_in_thread(channel, thread_ts)
@@ -99,7 +101,7 @@ async def thread_message(
         if await services.runs.add_note(latest.run.id, event_id, f"<@{user}>", text):
             await _acknowledge(client, channel, ts, thread_ts, NOTED)
         return
-    await continue_thread(services, client, latest, text, user, event_id, ts)
+    await continue_thread(services, client, latest, text, user, event_id, ts, action_token)
 
 
 def section_history(state: RunState, section_id: str | None) -> str:
@@ -147,7 +149,14 @@ async def go_deeper(services: Services, client: AsyncWebClient, state: RunState,
 
 
 async def continue_thread(
-    services: Services, client: AsyncWebClient, parent: RunState, request: str, user: str, event_id: str, ts: str
+    services: Services,
+    client: AsyncWebClient,
+    parent: RunState,
+    request: str,
+    user: str,
+    event_id: str,
+    ts: str,
+    action_token: SecretStr | None = None,
 ) -> None:
     """Continue the research; a reply that lost the race to another becomes a note of its run."""
     run = parent.run
@@ -156,7 +165,7 @@ async def continue_thread(
         await reply(client, run.channel or "", run.thread_ts, over_budget)
         return
     continuation = await services.runs.continue_from(
-        parent, request, requester=user, author=f"<@{user}>", event_id=event_id
+        parent, request, requester=user, author=f"<@{user}>", event_id=event_id, action_token=action_token
     )
     if continuation is None:
         return  # a repeated delivery

@@ -381,3 +381,37 @@ class ThreadPolicy:
         cited = MARKER.search(written[0]) if written else None
         marker = cited.group(0) if cited else ""
         return text_reply(f"Found: one passage. Missing: nothing.\n<summary>{self.fact} {marker}.</summary>")
+
+
+# --- the team's own Slack and MCP servers (tests/e2e/test_workspace_search.py, test_mcp.py) ----------
+
+
+def calls_made(request: dict[str, Any]) -> list[dict[str, Any]]:
+    return [b for m in request["messages"] if m["role"] == "assistant" for b in _blocks(m) if b["type"] == "tool_use"]
+
+
+class CiteWhatOneToolFindsPolicy:
+    """Calls one tool (`tool`, `arguments`), writes a section citing every marker its result gave,
+    then answers citing them all: whatever the tool found, the model tries to cite. `before`, when
+    set, runs just before the call is made (a test stops a server there)."""
+
+    def __init__(self, tool: str, arguments: dict[str, Any], *, before: Any = None) -> None:
+        self.tool = tool
+        self.arguments = arguments
+        self.before = before
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        if is_extraction(request):
+            return extract(request)
+        done = [c["name"] for c in calls_made(request)]
+        forced = (request.get("tool_choice") or {}).get("type") == "none"
+        found = list(dict.fromkeys(MARKER.findall(_text(request["messages"][-1])))) if done else []
+        if not forced and self.tool not in done:
+            if self.before is not None:
+                self.before()
+            return tool_reply((self.tool, dict(self.arguments)))
+        if not forced and "write_section" not in done and found:
+            body = " ".join(f"The team's source says so {m}." for m in found)
+            return tool_reply(("write_section", {"title": "What the team has", "body": body}))
+        cited = " ".join(dict.fromkeys(m for m in MARKER.findall(json.dumps(request["messages"]))))
+        return text_reply(f"Found: what the tool gave. Missing: nothing.\n<summary>The team's sources: {cited}.</summary>")

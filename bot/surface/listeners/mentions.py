@@ -6,17 +6,17 @@ import asyncio
 import logging
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import SecretStr, ValidationError
 from redis.exceptions import RedisError
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from agent import MAX_QUESTION_CHARS
+from agent import MAX_QUESTION_CHARS, private_sources_allowed
 from bot.desk.commands import spend_command
 from bot.publishing.lifecycle import launch_and_post
 from bot.publishing.render import render_help
 from bot.services import EVENT_DEDUPE_TTL_SECONDS, Services
-from bot.slack.events import MentionEvent, question_of
+from bot.slack.events import MentionEvent, action_token_of, question_of
 from bot.slack.replies import reply
 from bot.surface.steering import thread_message
 from jobs import Run
@@ -79,6 +79,7 @@ async def handle_mention(
             user=mention.user,
             text=question,
             event_id=event_id,
+            action_token=action_token_of(event),
         )
         return
     await handle_question(
@@ -89,6 +90,7 @@ async def handle_mention(
         user=mention.user,
         question=question,
         team=body.get("team_id"),
+        action_token=action_token_of(event),
     )
 
 
@@ -101,6 +103,7 @@ async def handle_question(
     user: str,
     question: str,
     team: str | None,
+    action_token: SecretStr | None = None,
 ) -> None:
     """A new question, from a mention or a direct message: help, refuse with advice, or start."""
     answer = await spend_command(services, client, team=team, channel=channel, user=user, text=question)
@@ -133,6 +136,14 @@ async def handle_question(
         await reply(client, channel, thread_ts, over_budget)
         return
     state = await services.runs.start(
-        Run(team=team, channel=channel, thread_ts=thread_ts, requester=user, question=question)
+        Run(
+            team=team,
+            channel=channel,
+            thread_ts=thread_ts,
+            requester=user,
+            question=question,
+            private_sources=private_sources_allowed(services.workspace_search, channel),
+            action_token=action_token,
+        )
     )
     await launch_and_post(services, client, state)
