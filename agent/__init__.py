@@ -12,7 +12,7 @@ from __future__ import annotations
 from .charts import Chart
 from .charts.blobs import load_png
 from .citations import SourceRegistry
-from .config import PROFILES, AgentConfig, Budget, Caps, FetchConfig, SearchConfig, SearchProvider
+from .config import PROFILES, AgentConfig, Budget, Caps, FetchConfig, McpServerConfig, SearchConfig, SearchProvider
 from .context.requestlog import RequestRecord
 from .defaults import MAX_QUESTION_CHARS
 from .display import domain_of, shorten
@@ -52,6 +52,7 @@ from .workspace import (
 from .workspace_search import SearchUnavailable, WorkspaceHit, WorkspaceSearch
 
 __all__ = [
+    "McpServerConfig",
     "private_sources_allowed",
     "WorkspaceSearchMode",
     "WorkspaceSearch",

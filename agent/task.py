@@ -69,6 +69,9 @@ class ResearchTask(BaseModel):
     # May this run search, register and cite private channels and DMs of the team's Slack? Only in a
     # DM with the requester and with DEEPTHREAD_WORKSPACE_SEARCH=dm (agent/visibility.py).
     private_sources: bool = False
+    # What the opening says about tools that could not be offered (an unreachable MCP server), filled
+    # in by research() before the run starts.
+    tool_notes: str = ""
 
 
 def first_message(task: ResearchTask) -> str:
@@ -93,6 +96,7 @@ def first_message(task: ResearchTask) -> str:
         f"Earlier runs in this thread:\n{earlier}\n"
         + (f"{task.thread_markers}\n" if task.thread_markers else "")
         + (f"{task.link_markers}\n" if task.link_markers else "")
+        + (f"{task.tool_notes}\n" if task.tool_notes else "")
         + "</context>"
         f"{prior}"
     )
