@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 from .config import Budget
 from .events import Source
 from .report import Section
-from .thread_memory import OutlineEntry, ThreadMemory, ThreadSummary, first_sentence, render, roll
+from .thread_memory import OutlineEntry, ThreadMemory, ThreadSummary, first_sentence, render, roll, source_index
 
 
 class PriorRun(BaseModel):
@@ -45,6 +45,10 @@ class PriorRun(BaseModel):
             outline=outline,
             summary=summary,
             sources=len(self.sources),
+            source_index=source_index(
+                self.sources,
+                [self.summary, *(s.body for s in self.sections), *(f.claim for f in summary.facts)],
+            ),
         )
 
 

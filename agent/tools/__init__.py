@@ -13,6 +13,7 @@ from .calculator import Calculator
 from .chart import ChartTool
 from .fetch_result import FetchResult
 from .open_section import OpenSection
+from .open_source import OpenSource
 from .read_page import ReadPage
 from .report_tools import ReviseSection, WriteSection
 from .spawn_tasks import SpawnTasks
@@ -32,6 +33,7 @@ def default_tools() -> list[Tool]:
         WriteSection(),
         ReviseSection(),
         OpenSection(),
+        OpenSource(),
         ChartTool(),
     ]
 

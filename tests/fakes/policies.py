@@ -357,7 +357,13 @@ class ThreadPolicy:
         outline = re.search(r'^- sec1 "[^"]*".*?(\[s\d+\])', opening, re.MULTILINE)
         marker = outline.group(1) if outline else ""
         word = RUN_WORDS[run] if run < len(RUN_WORDS) else str(run)
-        if not forced and not done and marker:
+        fact_line = next((line for line in opening.splitlines()
+                          if line.startswith("- ") and self.fact in line and MARKER.search(line)), "")
+        fact_marker = MARKER.search(fact_line).group(0)[1:-1] if fact_line else ""
+        if not forced and run == self.last_run and fact_marker and "open_source" not in done:
+            # The last run names the source run 1 read (from the opening's index) and opens it.
+            return tool_reply(("open_source", {"marker": fact_marker}))
+        if not forced and "revise_section" not in done and marker:
             body = f"VTI charges the lowest fee, as run {word} confirmed {marker}."
             return tool_reply(("revise_section", {"section_id": "sec1", "body": body,
                                                   "reason": f"follow-up {word} rechecked the fee"}))
