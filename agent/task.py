@@ -76,6 +76,8 @@ class ResearchTask(BaseModel):
     # What the opening says about tools that could not be offered (an unreachable MCP server), filled
     # in by research() before the run starts.
     tool_notes: str = ""
+    # Plan first: the plan the team approved before the research began (agent/planning.py).
+    approved_plan: str = ""
 
 
 def first_message(task: ResearchTask) -> str:
@@ -84,6 +86,8 @@ def first_message(task: ResearchTask) -> str:
     constraints = "\n".join(f"- {c}" for c in task.constraints) or "- none stated beyond the question"
     earlier = "\n".join(f"- {r}" for r in task.earlier_runs) or "- none"
     follow_up = f"<follow_up>\n{task.follow_up.strip()}\n</follow_up>\n" if task.follow_up else ""
+    if task.approved_plan:  # the team approved this plan: research along it
+        follow_up += f"<approved_plan>\n{task.approved_plan.strip()}\n</approved_plan>\n"
     prior = f"\n{render(task.prior.memory())}" if task.prior else ""
     return (
         "<task>\n"

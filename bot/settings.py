@@ -125,6 +125,8 @@ class Settings(BaseSettings):
     # The team's remote MCP servers, as JSON: [{"name": "wiki", "url": "https://…/mcp", "headers": {…},
     # "allow": ["search_*"], "allow_writes": false}] (see mcp_servers()).
     mcp: str = Field(default="", validation_alias=_env("DEEPTHREAD_MCP_SERVERS"))
+    # Plan first: how long a posted plan waits for approval before its run ends unresearched.
+    plan_expiry_minutes: float = Field(default=120.0, gt=0, validation_alias=_env("DEEPTHREAD_PLAN_EXPIRY_MINUTES"))
     # Where `deepthread up` keeps its embedded Redis (append-only file), so a restart keeps every run.
     data_dir: Path = Field(default_factory=default_data_dir, validation_alias=_env(DATA_DIR_VARIABLE))
 

@@ -62,6 +62,7 @@ def task_for(
         today=date.today(),
         # Held again here, whatever the surface decided: only a DM with the requester (agent/visibility.py).
         private_sources=run.private_sources and is_requester_dm(run.channel),
+        approved_plan=state.plan.text() if state.plan is not None and state.approved_by else "",
         budget=budget_for(profile or run.profile, caps or (runtime.agent.caps if runtime else None)),
     )
 
@@ -147,6 +148,18 @@ def execute(run_id: str) -> str:
     # collector's view, so a full collection mid-run scans only the run's own objects
     # (measured: max event-loop pause 150 ms → 33 ms over 1,000 turns, bench/loop_lag.py).
     gc.freeze()
+    if state.run.plan_first and not state.approved_by:  # plan first: draft the plan, spend nothing more
+        from .planning import plan_run
+
+        try:
+            return plan_run(store, state, runtime).status.value
+        except Exception:
+            log.exception("run %s: drafting its plan crashed", run_id)
+            failed = store.mark_failed(run_id, "drafting the plan failed; ask again")
+            record_spend(redis, failed)
+            return failed.status.value
+        finally:
+            redis.delete(keys.lock(run_id))
     try:
         state = asyncio.run(run_agent(store, state, runtime, token))
     except Exception as exc:

@@ -10,6 +10,8 @@ ACTIVE_RUNS = f"{PREFIX}:runs:active"  # runs not yet finished, re-rendered on p
 UPDATES_MAXLEN = 10_000
 HARD_STOPS = f"{PREFIX}:hard-stops"  # sorted set: run id -> when its stop is forced (epoch s)
 HARD_STOP_REASONS = f"{PREFIX}:hard-stops:reasons"  # hash: run id -> the reason the forced stop records
+# Sorted set: run id -> when its plan expires (epoch s), for plan-first runs awaiting approval.
+PLANS_DUE = f"{PREFIX}:plans:due"
 # Sorted set: run id -> when it was created (epoch s), for runs whose messages are not posted yet.
 UNPOSTED = f"{PREFIX}:runs:unposted"
 
@@ -105,6 +107,11 @@ def upgrades(run_id: str) -> str:
 
 def notes(run_id: str) -> str:
     return f"{PREFIX}:run:{run_id}:notes"
+
+
+def plan_drafts(run_id: str) -> str:
+    """Counter: plans redrafted for a plan-first run (each a job of its own)."""
+    return f"{PREFIX}:run:{run_id}:plan-drafts"
 
 
 def lock(run_id: str) -> str:

@@ -11,6 +11,7 @@ from pydantic import AliasChoices, BaseModel, Field, SecretStr
 from agent import Section, Source
 from agent.charts import Chart
 from agent.events import utcnow
+from agent.planning import Plan
 from agent.thread_memory import ThreadSummary
 from agent.usage import Usage
 from agent.visibility import is_requester_dm
@@ -18,6 +19,7 @@ from agent.visibility import is_requester_dm
 
 class RunStatus(str, Enum):
     queued = "queued"
+    planned = "planned"  # plan first: the plan is posted and awaits approval; nothing more is spent
     running = "running"
     completed = "completed"
     failed = "failed"
@@ -47,6 +49,8 @@ class Run(BaseModel):
     # A continuation's new request, verbatim (ResearchTask.follow_up). Stored as "request" before.
     follow_up: str | None = Field(default=None, validation_alias=AliasChoices("follow_up", "request"))
     recheck: bool = False  # a scheduled re-check (jobs/recheck.py): its request is the fixed brief
+    # Plan first: a plan is drafted and posted, and the research starts only once someone approves it.
+    plan_first: bool = False
     created_at: datetime = Field(default_factory=utcnow)
     # Where the surface shows this run (Slack message ts); opaque to jobs/.
     progress_message: str | None = None
@@ -116,6 +120,10 @@ class RunState(BaseModel):
     finished_at: datetime | None = None
     # When the thread's report is re-checked next (jobs/recheck.py); shown in the report footer.
     next_check: datetime | None = None
+    # Plan first (jobs/planning.py): the plan awaiting approval, when it expires, and who approved it.
+    plan: Plan | None = None
+    plan_expires_at: datetime | None = None
+    approved_by: str | None = None
 
     def section(self, section_id: str) -> Section | None:
         return next((s for s in self.sections if s.section_id == section_id), None)

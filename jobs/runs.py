@@ -227,6 +227,30 @@ class Runs:
         """A note for the running loop's next step, once per event id. True when new."""
         return add_note(self._redis, run_id, event_id, author, text)
 
+    # --- plan first ----------------------------------------------------------------
+
+    def approve_plan(self, run_id: str, by: str) -> RunState | None:
+        """Approve a plan awaiting approval and queue the research (None: it was not awaiting approval)."""
+        from .planning import approve
+
+        return approve(self._redis, run_id, by)
+
+    def change_plan(self, run_id: str, event_id: str, author: str, text: str) -> bool:
+        """A change asked for before approval: a new plan is drafted with it. False for a retry of the
+        same event, or when the plan is no longer awaiting approval."""
+        state = self.store.get(run_id)
+        if state.status != RunStatus.planned or state.approved_by:
+            return False
+        if not add_note(self._redis, run_id, event_id, author, text):
+            return False
+        enqueue(self._redis, state.run, stage=f"plan{int(self._redis.incr(keys.plan_drafts(run_id)))}")
+        return True
+
+    def expire_plans(self) -> list[str]:
+        from .planning import expire_due
+
+        return expire_due(self._redis)
+
     def fail(self, run_id: str, reason: str) -> RunState:
         """End the run as failed; it is no longer waiting to be posted (the surface gave up on it)."""
         state = self.store.mark_failed(run_id, reason)
@@ -295,6 +319,15 @@ class AsyncRuns:
 
     async def add_note(self, run_id: str, event_id: str, author: str, text: str) -> bool:
         return await asyncio.to_thread(self.sync.add_note, run_id, event_id, author, text)
+
+    async def approve_plan(self, run_id: str, by: str) -> RunState | None:
+        return await asyncio.to_thread(self.sync.approve_plan, run_id, by)
+
+    async def change_plan(self, run_id: str, event_id: str, author: str, text: str) -> bool:
+        return await asyncio.to_thread(self.sync.change_plan, run_id, event_id, author, text)
+
+    async def expire_plans(self) -> list[str]:
+        return await asyncio.to_thread(self.sync.expire_plans)
 
     async def fail(self, run_id: str, reason: str) -> RunState:
         return await asyncio.to_thread(self.sync.fail, run_id, reason)

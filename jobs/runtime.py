@@ -32,6 +32,8 @@ class JobRuntime:
     # The team's Slack as a search acting as the requester (the run's action token); None when
     # DEEPTHREAD_WORKSPACE_SEARCH=off, in the terminal, or without a thread.
     search_for: Callable[[Run], WorkspaceSearch | None] | None = field(default=None, repr=False)
+    # Plan first: how long a posted plan waits for approval before the run ends unresearched.
+    plan_expiry_seconds: float = 120 * 60
 
 
 _runtime: JobRuntime | None = None

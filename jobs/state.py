@@ -37,7 +37,7 @@ def apply_in_place(state: RunState, event: RunEvent) -> RunState:
     if isinstance(event, Progress):
         state.phase, state.activity = event.phase, event.activity
         _add_step(state, event)
-        if state.status == RunStatus.queued:
+        if state.status in (RunStatus.queued, RunStatus.planned):  # an approved plan's research has begun
             state.status = RunStatus.running
     elif isinstance(event, Disagreement):
         state.checking = event.text

@@ -34,6 +34,7 @@ def job_runtime(settings: Settings) -> JobRuntime:
         lock_seconds=settings.run_lock_seconds,
         workspace_for=partial(_workspace_for, settings),
         search_for=partial(_search_for, settings),
+        plan_expiry_seconds=settings.plan_expiry_minutes * 60,
     )
 
 

@@ -421,3 +421,24 @@ class CiteWhatOneToolFindsPolicy:
             return tool_reply(("write_section", {"title": "What the team has", "body": body}))
         cited = " ".join(dict.fromkeys(m for m in MARKER.findall(json.dumps(request["messages"]))))
         return text_reply(f"Found: what the tool gave. Missing: nothing.\n<summary>The team's sources: {cited}.</summary>")
+
+
+# --- plan first (tests/e2e/test_plan_first.py) ----------------------------------------------------
+
+
+def is_planning(request: dict[str, Any]) -> bool:
+    return "You draft a research plan" in _system_text(request)
+
+
+class PlanFirstPolicy(ResearchPolicy):
+    """Drafts a plan when asked for one (its key questions grow with each requested change), and
+    researches as ResearchPolicy once the research runs."""
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        if is_planning(request):
+            body = _text(request["messages"][-1])
+            changes = re.findall(r"^- (.+)$", body.split("<requested_changes>")[1], re.M) if "<requested_changes>" in body else []
+            plan = {"key_questions": ["What does each fund charge?", *[f"And: {c}" for c in changes]],
+                    "outline": ["Expense ratios", "Verdict"], "expected_requests": 12, "expected_minutes": 8}
+            return text_reply(json.dumps(plan))
+        return super().__call__(request)

@@ -147,3 +147,20 @@ def reaction_added_event(
         "event_ts": new_ts(),
     }
     return _envelope(event, event_id=event_id, team_id=team_id, bot_user_id=bot_user_id)
+
+
+def block_action(action_id: str, *, user: str, channel: str, message_ts: str, team_id: str = TEAM_ID) -> dict[str, Any]:
+    """The `block_actions` payload Slack sends when `user` presses a button on a message."""
+    return {
+        "type": "block_actions",
+        "user": {"id": user, "team_id": team_id},
+        "api_app_id": APP_ID,
+        "token": "verification-token",
+        "team": {"id": team_id},
+        "container": {"type": "message", "message_ts": message_ts, "channel_id": channel, "is_ephemeral": False},
+        "trigger_id": f"{secrets.randbelow(10**9)}.{secrets.token_hex(6)}",
+        "channel": {"id": channel},
+        "message": {"type": "message", "ts": message_ts},
+        "actions": [{"action_id": action_id, "block_id": secrets.token_hex(3), "type": "button",
+                     "action_ts": f"{time.time():.6f}"}],
+    }

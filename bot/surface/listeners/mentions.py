@@ -13,6 +13,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from agent import MAX_QUESTION_CHARS, private_sources_allowed
 from bot.desk.commands import spend_command
+from bot.desk.plan_first import channel_plans_first, plan_first_command, plan_first_question
 from bot.publishing.lifecycle import launch_and_post
 from bot.publishing.render import render_help
 from bot.services import EVENT_DEDUPE_TTL_SECONDS, Services
@@ -107,9 +108,14 @@ async def handle_question(
 ) -> None:
     """A new question, from a mention or a direct message: help, refuse with advice, or start."""
     answer = await spend_command(services, client, team=team, channel=channel, user=user, text=question)
-    if answer is not None:  # `usage`, `budget …`: a command, not a question
+    if answer is None:
+        answer = await plan_first_command(services, client, team=team, channel=channel, user=user, text=question)
+    if answer is not None:  # `usage`, `budget …`, `plan first on|off`: a command, not a question
         await reply(client, channel, thread_ts, answer)
         return
+    planned = plan_first_question(question)
+    plan_first = planned is not None or await asyncio.to_thread(channel_plans_first, services, team, channel)
+    question = planned if planned is not None else question
     if services.channels and channel not in services.channels and not channel.startswith("D"):
         await reply(
             client,
@@ -144,6 +150,7 @@ async def handle_question(
             question=question,
             private_sources=private_sources_allowed(services.workspace_search, channel),
             action_token=action_token,
+            plan_first=plan_first,
         )
     )
     await launch_and_post(services, client, state)
