@@ -449,8 +449,21 @@ class RunStore:
         return self.get(run_id)
 
     def propose_plan(self, run_id: str, plan: Plan, expires_at: datetime) -> RunState:
-        """Plan first: the (new) plan awaits approval; the run moves to planned (never back)."""
-        result = self.write(
+        """Plan first: the (new) plan awaits approval; the run moves to planned (never back). A draft that
+        arrives after approval (or after the run moved on) changes nothing (compare-and-set)."""
+        for _ in range(MAX_CAS_RETRIES):
+            state = self.get(run_id)
+            if state.status not in (RunStatus.queued, RunStatus.planned) or state.approved_by:
+                return state
+            result = self._propose(run_id, plan, expires_at, state.version)
+            if result.outcome != WriteOutcome.conflict:
+                break
+        if result.outcome == WriteOutcome.not_found:
+            raise RunNotFound(run_id)
+        return self.get(run_id)
+
+    def _propose(self, run_id: str, plan: Plan, expires_at: datetime, version: int) -> WriteResult:
+        return self.write(
             run_id,
             Write(
                 status=RunStatus.planned,
@@ -463,10 +476,8 @@ class RunStore:
                     "updated_at": _time(utcnow()),
                 },
             ),
+            expected_version=version,
         )
-        if result.outcome == WriteOutcome.not_found:
-            raise RunNotFound(run_id)
-        return self.get(run_id)
 
     def approve(self, run_id: str, by: str) -> RunState | None:
         """Record who approved the plan: only while it awaits approval (compare-and-set); None otherwise."""

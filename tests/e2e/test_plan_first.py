@@ -93,3 +93,25 @@ def test_a_plan_nobody_approves_expires_with_a_note_and_nothing_is_researched(
     assert "the plan was not approved within" in ended and "nothing was researched" in ended, ended
     assert research_requests(fake_model) == [] and fake_web.requests == []
     assert "Stopped" in report_text(fake_slack, report)
+
+
+def test_an_admin_turns_plan_first_on_for_a_channel_and_its_questions_are_planned(
+        tmp_path: Path, redis_url, fake_slack, fake_model, fake_web) -> None:
+    fake_model.policy = PlanFirstPolicy()
+    fake_slack.admins.add("U0ADM")
+    with deepthread_stack(tmp_path, redis_url=redis_url, slack_url=fake_slack.url, model_url=fake_model.url,
+                          web_url=fake_web.url) as stack:
+        for user, text in (("U0BEN", "plan first on"), ("U0ADM", "plan first on")):
+            command = app_mention_event(text, channel=CHANNEL, user=user)
+            ts = fake_slack.seed_event(command)
+            assert post_event(stack, command).status_code == 200
+            wait_for(lambda ts=ts: bot_replies(fake_slack, ts), 10, f"the answer to {user}")
+        answers = [m.text for m in fake_slack.messages(CHANNEL) if m.user == "UBOT"]
+        assert "Only a workspace admin" in answers[0] and "Plan first is on in this channel" in answers[1]
+        mention = app_mention_event("expense ratio VTI SCHB ITOT", channel=CHANNEL)
+        thread = fake_slack.seed_event(mention)
+        assert post_event(stack, mention).status_code == 200
+        progress = wait_for(lambda: len(bot_replies(fake_slack, thread)) >= 2 and bot_replies(fake_slack, thread)[0].ts,
+                            15, "run messages")
+        wait_for(lambda: "Plan for approval" in progress_of(fake_slack, progress), 30, "the plan")
+    assert research_requests(fake_model) == []
