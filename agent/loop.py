@@ -82,6 +82,8 @@ class ResearchLoop:
         system = load(prompt)
         if SpawnTasks.name in self.tools:  # the delegation rules, only where delegation is offered
             system += "\n\n" + load("delegation")
+        if "search_workspace" in self.tools or any("__" in name for name in self.tools):
+            system += "\n\n" + load("team_sources")  # only where the team's own sources are offered
         self.turn = Turn(
             ctx.model,
             ctx.emit,
