@@ -19,17 +19,17 @@ import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx2
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 from pydantic import BaseModel, ConfigDict
 
 from .. import defaults
 from ..config import McpServerConfig
 from ..display import shorten
 from .base import Tool, ToolContext, ToolResult
+
+if TYPE_CHECKING:
+    from mcp import Client
 
 __all__ = ["McpListing", "McpTool", "list_mcp_tools", "mcp_origin"]
 
@@ -52,6 +52,11 @@ class McpInput(BaseModel):
 
 @asynccontextmanager
 async def _connected(server: McpServerConfig, seconds: float) -> AsyncIterator[Client]:
+    # Imported here: the SDK costs a second at start-up, and most deployments name no MCP server.
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
     headers = {k: v.get_secret_value() for k, v in server.headers.items()}
     timeout = httpx2.Timeout(seconds, read=seconds)
     async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http:
@@ -65,10 +70,12 @@ def _why(exc: BaseException) -> str:
         exc = exc.exceptions[0]
     if isinstance(exc, TimeoutError):
         return "it did not answer in time"
-    if isinstance(exc, httpx2.ConnectError):
+    kind = type(exc).__name__
+    if kind == "ConnectError":  # httpx2's, without importing it for the check
         return "nothing answers at its address"
-    if isinstance(exc, httpx2.HTTPStatusError):
-        return f"it answered HTTP {exc.response.status_code}"
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    if kind == "HTTPStatusError" and status:
+        return f"it answered HTTP {status}"
     text = str(exc).strip()
     return f"{type(exc).__name__}: {shorten(text, 160)}" if text else type(exc).__name__
 
