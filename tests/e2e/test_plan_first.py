@@ -54,7 +54,7 @@ def test_a_plan_first_question_spends_nothing_until_approved_then_runs(
         assert "What does each fund charge?" in plan and "1. Expense ratios" in plan and "about 12 model requests" in plan
         buttons = fake_slack.message(CHANNEL, progress).blocks[-1]["elements"]
         assert [b["action_id"] for b in buttons] == ["approve_plan", "change_plan"]
-        assert "Plan awaiting approval" in report_text(fake_slack, report)
+        wait_for(lambda: "Plan awaiting approval" in report_text(fake_slack, report), 15, "the report's status")
 
         # A change asked in the thread redrafts the plan; still nothing researched.
         reply = message_event("also cover tracking error", channel=CHANNEL, thread_ts=thread, user="U0ANA")
