@@ -64,7 +64,7 @@ def test_up_starts_its_own_redis_and_worker(tmp_path: Path, fake_slack: FakeSlac
         DEEPTHREAD_DATA_DIR=str(tmp_path / "data"),
     )  # no REDIS_URL: the embedded default
     with running(["up"], env, tmp_path / "up.log") as process:
-        base = wait_listening(port, process, tmp_path / "up.log", command="up", timeout=30)
+        base = wait_listening(port, process, tmp_path / "up.log", command="up")
         stack = Stack(events_url=f"{base}/slack/events", env=env, logs=tmp_path)
         envelope = app_mention_event("expense ratio VTI SCHB ITOT")
         ts = fake_slack.seed_event(envelope)
