@@ -157,3 +157,11 @@ MAX_CSV_FIELD_CHARS = 100_000
 PDF_MAX_PAGES = 300
 PDF_MAX_PAGE_CONTENT_BYTES = 1024 * 1024
 PDF_MAX_CONTENT_BYTES = 24 * 1024 * 1024
+
+# The team's MCP servers: listing one's tools at run start may take this long before the server is
+# called unreachable and its tools left out; one tool call this long before it is abandoned.
+MCP_START_SECONDS = 10.0
+MCP_CALL_SECONDS = 30.0
+MCP_RESULT_CHARS = 20_000  # a tool result's text kept (the result store has it all up to this)
+MCP_PASSAGE_CHARS = 2_000  # each text part registered as a citable passage
+MCP_DESCRIPTION_CHARS = 1_000  # a server's own description of a tool, shown inside ours
