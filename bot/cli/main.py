@@ -126,11 +126,11 @@ def cmd_inspect(settings: Settings, args: argparse.Namespace) -> int:
     if not settings.redis_url:
         print("REDIS_URL is not set: point it at the Redis the workers use", file=sys.stderr)
         return 2
-    from redis import Redis
+    from jobs.connection import connect
 
     from .inspect import inspect, sections, sources
 
-    redis = Redis.from_url(settings.redis_url)
+    redis = connect(settings.redis_url)
     if args.sections:
         return sections(redis, args.run_id, sys.stdout)
     if args.sources:

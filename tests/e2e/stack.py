@@ -38,38 +38,43 @@ def block_text(message) -> str:
     return "\n".join(parts)
 
 
-def bot_replies(slack: FakeSlack, thread_ts: str):
-    return [m for m in slack.thread(CHANNEL, thread_ts) if m.ts != thread_ts]
+def bot_replies(slack: FakeSlack, thread_ts: str, channel: str = CHANNEL):
+    return [m for m in slack.thread(channel, thread_ts) if m.ts != thread_ts]
 
 
-def assert_cited_report_pinned(slack: FakeSlack, mention_ts: str, web_url: str, timeout: float = 30):  # noqa: ANN201
-    """One progress reply and one pinned report in the thread; the report ends final and cited."""
-    replies = wait_for(lambda: len(bot_replies(slack, mention_ts)) >= 2 and bot_replies(slack, mention_ts),
+def assert_cited_report_pinned(slack: FakeSlack, mention_ts: str, web_url: str, timeout: float = 30,  # noqa: ANN201
+                               channel: str = CHANNEL):
+    """One progress reply and one pinned report in the thread (the only pin of `channel`); the report
+    ends final and cited."""
+    replies = wait_for(lambda: len(bot_replies(slack, mention_ts, channel)) >= 2 and bot_replies(slack, mention_ts,
+                                                                                                  channel),
                        10, "progress and report replies")
     progress, report = replies[0], replies[1]
     # The pin is a call of its own, just after the report is posted.
-    wait_for(lambda: [p.ts for p in slack.pins(CHANNEL)] == [report.ts], 5, "exactly the report pinned")
-    wait_for(lambda: "Final" in block_text(slack.message(CHANNEL, report.ts)), timeout, "the final report")
-    final = block_text(slack.message(CHANNEL, report.ts))
+    wait_for(lambda: [p.ts for p in slack.pins(channel)] == [report.ts], 5, "exactly the report pinned")
+    wait_for(lambda: "Final" in block_text(slack.message(channel, report.ts)), timeout, "the final report")
+    final = block_text(slack.message(channel, report.ts))
     assert not re.search(r"\[s\d+\]", final), final
     assert "*Sources*" in final and f"{web_url}/pages/" in final
     assert re.search(r"<http://127\.0\.0\.1:\d+/pages/[\w.-]+\|\[1\]>", final), "footnotes link to their source"
-    assert "Done" in block_text(slack.message(CHANNEL, progress.ts))
-    assert len(bot_replies(slack, mention_ts)) == 2, "progress is edited in place, not re-posted"
+    assert "Done" in block_text(slack.message(channel, progress.ts))
+    assert len(bot_replies(slack, mention_ts, channel)) == 2, "progress is edited in place, not re-posted"
     return progress, report
 
 
-def start(stack: Stack, slack: FakeSlack, text: str = "expense ratio VTI SCHB ITOT") -> tuple[str, str, str]:
+def start(stack: Stack, slack: FakeSlack, text: str = "expense ratio VTI SCHB ITOT", *,
+          channel: str = CHANNEL, timeout: float = 10) -> tuple[str, str, str]:
     """Mention the bot; returns (thread ts, progress ts, report ts)."""
-    envelope = app_mention_event(text, channel=CHANNEL)
+    envelope = app_mention_event(text, channel=channel)
     ts = slack.seed_event(envelope)
     assert post_event(stack, envelope).status_code == 200
-    replies = wait_for(lambda: len(bot_replies(slack, ts)) >= 2 and bot_replies(slack, ts), 10, "run messages")
+    replies = wait_for(lambda: len(bot_replies(slack, ts, channel)) >= 2 and bot_replies(slack, ts, channel), timeout,
+                       "run messages")
     return ts, replies[0].ts, replies[1].ts
 
 
-def report_text(slack: FakeSlack, ts: str) -> str:
-    return block_text(slack.message(CHANNEL, ts))
+def report_text(slack: FakeSlack, ts: str, channel: str = CHANNEL) -> str:
+    return block_text(slack.message(channel, ts))
 
 
 @contextmanager
