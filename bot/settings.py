@@ -14,6 +14,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from agent import AgentConfig, Caps, FetchConfig, SearchConfig, SearchProvider
 from agent import defaults as agent_defaults
 from jobs.hard_stop import HARD_STOP_SECONDS
+from jobs.ownership import LEASE_SECONDS
 from jobs.spend import BudgetDefaults
 
 from . import limits
@@ -103,8 +104,8 @@ class Settings(BaseSettings):
     admins: str = Field(default="", validation_alias=_env("DEEPTHREAD_ADMINS"))
     channels: str = Field(default="", validation_alias=_env("DEEPTHREAD_CHANNELS"))
     max_task_agents: int | None = Field(default=None, ge=0, validation_alias=_env("DEEPTHREAD_MAX_TASK_AGENTS"))
-    # How long a dead worker's run stays locked before another worker resumes it.
-    run_lock_seconds: float = Field(default=30.0, gt=0, validation_alias=_env("DEEPTHREAD_RUN_LOCK_SECONDS"))
+    # A run's lease (jobs/ownership.py): how long a dead worker's run stays held before another resumes it.
+    run_lock_seconds: float = Field(default=LEASE_SECONDS, gt=0, validation_alias=_env("DEEPTHREAD_RUN_LOCK_SECONDS"))
     # How long an overloaded model service is waited out before the run answers from what it has.
     model_patience_seconds: float | None = Field(
         default=None, gt=0, validation_alias=_env("DEEPTHREAD_MODEL_PATIENCE_SECONDS")

@@ -108,8 +108,13 @@ def notes(run_id: str) -> str:
 
 
 def lock(run_id: str) -> str:
-    """Held by the one job running this run; refreshed by its heartbeat."""
+    """String "{epoch}:{token}": the one job holding this run and its fence (jobs/ownership.py)."""
     return f"{PREFIX}:run:{run_id}:lock"
+
+
+def epoch(run_id: str) -> str:
+    """Counter: one more for every job that takes the run's lease."""
+    return f"{PREFIX}:run:{run_id}:epoch"
 
 
 def alive(run_id: str) -> str:

@@ -74,7 +74,7 @@ def sweep(redis: Redis) -> list[str]:
             failed = store.mark_failed(run_id, f"the run's worker died {MAX_ATTEMPTS} times; ask again to start afresh")
             record_spend(redis, failed)
             continue
-        enqueue(redis, state.run, attempt=attempt)
+        enqueue(redis, state.run, attempt=attempt, resume=True)
         recovered.append(run_id)
         log.warning(
             "run %s had no live worker; queued again to resume from its checkpoint (attempt %d)", run_id, attempt

@@ -53,6 +53,33 @@ class Stack:
     logs: Path
 
 
+def children(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (a worker's work-horse)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def kill_tree(process: subprocess.Popen[bytes]) -> None:
+    """SIGKILL a process and its children at once, like a lost machine (RQ puts the work-horse in
+    a process group of its own, so a group kill would miss it)."""
+    import signal
+
+    for pid in [process.pid, *children(process.pid)]:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    process.wait(10)
+
+
 def stop_process(process: subprocess.Popen[bytes], grace: float = 10.0) -> None:
     """Terminate a child we started, then kill it if it lingers."""
     if process.poll() is None:
@@ -151,6 +178,20 @@ class RedisWithAOF:
     @property
     def running(self) -> bool:
         return self._process is not None and self._process.poll() is None
+
+    def pause(self) -> None:
+        """SIGSTOP: the server holds its connections but answers nothing (a stalled VM, a long
+        fork or swap storm); its clock keeps going, so keys expire meanwhile."""
+        import signal
+
+        assert self._process is not None
+        self._process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        import signal
+
+        assert self._process is not None
+        self._process.send_signal(signal.SIGCONT)
 
 
 def _redis_answers(port: int) -> bool:

@@ -24,6 +24,7 @@ from bot.surface.server import web_app
 from jobs import AsyncRuns, Runs, RunStore, spend
 from jobs.connection import connect, connect_async
 from jobs.keys import QUEUE
+from jobs.recovery import sweep
 from jobs.worker import SWEEP_INTERVAL_SECONDS, WORKER_TTL_SECONDS, DeepthreadWorker
 
 from .runtime import job_runtime
@@ -96,6 +97,12 @@ async def serve(settings: Settings) -> int:
     orphans = asyncio.create_task(
         _every(ORPHAN_CHECK_SECONDS, lambda: post_orphans(services, client), stop, "orphan check"), name="orphans"
     )
+    # Serve sweeps for runs whose worker died too: RQ runs an idle worker's maintenance only, so a
+    # fleet whose every worker is busy would otherwise leave a dead worker's run waiting.
+    recovery = asyncio.create_task(
+        _every(SWEEP_INTERVAL_SECONDS, lambda: asyncio.to_thread(sweep, redis), stop, "recovery sweep"),
+        name="recovery",
+    )
     # Re-checks started by workers (and their digests) are shown within seconds, not after the orphan grace.
     rechecks = asyncio.create_task(
         _every(RECHECK_CHECK_SECONDS, lambda: post_recheck_news(services, client), stop, "re-check posts"),
@@ -118,7 +125,7 @@ async def serve(settings: Settings) -> int:
         await stop.wait()
         await runner.cleanup()
     stop.set()
-    await asyncio.gather(publisher, hard_stops, orphans, rechecks, return_exceptions=True)
+    await asyncio.gather(publisher, hard_stops, orphans, rechecks, recovery, return_exceptions=True)
     await async_redis.aclose()
     return code
 

@@ -124,3 +124,69 @@ def socket_mode_stack(tmp: Path, fake_slack: FakeSlack, *, redis_url: str, model
         except AssertionError as exc:
             raise AssertionError(f"{exc}\nserve.log:\n{(tmp / 'serve.log').read_text()}") from None
         yield Stack(events_url="", env=env, logs=tmp)
+
+
+class Fleet:
+    """Several `deepthread serve` replicas (HTTP mode, each on its own port) and workers against one
+    Redis, as a team runs them past one machine: start, stop (SIGTERM) and kill (SIGKILL) each one.
+    Logs are `serve-N.log` and `worker-N.log` under `logs`."""
+
+    def __init__(self, logs: Path, env: dict[str, str]) -> None:
+        self.logs = logs
+        self.env = env
+        self.serves: list[tuple[subprocess.Popen[bytes], Stack]] = []
+        self.workers: list[subprocess.Popen[bytes]] = []
+        self._opened: list[tuple[subprocess.Popen[bytes], object]] = []
+        self._count = {"serve": 0, "worker": 0}
+
+    def _start(self, command: str, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], Path]:
+        from tests.processes import DEEPTHREAD, ROOT
+
+        self._count[command] += 1
+        log = self.logs / f"{command}-{self._count[command]}.log"
+        out = log.open("wb")
+        process = subprocess.Popen(DEEPTHREAD + [command], env=env, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,
+                                   start_new_session=True)
+        self._opened.append((process, out))
+        return process, log
+
+    def add_serve(self) -> Stack:
+        port = free_port()
+        env = {**self.env, "PORT": str(port)}
+        process, log = self._start("serve", env)
+        base = wait_listening(port, process, log)
+        stack = Stack(events_url=f"{base}/slack/events", env=env, logs=self.logs)
+        self.serves.append((process, stack))
+        return stack
+
+    def add_worker(self) -> subprocess.Popen[bytes]:
+        process, _ = self._start("worker", self.env)
+        self.workers.append(process)
+        return process
+
+    def log(self, command: str, n: int) -> str:
+        return (self.logs / f"{command}-{n}.log").read_text()
+
+    def logs_of(self, command: str) -> str:
+        return "\n".join(p.read_text() for p in sorted(self.logs.glob(f"{command}-*.log")))
+
+    def close(self) -> None:
+        from tests.processes import stop_process
+
+        for process, out in self._opened:
+            stop_process(process, grace=30)
+            out.close()  # type: ignore[attr-defined]
+
+
+@contextmanager
+def fleet(logs: Path, env: dict[str, str], *, serves: int = 1, workers: int = 1) -> Iterator[Fleet]:
+    """A Fleet with `serves` serve replicas and `workers` workers running."""
+    running_fleet = Fleet(logs, env)
+    try:
+        for _ in range(serves):
+            running_fleet.add_serve()
+        for _ in range(workers):
+            running_fleet.add_worker()
+        yield running_fleet
+    finally:
+        running_fleet.close()
