@@ -12,6 +12,7 @@ __all__ = [
     "charts",
     "charts_stale",
     "last_sync",
+    "posts",
     "ratelimit_pause",
     "ratelimit_window",
     "rendered",
@@ -46,6 +47,11 @@ def charts_stale(channel: str, report_ts: str) -> str:
 
 def last_sync(run_id: str) -> str:
     return f"{PREFIX}:publisher:last:{run_id}"
+
+
+def posts(run_id: str) -> str:
+    """Hash: a run's messages as posted: part ("progress", "report") -> "intended", then its ts."""
+    return f"{PREFIX}:posts:{run_id}"
 
 
 def ratelimit_pause(team: str | None, method: str) -> str:
