@@ -79,13 +79,14 @@ async def post_messages(
         return False
     # From here the publisher keeps both messages in step with the run.
     await services.runs.attach_messages(run.id, progress=progress_ts, report=report_ts)
-    # The publisher's digest cache (its own record): it need not edit what was just posted.
+    # The publisher's digest cache (its own record): it need not edit what was just posted. A message
+    # adopted from an earlier attempt shows that attempt's rendering: left unknown, so it is edited.
     await asyncio.to_thread(
         remember_rendered,
         services.redis,
         run.id,
-        progress=progress.digest(),
-        report="" if continuing else report.digest(),
+        progress="" if "progress" in poster.adopted else progress.digest(),
+        report="" if continuing or "report" in poster.adopted else report.digest(),
     )
     return True
 

@@ -122,6 +122,8 @@ class RunPoster:
         self.run = run
         self.lease = lease
         self.channel = run.channel or ""
+        # Parts found where an earlier attempt posted them: they show what that attempt rendered.
+        self.adopted: set[str] = set()
 
     async def post(self, part: str, **message: Any) -> str:
         """The ts of the run's `part` message: found where an earlier attempt left it, or posted now."""
@@ -132,7 +134,7 @@ class RunPoster:
             found = await self.find(part)
             if found is not None:
                 log.warning("run %s: its %s message was posted by an earlier attempt; adopting it", self.run.id, part)
-                return await self._record(part, found)
+                return await self._adopt(part, found)
         last: BaseException | None = None
         for _ in range(POST_ATTEMPTS):
             try:
@@ -142,7 +144,7 @@ class RunPoster:
                 log.warning("run %s: posting its %s message: no answer (%s); looking for it", self.run.id, part, exc)
                 found = await self.find(part)
                 if found is not None:
-                    return await self._record(part, found)
+                    return await self._adopt(part, found)
         assert last is not None
         raise last
 
@@ -163,6 +165,10 @@ class RunPoster:
         pipe.hset(keys.posts(self.run.id), part, INTENDED)
         pipe.expire(keys.posts(self.run.id), POSTS_TTL_SECONDS)
         pipe.execute()
+
+    async def _adopt(self, part: str, ts: str) -> str:
+        self.adopted.add(part)
+        return await self._record(part, ts)
 
     async def _record(self, part: str, ts: str) -> str:
         await asyncio.to_thread(self.redis.hset, keys.posts(self.run.id), part, ts)

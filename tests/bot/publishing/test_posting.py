@@ -85,6 +85,8 @@ async def test_a_second_attempt_adopts_what_a_replica_that_died_mid_post_had_pos
     ours = [m for m in bot_messages(fake_slack, run) if m.user == fake_slack.bot_user_id]
     assert [m.ts for m in ours][0] == left["ts"] and len(ours) == 2, "adopted, and only the report was new"
     assert services.runs.sync.get(run.id).run.progress_message == left["ts"]
+    shown = {k.decode(): v.decode() for k, v in redis.hgetall(bot_keys.rendered(run.id)).items()}
+    assert shown["progress"] == "" and shown["report"], "the publisher brings the adopted message up to date"
 
 
 async def test_an_intent_whose_post_never_reached_slack_is_posted(redis: Redis, redis_url: str,
