@@ -78,6 +78,8 @@ class Settings(BaseSettings):
     fetch_allow: str = Field(default="", validation_alias=_env("DEEPTHREAD_FETCH_ALLOW"))
 
     port: int = Field(default=3000, validation_alias=_env("PORT"))
+    # A worker's health endpoints (/healthz, /readyz) listen here when set; serve's are on PORT.
+    health_port: int | None = Field(default=None, ge=1, le=65535, validation_alias=_env("DEEPTHREAD_HEALTH_PORT"))
     context_tokens: int | None = Field(default=None, validation_alias=_env("DEEPTHREAD_CONTEXT_TOKENS"))
     stop_reaction: str = Field(default=DEFAULT_STOP_REACTION, validation_alias=_env("DEEPTHREAD_STOP_REACTION"))
     # Progress as Slack's native stream (falls back per workspace) or as an edited message.

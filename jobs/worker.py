@@ -14,8 +14,12 @@ from __future__ import annotations
 import logging
 import os
 import signal
+from collections.abc import Callable
+from typing import Any
 
 from rq import Worker
+from rq.job import Job
+from rq.queue import Queue
 
 from .recovery import sweep
 from .runs import Runs
@@ -30,6 +34,19 @@ SWEEP_INTERVAL_SECONDS = 10
 
 
 class DeepthreadWorker(Worker):
+    """RQ's worker with our sweeps and shutdown. `on_shutdown` callbacks run at the first SIGTERM;
+    `in_horse` ones run in each work-horse right after the fork (e.g. to close an inherited socket)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.on_shutdown: list[Callable[[], object]] = []
+        self.in_horse: list[Callable[[], object]] = []
+
+    def main_work_horse(self, job: Job, queue: Queue) -> None:
+        for callback in self.in_horse:
+            callback()
+        super().main_work_horse(job, queue)
+
     def run_maintenance_tasks(self) -> None:
         super().run_maintenance_tasks()
         try:
@@ -43,6 +60,8 @@ class DeepthreadWorker(Worker):
 
     def handle_warm_shutdown_request(self) -> None:
         super().handle_warm_shutdown_request()
+        for callback in self.on_shutdown:
+            callback()
         if self.horse_pid:
             log.info("worker %s: asking the running job to hand its run back", self.name)
             try:

@@ -120,7 +120,7 @@ def socket_mode_stack(tmp: Path, fake_slack: FakeSlack, *, redis_url: str, model
             return fake_slack.socket_connections == 1
 
         try:
-            wait_for(connected, 20, "deepthread serve to open a Socket Mode connection")
+            wait_for(connected, 60, "deepthread serve to open a Socket Mode connection")
         except AssertionError as exc:
             raise AssertionError(f"{exc}\nserve.log:\n{(tmp / 'serve.log').read_text()}") from None
         yield Stack(events_url="", env=env, logs=tmp)
