@@ -164,6 +164,26 @@ class Fleet:
         self.workers.append(process)
         return process
 
+    def terminate(self, process: subprocess.Popen[bytes], grace: float = 30.0) -> tuple[int, float]:
+        """SIGTERM one process, as a deploy does; returns its exit code and how long it took to exit.
+        One still running after `grace` (a platform's usual grace) is killed and reported as -9."""
+        import signal
+        import time
+
+        started = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        try:
+            code = process.wait(grace)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+            code = -9
+        for group in (self.workers, self.serves):
+            for entry in list(group):
+                if entry is process or (isinstance(entry, tuple) and entry[0] is process):
+                    group.remove(entry)  # type: ignore[arg-type]
+        return code, time.monotonic() - started
+
     def log(self, command: str, n: int) -> str:
         return (self.logs / f"{command}-{n}.log").read_text()
 

@@ -223,3 +223,25 @@ def test_a_run_queued_again_goes_to_the_front_of_the_queue(redis: Redis) -> None
     ids = Queue(QUEUE, connection=redis).job_ids
     assert ids[:2] == [job.id, keys.job_id(resumed.id) + "-r1"], "resumed runs first, newest first"
     assert ids[2:] == [keys.job_id(r.id) for r in waiting], "new runs keep their order behind them"
+
+
+def test_a_job_just_started_is_let_take_its_lease_but_one_started_long_ago_without_it_is_swept(
+        redis: Redis) -> None:
+    from datetime import timedelta
+
+    from rq.job import Job, JobStatus
+
+    from agent.events import utcnow
+    from jobs.recovery import JOB_START_GRACE_SECONDS, sweep
+
+    runs = Runs(RunStore(redis))
+    run = runs.start(Run(question="fees of VTI?")).run
+    job = enqueue(redis, run)
+    job = Job.fetch(job.id, connection=redis)
+    job.set_status(JobStatus.STARTED)
+    job.started_at = utcnow()
+    job.save()
+    assert sweep(redis) == [], "starting: it takes the lease in a moment"
+    job.started_at = utcnow() - timedelta(seconds=JOB_START_GRACE_SECONDS + 1)
+    job.save()
+    assert sweep(redis) == [run.id], "its worker died before it took the lease: queued again"
