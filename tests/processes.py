@@ -26,6 +26,10 @@ OUR_VARIABLES = (
 )
 
 T = TypeVar("T")
+# How long a process may take to start: it imports the whole stack, which takes seconds alone and
+# several times that on a machine shared with other test runs. A failure still fails fast: the
+# waits below raise at once when the process exits.
+STARTUP_SECONDS = 60.0
 
 
 def wait_for(condition: Callable[[], T], timeout: float = 20.0, what: str = "condition") -> T:
@@ -104,7 +108,7 @@ def running(args: list[str], env: dict[str, str], log: Path, grace: float = 10.0
 
 
 def wait_listening(port: int, serve: subprocess.Popen[bytes], log: Path, *, command: str = "serve",
-                   timeout: float = 60) -> str:
+                   timeout: float = STARTUP_SECONDS) -> str:
     """Wait until `deepthread serve` (or `up`) answers its health check; returns its base URL."""
     base = f"http://127.0.0.1:{port}"
 
@@ -166,7 +170,7 @@ class RedisWithAOF:
             except RedisError:
                 return False
 
-        wait_for(answers, 20, "redis-server to answer")
+        wait_for(answers, STARTUP_SECONDS, "redis-server to answer")
         return self
 
     def stop(self) -> None:
@@ -238,7 +242,7 @@ class SentinelTopology:
         self._start(self.primary_port, "--port", str(self.primary_port), *base)
         self._start(self.replica_port, "--port", str(self.replica_port), *base,
                     "--replicaof", "127.0.0.1", str(self.primary_port))
-        wait_for(lambda: _redis_answers(self.primary_port) and _redis_answers(self.replica_port), 20,
+        wait_for(lambda: _redis_answers(self.primary_port) and _redis_answers(self.replica_port), STARTUP_SECONDS,
                  "the primary and its replica to answer")
         for port in self.sentinel_ports:
             conf = self.directory / f"sentinel-{port}.conf"  # sentinels rewrite their file: one each
