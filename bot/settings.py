@@ -8,12 +8,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import AliasChoices, Field, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from agent import AgentConfig, Caps, FetchConfig, SearchConfig, SearchProvider
 from agent import defaults as agent_defaults
 from jobs.hard_stop import HARD_STOP_SECONDS
+from jobs.keys import DEFAULT_PREFIX
+from jobs.keys import NAME as KEY_NAME
 from jobs.ownership import LEASE_SECONDS
 from jobs.spend import BudgetDefaults
 
@@ -66,6 +68,9 @@ class Settings(BaseSettings):
     small_model: str = Field(default=agent_defaults.SMALL_MODEL, validation_alias=_env("DEEPTHREAD_SMALL_MODEL"))
 
     redis_url: str | None = Field(default=None, validation_alias=_env("REDIS_URL"))
+    # Every key's prefix and the RQ queue's name (default: the prefix), so deployments can share a Redis.
+    redis_prefix: str = Field(default=DEFAULT_PREFIX, validation_alias=_env("DEEPTHREAD_REDIS_PREFIX"))
+    queue: str | None = Field(default=None, validation_alias=_env("DEEPTHREAD_QUEUE"))
 
     # The search fallback chain, in order: "brave,duckduckgo" (see search_chain()).
     search: str = Field(default="duckduckgo", validation_alias=_env("DEEPTHREAD_SEARCH"))
@@ -118,6 +123,27 @@ class Settings(BaseSettings):
     )
     # Where `deepthread up` keeps its embedded Redis (append-only file), so a restart keeps every run.
     data_dir: Path = Field(default_factory=default_data_dir, validation_alias=_env(DATA_DIR_VARIABLE))
+
+    @field_validator("redis_url", "redis_prefix", "queue", "health_port", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: Any, info: ValidationInfo) -> Any:
+        """An empty or whitespace-only value means unset (DESIGN.md §4)."""
+        if isinstance(value, str) and not value.strip():
+            return cls.model_fields[info.field_name or ""].default
+        return value.strip() if isinstance(value, str) else value
+
+    @field_validator("redis_prefix", "queue")
+    @classmethod
+    def _key_name(cls, value: str | None) -> str | None:
+        if value is not None and not KEY_NAME.fullmatch(value):
+            raise ValueError(
+                f"{value!r} cannot name Redis keys: use letters, digits and _ . : - (at most 64), e.g. deepthread-staging"
+            )
+        return value
+
+    def deployment(self) -> dict[str, Any]:
+        """The keyword arguments of jobs.keys.configure: where this deployment's keys and jobs live."""
+        return {"prefix": self.redis_prefix, "queue": self.queue}
 
     @staticmethod
     def id_set(value: str) -> frozenset[str]:

@@ -23,13 +23,18 @@ log = logging.getLogger("deepthread")
 
 
 def load_settings() -> Settings:
+    """Settings, read once; this process's key prefix and queue are set from them (jobs.keys)."""
     try:
-        return Settings()
+        settings = Settings()
     except ValidationError as exc:
         for error in exc.errors():
             name = str(error["loc"][0]).upper() if error["loc"] else "setting"
-            print(f"{name}: {error['msg']}", file=sys.stderr)
+            print(f"{name}: {error['msg'].removeprefix('Value error, ')}", file=sys.stderr)
         raise SystemExit(2) from None
+    from jobs import keys
+
+    keys.configure(**settings.deployment())
+    return settings
 
 
 def require(settings: Settings, command: str) -> None:

@@ -22,9 +22,8 @@ from bot.settings import Settings, StreamConfig
 from bot.surface.app import build_app, identify, slack_client
 from bot.surface.inflight import InFlight
 from bot.surface.server import web_app
-from jobs import AsyncRuns, Runs, RunStore, spend
+from jobs import AsyncRuns, Runs, RunStore, keys, spend
 from jobs.connection import connect, connect_async
-from jobs.keys import QUEUE
 from jobs.recovery import sweep
 from jobs.worker import SWEEP_INTERVAL_SECONDS, WORKER_TTL_SECONDS, DeepthreadWorker
 
@@ -250,7 +249,7 @@ def work(settings: Settings, *, burst: bool = False) -> int:
     jobs.configure(job_runtime(settings))
     spend.configure(settings.budget_defaults())
     worker = DeepthreadWorker(
-        [Queue(QUEUE, connection=redis)],
+        [Queue(keys.QUEUE, connection=redis)],
         connection=redis,
         worker_ttl=WORKER_TTL_SECONDS,
         maintenance_interval=SWEEP_INTERVAL_SECONDS,

@@ -39,8 +39,8 @@ from bot.settings import DEFAULT_STOP_REACTION, StreamConfig
 from bot.slack.client import LimitedWebClient
 from bot.slack.ratelimit import FINAL_CALLS_PER_RUN, SlackRateLimiter
 from jobs import RunNotFound, RunState, RunStore
+from jobs import keys as run_keys
 from jobs.connection import text
-from jobs.keys import ACTIVE_RUNS, UPDATES_STREAM
 
 from . import chart_sync, spill
 from .assistant_status import STATUS_REFRESH_SECONDS, AssistantStatus
@@ -219,7 +219,7 @@ class Publisher:
         # Runs being synced right now are looked at again when that sync ends, not before.
         wait = min((due for run_id, due in self._due.items() if run_id not in self._tasks), default=None)
         block = READ_BLOCK_MS if wait is None else int(min(READ_BLOCK_MS, max(1.0, (wait - time.monotonic()) * 1000)))
-        answer: Any = await self.async_redis.xread({UPDATES_STREAM: last_id}, block=block, count=500)
+        answer: Any = await self.async_redis.xread({run_keys.UPDATES_STREAM: last_id}, block=block, count=500)
         news = False
         for _stream, entries in answer or []:
             for entry_id, fields in entries:
@@ -332,7 +332,7 @@ class Publisher:
         return set(await asyncio.to_thread(self.store.active_ids))
 
     async def _is_active(self, run_id: str) -> bool:
-        return bool(await self.async_redis.sismember(ACTIVE_RUNS, run_id))
+        return bool(await self.async_redis.sismember(run_keys.ACTIVE_RUNS, run_id))
 
     def _wake(self, run_id: str, at_epoch: float) -> None:
         """Look at this run again at `at_epoch` (a status refresh or a deferred file upload)."""

@@ -19,7 +19,6 @@ from agent.results import Locator, StoredResult
 from jobs import Run, Runs, RunStore, keys, ownership
 from jobs.connection import connect_async
 from jobs.exceptions import LeaseLost
-from jobs.keys import QUEUE
 from jobs.ownership import Tenure
 from jobs.queue import enqueue
 from jobs.stores import RedisCheckpointStore, RedisResultStore
@@ -220,7 +219,7 @@ def test_a_run_queued_again_goes_to_the_front_of_the_queue(redis: Redis) -> None
     enqueue(redis, resumed, attempt=1, resume=True)
     handed_back = runs.start(Run(question="the run handed back at shutdown")).run
     job = enqueue(redis, handed_back, resume=True)
-    ids = Queue(QUEUE, connection=redis).job_ids
+    ids = Queue(keys.QUEUE, connection=redis).job_ids
     assert ids[:2] == [job.id, keys.job_id(resumed.id) + "-r1"], "resumed runs first, newest first"
     assert ids[2:] == [keys.job_id(r.id) for r in waiting], "new runs keep their order behind them"
 
