@@ -50,7 +50,10 @@ def cmd_doctor(settings: Settings, args: argparse.Namespace) -> int:
     if args.live:
         from .doctor_live import live_problems
 
-        problems += asyncio.run(live_problems(settings))
+        found, live = asyncio.run(live_problems(settings))
+        for fact in found:  # what the services turned out to be, problems or not
+            print(fact)
+        problems += live
     for problem in problems:
         print(problem)
     if not problems:
