@@ -51,7 +51,7 @@ class ResearchUntilTold:
 
 def test_a_rolling_restart_of_every_process_during_runs_loses_nothing(
         tmp_path: Path, redis_url: str, fake_slack: FakeSlack, fake_model: FakeAnthropic, fake_web) -> None:
-    fake_model.delay = 1.5  # slow turns: the runs outlast the whole restart
+    fake_model.delay = 2.5  # slow turns: 80 requests (the standard budget) outlast the whole restart
     policy = ResearchUntilTold()
     fake_model.policy = policy
     env = stack_environment(redis_url, fake_slack, fake_model, fake_web)
