@@ -47,6 +47,8 @@ _SHARED = {
     "ACTIVE_RUNS": "runs:active",  # runs not yet finished, re-rendered on publisher start
     "HARD_STOPS": "hard-stops",  # sorted set: run id -> when its stop is forced (epoch s)
     "HARD_STOP_REASONS": "hard-stops:reasons",  # hash: run id -> the reason the forced stop records
+    # Sorted set: run id -> when its plan expires (epoch s), for plan-first runs awaiting approval.
+    "PLANS_DUE": "plans:due",
     # Sorted set: run id -> when it was created (epoch s), for runs whose messages are not posted yet.
     "UNPOSTED": "runs:unposted",
     "RECHECKS_TO_SHOW": "recheck:to-show",  # re-check runs serve must post at once
@@ -61,6 +63,7 @@ if TYPE_CHECKING:  # what the module offers, typed; at run time __getattr__ buil
     ACTIVE_RUNS: str
     HARD_STOPS: str
     HARD_STOP_REASONS: str
+    PLANS_DUE: str
     UNPOSTED: str
     RECHECKS_TO_SHOW: str
     RECHECK_DIGESTS: str
@@ -169,6 +172,11 @@ def notes(run_id: str) -> str:
     return f"{_deployment.prefix}:run:{run_id}:notes"
 
 
+def plan_drafts(run_id: str) -> str:
+    """Counter: plans redrafted for a plan-first run (each a job of its own)."""
+    return f"{_deployment.prefix}:run:{run_id}:plan-drafts"
+
+
 def lock(run_id: str) -> str:
     """String "{epoch}:{token}": the one job holding this run and its fence (jobs/ownership.py)."""
     return f"{_deployment.prefix}:run:{run_id}:lock"
@@ -212,6 +220,11 @@ def result(run_id: str, result_id: str) -> str:
     return f"{_deployment.prefix}:result:{run_id}:{result_id}"
 
 
+def action_token(run_id: str) -> str:
+    """String: the triggering event's action token (a secret), for as long as Slack honours it."""
+    return f"{_deployment.prefix}:run:{run_id}:action-token"
+
+
 def checkpoint(run_id: str) -> str:
     """Hash: `meta` -> the loop's snapshot, `step:{i}` -> one history step (jobs.stores)."""
     return f"{_deployment.prefix}:checkpoint:{run_id}"
@@ -238,5 +251,8 @@ CHECKPOINT_TTL_SECONDS = 7 * 24 * 3600
 CONTROL_TTL_SECONDS = 7 * 24 * 3600
 RUN_ALIVE_TTL_SECONDS = 7 * 24 * 3600
 CURRENT_JOB_TTL_SECONDS = 7 * 24 * 3600
+# Slack's action tokens are short-lived ("ephemeral"; the docs give no figure): kept no longer than
+# a run's first quarter hour, after which search_workspace says the permission has run out.
+ACTION_TOKEN_TTL_SECONDS = 15 * 60
 # RQ's own record of a finished or failed job (the run's outcome is in run state, not here).
 JOB_RESULT_TTL_SECONDS = 24 * 3600
