@@ -1,10 +1,13 @@
 """Every Redis key the bot's own records use (the publisher's, the limiter's, the streams'),
-in one place; run state's keys are in jobs/keys.py. Each record's lifetime stays with the
-module that writes it, next to why."""
+in one place; run state's keys are in jobs/keys.py, whose deployment prefix these share (read at
+each use, DEEPTHREAD_REDIS_PREFIX). Each record's lifetime stays with the module that writes it,
+next to why."""
 
 from __future__ import annotations
 
-from jobs.keys import PREFIX
+from typing import TYPE_CHECKING
+
+from jobs import keys as _jobs_keys
 
 __all__ = [
     "DEFAULT_WORKSPACE",
@@ -13,6 +16,7 @@ __all__ = [
     "charts_stale",
     "last_sync",
     "plan_first",
+    "posts",
     "ratelimit_pause",
     "ratelimit_window",
     "rendered",
@@ -28,8 +32,15 @@ __all__ = [
 
 # Runs without a Slack team id (terminal, tests) share this workspace's records.
 DEFAULT_WORKSPACE = "default"
-# The last updates-stream id whose runs are all shown in Slack.
-PUBLISHER_CURSOR = f"{PREFIX}:publisher:cursor"
+
+if TYPE_CHECKING:
+    PUBLISHER_CURSOR: str  # the last updates-stream id whose runs are all shown in Slack
+else:
+
+    def __getattr__(name: str) -> str:  # read at each use: the prefix is a setting (jobs/keys.py)
+        if name == "PUBLISHER_CURSOR":
+            return f"{_jobs_keys.prefix()}:publisher:cursor"
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def workspace(team: str | None) -> str:
@@ -37,7 +48,7 @@ def workspace(team: str | None) -> str:
 
 
 def charts(channel: str, report_ts: str) -> str:
-    return f"{PREFIX}:charts:{channel}:{report_ts}"
+    return f"{_jobs_keys.prefix()}:charts:{channel}:{report_ts}"
 
 
 def charts_stale(channel: str, report_ts: str) -> str:
@@ -46,7 +57,12 @@ def charts_stale(channel: str, report_ts: str) -> str:
 
 
 def last_sync(run_id: str) -> str:
-    return f"{PREFIX}:publisher:last:{run_id}"
+    return f"{_jobs_keys.prefix()}:publisher:last:{run_id}"
+
+
+def posts(run_id: str) -> str:
+    """Hash: a run's messages as posted: part ("progress", "report") -> "intended", then its ts."""
+    return f"{_jobs_keys.prefix()}:posts:{run_id}"
 
 
 def ratelimit_pause(team: str | None, method: str) -> str:
@@ -54,20 +70,20 @@ def ratelimit_pause(team: str | None, method: str) -> str:
 
 
 def ratelimit_window(team: str | None, method: str) -> str:
-    return f"{PREFIX}:ratelimit:{workspace(team)}:{method}"
+    return f"{_jobs_keys.prefix()}:ratelimit:{workspace(team)}:{method}"
 
 
 def plan_first(team: str | None) -> str:
     """Hash: channel id -> "1" where an admin turned plan first on (bot/desk/plan_first.py)."""
-    return f"{PREFIX}:plan-first:{workspace(team)}"
+    return f"{_jobs_keys.prefix()}:plan-first:{workspace(team)}"
 
 
 def rendered(run_id: str) -> str:
-    return f"{PREFIX}:rendered:{run_id}"
+    return f"{_jobs_keys.prefix()}:rendered:{run_id}"
 
 
 def spill(channel: str, report_ts: str) -> str:
-    return f"{PREFIX}:spill:{channel}:{report_ts}"
+    return f"{_jobs_keys.prefix()}:spill:{channel}:{report_ts}"
 
 
 def spill_stale(channel: str, report_ts: str) -> str:
@@ -76,20 +92,20 @@ def spill_stale(channel: str, report_ts: str) -> str:
 
 
 def status_lease(run_id: str) -> str:
-    return f"{PREFIX}:publisher:status-lease:{run_id}"
+    return f"{_jobs_keys.prefix()}:publisher:status-lease:{run_id}"
 
 
 def status_off(team: str | None) -> str:
-    return f"{PREFIX}:status:off:{workspace(team)}"
+    return f"{_jobs_keys.prefix()}:status:off:{workspace(team)}"
 
 
 def stream(run_id: str) -> str:
-    return f"{PREFIX}:stream:{run_id}"
+    return f"{_jobs_keys.prefix()}:stream:{run_id}"
 
 
 def stream_refused(team: str | None) -> str:
-    return f"{PREFIX}:stream-refused:{workspace(team)}"
+    return f"{_jobs_keys.prefix()}:stream-refused:{workspace(team)}"
 
 
 def sync_lease(run_id: str) -> str:
-    return f"{PREFIX}:publisher:lease:{run_id}"
+    return f"{_jobs_keys.prefix()}:publisher:lease:{run_id}"

@@ -16,6 +16,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from agent import AgentConfig, Caps, FetchConfig, McpServerConfig, SearchConfig, SearchProvider, WorkspaceSearchMode
 from agent import defaults as agent_defaults
 from jobs.hard_stop import HARD_STOP_SECONDS
+from jobs.keys import DEFAULT_PREFIX
+from jobs.keys import NAME as KEY_NAME
+from jobs.ownership import LEASE_SECONDS
 from jobs.spend import BudgetDefaults
 
 from . import limits
@@ -79,6 +82,9 @@ class Settings(BaseSettings):
     small_model: str = Field(default=agent_defaults.SMALL_MODEL, validation_alias=_env("DEEPTHREAD_SMALL_MODEL"))
 
     redis_url: str | None = Field(default=None, validation_alias=_env("REDIS_URL"))
+    # Every key's prefix and the RQ queue's name (default: the prefix), so deployments can share a Redis.
+    redis_prefix: str = Field(default=DEFAULT_PREFIX, validation_alias=_env("DEEPTHREAD_REDIS_PREFIX"))
+    queue: str | None = Field(default=None, validation_alias=_env("DEEPTHREAD_QUEUE"))
 
     # The search fallback chain, in order: "brave,duckduckgo" (see search_chain()).
     search: str = Field(default="duckduckgo", validation_alias=_env("DEEPTHREAD_SEARCH"))
@@ -91,6 +97,8 @@ class Settings(BaseSettings):
     fetch_allow: str = Field(default="", validation_alias=_env("DEEPTHREAD_FETCH_ALLOW"))
 
     port: int = Field(default=3000, validation_alias=_env("PORT"))
+    # A worker's health endpoints (/healthz, /readyz) listen here when set; serve's are on PORT.
+    health_port: int | None = Field(default=None, ge=1, le=65535, validation_alias=_env("DEEPTHREAD_HEALTH_PORT"))
     context_tokens: int | None = Field(default=None, validation_alias=_env("DEEPTHREAD_CONTEXT_TOKENS"))
     stop_reaction: str = Field(default=DEFAULT_STOP_REACTION, validation_alias=_env("DEEPTHREAD_STOP_REACTION"))
     # Progress as Slack's native stream (falls back per workspace) or as an edited message.
@@ -121,8 +129,8 @@ class Settings(BaseSettings):
     admins: str = Field(default="", validation_alias=_env("DEEPTHREAD_ADMINS"))
     channels: str = Field(default="", validation_alias=_env("DEEPTHREAD_CHANNELS"))
     max_task_agents: int | None = Field(default=None, ge=0, validation_alias=_env("DEEPTHREAD_MAX_TASK_AGENTS"))
-    # How long a dead worker's run stays locked before another worker resumes it.
-    run_lock_seconds: float = Field(default=30.0, gt=0, validation_alias=_env("DEEPTHREAD_RUN_LOCK_SECONDS"))
+    # A run's lease (jobs/ownership.py): how long a dead worker's run stays held before another resumes it.
+    run_lock_seconds: float = Field(default=LEASE_SECONDS, gt=0, validation_alias=_env("DEEPTHREAD_RUN_LOCK_SECONDS"))
     # How long an overloaded model service is waited out before the run answers from what it has.
     model_patience_seconds: float | None = Field(
         default=None, gt=0, validation_alias=_env("DEEPTHREAD_MODEL_PATIENCE_SECONDS")
@@ -157,6 +165,25 @@ class Settings(BaseSettings):
         """Socket Mode when SLACK_APP_TOKEN is set (a blank one is unset), else HTTP mode: decided here
         alone, so the Bolt app's request verification and the choice of transport cannot disagree."""
         return self.slack_app_token is not None
+
+    @field_validator("redis_url", "redis_prefix", "queue", "health_port", mode="before")
+    @classmethod
+    def _stripped(cls, value: Any) -> Any:
+        """Names and addresses are read without surrounding spaces (a blank one is unset, by _blank_is_unset)."""
+        return value.strip() if isinstance(value, str) else value
+
+    @field_validator("redis_prefix", "queue")
+    @classmethod
+    def _key_name(cls, value: str | None) -> str | None:
+        if value is not None and not KEY_NAME.fullmatch(value):
+            raise ValueError(
+                f"{value!r} cannot name Redis keys: use letters, digits and _ . : - (at most 64), e.g. deepthread-staging"
+            )
+        return value
+
+    def deployment(self) -> dict[str, Any]:
+        """The keyword arguments of jobs.keys.configure: where this deployment's keys and jobs live."""
+        return {"prefix": self.redis_prefix, "queue": self.queue}
 
     @field_validator("workspace_search", mode="before")
     @classmethod

@@ -3,8 +3,10 @@
     Exception
     ├── KeyError
     │   └── RunNotFound   no run under this id (never created, or expired with its state)
-    └── ThreadMoved       a continuation lost the race: another run already follows its parent
-                          in the thread (`latest` names it)
+    ├── ThreadMoved       a continuation lost the race: another run already follows its parent
+    │                     in the thread (`latest` names it)
+    └── LeaseLost         this job no longer holds the run (another took it over, or the lease
+                          lapsed): its write was refused and it must stop working the run
 
 Redis connection errors are not wrapped: connections ride out a restart (jobs/connection.py),
 and what still fails reaches the worker's one handler, which marks the run failed.
@@ -12,7 +14,7 @@ and what still fails reaches the worker's one handler, which marks the run faile
 
 from __future__ import annotations
 
-__all__ = ["RunNotFound", "ThreadMoved"]
+__all__ = ["LeaseLost", "RunNotFound", "ThreadMoved"]
 
 
 class RunNotFound(KeyError):
@@ -25,3 +27,11 @@ class ThreadMoved(Exception):
     def __init__(self, latest: str | None) -> None:
         super().__init__(latest)
         self.latest = latest
+
+
+class LeaseLost(Exception):
+    """This job no longer holds the run's lease: its write was refused (jobs/ownership.py)."""
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(f"run {run_id}: another job holds it now; this one stops")
+        self.run_id = run_id

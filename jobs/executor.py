@@ -1,7 +1,9 @@
 """The RQ job: run the agent for one Run, applying every event to run state as it happens.
 
-One job at a time holds a run (a Redis lock its heartbeat refreshes); a job that finds a
-checkpoint resumes from it, so a worker that dies costs at most the turn it was on.
+One job at a time holds a run (a lease with a fencing token, jobs/ownership.py): its writes land
+only while it holds the lease, and it stops the moment the lease is lost. A job that finds a
+checkpoint resumes from it, so a worker that dies costs at most the turn it was on; a worker asked
+to shut down hands its run back to the front of the queue.
 """
 
 from __future__ import annotations
@@ -9,12 +11,14 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
-import time
+import signal
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import date
 
 from anthropic import AsyncAnthropic
 from redis import Redis
-from redis.asyncio import Redis as AsyncRedis
 from rq import get_current_job
 
 from agent import Finished, ResearchTask, RunEvent, SourceRegistry, research
@@ -23,11 +27,13 @@ from agent.config import Caps, budget_for
 from agent.task import PriorRun
 from agent.visibility import is_requester_dm
 
-from . import keys
+from . import keys, ownership
 from .connection import connect_async
 from .continuation import prior_of
 from .control import RedisRunControl, upgraded_profile
+from .exceptions import LeaseLost
 from .models import RunState
+from .ownership import Tenure
 from .runtime import JobRuntime, current
 from .spend import Spend, record_spend
 from .store import RunStore
@@ -71,23 +77,29 @@ def anthropic_client(runtime: JobRuntime) -> AsyncAnthropic:
     return AsyncAnthropic(api_key=runtime.anthropic_api_key, base_url=runtime.anthropic_base_url)
 
 
-async def _heartbeat(redis: AsyncRedis, run_id: str, token: str, ttl: float) -> None:
-    """Keep the run's lock while this job lives, and note how far it got."""
-    while True:
-        await redis.set(keys.lock(run_id), token, ex=max(1, int(ttl)))
-        await redis.set(keys.alive(run_id), str(time.time()), ex=keys.RUN_ALIVE_TTL_SECONDS)
-        await asyncio.sleep(ttl / 3)
+@dataclass
+class _Ran:
+    state: RunState
+    handed_back: bool = False  # asked to shut down mid-run: the run goes back to the queue
 
 
-async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime, token: str) -> RunState:
+async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime, tenure: Tenure) -> _Ran:
+    """Research the run under `tenure`: every write carries its fence, the lease is renewed while the
+    research runs, and the research is cancelled the moment the lease is lost (LeaseLost is raised)
+    or the process is asked to shut down (SIGTERM: the run is handed back, its checkpoint kept)."""
     if not runtime.redis_url:
         raise RuntimeError("the worker runtime has no redis_url; start workers with `deepthread worker`")
     holder = {"state": state}
+    writing = asyncio.Lock()  # parallel tool calls emit too: one event at a time, in order
 
     async def emit(event: RunEvent) -> None:
-        # Redis writes are sub-millisecond; doing them inline keeps event order exact.
-        was_open = not holder["state"].status.finished
-        holder["state"] = store.apply(holder["state"], event)
+        async with writing:
+            was_open = not holder["state"].status.finished
+            try:
+                # Off the loop, so the lease keeps being renewed while a write waits out Redis.
+                holder["state"] = await asyncio.to_thread(store.apply, holder["state"], event, fence=tenure.fence)
+            except LeaseLost:
+                raise tenure.refused() from None
         if was_open and holder["state"].status.finished and not isinstance(event, Finished):
             # Ended from outside (a forced stop): the store refuses this job's writes from now on.
             log.info(
@@ -100,9 +112,11 @@ async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime, token
     # The channel's and workspace's monthly budgets cap what this run may spend (upgrades too).
     caps = Spend(store.redis).run_caps(state.run.team, state.run.channel, runtime.agent.caps, state.run.requester)
     async_redis = connect_async(runtime.redis_url)  # a Redis restart mid-run is waited out, not fatal
-    heartbeat = asyncio.create_task(_heartbeat(async_redis, run_id, token, runtime.lock_seconds))
     alive = await async_redis.get(keys.alive(run_id))
-    try:
+    checkpoints = RedisCheckpointStore(async_redis, run_id, tenure)
+    handing_back = asyncio.Event()
+
+    async def work() -> None:
         async with anthropic_client(runtime) as client:
             await research(
                 task_for(state, runtime, upgraded_profile(store.redis, run_id), prior_of(store, state), caps),
@@ -110,8 +124,8 @@ async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime, token
                 anthropic=client,
                 emit=emit,
                 backend=RunBackend(
-                    results=RedisResultStore(async_redis, run_id),
-                    checkpoints=RedisCheckpointStore(async_redis, run_id),
+                    results=RedisResultStore(async_redis, run_id, tenure),
+                    checkpoints=checkpoints,
                     request_log=RedisRequestLog(async_redis, run_id),
                     control=RedisRunControl(async_redis, run_id, caps),
                     refusals=RedisFileRefusals(async_redis),
@@ -123,17 +137,56 @@ async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime, token
                 workspace=runtime.workspace_for(state.run) if runtime.workspace_for else None,
                 workspace_search=runtime.search_for(state.run) if runtime.search_for else None,
             )
-        await RedisCheckpointStore(async_redis, run_id).clear()
+        await checkpoints.clear()
+
+    task = asyncio.create_task(work(), name=f"research-{run_id}")
+    tenure.on_lost(task.cancel)  # a job that lost the run stops at once, mid-turn if need be
+    keeper = asyncio.create_task(tenure.keep(async_redis), name=f"lease-{run_id}")
+
+    def hand_back() -> None:
+        handing_back.set()
+        task.cancel()
+
+    stopping = _on_shutdown(hand_back)
+    try:
+        await task
+    except asyncio.CancelledError:
+        if tenure.lost is not None:
+            raise LeaseLost(run_id) from None
+        if not handing_back.is_set():
+            raise
+        return _Ran(holder["state"], handed_back=True)
     finally:
-        heartbeat.cancel()
-        await asyncio.gather(heartbeat, return_exceptions=True)
-        await async_redis.delete(keys.lock(run_id))
+        stopping()
+        keeper.cancel()
+        await asyncio.gather(keeper, return_exceptions=True)
         await async_redis.aclose()
-    return holder["state"]
+    if tenure.lost is not None:  # lost as the work ended: whatever it wrote last was refused
+        raise LeaseLost(run_id)
+    return _Ran(holder["state"])
+
+
+def _on_shutdown(callback: Callable[[], object]) -> Callable[[], None]:
+    """Call `callback` on SIGTERM (the worker forwards its shutdown to the work-horse); returns the
+    undo. Only the main thread may take signals (an in-process worker in tests does not)."""
+    loop = asyncio.get_running_loop()
+    try:
+        loop.add_signal_handler(signal.SIGTERM, callback)
+    except (ValueError, RuntimeError):
+        return lambda: None
+
+    def undo() -> None:
+        loop.remove_signal_handler(signal.SIGTERM)
+
+    return undo
 
 
 def execute(run_id: str) -> str:
-    """RQ entry point. Returns the run's final status; never leaves a run looking alive."""
+    """RQ entry point. Returns the run's final status; never leaves a run looking alive.
+
+    "held": another job holds the run. "lost": this job lost the run's lease to another (which
+    carries on from the checkpoint). "handed back": the worker is shutting down; the run waits at
+    the front of the queue for the next worker, its checkpoint kept."""
     job = get_current_job()
     redis: Redis = job.connection if job is not None else Redis()
     store = RunStore(redis)
@@ -141,11 +194,12 @@ def execute(run_id: str) -> str:
     if state.status.finished:
         return state.status.value
     runtime = current()
-    token = job.id if job is not None else "inline"
-    # Another live job holds this run (a duplicate from recovery): leave it alone.
-    if not redis.set(keys.lock(run_id), token, nx=True, ex=max(1, int(runtime.lock_seconds))):
+    token = job.id if job is not None else f"inline-{uuid.uuid4().hex[:8]}"
+    lease = ownership.acquire(redis, run_id, token, runtime.lock_seconds)
+    if lease is None:  # a duplicate from recovery, while another live job holds the run
         log.info("run %s is held by another job; this one exits", run_id)
         return "held"
+    tenure = Tenure(lease, runtime.lock_seconds)
     # Everything alive now (modules, schemas) lives as long as the process: take it out of the
     # collector's view, so a full collection mid-run scans only the run's own objects
     # (measured: max event-loop pause 150 ms → 33 ms over 1,000 turns, bench/loop_lag.py).
@@ -161,13 +215,31 @@ def execute(run_id: str) -> str:
             record_spend(redis, failed)
             return failed.status.value
         finally:
-            redis.delete(keys.lock(run_id))
+            ownership.release(redis, lease)  # only our own lease: another job may hold the run by now
     try:
-        state = asyncio.run(run_agent(store, state, runtime, token))
+        ran = asyncio.run(run_agent(store, state, runtime, tenure))
+        if ran.handed_back:
+            from .queue import enqueue  # the queue names this module's entry point
+
+            ownership.release(redis, lease)  # before queueing, so the next job finds the run free
+            enqueue(redis, ran.state.run, resume=True)
+            log.info("run %s: handed back at shutdown; queued at the front to resume from its checkpoint", run_id)
+            return "handed back"
+        state = ran.state
+    except LeaseLost:
+        log.warning("run %s: another job holds it now (this one's lease lapsed); this job stopped", run_id)
+        return "lost"
     except Exception as exc:
         log.exception("run %s crashed", run_id)
-        state = store.mark_failed(
-            run_id, f"internal error ({type(exc).__name__}); the operator can find details in the worker log"
-        )
+        try:
+            state = store.mark_failed(
+                run_id,
+                f"internal error ({type(exc).__name__}); the operator can find details in the worker log",
+                fence=lease.fence,
+            )
+        except LeaseLost:
+            return "lost"
+    finally:
+        ownership.release(redis, lease)
     record_spend(redis, state)
     return state.status.value

@@ -1,19 +1,87 @@
-"""Redis key names and how long each record lives, in one place so every reader and writer agrees."""
+"""Redis key names and how long each record lives, in one place so every reader and writer agrees.
+
+Every key starts with the deployment's prefix and research jobs go to its queue: both settings
+(DEEPTHREAD_REDIS_PREFIX, DEEPTHREAD_QUEUE), set once at start-up by the CLI with `configure`, so two
+deployments can share one Redis without seeing each other's runs. The names below read them when
+used: `keys.UPDATES_STREAM` is the current deployment's stream (never copy one into a module-level
+name of your own, or it keeps the prefix of the moment it was copied).
+"""
 
 from __future__ import annotations
 
-PREFIX = "deepthread"
-QUEUE = "deepthread"
-UPDATES_STREAM = f"{PREFIX}:updates"  # one entry per run-state change: {run_id, version}
-ACTIVE_RUNS = f"{PREFIX}:runs:active"  # runs not yet finished, re-rendered on publisher start
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+DEFAULT_PREFIX = "deepthread"
+# What a prefix or a queue name may hold: it becomes part of every key (and RQ's own keys).
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
+
+
+@dataclass
+class _Deployment:
+    prefix: str = DEFAULT_PREFIX
+    queue: str = DEFAULT_PREFIX
+
+
+_deployment = _Deployment()
+
+
+def configure(*, prefix: str = DEFAULT_PREFIX, queue: str | None = None) -> None:
+    """This process's deployment: its key prefix and its queue (default: the prefix, so a second
+    deployment that sets only a prefix gets a queue of its own too)."""
+    for what, value in (("prefix", prefix), ("queue", queue)):
+        if value is not None and not NAME.fullmatch(value):
+            raise ValueError(f"a Redis {what} is letters, digits and _ . : - (at most 64), not {value!r}")
+    _deployment.prefix = prefix
+    _deployment.queue = queue or prefix
+
+
+def prefix() -> str:
+    return _deployment.prefix
+
+
+# Keys of records that are one per deployment (not per run), as names read at each use.
+_SHARED = {
+    "UPDATES_STREAM": "updates",  # one entry per run-state change: {run_id, version[, epoch]}
+    "ACTIVE_RUNS": "runs:active",  # runs not yet finished, re-rendered on publisher start
+    "HARD_STOPS": "hard-stops",  # sorted set: run id -> when its stop is forced (epoch s)
+    "HARD_STOP_REASONS": "hard-stops:reasons",  # hash: run id -> the reason the forced stop records
+    # Sorted set: run id -> when its plan expires (epoch s), for plan-first runs awaiting approval.
+    "PLANS_DUE": "plans:due",
+    # Sorted set: run id -> when it was created (epoch s), for runs whose messages are not posted yet.
+    "UNPOSTED": "runs:unposted",
+    "RECHECKS_TO_SHOW": "recheck:to-show",  # re-check runs serve must post at once
+    "RECHECK_DIGESTS": "recheck:digests",  # ended re-checks whose digest is owed
+    "RECHECK_NOTICES": "recheck:notices",  # skip notices serve says in the thread
+}
+
+if TYPE_CHECKING:  # what the module offers, typed; at run time __getattr__ builds each from the prefix
+    PREFIX: str
+    QUEUE: str
+    UPDATES_STREAM: str
+    ACTIVE_RUNS: str
+    HARD_STOPS: str
+    HARD_STOP_REASONS: str
+    PLANS_DUE: str
+    UNPOSTED: str
+    RECHECKS_TO_SHOW: str
+    RECHECK_DIGESTS: str
+    RECHECK_NOTICES: str
+else:
+
+    def __getattr__(name: str) -> str:
+        if name == "PREFIX":
+            return _deployment.prefix
+        if name == "QUEUE":
+            return _deployment.queue
+        if name in _SHARED:
+            return f"{_deployment.prefix}:{_SHARED[name]}"
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 # Announcements are small; keep enough for a restarted publisher to catch up.
 UPDATES_MAXLEN = 10_000
-HARD_STOPS = f"{PREFIX}:hard-stops"  # sorted set: run id -> when its stop is forced (epoch s)
-HARD_STOP_REASONS = f"{PREFIX}:hard-stops:reasons"  # hash: run id -> the reason the forced stop records
-# Sorted set: run id -> when its plan expires (epoch s), for plan-first runs awaiting approval.
-PLANS_DUE = f"{PREFIX}:plans:due"
-# Sorted set: run id -> when it was created (epoch s), for runs whose messages are not posted yet.
-UNPOSTED = f"{PREFIX}:runs:unposted"
 
 
 # Spend is counted per workspace; runs without one (the terminal) are counted under this.
@@ -22,75 +90,70 @@ NO_TEAM = "-"
 
 def spend_run(run_id: str) -> str:
     """String: the run's recorded cost (also its "already recorded" mark)."""
-    return f"{PREFIX}:spend:run:{run_id}"
+    return f"{_deployment.prefix}:spend:run:{run_id}"
 
 
 def spend_month(team: str | None, month: str) -> str:
     """Hash: a workspace's month totals, per channel, person and day (`…:runs`: its runs by cost)."""
-    return f"{PREFIX}:spend:{team or NO_TEAM}:{month}"
+    return f"{_deployment.prefix}:spend:{team or NO_TEAM}:{month}"
 
 
 def budgets(team: str | None) -> str:
     """Hash: monthly budgets set by admins (a channel's, the workspace's, or off)."""
-    return f"{PREFIX}:budgets:{team or NO_TEAM}"
+    return f"{_deployment.prefix}:budgets:{team or NO_TEAM}"
 
 
 def recheck_schedule(channel: str, thread_ts: str) -> str:
     """String: a thread's re-check schedule."""
-    return f"{PREFIX}:recheck:{channel}:{thread_ts}"
+    return f"{_deployment.prefix}:recheck:{channel}:{thread_ts}"
 
 
 def recheck_run(run_id: str) -> str:
     """String: a re-check run's record (what its digest compares against)."""
-    return f"{PREFIX}:recheck:run:{run_id}"
+    return f"{_deployment.prefix}:recheck:run:{run_id}"
 
 
 def recheck_digest_lease(run_id: str) -> str:
     """String: held while serve posts a re-check's digest."""
-    return f"{PREFIX}:recheck:run:{run_id}:posting"
-
-
-RECHECKS_TO_SHOW = f"{PREFIX}:recheck:to-show"  # re-check runs serve must post at once
-RECHECK_DIGESTS = f"{PREFIX}:recheck:digests"  # ended re-checks whose digest is owed
-RECHECK_NOTICES = f"{PREFIX}:recheck:notices"  # skip notices serve says in the thread
+    return f"{_deployment.prefix}:recheck:run:{run_id}:posting"
 
 
 def run(run_id: str) -> str:
     """A run stored whole by earlier versions (read once and moved to the keys below)."""
-    return f"{PREFIX}:run:{run_id}"
+    return f"{_deployment.prefix}:run:{run_id}"
 
 
 def run_state(run_id: str) -> str:
     """Hash: the Run record and the run's hot fields (status, version, phase, usage, ...)."""
-    return f"{PREFIX}:run:{run_id}:state"
+    return f"{_deployment.prefix}:run:{run_id}:state"
 
 
 def run_sections(run_id: str) -> str:
     """Hash: section id -> the section with its revisions."""
-    return f"{PREFIX}:run:{run_id}:sections"
+    return f"{_deployment.prefix}:run:{run_id}:sections"
 
 
 def run_section_order(run_id: str) -> str:
     """Sorted set: section ids by when each was last written (a rewrite moves it to the end)."""
-    return f"{PREFIX}:run:{run_id}:section-order"
+    return f"{_deployment.prefix}:run:{run_id}:section-order"
 
 
 def run_sources(run_id: str) -> str:
     """Hash: citation marker -> the source."""
-    return f"{PREFIX}:run:{run_id}:sources"
+    return f"{_deployment.prefix}:run:{run_id}:sources"
 
 
 def run_source_order(run_id: str) -> str:
     """List: citation markers in the order they were first added."""
-    return f"{PREFIX}:run:{run_id}:source-order"
+    return f"{_deployment.prefix}:run:{run_id}:source-order"
 
 
 def thread_runs(channel: str, thread_ts: str) -> str:
-    return f"{PREFIX}:thread:{channel}:{thread_ts}"
+    return f"{_deployment.prefix}:thread:{channel}:{thread_ts}"
 
 
 def dedupe(name: str) -> str:
-    return f"{PREFIX}:seen:{name}"
+    return f"{_deployment.prefix}:seen:{name}"
 
 
 def job_id(run_id: str) -> str:
@@ -98,78 +161,83 @@ def job_id(run_id: str) -> str:
 
 
 def stop(run_id: str) -> str:
-    return f"{PREFIX}:run:{run_id}:stop"
+    return f"{_deployment.prefix}:run:{run_id}:stop"
 
 
 def upgrades(run_id: str) -> str:
-    return f"{PREFIX}:run:{run_id}:upgrades"
+    return f"{_deployment.prefix}:run:{run_id}:upgrades"
 
 
 def notes(run_id: str) -> str:
-    return f"{PREFIX}:run:{run_id}:notes"
+    return f"{_deployment.prefix}:run:{run_id}:notes"
 
 
 def plan_drafts(run_id: str) -> str:
     """Counter: plans redrafted for a plan-first run (each a job of its own)."""
-    return f"{PREFIX}:run:{run_id}:plan-drafts"
+    return f"{_deployment.prefix}:run:{run_id}:plan-drafts"
 
 
 def lock(run_id: str) -> str:
-    """Held by the one job running this run; refreshed by its heartbeat."""
-    return f"{PREFIX}:run:{run_id}:lock"
+    """String "{epoch}:{token}": the one job holding this run and its fence (jobs/ownership.py)."""
+    return f"{_deployment.prefix}:run:{run_id}:lock"
+
+
+def epoch(run_id: str) -> str:
+    """Counter: one more for every job that takes the run's lease."""
+    return f"{_deployment.prefix}:run:{run_id}:epoch"
 
 
 def alive(run_id: str) -> str:
     """The running job's last heartbeat (epoch seconds): how far a crashed run got."""
-    return f"{PREFIX}:run:{run_id}:alive"
+    return f"{_deployment.prefix}:run:{run_id}:alive"
 
 
 def attempts(run_id: str) -> str:
-    return f"{PREFIX}:run:{run_id}:attempts"
+    return f"{_deployment.prefix}:run:{run_id}:attempts"
 
 
 def current_job(run_id: str) -> str:
-    return f"{PREFIX}:run:{run_id}:job"
+    return f"{_deployment.prefix}:run:{run_id}:job"
 
 
 def message_run(channel: str, ts: str) -> str:
     """Which run a progress or report message belongs to (for reactions and buttons)."""
-    return f"{PREFIX}:message:{channel}:{ts}"
+    return f"{_deployment.prefix}:message:{channel}:{ts}"
 
 
 def thread_profile(channel: str, thread_ts: str) -> str:
     """An upgrade asked for after the thread's run ended applies to the next continuation."""
-    return f"{PREFIX}:thread:{channel}:{thread_ts}:profile"
+    return f"{_deployment.prefix}:thread:{channel}:{thread_ts}:profile"
 
 
 def posting(run_id: str) -> str:
     """Held while one serve process posts an orphaned run's messages (a lease, so a crash retries)."""
-    return f"{PREFIX}:run:{run_id}:posting"
+    return f"{_deployment.prefix}:run:{run_id}:posting"
 
 
 def result(run_id: str, result_id: str) -> str:
     """String: one stored tool result or page text (agent.results.StoredResult as JSON)."""
-    return f"{PREFIX}:result:{run_id}:{result_id}"
+    return f"{_deployment.prefix}:result:{run_id}:{result_id}"
 
 
 def action_token(run_id: str) -> str:
     """String: the triggering event's action token (a secret), for as long as Slack honours it."""
-    return f"{PREFIX}:run:{run_id}:action-token"
+    return f"{_deployment.prefix}:run:{run_id}:action-token"
 
 
 def checkpoint(run_id: str) -> str:
     """Hash: `meta` -> the loop's snapshot, `step:{i}` -> one history step (jobs.stores)."""
-    return f"{PREFIX}:checkpoint:{run_id}"
+    return f"{_deployment.prefix}:checkpoint:{run_id}"
 
 
 def requests(run_id: str) -> str:
     """List: every model request's record, in dispatch order (for `deepthread inspect`)."""
-    return f"{PREFIX}:requests:{run_id}"
+    return f"{_deployment.prefix}:requests:{run_id}"
 
 
 def request_parts(run_id: str) -> str:
     """Hash: content key -> one part of a request (system, tools, a message), stored once."""
-    return f"{PREFIX}:request-parts:{run_id}"
+    return f"{_deployment.prefix}:request-parts:{run_id}"
 
 
 def seen_urls(channel: str, thread_ts: str) -> str:

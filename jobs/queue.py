@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 from redis import Redis
 from rq import Queue
 from rq.job import Job
@@ -21,11 +23,15 @@ def job_timeout_for(run: Run) -> int:
     return int(max(budget_for(run.profile).wall_seconds, budget_for("deep").wall_seconds)) + JOB_TIMEOUT_GRACE_SECONDS
 
 
-def enqueue(redis: Redis, run: Run, attempt: int = 0, *, stage: str = "") -> Job:
-    """Queue the run (again, after a crash, with attempt > 0: it resumes from its checkpoint). `stage`
-    names a later job of the same run (plan first: a redrafted plan, the approved research)."""
+def enqueue(redis: Redis, run: Run, attempt: int = 0, *, stage: str = "", resume: bool = False) -> Job:
+    """Queue the run. `stage` names a later job of the same run (plan first: a redrafted plan, the
+    approved research). A run queued again (`resume`: after its worker died, `attempt` > 0, or handed
+    back by a worker shutting down) resumes from its checkpoint, and goes to the front of the queue:
+    it has a team waiting on it already, and its budget's clock is running."""
     queue = Queue(keys.QUEUE, connection=redis)
     job_id = keys.job_id(run.id) + (f"-{stage}" if stage else "") + (f"-r{attempt}" if attempt else "")
+    if resume and not attempt:  # handed back: a fresh id each time (RQ keeps finished jobs by id)
+        job_id += f"-h{uuid.uuid4().hex[:8]}"
     redis.set(keys.current_job(run.id), job_id, ex=keys.CURRENT_JOB_TTL_SECONDS)
     return queue.enqueue(
         execute,
@@ -35,4 +41,5 @@ def enqueue(redis: Redis, run: Run, attempt: int = 0, *, stage: str = "") -> Job
         result_ttl=keys.JOB_RESULT_TTL_SECONDS,
         failure_ttl=keys.JOB_RESULT_TTL_SECONDS,
         description=f"research run {run.id}",
+        at_front=resume or attempt > 0,
     )

@@ -12,6 +12,7 @@ it is older than a grace period it is launched here, and serve posts its message
 from __future__ import annotations
 
 import logging
+from datetime import UTC
 
 from redis import Redis
 from rq.exceptions import NoSuchJobError
@@ -35,16 +36,27 @@ MAX_ATTEMPTS = 5
 # not shown in Slack, after this long was abandoned by a process that died.
 UNLAUNCHED_GRACE_SECONDS = 60
 WAITING = {JobStatus.QUEUED, JobStatus.SCHEDULED, JobStatus.DEFERRED}
+# A job takes its run's lease moments after a worker starts it (a fork, an import or two): one started
+# this recently and not yet holding the lease is starting, not dead.
+JOB_START_GRACE_SECONDS = 30
 
 
 def _job_waiting(redis: Redis, run_id: str) -> bool:
+    """The run's current job is queued, or was started moments ago and is about to take the lease."""
     job_id = redis.get(keys.current_job(run_id))
     if not job_id:
         return False
     try:
-        return Job.fetch(text(job_id), connection=redis).get_status() in WAITING
+        job = Job.fetch(text(job_id), connection=redis)
     except NoSuchJobError:
         return False
+    status = job.get_status()
+    if status in WAITING:
+        return True
+    started = job.started_at
+    if status == JobStatus.STARTED and started is not None:
+        return (utcnow() - started.replace(tzinfo=UTC)).total_seconds() < JOB_START_GRACE_SECONDS
+    return False
 
 
 def _being_set_up(state: RunState) -> bool:
@@ -76,7 +88,7 @@ def sweep(redis: Redis) -> list[str]:
             failed = store.mark_failed(run_id, f"the run's worker died {MAX_ATTEMPTS} times; ask again to start afresh")
             record_spend(redis, failed)
             continue
-        enqueue(redis, state.run, attempt=attempt)
+        enqueue(redis, state.run, attempt=attempt, resume=True)
         recovered.append(run_id)
         log.warning(
             "run %s had no live worker; queued again to resume from its checkpoint (attempt %d)", run_id, attempt

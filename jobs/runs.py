@@ -45,8 +45,20 @@ MAX_UNPOSTED_PER_CHECK = 20
 
 
 # One process posts a run's messages (the mention's handler, or the orphan sweep for a run whose
-# handler died); if it dies mid-way, another may try after this long.
-POSTING_LEASE_SECONDS = 300
+# handler died), renewing this lease while its posts wait for their rate-limit slots; if it dies,
+# another may post the run this long after its last renewal.
+POSTING_LEASE_SECONDS = 30.0
+
+_RENEW_POSTING = """
+-- KEYS: the posting lease. ARGV: owner, ms. Compare-and-expire: only the owner extends it.
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+"""
+_RELEASE_POSTING = """
+-- KEYS: the posting lease. ARGV: owner. Compare-and-delete.
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+return redis.call('DEL', KEYS[1])
+"""
 
 
 class Upgrade(str, Enum):
@@ -139,9 +151,19 @@ class Runs:
                 self._redis.zrem(keys.UNPOSTED, run_id)
         return found
 
-    def claim_posting(self, run_id: str, lease_seconds: float = POSTING_LEASE_SECONDS) -> bool:
-        """One process posts an orphan's messages; if it dies, the lease runs out and another tries."""
-        return bool(self._redis.set(keys.posting(run_id), "1", nx=True, px=int(lease_seconds * 1000)))
+    def claim_posting(self, run_id: str, lease_seconds: float = POSTING_LEASE_SECONDS, owner: str = "1") -> bool:
+        """One process posts a run's messages: True when `owner` now holds the posting lease. It
+        renews it while it posts (`renew_posting`); if it dies, the lease runs out and another tries."""
+        return bool(self._redis.set(keys.posting(run_id), owner, nx=True, px=int(lease_seconds * 1000)))
+
+    def renew_posting(self, run_id: str, owner: str, lease_seconds: float = POSTING_LEASE_SECONDS) -> bool:
+        """Extend `owner`'s posting lease; False once it is not theirs (lapsed, or another's)."""
+        script = self._redis.register_script(_RENEW_POSTING)
+        return bool(script(keys=[keys.posting(run_id)], args=[owner, int(lease_seconds * 1000)]))
+
+    def release_posting(self, run_id: str, owner: str) -> None:
+        """Let go of the posting lease if it is still `owner`'s."""
+        self._redis.register_script(_RELEASE_POSTING)(keys=[keys.posting(run_id)], args=[owner])
 
     def launch(self, run: Run) -> None:
         """Queue the run's job."""
@@ -335,5 +357,11 @@ class AsyncRuns:
     async def unposted(self, older_than_seconds: float) -> list[RunState]:
         return await asyncio.to_thread(self.sync.unposted, older_than_seconds)
 
-    async def claim_posting(self, run_id: str, lease_seconds: float = POSTING_LEASE_SECONDS) -> bool:
-        return await asyncio.to_thread(self.sync.claim_posting, run_id, lease_seconds)
+    async def claim_posting(self, run_id: str, lease_seconds: float = POSTING_LEASE_SECONDS, owner: str = "1") -> bool:
+        return await asyncio.to_thread(self.sync.claim_posting, run_id, lease_seconds, owner)
+
+    async def renew_posting(self, run_id: str, owner: str, lease_seconds: float = POSTING_LEASE_SECONDS) -> bool:
+        return await asyncio.to_thread(self.sync.renew_posting, run_id, owner, lease_seconds)
+
+    async def release_posting(self, run_id: str, owner: str) -> None:
+        await asyncio.to_thread(self.sync.release_posting, run_id, owner)

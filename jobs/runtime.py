@@ -14,6 +14,7 @@ from agent.workspace import ThreadWorkspace
 from agent.workspace_search import WorkspaceSearch
 
 from .models import Run
+from .ownership import LEASE_SECONDS
 
 
 @dataclass
@@ -23,9 +24,9 @@ class JobRuntime:
     anthropic_base_url: str | None = None
     # The async side of the agent (result store) opens its own connection to the same Redis.
     redis_url: str | None = None
-    # A job holds its run's lock this long between heartbeats; a dead worker's run is
-    # recovered after at most this.
-    lock_seconds: float = 30.0
+    # A job's lease on its run (jobs/ownership.py), renewed every third of it; a dead worker's run
+    # is recovered after at most this.
+    lock_seconds: float = LEASE_SECONDS
     # The run's thread (files, earlier messages), given by the surface that knows where runs live
     # (the Slack app); None in the terminal or without a thread.
     workspace_for: Callable[[Run], ThreadWorkspace | None] | None = field(default=None, repr=False)

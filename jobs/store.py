@@ -9,10 +9,11 @@ Storage is incremental, so a run's write cost per event does not grow with its l
     deepthread:run:{id}:sources          hash: marker -> the source
     deepthread:run:{id}:source-order     list: markers in the order they were first added
 
-Every write is one Lua script, atomic on the server: it refuses to touch a finished run
+Every write is one Lua script, atomic on the server: it refuses a job's write once that job's
+lease is no longer the run's (the fence, jobs/ownership.py), refuses to touch a finished run
 (lifecycle moves only forward: queued -> running -> completed | failed | stopped), applies
 a compare-and-set on the version when the writer computed its change from a copy, bumps the
-version, and announces the change. `get` reads all five keys in one transaction and
+version, and announces the change (with the writer's epoch, when a job wrote it). `get` reads all five keys in one transaction and
 assembles the RunState.
 """
 
@@ -46,12 +47,13 @@ from agent.thread_memory import ThreadSummary
 
 from . import keys
 from .connection import text
-from .exceptions import RunNotFound, ThreadMoved
+from .exceptions import LeaseLost, RunNotFound, ThreadMoved
 from .models import BudgetLeft, Run, RunState, RunStatus, Usage
 from .state import apply_in_place
 
 __all__ = [
     "RUN_TTL_SECONDS",
+    "LeaseLost",
     "RunNotFound",
     "RunStore",
     "ThreadMoved",
@@ -71,13 +73,16 @@ MAX_CAS_RETRIES = 8
 MESSAGE_FIELDS = ("progress_message", "report_message")
 
 _WRITE = """
--- KEYS: state, sections, section-order, sources, source-order, active set, updates stream
+-- KEYS: state, sections, section-order, sources, source-order, active set, updates stream, run lock
 -- ARGV: run id, ttl, expected version or '', allowed after finish '1'/'0', new status or '',
---       stream maxlen, then: n, n field/value pairs; n, n id/json/move-to-end triples; n, n marker/json pairs
+--       stream maxlen, fence or '', then: n, n field/value pairs; n, n id/json/move-to-end triples;
+--       n, n marker/json pairs
 local rank = {queued=0, planned=1, running=2, completed=3, failed=3, stopped=3}
 local current = redis.call('HGET', KEYS[1], 'status')
 if not current then return {0, 0, ''} end
 local version = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
+-- A job's write names its lease; it lands only while the lock holds exactly that lease (ownership.py).
+if ARGV[7] ~= '' and redis.call('GET', KEYS[8]) ~= ARGV[7] then return {-3, version, current} end
 if rank[current] == 3 and ARGV[4] ~= '1' then return {-1, version, current} end
 if ARGV[3] ~= '' and tonumber(ARGV[3]) ~= version then return {-2, version, current} end
 local status = current
@@ -85,7 +90,7 @@ if ARGV[5] ~= '' and rank[ARGV[5]] > rank[current] then
   status = ARGV[5]
   redis.call('HSET', KEYS[1], 'status', status)
 end
-local i = 7
+local i = 8
 local n = tonumber(ARGV[i]); i = i + 1
 for _ = 1, n do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]); i = i + 2 end
 n = tonumber(ARGV[i]); i = i + 1
@@ -103,7 +108,12 @@ for _ = 1, n do
 end
 version = redis.call('HINCRBY', KEYS[1], 'version', 1)
 if rank[status] == 3 then redis.call('SREM', KEYS[6], ARGV[1]) end
-redis.call('XADD', KEYS[7], 'MAXLEN', '~', ARGV[6], '*', 'run_id', ARGV[1], 'version', version)
+local epoch = string.match(ARGV[7], '^(%d+):')
+if epoch then  -- who wrote it: a reader can tell an old holder's write from a new one's
+  redis.call('XADD', KEYS[7], 'MAXLEN', '~', ARGV[6], '*', 'run_id', ARGV[1], 'version', version, 'epoch', epoch)
+else
+  redis.call('XADD', KEYS[7], 'MAXLEN', '~', ARGV[6], '*', 'run_id', ARGV[1], 'version', version)
+end
 for k = 1, 5 do redis.call('EXPIRE', KEYS[k], ARGV[2]) end
 return {1, version, status}
 """
@@ -127,6 +137,7 @@ class WriteOutcome(str, Enum):
     not_found = "not_found"
     closed = "closed"  # the run had finished: lifecycle moves only forward
     conflict = "conflict"  # the writer's copy was older than the stored run
+    fenced = "fenced"  # the writer's lease is no longer the run's (jobs/ownership.py)
 
 
 @dataclass
@@ -308,6 +319,7 @@ class RunStore:
             keys.run_source_order(run_id),
             keys.ACTIVE_RUNS,
             keys.UPDATES_STREAM,
+            keys.lock(run_id),
         ]
 
     # --- reading ---------------------------------------------------------------------
@@ -352,9 +364,16 @@ class RunStore:
     # --- writing ---------------------------------------------------------------------
 
     def write(
-        self, run_id: str, change: Write, *, expected_version: int | None = None, after_finish: bool = False
+        self,
+        run_id: str,
+        change: Write,
+        *,
+        expected_version: int | None = None,
+        after_finish: bool = False,
+        fence: str | None = None,
     ) -> WriteResult:
-        """Apply `change` atomically (see the module docstring for the rules)."""
+        """Apply `change` atomically (see the module docstring for the rules). With `fence` (a job's
+        lease, jobs/ownership.py), only while that lease still holds the run."""
         args: list[Any] = [
             run_id,
             RUN_TTL_SECONDS,
@@ -362,6 +381,7 @@ class RunStore:
             "1" if after_finish else "0",
             change.status.value if change.status else "",
             keys.UPDATES_MAXLEN,
+            fence or "",
             len(change.fields),
         ]
         for name, value in change.fields.items():
@@ -378,24 +398,28 @@ class RunStore:
             0: WriteOutcome.not_found,
             -1: WriteOutcome.closed,
             -2: WriteOutcome.conflict,
+            -3: WriteOutcome.fenced,
         }[int(code)]
         return WriteResult(outcome, int(version), RunStatus(text(status)) if status else None)
 
-    def apply(self, state: RunState, event: RunEvent) -> RunState:
+    def apply(self, state: RunState, event: RunEvent, *, fence: str | None = None) -> RunState:
         """Apply one event from the writer's copy `state` (updated in place and returned).
 
         Compare-and-set on the copy's version: if someone else wrote since, the copy is reloaded
         and the event applied again to the newer state. A finished run is not changed: the
-        stored (finished) state comes back, so a late writer learns the run is over."""
+        stored (finished) state comes back, so a late writer learns the run is over. A job's
+        event carries its `fence`; once another job holds the run, LeaseLost is raised."""
         for _ in range(MAX_CAS_RETRIES):
             expected = state.version
             state = apply_in_place(state, event)
-            result = self.write(state.run.id, write_for(state, event), expected_version=expected)
+            result = self.write(state.run.id, write_for(state, event), expected_version=expected, fence=fence)
             if result.outcome == WriteOutcome.written:
                 state.version = result.version
                 return state
             if result.outcome == WriteOutcome.not_found:
                 raise RunNotFound(state.run.id)
+            if result.outcome == WriteOutcome.fenced:
+                raise LeaseLost(state.run.id)
             state = self.get(state.run.id)
             if result.outcome == WriteOutcome.closed:
                 return state
@@ -418,9 +442,10 @@ class RunStore:
             raise RunNotFound(run_id)
         return self.get(run_id)
 
-    def finish(self, run_id: str, status: RunStatus, reason: str) -> RunState:
-        """End a run from outside its worker (a forced stop, a failure). A run that already
-        finished keeps its ending; either way the stored state comes back."""
+    def finish(self, run_id: str, status: RunStatus, reason: str, *, fence: str | None = None) -> RunState:
+        """End a run from outside its worker (a forced stop, a failure), or from its job (`fence`:
+        refused with LeaseLost once another job holds the run). A run that already finished keeps
+        its ending; either way the stored state comes back."""
         now = _time(utcnow())
         result = self.write(
             run_id,
@@ -435,9 +460,12 @@ class RunStore:
                     "report_updated_at": now,
                 },
             ),
+            fence=fence,
         )
         if result.outcome == WriteOutcome.not_found:
             raise RunNotFound(run_id)
+        if result.outcome == WriteOutcome.fenced:
+            raise LeaseLost(run_id)
         return self.get(run_id)
 
     def set_next_check(self, run_id: str, when: datetime | None) -> RunState:
@@ -493,8 +521,8 @@ class RunStore:
                 return None
         return None
 
-    def mark_failed(self, run_id: str, reason: str) -> RunState:
-        return self.finish(run_id, RunStatus.failed, reason)
+    def mark_failed(self, run_id: str, reason: str, *, fence: str | None = None) -> RunState:
+        return self.finish(run_id, RunStatus.failed, reason, fence=fence)
 
 
 def _assemble(

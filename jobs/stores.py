@@ -4,6 +4,12 @@ The engine (agent/) defines what it stores and keeps it in memory for the termin
 tests; these are the Redis versions a worker hands to `research()`: tool results (read back
 by `fetch_result` and on resume), checkpoints (a crashed run resumes from them) and the
 request log (`deepthread inspect`). Keys and lifetimes are in jobs/keys.py.
+
+A job's results and checkpoints are written under its lease (`tenure`, jobs/ownership.py): each
+write is a script that lands only while the run's lock holds that lease, so a job that lost the
+run cannot overwrite the checkpoint its successor resumes from. A refused write tells the tenure
+(which stops the job) and raises LeaseLost. A saved checkpoint is progress: the run's count of
+crash recoveries starts again (jobs/recovery.py).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from agent.results import StoredResult
 
 from . import keys
 from .connection import text
+from .ownership import Tenure
 
 __all__ = [
     "RedisCheckpointStore",
@@ -37,14 +44,50 @@ STEP_FIELD = "step:"  # a checkpoint hash field per history step: step:{index}
 META_FIELD = "meta"
 
 
+# Lua: the fence check every job write makes (KEYS[1] the run's lock, ARGV[1] the fence or '').
+_FENCED = "if ARGV[1] ~= '' and redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n"
+_PUT_RESULT = (
+    _FENCED
+    + """
+-- KEYS: lock, result. ARGV: fence, json, ttl s.
+redis.call('SET', KEYS[2], ARGV[2], 'EX', ARGV[3])
+return 1
+"""
+)
+_SAVE_CHECKPOINT = (
+    _FENCED
+    + """
+-- KEYS: lock, checkpoint, attempts. ARGV: fence, ttl s, n, n field/json pairs, then dropped fields.
+local n = tonumber(ARGV[3])
+for i = 0, n - 1 do redis.call('HSET', KEYS[2], ARGV[4 + 2 * i], ARGV[5 + 2 * i]) end
+for i = 4 + 2 * n, #ARGV do redis.call('HDEL', KEYS[2], ARGV[i]) end
+redis.call('EXPIRE', KEYS[2], ARGV[2])
+redis.call('DEL', KEYS[3])  -- progress: crash recoveries are counted afresh from here
+return 1
+"""
+)
+_CLEAR_CHECKPOINT = _FENCED + "redis.call('DEL', KEYS[2])\nreturn 1\n"
+
+
+def _fence(tenure: Tenure | None) -> str:
+    return tenure.fence if tenure is not None else ""
+
+
 class RedisResultStore:
-    def __init__(self, redis: AsyncRedis, run_id: str) -> None:
+    def __init__(self, redis: AsyncRedis, run_id: str, tenure: Tenure | None = None) -> None:
         self._redis = redis
         self._run_id = run_id
+        self._tenure = tenure
+        self._put = redis.register_script(_PUT_RESULT)
 
     async def put(self, result: StoredResult) -> None:
         key = keys.result(self._run_id, result.id)
-        await self._redis.set(key, result.model_dump_json(), ex=keys.STORED_RESULT_TTL_SECONDS)
+        written = await self._put(
+            keys=[keys.lock(self._run_id), key],
+            args=[_fence(self._tenure), result.model_dump_json(), keys.STORED_RESULT_TTL_SECONDS],
+        )
+        if not written and self._tenure is not None:
+            raise self._tenure.refused()
 
     async def get(self, result_id: str) -> StoredResult | None:
         raw = await self._redis.get(keys.result(self._run_id, result_id))
@@ -96,23 +139,30 @@ def refused_fetches(redis: Redis, run_id: str) -> list[str]:
 
 
 class RedisCheckpointStore:
-    """One hash per run: the changed steps and the meta record are written together."""
+    """One hash per run: the changed steps and the meta record are written together, in one script."""
 
-    def __init__(self, redis: AsyncRedis, run_id: str) -> None:
+    def __init__(self, redis: AsyncRedis, run_id: str, tenure: Tenure | None = None) -> None:
         self._redis = redis
+        self._run_id = run_id
         self._key = keys.checkpoint(run_id)
+        self._tenure = tenure
+        self._save = redis.register_script(_SAVE_CHECKPOINT)
+        self._clear = redis.register_script(_CLEAR_CHECKPOINT)
+
+    def _keys(self) -> list[str]:
+        return [keys.lock(self._run_id), self._key, keys.attempts(self._run_id)]
 
     async def save(self, meta: CheckpointMeta, steps: CheckpointSteps) -> None:
-        fields: dict[FieldT, EncodableT] = {f"{STEP_FIELD}{i}": json.dumps(step) for i, step in steps.items()}
+        fields: dict[str, str] = {f"{STEP_FIELD}{i}": json.dumps(step) for i, step in steps.items()}
         fields[META_FIELD] = json.dumps(meta)
-        pipe = self._redis.pipeline()
-        pipe.hset(self._key, mapping=fields)
         # Steps summarised away are no longer needed.
         gone = [f"{STEP_FIELD}{i}" for i in meta.get("dropped", [])]
-        if gone:
-            pipe.hdel(self._key, *gone)
-        pipe.expire(self._key, keys.CHECKPOINT_TTL_SECONDS)
-        await pipe.execute()
+        args: list[EncodableT] = [_fence(self._tenure), keys.CHECKPOINT_TTL_SECONDS, len(fields)]
+        for name, value in fields.items():
+            args += [name, value]
+        args += gone
+        if not await self._save(keys=self._keys(), args=args) and self._tenure is not None:
+            raise self._tenure.refused()
 
     async def load(self) -> tuple[CheckpointMeta, CheckpointSteps] | None:
         raw = await self._redis.hgetall(self._key)
@@ -123,7 +173,8 @@ class RedisCheckpointStore:
         return json.loads(named[META_FIELD]), steps
 
     async def clear(self) -> None:
-        await self._redis.delete(self._key)
+        if not await self._clear(keys=self._keys(), args=[_fence(self._tenure)]) and self._tenure is not None:
+            raise self._tenure.refused()
 
 
 class RedisRequestLog(ContentAddressedLog):

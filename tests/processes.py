@@ -57,6 +57,33 @@ class Stack:
     logs: Path
 
 
+def children(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (a worker's work-horse)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def kill_tree(process: subprocess.Popen[bytes]) -> None:
+    """SIGKILL a process and its children at once, like a lost machine (RQ puts the work-horse in
+    a process group of its own, so a group kill would miss it)."""
+    import signal
+
+    for pid in [process.pid, *children(process.pid)]:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    process.wait(10)
+
+
 def stop_process(process: subprocess.Popen[bytes], grace: float = 10.0) -> None:
     """Terminate a child we started, then kill it if it lingers."""
     if process.poll() is None:
@@ -155,3 +182,127 @@ class RedisWithAOF:
     @property
     def running(self) -> bool:
         return self._process is not None and self._process.poll() is None
+
+    def pause(self) -> None:
+        """SIGSTOP: the server holds its connections but answers nothing (a stalled VM, a long
+        fork or swap storm); its clock keeps going, so keys expire meanwhile."""
+        import signal
+
+        assert self._process is not None
+        self._process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        import signal
+
+        assert self._process is not None
+        self._process.send_signal(signal.SIGCONT)
+
+
+def _redis_answers(port: int) -> bool:
+    from redis import Redis
+    from redis.exceptions import RedisError
+
+    try:
+        return bool(Redis(port=port, socket_timeout=1, socket_connect_timeout=1).ping())
+    except RedisError:
+        return False
+
+
+class SentinelTopology:
+    """What a team runs past one machine, on loopback: a Redis primary, a replica of it and three
+    sentinels (the same `redis-server` binary in sentinel mode, quorum 2) watching service
+    `mymaster`. `kill_primary()` SIGKILLs the primary; `wait_for_failover()` returns once the
+    sentinels have promoted the replica. `url` is what REDIS_URL says for it."""
+
+    SERVICE = "mymaster"
+    # The sentinels call the primary down after 1 s without an answer; a failover ends within ~5 s.
+    DOWN_AFTER_MS = 1000
+    FAILOVER_TIMEOUT_MS = 5000
+
+    def __init__(self, directory: Path, *, db: int = 0) -> None:
+        self.directory = directory
+        self.primary_port, self.replica_port = free_port(), free_port()
+        self.sentinel_ports = [free_port() for _ in range(3)]
+        self.url = "redis+sentinel://" + ",".join(f"127.0.0.1:{p}" for p in self.sentinel_ports) + \
+            f"/{self.SERVICE}/{db}"
+        self._servers: dict[int, subprocess.Popen[bytes]] = {}
+
+    def _start(self, port: int, *args: str) -> None:
+        import shutil
+
+        binary = shutil.which("redis-server")
+        assert binary, "redis-server is not installed: apt-get install redis-server"
+        workdir = self.directory / str(port)
+        workdir.mkdir(parents=True, exist_ok=True)
+        log = (workdir / "redis.log").open("wb")
+        self._servers[port] = subprocess.Popen([binary, *args], stdout=log, stderr=subprocess.STDOUT, cwd=workdir)
+
+    def start(self) -> SentinelTopology:
+        base = ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        self._start(self.primary_port, "--port", str(self.primary_port), *base)
+        self._start(self.replica_port, "--port", str(self.replica_port), *base,
+                    "--replicaof", "127.0.0.1", str(self.primary_port))
+        wait_for(lambda: _redis_answers(self.primary_port) and _redis_answers(self.replica_port), STARTUP_SECONDS,
+                 "the primary and its replica to answer")
+        for port in self.sentinel_ports:
+            conf = self.directory / f"sentinel-{port}.conf"  # sentinels rewrite their file: one each
+            conf.write_text(
+                f"port {port}\nbind 127.0.0.1\ndir {self.directory}\n"
+                f"sentinel monitor {self.SERVICE} 127.0.0.1 {self.primary_port} 2\n"
+                f"sentinel down-after-milliseconds {self.SERVICE} {self.DOWN_AFTER_MS}\n"
+                f"sentinel failover-timeout {self.SERVICE} {self.FAILOVER_TIMEOUT_MS}\n"
+                f"sentinel parallel-syncs {self.SERVICE} 1\n")
+            self._start(port, str(conf), "--sentinel")
+        wait_for(self._ready, 30, "the sentinels to see the primary, its replica and each other")
+        return self
+
+    def _ready(self) -> bool:
+        from redis import Redis
+        from redis.exceptions import RedisError
+
+        try:
+            for port in self.sentinel_ports:
+                master = Redis(port=port, socket_timeout=1).sentinel_master(self.SERVICE)
+                if master["num-other-sentinels"] < 2 or master["num-slaves"] < 1:
+                    return False
+            link = Redis(port=self.replica_port, socket_timeout=1).info("replication")
+            return link.get("master_link_status") == "up"
+        except RedisError:
+            return False
+
+    def primary(self) -> tuple[str, int]:
+        """The primary as the sentinels name it now."""
+        from redis import Redis
+
+        host, port = Redis(port=self.sentinel_ports[0], socket_timeout=1).sentinel_get_master_addr_by_name(
+            self.SERVICE)
+        return (host.decode() if isinstance(host, bytes) else host), int(port)
+
+    def kill_primary(self) -> int:
+        """SIGKILL the current primary, as a lost machine; returns its port."""
+        port = self.primary()[1]
+        process = self._servers.pop(port)
+        process.kill()
+        process.wait(10)
+        return port
+
+    def wait_for_failover(self, old_port: int, timeout: float = 30) -> int:
+        """Wait until the sentinels name a new primary that answers as one; returns its port."""
+        from redis import Redis
+        from redis.exceptions import RedisError
+
+        def promoted() -> int | None:
+            try:
+                port = self.primary()[1]
+                if port != old_port and Redis(port=port, socket_timeout=1).info("replication")["role"] == "master":
+                    return port
+            except RedisError:
+                pass
+            return None
+
+        return wait_for(promoted, timeout, "the sentinels to promote the replica")
+
+    def stop(self) -> None:
+        for process in self._servers.values():
+            stop_process(process, grace=10)
+        self._servers.clear()

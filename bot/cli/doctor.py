@@ -6,13 +6,13 @@ import ipaddress
 import shutil
 
 import httpx
-from redis import Redis
 from redis.exceptions import RedisError
 
 from agent import DDGSFactory
 from agent import search_providers as providers
 from agent import search_web as search
 from bot.settings import SEARCH_PROVIDERS, Settings
+from jobs.connection import RedisUrlError, connect, redact
 
 # A plain query any working web index answers, for the live check.
 LIVE_SEARCH_QUERY = "index fund expense ratio"
@@ -137,21 +137,19 @@ def redis_problems(settings: Settings, *, can_start_local: bool) -> list[str]:
             "which starts a local Redis for you"
         ]
     try:
-        Redis.from_url(settings.redis_url, socket_connect_timeout=2).ping()
+        client = connect(settings.redis_url, retry_window=0)  # doctor answers now, not after the retry window
+    except RedisUrlError as exc:
+        return [str(exc)]
+    try:
+        client.ping()
     except (RedisError, ValueError) as exc:
         return [
-            f"REDIS_URL={_redact(settings.redis_url)} is not reachable ({type(exc).__name__}): start Redis there, "
+            f"REDIS_URL={redact(settings.redis_url)} is not reachable ({type(exc).__name__}): start Redis there, "
             "or unset REDIS_URL and use `deepthread up`"
         ]
+    finally:
+        client.close()
     return []
-
-
-def _redact(url: str) -> str:
-    # redis://:password@host → keep the password out of logs
-    if "@" in url:
-        scheme, _, rest = url.partition("://")
-        return f"{scheme}://…@{rest.split('@', 1)[1]}"
-    return url
 
 
 def mcp_problems(settings: Settings) -> list[str]:

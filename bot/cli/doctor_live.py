@@ -2,7 +2,9 @@
 
 The static checks (`doctor.py`) say whether a setting is present; these say whether it
 works: the Slack token's scopes against what the code calls, each configured model
-answering a one-token request, and one search through the configured provider chain.
+answering a one-token request, one search through the configured provider chain, and Redis:
+the topology found (one server or Sentinel, the primary, replicas) and an eviction policy that
+would lose leases and dedupe marks.
 """
 
 from __future__ import annotations
@@ -11,11 +13,14 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 import anthropic
+from redis.exceptions import RedisError
+from redis.sentinel import SentinelConnectionPool
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.settings import Settings
 from bot.slack.scopes import REQUIRED_BOT_SCOPES
+from jobs.connection import RedisUrlError, connect, parse_redis_url, redact
 
 from .doctor import live_search_problems
 
@@ -97,12 +102,57 @@ async def model_live_problems(settings: Settings) -> list[str]:
     return problems
 
 
+def redis_report(settings: Settings) -> tuple[str | None, list[str]]:
+    """What Redis turned out to be (one line: the topology, the primary, the eviction policy) and the
+    problems found there. Blocking: call it in a thread."""
+    if not settings.redis_url:
+        return None, []  # `deepthread up` starts its own; the static check said so if it cannot
+    try:
+        target = parse_redis_url(settings.redis_url)
+        redis = connect(settings.redis_url, retry_window=0)
+    except RedisUrlError as exc:
+        return None, [str(exc)]
+    try:
+        memory = redis.info("memory")
+        replication = redis.info("replication")
+        pool = redis.connection_pool
+        if isinstance(pool, SentinelConnectionPool):
+            host, port = pool.get_master_address()
+            where = f"{target.describe()}; primary {host}:{port}"
+        else:
+            where = target.describe()
+    except (RedisError, OSError) as exc:
+        return None, [
+            f"REDIS_URL={redact(settings.redis_url)} did not answer ({type(exc).__name__}: {_short(str(exc))}): "
+            "start Redis there, or check the sentinels and the service name"
+        ]
+    finally:
+        redis.close()
+    policy = str(memory.get("maxmemory_policy", "unknown"))
+    replicas = int(replication.get("connected_slaves", 0))
+    line = f"Redis: {where}, role {replication.get('role')}, {replicas} replica(s), maxmemory-policy {policy}"
+    problems = []
+    if policy != "noeviction":
+        problems.append(
+            f"Redis evicts keys under memory pressure (maxmemory-policy {policy}): run leases, stop marks and "
+            "Slack's event dedupe would vanish with them; set maxmemory-policy noeviction (and enough maxmemory)"
+        )
+    if replication.get("role") != "master":
+        problems.append(
+            f"REDIS_URL={redact(settings.redis_url)} reaches a {replication.get('role')}, which refuses writes: "
+            "point it at the primary, or at the sentinels with redis+sentinel://"
+        )
+    return line, problems
+
+
 PROBES: tuple[Probe, ...] = (slack_live_problems, model_live_problems, live_search_problems)
 
 
-async def live_problems(settings: Settings) -> list[str]:
+async def live_problems(settings: Settings) -> tuple[list[str], list[str]]:
+    """(what was found, problems): the facts worth saying either way (Redis's topology), and one line
+    per problem."""
     results = await asyncio.gather(*(probe(settings) for probe in PROBES), return_exceptions=True)
-    problems: list[str] = []
+    line, problems = await asyncio.to_thread(redis_report, settings)
     for probe, result in zip(PROBES, results, strict=True):
         if isinstance(result, BaseException):
             problems.append(
@@ -111,7 +161,7 @@ async def live_problems(settings: Settings) -> list[str]:
             )
         else:
             problems.extend(result)
-    return problems
+    return ([line] if line else []), problems
 
 
 def _short(text: str, limit: int = 160) -> str:

@@ -23,13 +23,18 @@ log = logging.getLogger("deepthread")
 
 
 def load_settings() -> Settings:
+    """Settings, read once; this process's key prefix and queue are set from them (jobs.keys)."""
     try:
-        return Settings()
+        settings = Settings()
     except ValidationError as exc:
         for error in exc.errors():
             name = str(error["loc"][0]).upper() if error["loc"] else "setting"
-            print(f"{name}: {error['msg']}", file=sys.stderr)
+            print(f"{name}: {error['msg'].removeprefix('Value error, ')}", file=sys.stderr)
         raise SystemExit(2) from None
+    from jobs import keys
+
+    keys.configure(**settings.deployment())
+    return settings
 
 
 def require(settings: Settings, command: str) -> None:
@@ -45,7 +50,10 @@ def cmd_doctor(settings: Settings, args: argparse.Namespace) -> int:
     if args.live:
         from .doctor_live import live_problems
 
-        problems += asyncio.run(live_problems(settings))
+        found, live = asyncio.run(live_problems(settings))
+        for fact in found:  # what the services turned out to be, problems or not
+            print(fact)
+        problems += live
     for problem in problems:
         print(problem)
     if not problems:
@@ -126,11 +134,11 @@ def cmd_inspect(settings: Settings, args: argparse.Namespace) -> int:
     if not settings.redis_url:
         print("REDIS_URL is not set: point it at the Redis the workers use", file=sys.stderr)
         return 2
-    from redis import Redis
+    from jobs.connection import connect
 
     from .inspect import inspect, sections, sources
 
-    redis = Redis.from_url(settings.redis_url)
+    redis = connect(settings.redis_url)
     if args.sections:
         return sections(redis, args.run_id, sys.stdout)
     if args.sources:

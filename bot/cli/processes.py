@@ -21,12 +21,14 @@ from bot.publishing.publisher import Publisher
 from bot.services import Services
 from bot.settings import Settings, StreamConfig
 from bot.surface.app import build_app, identify, slack_client
+from bot.surface.inflight import InFlight
 from bot.surface.server import web_app
-from jobs import AsyncRuns, Runs, RunStore, spend
+from jobs import AsyncRuns, Runs, RunStore, keys, spend
 from jobs.connection import connect, connect_async
-from jobs.keys import QUEUE
+from jobs.recovery import sweep
 from jobs.worker import SWEEP_INTERVAL_SECONDS, WORKER_TTL_SECONDS, DeepthreadWorker
 
+from .health import ServeHealth, WorkerHealth
 from .runtime import job_runtime
 
 log = logging.getLogger(__name__)
@@ -92,49 +94,102 @@ async def serve(settings: Settings) -> int:
     )
     services.runs = AsyncRuns(Runs(store, hard_stop_seconds=settings.hard_stop_seconds))
     app = build_app(settings, services, client, identity)
-    stop = asyncio.Event()
-    publisher = asyncio.create_task(
-        Publisher(
-            redis, async_redis, store, client, stop_reaction=settings.stop_reaction, streams=services.streams
-        ).run(stop),
-        name="publisher",
+    inflight = InFlight()  # the event handlers under way, which a shutdown lets finish
+    inflight.install(asyncio.get_running_loop())
+    app.use(inflight.middleware)
+    stop = asyncio.Event()  # SIGTERM: stop taking events
+    done = asyncio.Event()  # then, once in-flight events are handled: stop the background work
+    publisher = Publisher(
+        redis, async_redis, store, client, stop_reaction=settings.stop_reaction, streams=services.streams
     )
-    # Work recorded in Redis by a process that may have died: forced stops, runs never posted.
-    hard_stops = asyncio.create_task(
-        _every(HARD_STOP_CHECK_SECONDS, services.runs.force_due_stops, stop, "hard-stop check"), name="hard-stops"
-    )
-    # Plan first: plans nobody approved in time end their runs (the deadline is in Redis, set by the worker).
-    plans = asyncio.create_task(
-        _every(PLAN_CHECK_SECONDS, services.runs.expire_plans, stop, "plan expiry check"), name="plans"
-    )
-    orphans = asyncio.create_task(
-        _every(ORPHAN_CHECK_SECONDS, lambda: post_orphans(services, client), stop, "orphan check"), name="orphans"
-    )
-    # Re-checks started by workers (and their digests) are shown within seconds, not after the orphan grace.
-    rechecks = asyncio.create_task(
-        _every(RECHECK_CHECK_SECONDS, lambda: post_recheck_news(services, client), stop, "re-check posts"),
-        name="rechecks",
-    )
+    background = {
+        "publisher": asyncio.create_task(publisher.run(done), name="publisher"),
+        # Work recorded in Redis by a process that may have died: forced stops, runs never posted.
+        "hard-stops": asyncio.create_task(
+            _every(HARD_STOP_CHECK_SECONDS, services.runs.force_due_stops, done, "hard-stop check"), name="hard-stops"
+        ),
+        # Plan first: plans nobody approved in time end their runs (the deadline is in Redis, set by the worker).
+        "plans": asyncio.create_task(
+            _every(PLAN_CHECK_SECONDS, services.runs.expire_plans, done, "plan expiry check"), name="plans"
+        ),
+        "orphans": asyncio.create_task(
+            _every(ORPHAN_CHECK_SECONDS, lambda: post_orphans(services, client), done, "orphan check"), name="orphans"
+        ),
+        # Serve sweeps for runs whose worker died too: RQ runs an idle worker's maintenance only, so a
+        # fleet whose every worker is busy would otherwise leave a dead worker's run waiting.
+        "recovery": asyncio.create_task(
+            _every(SWEEP_INTERVAL_SECONDS, lambda: asyncio.to_thread(sweep, redis), done, "recovery sweep"),
+            name="recovery",
+        ),
+        # Re-checks started by workers (and their digests) are shown within seconds, not after the orphan grace.
+        "rechecks": asyncio.create_task(
+            _every(RECHECK_CHECK_SECONDS, lambda: post_recheck_news(services, client), done, "re-check posts"),
+            name="rechecks",
+        ),
+    }
 
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
 
     app_token = settings.secret("slack_app_token")
+    socket = _SocketMode(app, client, app_token) if settings.socket_mode and app_token else None
+    health = ServeHealth(async_redis, publisher, background, socket.problem if socket else _listening)
     code = 0
-    if settings.socket_mode and app_token:
-        code = await _socket_mode(app, client, app_token, stop)
+    if socket is not None:
+        # Socket Mode listens nowhere for Slack, so the health endpoints get a server of their own.
+        runner = web.AppRunner(_health_app(health), access_log=None, shutdown_timeout=1.0)
+        await runner.setup()
+        await web.TCPSite(runner, "0.0.0.0", settings.port).start()
+        code = await socket.run(stop)
+        health.draining = True
     else:
-        runner = web.AppRunner(web_app(app), access_log=None)
+        application = web_app(app)
+        health.add_routes(application)
+        # In-flight requests get this long at shutdown; Bolt acks at once and handles events in tasks of
+        # their own, which are drained below.
+        runner = web.AppRunner(application, access_log=None, shutdown_timeout=HTTP_SHUTDOWN_SECONDS)
         await runner.setup()
         await web.TCPSite(runner, "0.0.0.0", settings.port).start()
         log.info("deepthread is listening on port %s at /slack/events", settings.port)
         await stop.wait()
-        await runner.cleanup()
-    stop.set()
-    await asyncio.gather(publisher, hard_stops, plans, orphans, rechecks, return_exceptions=True)
+        health.draining = True
+    cut_short = await inflight.drain(DRAIN_SECONDS)
+    if cut_short:
+        log.warning(
+            "shutting down: %d event handler(s) still running after %.0f s were cut short; what they had "
+            "recorded is picked up by another process",
+            cut_short,
+            DRAIN_SECONDS,
+        )
+    await runner.cleanup()
+    done.set()
+    _, late = await asyncio.wait(background.values(), timeout=BACKGROUND_STOP_SECONDS)
+    for task in late:  # a check still at work (a long orphan post): its state is in Redis for the next process
+        task.cancel()
+    await asyncio.gather(*background.values(), return_exceptions=True)
     await async_redis.aclose()
+    log.info("deepthread serve stopped")
     return code
+
+
+# SIGTERM to exit within a platform's usual grace (30 s): events under way get DRAIN_SECONDS to finish
+# their posts (what is cut short is handed back: its posting lease is released, and the orphan sweep
+# of another replica posts it, finding what was already posted), then the publisher flushes its syncs
+# (publisher.FLUSH_SECONDS) and the background checks stop.
+DRAIN_SECONDS = 15.0
+HTTP_SHUTDOWN_SECONDS = 2.0
+BACKGROUND_STOP_SECONDS = 8.0
+
+
+async def _listening() -> str | None:
+    return None  # HTTP mode: Slack reaches us as long as this process answers
+
+
+def _health_app(health: ServeHealth) -> web.Application:
+    application = web.Application()
+    health.add_routes(application)
+    return application
 
 
 # Slack errors that mean the app-level token will never work: stop with one clear line.
@@ -148,37 +203,58 @@ APP_TOKEN_REJECTED = {
 }
 
 
-async def _socket_mode(app: Any, client: AsyncWebClient, app_token: str, stop: asyncio.Event) -> int:
-    """Serve over Socket Mode until `stop`; 2 when Slack rejects the app-level token."""
-    from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+class _SocketMode:
+    """Serving over Socket Mode: connect, report whether connected (for /readyz), close at shutdown."""
 
-    # Prove the token once, as identify() does for the bot token: the socket client itself
-    # would retry a rejected token forever.
-    try:
-        first_url = (await client.apps_connections_open(app_token=app_token))["url"]
-    except SlackApiError as exc:
-        error = exc.response.get("error")
-        if error in APP_TOKEN_REJECTED:
-            log.error(
-                "Slack rejected SLACK_APP_TOKEN (%s): use an app-level token (xapp-…) with connections:write", error
-            )
-            return 2
-        first_url = None  # Slack is having trouble: the client keeps retrying
-    handler = AsyncSocketModeHandler(app, app_token)
-    if first_url:
-        handler.client.wss_uri = first_url  # a connection URL works once: do not waste this one
-    connecting = asyncio.create_task(handler.connect_async())
-    stopping = asyncio.create_task(stop.wait())
-    # Connecting may retry for a long time; a stop signal must still end the process.
-    await asyncio.wait({connecting, stopping}, return_when=asyncio.FIRST_COMPLETED)
-    if not stop.is_set():
-        log.info("deepthread is connected to Slack in Socket Mode")
-        await stop.wait()
-    connecting.cancel()
-    stopping.cancel()
-    await asyncio.gather(connecting, stopping, return_exceptions=True)
-    await handler.close_async()
-    return 0
+    def __init__(self, app: Any, client: AsyncWebClient, app_token: str) -> None:
+        self.app = app
+        self.client = client
+        self.app_token = app_token
+        self.handler: Any = None
+
+    async def problem(self) -> str | None:
+        if self.handler is None:
+            return "connecting"
+        try:
+            connected = await asyncio.wait_for(self.handler.client.is_connected(), 2.0)
+        except Exception as exc:
+            return f"unknown ({type(exc).__name__})"
+        return None if connected else "not connected (reconnecting)"
+
+    async def run(self, stop: asyncio.Event) -> int:
+        """Serve until `stop`; 2 when Slack rejects the app-level token."""
+        from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+
+        # Prove the token once, as identify() does for the bot token: the socket client itself
+        # would retry a rejected token forever.
+        try:
+            first_url = (await self.client.apps_connections_open(app_token=self.app_token))["url"]
+        except SlackApiError as exc:
+            error = exc.response.get("error")
+            if error in APP_TOKEN_REJECTED:
+                log.error(
+                    "Slack rejected SLACK_APP_TOKEN (%s): use an app-level token (xapp-…) with connections:write",
+                    error,
+                )
+                return 2
+            first_url = None  # Slack is having trouble: the client keeps retrying
+        handler = AsyncSocketModeHandler(self.app, self.app_token)
+        if first_url:
+            handler.client.wss_uri = first_url  # a connection URL works once: do not waste this one
+        self.handler = handler
+        connecting = asyncio.create_task(handler.connect_async())
+        stopping = asyncio.create_task(stop.wait())
+        # Connecting may retry for a long time; a stop signal must still end the process.
+        await asyncio.wait({connecting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        if not stop.is_set():
+            log.info("deepthread is connected to Slack in Socket Mode")
+            await stop.wait()
+        connecting.cancel()
+        stopping.cancel()
+        await asyncio.gather(connecting, stopping, return_exceptions=True)
+        # Closing the connection stops new events; Slack sends them to the app's other connections.
+        await handler.close_async()
+        return 0
 
 
 def work(settings: Settings, *, burst: bool = False) -> int:
@@ -187,10 +263,14 @@ def work(settings: Settings, *, burst: bool = False) -> int:
     jobs.configure(job_runtime(settings))
     spend.configure(settings.budget_defaults())
     worker = DeepthreadWorker(
-        [Queue(QUEUE, connection=redis)],
+        [Queue(keys.QUEUE, connection=redis)],
         connection=redis,
         worker_ttl=WORKER_TTL_SECONDS,
         maintenance_interval=SWEEP_INTERVAL_SECONDS,
     )
+    if settings.health_port:
+        health = WorkerHealth(worker, settings.redis_url, settings.health_port).start()
+        worker.on_shutdown.append(lambda: setattr(health, "stopping", True))
+        worker.in_horse.append(health.close)
     worker.work(burst=burst, with_scheduler=not burst, logging_level="INFO")
     return 0

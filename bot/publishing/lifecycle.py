@@ -13,6 +13,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.services import Services
 from jobs import RunState
 
+from .posting import PostingLease, PostingLost, RunPoster
 from .render import render_progress, render_report
 from .rendered import remember_rendered
 from .stream_records import StreamRecords
@@ -33,20 +34,29 @@ async def launch_and_post(
     per channel), and a burst of mentions must not hold research back behind Slack. Whatever the
     run does before its messages exist is in run state; the publisher renders it once they do."""
     await services.runs.launch(state.run)
-    # The same lease the orphan sweep takes (bot/publishing/orphans.py): however long the posts wait for
-    # their rate-limit slots, no other process posts this run's messages a second time.
-    await services.runs.claim_posting(state.run.id)
-    if await post_messages(services, client, state, continuing=continuing):
-        log.info("run %s started in %s", state.run.id, state.run.channel)
+    # The same lease the orphan sweep takes (bot/publishing/orphans.py), renewed however long the posts
+    # wait for their rate-limit slots: no other process posts this run's messages meanwhile.
+    async with PostingLease(services.runs, state.run.id) as lease:
+        if lease.held and await post_messages(services, client, state, continuing=continuing, lease=lease):
+            log.info("run %s started in %s", state.run.id, state.run.channel)
 
 
 async def post_messages(
-    services: Services, client: AsyncWebClient, state: RunState, *, continuing: bool = False
+    services: Services,
+    client: AsyncWebClient,
+    state: RunState,
+    *,
+    continuing: bool = False,
+    lease: PostingLease | None = None,
 ) -> bool:
     """Post the progress message (and the pinned report for a thread's first run) and attach
-    them to the run. If Slack refuses, the run is ended with the reason; returns whether posted."""
+    them to the run, each exactly once (posting.py: a message an earlier attempt posted is found
+    and adopted). If Slack refuses, the run is ended with the reason; returns whether posted.
+    Lost answers that stay lost, or a lease lost to another process, leave the run to be posted
+    later (by the orphan sweep, or that process)."""
     run = state.run
     channel = run.channel or ""
+    poster = RunPoster(services.redis, client, run, lease)
     progress, report = render_progress(state, services.stop_reaction), render_report(state)
     try:
         # DEEPTHREAD_PROGRESS=stream: progress is Slack's native stream where the workspace allows it.
@@ -54,31 +64,29 @@ async def post_messages(
             client, StreamRecords(services.redis), services.streams, state, services.stop_reaction
         )
         if progress_ts is None:
-            posted = await client.chat_postMessage(
-                channel=channel, thread_ts=run.thread_ts, text=progress.text, blocks=progress.blocks
-            )
-            progress_ts = posted["ts"]
+            progress_ts = await poster.post("progress", text=progress.text, blocks=progress.blocks)
         report_ts = run.report_message  # a continuation keeps editing its parent's pinned report
         if report_ts is None:
-            pinned = await client.chat_postMessage(
-                channel=channel, thread_ts=run.thread_ts, text=report.text, blocks=report.blocks, unfurl_links=False
-            )
-            report_ts = pinned["ts"]
-            await pin(client, channel, report_ts)
+            report_ts = await poster.post("report", text=report.text, blocks=report.blocks, unfurl_links=False)
+            await pin(client, channel, report_ts)  # pins.add is idempotent: already_pinned is success
     except SlackApiError as exc:
         error = exc.response.get("error")
         log.error("could not post run %s messages in %s: %s", run.id, channel, error)
         await services.runs.fail(run.id, f"could not post in this channel ({error}); invite the bot and ask again")
         return False
+    except PostingLost:
+        log.warning("run %s: another process took over posting its messages", run.id)
+        return False
     # From here the publisher keeps both messages in step with the run.
     await services.runs.attach_messages(run.id, progress=progress_ts, report=report_ts)
-    # The publisher's digest cache (its own record): it need not edit what was just posted.
+    # The publisher's digest cache (its own record): it need not edit what was just posted. A message
+    # adopted from an earlier attempt shows that attempt's rendering: left unknown, so it is edited.
     await asyncio.to_thread(
         remember_rendered,
         services.redis,
         run.id,
-        progress=progress.digest(),
-        report="" if continuing else report.digest(),
+        progress="" if "progress" in poster.adopted else progress.digest(),
+        report="" if continuing or "report" in poster.adopted else report.digest(),
     )
     return True
 

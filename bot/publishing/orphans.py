@@ -13,14 +13,17 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.services import Services
 
 from .lifecycle import post_messages
+from .posting import PostingLease
 
 __all__ = ["ORPHAN_CHECK_SECONDS", "UNPOSTED_GRACE_SECONDS", "post_orphans"]
 
 log = logging.getLogger(__name__)
 
-# The mention flow posts right after launching, but in a burst its posts wait for the channel's
-# rate-limit slot (about one a second): only a run unposted for longer than this is an orphan.
-UNPOSTED_GRACE_SECONDS = 120
+# The mention flow claims the posting lease milliseconds after recording the run and renews it while
+# its posts wait for their rate-limit slots, so a run still unposted after this long whose lease is
+# free (claimed below) was left by a process that died; the lease decides, the grace only skips
+# runs whose first claim is still on its way.
+UNPOSTED_GRACE_SECONDS = 30
 # How often serve looks (one sorted-set read when there is nothing to do).
 ORPHAN_CHECK_SECONDS = 15
 
@@ -31,8 +34,10 @@ async def post_orphans(
     """Post every orphaned run this process claims; returns the ids it posted or ended."""
     handled = []
     for state in await services.runs.unposted(older_than_seconds):
-        if await services.runs.claim_posting(state.run.id):
-            if await post_messages(services, client, state):
+        async with PostingLease(services.runs, state.run.id) as lease:
+            if not lease.held:
+                continue
+            if await post_messages(services, client, state, lease=lease):
                 log.warning("run %s was never shown in Slack (its serve process died); posted it now", state.run.id)
             handled.append(state.run.id)
     return handled

@@ -39,8 +39,8 @@ from bot.settings import DEFAULT_STOP_REACTION, StreamConfig
 from bot.slack.client import LimitedWebClient
 from bot.slack.ratelimit import FINAL_CALLS_PER_RUN, SlackRateLimiter
 from jobs import RunNotFound, RunState, RunStore
+from jobs import keys as run_keys
 from jobs.connection import text
-from jobs.keys import ACTIVE_RUNS, UPDATES_STREAM
 
 from . import chart_sync, spill
 from .assistant_status import STATUS_REFRESH_SECONDS, AssistantStatus
@@ -70,6 +70,9 @@ CONCURRENT_SYNCS = 64
 LEASED_RETRY_SECONDS = 0.5
 # After a failed sync (Slack or network trouble), try again this much later.
 RETRY_SECONDS = 2.0
+# At shutdown, syncs under way get this long to finish (and let go of their leases) before they are
+# cancelled; another process re-renders from state whatever was cut short.
+FLUSH_SECONDS = 5.0
 
 
 class Publisher:
@@ -144,6 +147,9 @@ class Publisher:
         self._active: set[str] = set()  # runs active at the last look
         self._owed: dict[str, float] = {}  # ended runs not yet shown final -> monotonic time we stop counting them
         self._finals_checked = 0.0
+        # For health checks (bot/cli/health.py): when the loop last went round, and how far it has read.
+        self.last_cycle = time.monotonic()
+        self.last_read = "0-0"
 
     async def sync(self, state: RunState) -> bool:
         """Bring one run's messages, file and status up to date now; False when a retry later is worthwhile."""
@@ -172,6 +178,7 @@ class Publisher:
         stop = stop or asyncio.Event()
         cursor = await self.async_redis.get(keys.PUBLISHER_CURSOR)
         last_id = text(cursor) if cursor else "0-0"
+        self.last_read = last_id
         for run_id in await self._count_finals():  # re-render whatever was in flight
             self._mark(run_id)
         statuses = asyncio.create_task(self.status.keep_alive(stop, self._active_ids), name="publisher-statuses")
@@ -179,6 +186,7 @@ class Publisher:
             while not stop.is_set():
                 try:
                     last_id, news = await self._read(last_id)
+                    self.last_read, self.last_cycle = last_id, time.monotonic()
                     if news or time.monotonic() - self._finals_checked >= FINALS_REFRESH_SECONDS:
                         await self._count_finals()  # before a new run's first sync takes a slot
                     self._start_due()
@@ -190,6 +198,10 @@ class Publisher:
                     log.exception("publisher cycle failed; continuing")
                     await asyncio.sleep(1)
         finally:
+            statuses.cancel()
+            syncing = list(self._tasks.values())
+            if syncing:  # let syncs under way land (and release their leases) rather than cut them off
+                await asyncio.wait(syncing, timeout=FLUSH_SECONDS)
             tasks = [statuses, *self._tasks.values()]
             for task in tasks:
                 task.cancel()
@@ -207,7 +219,7 @@ class Publisher:
         # Runs being synced right now are looked at again when that sync ends, not before.
         wait = min((due for run_id, due in self._due.items() if run_id not in self._tasks), default=None)
         block = READ_BLOCK_MS if wait is None else int(min(READ_BLOCK_MS, max(1.0, (wait - time.monotonic()) * 1000)))
-        answer: Any = await self.async_redis.xread({UPDATES_STREAM: last_id}, block=block, count=500)
+        answer: Any = await self.async_redis.xread({run_keys.UPDATES_STREAM: last_id}, block=block, count=500)
         news = False
         for _stream, entries in answer or []:
             for entry_id, fields in entries:
@@ -320,7 +332,7 @@ class Publisher:
         return set(await asyncio.to_thread(self.store.active_ids))
 
     async def _is_active(self, run_id: str) -> bool:
-        return bool(await self.async_redis.sismember(ACTIVE_RUNS, run_id))
+        return bool(await self.async_redis.sismember(run_keys.ACTIVE_RUNS, run_id))
 
     def _wake(self, run_id: str, at_epoch: float) -> None:
         """Look at this run again at `at_epoch` (a status refresh or a deferred file upload)."""

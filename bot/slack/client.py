@@ -251,8 +251,10 @@ async def take_slots(
     urgent: Urgency = False,
     patience_seconds: float = PATIENCE_SECONDS,
     wait: bool = True,
+    channel: str | None = None,
 ) -> T:
-    """`await fn()` once a slot is free in every bucket it uses, those calls admitted.
+    """`await fn()` once a slot is free in every bucket it uses, those calls admitted (`channel`:
+    the bucket of a method Slack counts per channel, such as chat.postMessage).
 
     `fn` runs after the wait, so it can build what it sends from the newest state. A 429
     pauses the bucket and `fn` runs again after the pause (within `patience_seconds`).
@@ -267,7 +269,9 @@ async def take_slots(
         if limited is not None and limited.limiter is not None:
             counted = [method for method in names if limited.limiter.counts(method)]
             for method in counted:
-                await limited._acquire(team, method, urgent, wait=wait)  # one module's two halves
+                await limited._acquire(
+                    team, bucket_method(method, channel), urgent, wait=wait
+                )  # one module's two halves
             scope.admitted = counted
         token = _scope.set(scope)
         try:

@@ -6,7 +6,6 @@ import logging
 
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.authorization import AuthorizeResult
-from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler, async_default_handlers
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.exceptions import UnverifiedHttpMode
@@ -14,6 +13,7 @@ from bot.services import Services
 from bot.settings import Settings
 from bot.slack.client import LimitedWebClient, limit_every_write
 from bot.slack.ratelimit import SlackRateLimiter
+from bot.slack.retries import retry_handlers
 from jobs.connection import connect_async
 
 from .listeners import register
@@ -37,13 +37,19 @@ SLACK_429_RETRIES = 3
 
 # The limiter's Redis connections: a burst of writes queues for them rather than skipping the limiter.
 LIMITER_CONNECTIONS = 50
+# The limiter is a courtesy (bot/slack/client.py): with Redis away, a write waits this long for it,
+# not the whole retry window run state waits, before going to Slack without it.
+LIMITER_RETRY_SECONDS = 5.0
 
 
 def slack_client(settings: Settings) -> AsyncWebClient:
-    handlers = async_default_handlers() + [AsyncRateLimitErrorRetryHandler(max_retry_count=SLACK_429_RETRIES)]
+    # Connection errors are retried for reads and edits, never for posts (bot/slack/retries.py).
+    handlers = retry_handlers(SLACK_429_RETRIES)
     # Every Slack write waits for the shared per-workspace limiter and outlasts 429s (slack_client.py).
     limiter = (
-        SlackRateLimiter(connect_async(settings.redis_url, max_connections=LIMITER_CONNECTIONS))
+        SlackRateLimiter(
+            connect_async(settings.redis_url, max_connections=LIMITER_CONNECTIONS, retry_window=LIMITER_RETRY_SECONDS)
+        )
         if settings.redis_url
         else None
     )

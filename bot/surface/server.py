@@ -1,4 +1,5 @@
-"""HTTP mode: Slack posts events to /slack/events; the publisher runs alongside."""
+"""HTTP mode: Slack posts events to /slack/events; the publisher runs alongside (and the health
+endpoints, added by the command that serves it: bot/cli/health.py)."""
 
 from __future__ import annotations
 
@@ -31,12 +32,8 @@ def web_app(app: AsyncApp) -> web.Application:
             return web.json_response({"error": "malformed Slack request"}, status=400)
         return await to_aiohttp_response(bolt_response)
 
-    async def health(_: web.Request) -> web.Response:
-        return web.json_response({"ok": True})
-
     application = web.Application(client_max_size=MAX_BODY_BYTES)
-    application.router.add_post(EVENTS_PATH, events)
-    application.router.add_get("/healthz", health)
+    application.router.add_post(EVENTS_PATH, events)  # /healthz and /readyz: bot/cli/health.py
     return application
 
 

@@ -47,38 +47,43 @@ def block_text(message) -> str:
     return "\n".join(parts)
 
 
-def bot_replies(slack: FakeSlack, thread_ts: str):
-    return [m for m in slack.thread(CHANNEL, thread_ts) if m.ts != thread_ts]
+def bot_replies(slack: FakeSlack, thread_ts: str, channel: str = CHANNEL):
+    return [m for m in slack.thread(channel, thread_ts) if m.ts != thread_ts]
 
 
-def assert_cited_report_pinned(slack: FakeSlack, mention_ts: str, web_url: str, timeout: float = 30):  # noqa: ANN201
-    """One progress reply and one pinned report in the thread; the report ends final and cited."""
-    replies = wait_for(lambda: len(bot_replies(slack, mention_ts)) >= 2 and bot_replies(slack, mention_ts),
+def assert_cited_report_pinned(slack: FakeSlack, mention_ts: str, web_url: str, timeout: float = 30,  # noqa: ANN201
+                               channel: str = CHANNEL):
+    """One progress reply and one pinned report in the thread (the only pin of `channel`); the report
+    ends final and cited."""
+    replies = wait_for(lambda: len(bot_replies(slack, mention_ts, channel)) >= 2 and bot_replies(slack, mention_ts,
+                                                                                                  channel),
                        10, "progress and report replies")
     progress, report = replies[0], replies[1]
     # The pin is a call of its own, just after the report is posted.
-    wait_for(lambda: [p.ts for p in slack.pins(CHANNEL)] == [report.ts], 5, "exactly the report pinned")
-    wait_for(lambda: "Final" in block_text(slack.message(CHANNEL, report.ts)), timeout, "the final report")
-    final = block_text(slack.message(CHANNEL, report.ts))
+    wait_for(lambda: [p.ts for p in slack.pins(channel)] == [report.ts], 5, "exactly the report pinned")
+    wait_for(lambda: "Final" in block_text(slack.message(channel, report.ts)), timeout, "the final report")
+    final = block_text(slack.message(channel, report.ts))
     assert not re.search(r"\[s\d+\]", final), final
     assert "*Sources*" in final and f"{web_url}/pages/" in final
     assert re.search(r"<http://127\.0\.0\.1:\d+/pages/[\w.-]+\|\[1\]>", final), "footnotes link to their source"
-    assert "Done" in block_text(slack.message(CHANNEL, progress.ts))
-    assert len(bot_replies(slack, mention_ts)) == 2, "progress is edited in place, not re-posted"
+    assert "Done" in block_text(slack.message(channel, progress.ts))
+    assert len(bot_replies(slack, mention_ts, channel)) == 2, "progress is edited in place, not re-posted"
     return progress, report
 
 
-def start(stack: Stack, slack: FakeSlack, text: str = "expense ratio VTI SCHB ITOT") -> tuple[str, str, str]:
+def start(stack: Stack, slack: FakeSlack, text: str = "expense ratio VTI SCHB ITOT", *,
+          channel: str = CHANNEL, timeout: float = 10) -> tuple[str, str, str]:
     """Mention the bot; returns (thread ts, progress ts, report ts)."""
-    envelope = app_mention_event(text, channel=CHANNEL)
+    envelope = app_mention_event(text, channel=channel)
     ts = slack.seed_event(envelope)
     assert post_event(stack, envelope).status_code == 200
-    replies = wait_for(lambda: len(bot_replies(slack, ts)) >= 2 and bot_replies(slack, ts), 10, "run messages")
+    replies = wait_for(lambda: len(bot_replies(slack, ts, channel)) >= 2 and bot_replies(slack, ts, channel), timeout,
+                       "run messages")
     return ts, replies[0].ts, replies[1].ts
 
 
-def report_text(slack: FakeSlack, ts: str) -> str:
-    return block_text(slack.message(CHANNEL, ts))
+def report_text(slack: FakeSlack, ts: str, channel: str = CHANNEL) -> str:
+    return block_text(slack.message(channel, ts))
 
 
 @contextmanager
@@ -145,3 +150,89 @@ def burst_worker_peak_kb(env: dict[str, str], log: Path, timeout: float = 300) -
         done = subprocess.run([DEEPTHREAD[0], "-c", _PEAK_OF_TREE, *DEEPTHREAD, "worker", "--burst"], env=env,
                               cwd=ROOT, stdout=subprocess.PIPE, stderr=out, timeout=timeout)
     return int(done.stdout.decode().strip().splitlines()[-1])
+
+
+class Fleet:
+    """Several `deepthread serve` replicas (HTTP mode, each on its own port) and workers against one
+    Redis, as a team runs them past one machine: start, stop (SIGTERM) and kill (SIGKILL) each one.
+    Logs are `serve-N.log` and `worker-N.log` under `logs`."""
+
+    def __init__(self, logs: Path, env: dict[str, str]) -> None:
+        self.logs = logs
+        self.env = env
+        self.serves: list[tuple[subprocess.Popen[bytes], Stack]] = []
+        self.workers: list[subprocess.Popen[bytes]] = []
+        self._opened: list[tuple[subprocess.Popen[bytes], object]] = []
+        self._count = {"serve": 0, "worker": 0}
+
+    def _start(self, command: str, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], Path]:
+        from tests.processes import DEEPTHREAD, ROOT
+
+        self._count[command] += 1
+        log = self.logs / f"{command}-{self._count[command]}.log"
+        out = log.open("wb")
+        process = subprocess.Popen(DEEPTHREAD + [command], env=env, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,
+                                   start_new_session=True)
+        self._opened.append((process, out))
+        return process, log
+
+    def add_serve(self) -> Stack:
+        port = free_port()
+        env = {**self.env, "PORT": str(port)}
+        process, log = self._start("serve", env)
+        base = wait_listening(port, process, log)
+        stack = Stack(events_url=f"{base}/slack/events", env=env, logs=self.logs)
+        self.serves.append((process, stack))
+        return stack
+
+    def add_worker(self) -> subprocess.Popen[bytes]:
+        process, _ = self._start("worker", self.env)
+        self.workers.append(process)
+        return process
+
+    def terminate(self, process: subprocess.Popen[bytes], grace: float = 30.0) -> tuple[int, float]:
+        """SIGTERM one process, as a deploy does; returns its exit code and how long it took to exit.
+        One still running after `grace` (a platform's usual grace) is killed and reported as -9."""
+        import signal
+        import time
+
+        started = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        try:
+            code = process.wait(grace)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+            code = -9
+        for group in (self.workers, self.serves):
+            for entry in list(group):
+                if entry is process or (isinstance(entry, tuple) and entry[0] is process):
+                    group.remove(entry)  # type: ignore[arg-type]
+        return code, time.monotonic() - started
+
+    def log(self, command: str, n: int) -> str:
+        return (self.logs / f"{command}-{n}.log").read_text()
+
+    def logs_of(self, command: str) -> str:
+        return "\n".join(p.read_text() for p in sorted(self.logs.glob(f"{command}-*.log")))
+
+    def close(self) -> None:
+        from tests.processes import stop_process
+
+        for process, out in self._opened:
+            stop_process(process, grace=30)
+            out.close()  # type: ignore[attr-defined]
+
+
+@contextmanager
+def fleet(logs: Path, env: dict[str, str], *, serves: int = 1, workers: int = 1) -> Iterator[Fleet]:
+    """A Fleet with `serves` serve replicas and `workers` workers running."""
+    running_fleet = Fleet(logs, env)
+    try:
+        for _ in range(serves):
+            running_fleet.add_serve()
+        for _ in range(workers):
+            running_fleet.add_worker()
+        yield running_fleet
+    finally:
+        running_fleet.close()

@@ -200,6 +200,31 @@ class SteadyPolicy:
         return tool_reply(("web_search", {"query": f"expense ratio VTI angle {self.turn}"}))
 
 
+class SteadyRunsPolicy:
+    """SteadyPolicy for many runs at once: each request is answered from its own history (how many
+    turns its run has taken), never from a counter, so runs on several workers, resumed ones
+    included, each take `turns` turns: quick searches, a section at turn 2, an answer at the end."""
+
+    def __init__(self, turns: int) -> None:
+        self.turns = turns
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        if is_extraction(request):
+            return extract(request)
+        if is_summary_request(request):
+            return summary_reply(request)
+        if not request.get("tools"):  # the constraints pass: not a turn
+            return text_reply('{"constraints": []}')
+        messages = request["messages"]
+        turn = 1 + sum(1 for m in messages if m["role"] == "assistant")
+        if (request.get("tool_choice") or {}).get("type") == "none" or turn >= self.turns:
+            return ResearchPolicy().final(messages)
+        seen = MARKER.findall(json.dumps(messages))
+        if turn == 2 and seen:
+            return tool_reply(("write_section", {"title": "Fees", "body": f"VTI charges the lowest fee {seen[0]}."}))
+        return tool_reply(("web_search", {"query": f"expense ratio VTI angle {turn}"}))
+
+
 # --- task agents (spawn_tasks) -----------------------------------------------------------
 
 EXCERPT = re.compile(r'(\[s\d+\]) "([^"]+)"')

@@ -12,6 +12,7 @@ slack_records.py; event builders in slack_events.py (re-exported here).
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import itertools
 import json
@@ -82,6 +83,15 @@ class _Failure:
     retry_after: int
 
 
+@dataclass
+class _Late:
+    """A call that succeeds but whose answer is slow (`delay`) or never arrives (`reset`)."""
+
+    times: int
+    delay: float
+    reset: bool
+
+
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
 
 
@@ -101,6 +111,7 @@ class FakeSlack(WebApiMethods, SocketMode):
         self._statuses: list[tuple[str, str, str]] = []
         self._files: dict[str, UploadedFile] = {}
         self._failures: dict[str, deque[_Failure]] = {}
+        self._late: dict[str, deque[_Late]] = {}
         self._limits: dict[str, tuple[int, float]] = {}  # method -> (max calls, window seconds)
         self._windows: dict[str, deque[float]] = {}
         self._count_429: dict[str, int] = {}
@@ -189,9 +200,27 @@ class FakeSlack(WebApiMethods, SocketMode):
             with self._lock:
                 self._origin = f"{request.scheme}://{request.host}"
                 body = self._methods[method](params)
+                late = self._take_late(method)
         except SlackError as e:
             return _ok_false(e.code, **e.extra)
+        if late is not None:
+            if late.delay:
+                await asyncio.sleep(late.delay)
+            if late.reset:  # done, but the answer never reaches the caller
+                assert request.transport is not None
+                request.transport.abort()
+                return web.Response(status=500)  # written to a closed connection: nobody reads it
         return web.json_response({"ok": True, **body})
+
+    def _take_late(self, method: str) -> _Late | None:
+        queue = self._late.get(method)
+        if not queue:
+            return None
+        late = queue[0]
+        late.times -= 1
+        if late.times <= 0:
+            queue.popleft()
+        return late
 
     def _refuse_missing_scope(self, method: str, params: dict[str, Any]) -> web.Response | None:
         """Slack answers a call whose token lacks the method's scope with missing_scope."""
@@ -275,6 +304,13 @@ class FakeSlack(WebApiMethods, SocketMode):
             error = "ratelimited" if status == 429 else "internal_error"
         with self._lock:
             self._failures.setdefault(method, deque()).append(_Failure(times, status, error, int(retry_after)))
+
+    def answer_late(self, method: str, times: int = 1, *, delay: float = 0.0, reset: bool = False) -> None:
+        """The next `times` calls of `method` take effect (a message is stored, a pin made), then the
+        answer waits `delay` seconds and, with `reset`, is never sent: the connection is dropped,
+        as when the network fails after Slack did the work. A caller that retries blindly posts twice."""
+        with self._lock:
+            self._late.setdefault(method, deque()).append(_Late(times, delay, reset))
 
     def rate_limit_everything(self, seconds: float, *, retry_after: int = 1) -> None:
         """For the next `seconds`, every Web API method answers HTTP 429 `ratelimited` with
@@ -406,9 +442,11 @@ class FakeSlack(WebApiMethods, SocketMode):
             raise SlackError("message_not_found")
         return m
 
-    def _render(self, m: SlackMessage) -> dict[str, Any]:
-        """A message as Slack returns it in API responses."""
+    def _render(self, m: SlackMessage, *, with_metadata: bool = False) -> dict[str, Any]:
+        """A message as Slack returns it in API responses (its metadata only when asked for)."""
         out: dict[str, Any] = {"type": "message", "ts": m.ts, "user": m.user, "text": m.text, "team": self.team_id}
+        if with_metadata and m.metadata is not None:
+            out["metadata"] = copy.deepcopy(m.metadata)
         if m.bot_id:
             out.update(bot_id=m.bot_id, app_id=APP_ID)
         if m.blocks is not None:

@@ -21,6 +21,10 @@ MAX_HEADER_TEXT_CHARS = 150
 MAX_MARKDOWN_TOTAL_CHARS = 12_000
 # Undocumented cumulative limit on all text in a message's blocks.
 MAX_BLOCKS_TOTAL_CHARS = 13_000
+# Message metadata: event_type is a short snake_case name; the payload is a JSON object of a
+# bounded size (Slack documents the shape, not the exact bound: this fake assumes 8 KB).
+MAX_METADATA_EVENT_TYPE_CHARS = 255
+MAX_METADATA_PAYLOAD_BYTES = 8_192
 
 
 TEAM_ID = "T0TEST"
@@ -66,6 +70,9 @@ class SlackMessage:
     reactions: dict[str, list[str]] = field(default_factory=dict)  # name -> users
     deleted: bool = False
     edited_ts: str | None = None
+    # Message metadata ({"event_type": …, "event_payload": {…}}): returned by conversations.replies
+    # and conversations.history only when the caller asks with include_all_metadata, as Slack does.
+    metadata: dict[str, Any] | None = None
 
 
 @dataclass

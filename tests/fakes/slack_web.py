@@ -10,6 +10,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from tests.fakes.slack_records import (
+    MAX_METADATA_EVENT_TYPE_CHARS,
+    MAX_METADATA_PAYLOAD_BYTES,
     MAX_BLOCKS,
     MAX_BLOCKS_TOTAL_CHARS,
     MAX_HEADER_TEXT_CHARS,
@@ -114,10 +116,11 @@ class WebApiMethods(_Base):
             parent = self._messages.get(channel, {}).get(thread_ts)
             if parent is not None and parent.thread_ts and parent.thread_ts != parent.ts:
                 thread_ts = parent.thread_ts
+        metadata = _metadata(p)
         msg = SlackMessage(channel=channel, ts=self._next_ts(), text=text, blocks=blocks,
-                           thread_ts=thread_ts, user=self.bot_user_id, bot_id=self.bot_id)
+                           thread_ts=thread_ts, user=self.bot_user_id, bot_id=self.bot_id, metadata=metadata)
         self._store(msg)
-        return {"channel": channel, "ts": msg.ts, "message": self._render(msg)}
+        return {"channel": channel, "ts": msg.ts, "message": self._render(msg, with_metadata=True)}
 
     def _chat_update(self, p: dict[str, Any]) -> dict[str, Any]:
         channel, ts = _str(p.get("channel")), _str(p.get("ts"))
@@ -130,8 +133,11 @@ class WebApiMethods(_Base):
         if not has_text and not has_blocks and not p.get("attachments"):
             raise SlackError("no_text")
         text, blocks = _text_and_blocks(p)
+        metadata = _metadata(p)
         msg.history.append(msg.text)
         msg.edits += 1
+        if metadata is not None:  # omitted: the message keeps the metadata it has
+            msg.metadata = metadata
         msg.edited_ts = self._next_ts()
         if has_text:
             msg.text = text
@@ -231,7 +237,8 @@ class WebApiMethods(_Base):
         root = self._messages.get(channel, {}).get(ts)
         if root is not None and root.thread_ts and root.thread_ts != root.ts:
             ts = root.thread_ts  # a reply's ts names its whole thread
-        msgs = [self._render(m) for m in self.thread(channel, ts)]
+        with_metadata = _flag(p.get("include_all_metadata"))
+        msgs = [self._render(m, with_metadata=with_metadata) for m in self.thread(channel, ts)]
         if not msgs:
             raise SlackError("thread_not_found")
         return _paginate(msgs, p, "messages")
@@ -242,7 +249,8 @@ class WebApiMethods(_Base):
             raise SlackError("channel_not_found")
         # Top-level messages only, newest first, like Slack.
         top = [m for m in self.messages(channel) if not m.thread_ts or m.thread_ts == m.ts]
-        return _paginate([self._render(m) for m in reversed(top)], p, "messages")
+        with_metadata = _flag(p.get("include_all_metadata"))
+        return _paginate([self._render(m, with_metadata=with_metadata) for m in reversed(top)], p, "messages")
 
     def _set_status(self, p: dict[str, Any]) -> dict[str, Any]:
         channel, thread_ts = _str(p.get("channel_id")), _str(p.get("thread_ts"))
@@ -310,6 +318,33 @@ def _paginate(items: list[dict[str, Any]], p: dict[str, Any], key: str) -> dict[
     page = items[start:start + limit]
     more = start + limit < len(items)
     return {key: page, "has_more": more, "response_metadata": {"next_cursor": str(start + limit) if more else ""}}
+
+
+def _flag(value: Any) -> bool:
+    """A boolean argument as Slack reads it: true/1 in a form or query, true in JSON."""
+    return value is True or str(value).lower() in ("true", "1")
+
+
+def _metadata(p: dict[str, Any]) -> dict[str, Any] | None:
+    """Read and check `metadata` ({"event_type": str, "event_payload": object}), sent as JSON or as a
+    JSON string in a form; None when absent."""
+    raw = p.get("metadata")
+    if raw is None or raw == "":
+        return None
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except json.JSONDecodeError:
+            raise SlackError("invalid_metadata_format") from None
+    if not isinstance(raw, dict):
+        raise SlackError("invalid_metadata_format")
+    event_type, payload = raw.get("event_type"), raw.get("event_payload")
+    if (not isinstance(event_type, str) or not event_type or len(event_type) > MAX_METADATA_EVENT_TYPE_CHARS
+            or not isinstance(payload, dict)):
+        raise SlackError("invalid_metadata_schema")
+    if len(json.dumps(payload).encode()) > MAX_METADATA_PAYLOAD_BYTES:
+        raise SlackError("metadata_too_large")
+    return {"event_type": event_type, "event_payload": payload}
 
 
 def _text_and_blocks(p: dict[str, Any]) -> tuple[str, list[dict[str, Any]] | None]:

@@ -10,8 +10,7 @@ from rq import Queue, SimpleWorker
 import jobs
 from agent import PROFILES, AgentConfig, FetchConfig, SearchConfig, SectionRevised, SectionWritten
 from agent.results import ResultIds, StoredResult
-from jobs import JobRuntime, Run, RunStatus, RunStore, enqueue
-from jobs.keys import QUEUE, UPDATES_STREAM
+from jobs import JobRuntime, Run, RunStatus, RunStore, enqueue, keys
 from jobs.models import RunState
 from jobs.state import apply_event
 from jobs.stores import RedisResultStore
@@ -26,7 +25,7 @@ def runtime(fake_model, fake_web, redis_url: str) -> JobRuntime:
 
 
 def work(redis: Redis) -> None:
-    SimpleWorker([Queue(QUEUE, connection=redis)], connection=redis).work(burst=True)
+    SimpleWorker([Queue(keys.QUEUE, connection=redis)], connection=redis).work(burst=True)
 
 
 def test_job_timeout_comes_from_the_run_budget(redis: Redis) -> None:
@@ -44,7 +43,7 @@ def test_job_runs_the_agent_and_announces_every_change(redis: Redis, redis_url: 
     final = store.get(state.run.id)
     assert final.status == RunStatus.completed
     assert [s.title for s in final.sections] == ["Findings"] and final.summary and final.sources
-    announced = redis.xrange(UPDATES_STREAM)
+    announced = redis.xrange(keys.UPDATES_STREAM)
     assert len(announced) == final.version, "each change announced once"
     assert state.run.id not in store.active_ids()
     first = asyncio.run(_first_result(redis_url, state.run.id))

@@ -17,7 +17,6 @@ from rq import Queue
 from agent import Finished, Progress, SectionWritten, UsageRecorded
 from agent.control import Note
 from jobs import Run, Runs, RunState, RunStatus, RunStore, keys
-from jobs.keys import QUEUE
 
 T = TypeVar("T")
 TRIALS = 25
@@ -148,7 +147,7 @@ async def _two_replies_through_the_listener(redis: Redis, slack_url: str, fake_s
     thread_runs = services.store.thread_run_ids(channel, thread)
     assert len(thread_runs) == 2, "one continuation"
     child = services.store.get(thread_runs[-1])
-    assert Queue(QUEUE, connection=redis).job_ids == [keys.job_id(child.run.id)], "one job queued"
+    assert Queue(keys.QUEUE, connection=redis).job_ids == [keys.job_id(child.run.id)], "one job queued"
     assert child.run.progress_message and child.run.report_message == parent.run.report_message
     noted = stamps[0] if child.run.follow_up == "and SCHB too" else stamps[1]
     assert "memo" in fake_slack.message(channel, noted).reactions, "the other reply is acknowledged as a note"

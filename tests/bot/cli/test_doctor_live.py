@@ -18,6 +18,11 @@ def doctor_live(fake_slack: FakeSlack, fake_model: FakeAnthropic, fake_web: Any,
                           capture_output=True, text=True, timeout=60)
 
 
+def problems(done: subprocess.CompletedProcess[str]) -> list[str]:
+    """The problem lines (what Redis turned out to be is said first, problems or not)."""
+    return [line for line in done.stdout.strip().splitlines() if not line.startswith("Redis: ")]
+
+
 def test_a_working_setup_passes_the_live_check(fake_slack, fake_model, fake_web, redis_url) -> None:
     fake_model.policy = lambda request: text_reply("p")
     done = doctor_live(fake_slack, fake_model, fake_web, redis_url)
@@ -47,7 +52,7 @@ def test_an_unknown_model_name_is_reported_by_its_variable(fake_slack, fake_mode
     fake_model.policy = policy
     done = doctor_live(fake_slack, fake_model, fake_web, redis_url, DEEPTHREAD_SMALL_MODEL="claude-nonexistent")
     assert done.returncode == 1
-    assert done.stdout.strip().splitlines() == [
+    assert problems(done) == [
         "DEEPTHREAD_SMALL_MODEL=claude-nonexistent is not a model this key can use: set it to a current model name "
         "from the Anthropic models overview"]
 
@@ -57,7 +62,51 @@ def test_a_refused_slack_token_and_a_blocked_search_get_a_line_each(fake_slack, 
     fake_model.policy = lambda request: text_reply("p")
     fake_slack.fail_next("auth.test", error="invalid_auth")
     done = doctor_live(fake_slack, fake_model, fake_web, redis_url, SEARXNG_URL="http://127.0.0.1:1")
-    lines = done.stdout.strip().splitlines()
+    lines = problems(done)
     assert done.returncode == 1 and len(lines) == 2, lines
     assert lines[0].startswith("Slack refused SLACK_BOT_TOKEN (invalid_auth)")
     assert lines[1].startswith("DEEPTHREAD_SEARCH=searxng: ") and "Traceback" not in done.stderr
+
+
+# --- Redis: the topology found, the primary, the eviction policy ---------------------------------
+
+
+def test_the_live_check_says_what_redis_it_found(fake_slack, fake_model, fake_web, redis_url) -> None:
+    fake_model.policy = lambda request: text_reply("p")
+    done = doctor_live(fake_slack, fake_model, fake_web, redis_url)
+    assert done.returncode == 0, done.stdout
+    [line] = [line for line in done.stdout.splitlines() if line.startswith("Redis: ")]
+    assert line == (f"Redis: one Redis at {redis_url}, role master, 0 replica(s), maxmemory-policy noeviction")
+
+
+def test_a_redis_that_evicts_keys_is_a_problem_with_what_to_set(fake_slack, fake_model, fake_web, redis_aof) -> None:
+    from redis import Redis
+
+    fake_model.policy = lambda request: text_reply("p")
+    Redis.from_url(redis_aof.url).config_set("maxmemory-policy", "allkeys-lru")
+    done = doctor_live(fake_slack, fake_model, fake_web, redis_aof.url)
+    assert done.returncode == 1
+    assert problems(done) == [
+        "Redis evicts keys under memory pressure (maxmemory-policy allkeys-lru): run leases, stop marks and Slack's "
+        "event dedupe would vanish with them; set maxmemory-policy noeviction (and enough maxmemory)"]
+
+
+def test_through_sentinel_the_live_check_names_the_primary_and_refuses_a_replica(
+        tmp_path, fake_slack, fake_model, fake_web) -> None:
+    from tests.processes import SentinelTopology
+
+    fake_model.policy = lambda request: text_reply("p")
+    topology = SentinelTopology(tmp_path / "redis").start()
+    try:
+        done = doctor_live(fake_slack, fake_model, fake_web, topology.url)
+        assert done.returncode == 0, done.stdout
+        [line] = [line for line in done.stdout.splitlines() if line.startswith("Redis: ")]
+        host, port = topology.primary()
+        assert line.startswith("Redis: Sentinel service 'mymaster' (db 0) through 3 sentinels (127.0.0.1:")
+        assert f"primary {host}:{port}, role master, 1 replica(s), maxmemory-policy noeviction" in line
+        replica = doctor_live(fake_slack, fake_model, fake_web, f"redis://127.0.0.1:{topology.replica_port}/0")
+        assert replica.returncode == 1
+        assert any("reaches a slave, which refuses writes: point it at the primary, or at the sentinels" in p
+                   for p in problems(replica))
+    finally:
+        topology.stop()

@@ -10,8 +10,7 @@ from rq import Queue, SimpleWorker
 
 import jobs
 from agent import AgentConfig, FetchConfig, SearchConfig
-from jobs import JobRuntime, Run, RunStore, enqueue
-from jobs.keys import QUEUE
+from jobs import JobRuntime, Run, RunStore, enqueue, keys
 from tests.processes import DEEPTHREAD, ROOT, environment
 
 
@@ -22,7 +21,7 @@ def test_inspect_lists_requests_and_prints_one_in_full(redis: Redis, redis_url: 
         anthropic_api_key="k", anthropic_base_url=fake_model.url, redis_url=redis_url))
     state = RunStore(redis).create(Run(question="expense ratio VTI SCHB ITOT"))
     enqueue(redis, state.run)
-    SimpleWorker([Queue(QUEUE, connection=redis)], connection=redis).work(burst=True)
+    SimpleWorker([Queue(keys.QUEUE, connection=redis)], connection=redis).work(burst=True)
 
     def inspect(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(DEEPTHREAD + ["inspect", *args], env=environment(REDIS_URL=redis_url), cwd=ROOT,

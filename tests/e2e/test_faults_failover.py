@@ -1,0 +1,100 @@
+"""Fault: the Redis primary dies mid-run and Sentinel promotes its replica. Real processes on loopback:
+a redis-server primary, a replica and three `redis-server --sentinel`, `deepthread serve` and
+`deepthread worker` given REDIS_URL=redis+sentinel://…; the primary is SIGKILLed while the run
+researches. serve, the worker and the running job find the new primary through the sentinels; the
+run finishes with one complete pinned report, and a new mention afterwards works."""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jobs import RunStatus, RunStore
+from jobs.connection import connect
+from tests.e2e.stack import assert_cited_report_pinned, block_text, report_text, start
+from tests.fakes.anthropic import FakeAnthropic, Reply, text_reply, tool_reply
+from tests.fakes.policies import MARKER, ResearchPolicy, extract, is_extraction, is_summary_request, summary_reply
+from tests.fakes.slack import FakeSlack
+from tests.processes import SentinelTopology, deepthread_stack, wait_for
+
+SECTION_ID = re.compile(r"section_id: (\w+)")
+OTHER_CHANNEL = "C0AFTER"
+
+
+class PrimaryDiesMidRun:
+    """search → write a section → [the primary dies as this turn is answered] → search → revise
+    the section → write a second one → answer. `at_turn_3` runs before turn 3's answer."""
+
+    def __init__(self, at_turn_3: Callable[[], None]) -> None:
+        self.at_turn_3 = at_turn_3
+        self.turn = 0
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        if is_extraction(request):
+            return extract(request)
+        if is_summary_request(request):
+            return summary_reply(request)
+        if not request.get("tools"):  # the constraints pass: not a turn
+            return text_reply('{"constraints": []}')
+        if (request.get("tool_choice") or {}).get("type") == "none":
+            return ResearchPolicy().final(request["messages"])
+        self.turn += 1
+        history = json.dumps(request["messages"])
+        seen = list(dict.fromkeys(MARKER.findall(history)))
+        if self.turn == 1:
+            return tool_reply(("web_search", {"query": "expense ratio VTI"}))
+        if self.turn == 2:
+            return tool_reply(("write_section", {"title": "Fees", "body": f"VTI charges the lowest fee {seen[0]}."}))
+        if self.turn == 3:
+            self.at_turn_3()
+            return tool_reply(("web_search", {"query": "tracking error VTI ITOT SCHB"}))
+        if self.turn == 4:
+            section = SECTION_ID.search(history)
+            assert section, "write_section answered with its section id"
+            return tool_reply(("revise_section", {"section_id": section.group(1), "reason": "a newer fact sheet",
+                                                  "body": f"VTI charges the lowest fee {seen[0]} {seen[-1]}."}))
+        if self.turn == 5:
+            return tool_reply(("write_section", {"title": "Tracking", "body": f"Tracking differs by fund {seen[-1]}."}))
+        return ResearchPolicy().final(request["messages"])
+
+
+@pytest.fixture
+def sentinels(tmp_path: Path) -> Iterator[SentinelTopology]:
+    topology = SentinelTopology(tmp_path / "redis").start()
+    yield topology
+    topology.stop()
+
+
+def test_a_run_survives_its_primary_dying_and_a_new_mention_works_after_the_failover(
+        tmp_path: Path, sentinels: SentinelTopology, fake_slack: FakeSlack, fake_model: FakeAnthropic,
+        fake_web) -> None:
+    killed: list[int] = []
+    fake_model.policy = PrimaryDiesMidRun(lambda: killed.append(sentinels.kill_primary()))
+    with deepthread_stack(tmp_path, redis_url=sentinels.url, slack_url=fake_slack.url, model_url=fake_model.url,
+                          web_url=fake_web.url) as stack:
+        thread, progress_ts, report_ts = start(stack, fake_slack, "expense ratio and tracking error of VTI ITOT SCHB")
+        wait_for(lambda: killed, 30, "the primary to be killed mid-run")
+        new_primary = sentinels.wait_for_failover(killed[0])
+        progress, report = assert_cited_report_pinned(fake_slack, thread, fake_web.url, timeout=90)
+        assert (progress.ts, report.ts) == (progress_ts, report_ts)
+        text = report_text(fake_slack, report_ts)
+        assert "*1. Fees*  _revised ×1_" in text and "*2. Tracking*" in text, "both sections, the revision counted"
+
+        redis = connect(sentinels.url)
+        assert redis.connection_pool.get_master_address()[1] == new_primary, "everyone moved to the new primary"
+        state = RunStore(redis).get(RunStore(redis).thread_run_ids("C0TEST", thread)[0])
+        assert state.status == RunStatus.completed
+        seen = {m.strip("[]") for r in fake_model.requests for m in MARKER.findall(json.dumps(r["messages"]))}
+        assert seen <= set(state.sources), f"sources lost: {sorted(seen - set(state.sources))}"
+        fees = next(s for s in state.sections if s.title == "Fees")
+        assert [r.reason for r in fees.revisions] == ["a newer fact sheet"]
+
+        fake_model.policy = ResearchPolicy()  # a fresh question after the failover
+        after, _, after_report = start(stack, fake_slack, "expense ratio VTI SCHB ITOT", channel=OTHER_CHANNEL,
+                                       timeout=30)
+        assert_cited_report_pinned(fake_slack, after, fake_web.url, timeout=60, channel=OTHER_CHANNEL)
+        assert "Final" in block_text(fake_slack.message(OTHER_CHANNEL, after_report))

@@ -1,0 +1,68 @@
+"""Key names follow the deployment's prefix (DEEPTHREAD_REDIS_PREFIX) and its queue (DEEPTHREAD_QUEUE),
+read at each use: set once at start-up, every key of jobs/ and bot/ follows, and no module keeps a copy
+made before it was set."""
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bot import keys as bot_keys
+from jobs import keys
+from tests.paths import ROOT
+
+SHARED = {"PREFIX", "QUEUE", "UPDATES_STREAM", "ACTIVE_RUNS", "HARD_STOPS", "HARD_STOP_REASONS", "UNPOSTED",
+          "RECHECKS_TO_SHOW", "RECHECK_DIGESTS", "RECHECK_NOTICES", "PUBLISHER_CURSOR"}
+
+
+@pytest.fixture
+def staging() -> Iterator[None]:
+    keys.configure(prefix="staging")
+    yield
+    keys.configure()
+
+
+def test_every_key_and_the_queue_follow_the_configured_prefix(staging: None) -> None:
+    assert keys.run_state("r1") == "staging:run:r1:state" and keys.lock("r1") == "staging:run:r1:lock"
+    assert keys.UPDATES_STREAM == "staging:updates" and keys.UNPOSTED == "staging:runs:unposted"
+    assert keys.QUEUE == "staging", "a deployment that sets only a prefix gets its own queue"
+    assert bot_keys.PUBLISHER_CURSOR == "staging:publisher:cursor" and bot_keys.posts("r1") == "staging:posts:r1"
+
+
+def test_the_queue_may_be_named_apart_from_the_prefix() -> None:
+    keys.configure(prefix="team-a", queue="research")
+    try:
+        assert (keys.QUEUE, keys.PREFIX) == ("research", "team-a")
+    finally:
+        keys.configure()
+    assert keys.run_state("r1") == "deepthread:run:r1:state", "the default, back again"
+
+
+@pytest.mark.parametrize("bad", ["", "has space", "a/b", "x" * 65, "-leading"])
+def test_a_prefix_that_cannot_name_keys_is_refused(bad: str) -> None:
+    with pytest.raises(ValueError, match="letters, digits"):
+        keys.configure(prefix=bad)
+
+
+def _frozen_copies(path: Path) -> list[str]:
+    """Places that copy a deployment-wide key name into a name of their own at import time."""
+    found = []
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module in ("jobs.keys", "bot.keys", "keys") or (
+                isinstance(node, ast.ImportFrom) and node.level and node.module == "keys"):
+            found += [f"{path}:{node.lineno} imports {a.name}" for a in node.names if a.name in SHARED]
+    for node in tree.body:  # module-level statements run at import
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            for sub in ast.walk(node.value):
+                if isinstance(sub, ast.Attribute) and sub.attr in SHARED:
+                    found.append(f"{path}:{node.lineno} copies {sub.attr}")
+    return found
+
+
+def test_no_module_keeps_a_key_name_from_before_the_prefix_was_set() -> None:
+    found = [hit for package in ("agent", "jobs", "bot") for path in sorted((ROOT / package).rglob("*.py"))
+             for hit in _frozen_copies(path)]
+    assert found == [], "read keys.X where it is used, not at import: " + "; ".join(found)
