@@ -4,14 +4,19 @@ module that writes it, next to why."""
 
 from __future__ import annotations
 
-from jobs.keys import PREFIX
+from jobs.keys import PREFIX, team_part
 
 __all__ = [
     "DEFAULT_WORKSPACE",
+    "INSTALLATIONS",
     "PUBLISHER_CURSOR",
     "charts",
     "charts_stale",
+    "installation",
     "last_sync",
+    "legacy_charts",
+    "legacy_spill",
+    "oauth_state",
     "ratelimit_pause",
     "ratelimit_window",
     "rendered",
@@ -29,19 +34,37 @@ __all__ = [
 DEFAULT_WORKSPACE = "default"
 # The last updates-stream id whose runs are all shown in Slack.
 PUBLISHER_CURSOR = f"{PREFIX}:publisher:cursor"
+# Set: the key of every installation record (multi-workspace mode; bot/slack/installations.py).
+INSTALLATIONS = f"{PREFIX}:installations"
+
+
+def installation(enterprise: str, team: str) -> str:
+    """String: one installation's bot, its tokens encrypted (`-` for an absent enterprise or team)."""
+    return f"{PREFIX}:installation:{enterprise}:{team}"
+
+
+def oauth_state(nonce: str) -> str:
+    """String: an OAuth state this deployment issued, until the install it began comes back (or expires)."""
+    return f"{PREFIX}:oauth-state:{nonce}"
 
 
 def workspace(team: str | None) -> str:
     return team or DEFAULT_WORKSPACE
 
 
-def charts(channel: str, report_ts: str) -> str:
-    return f"{PREFIX}:charts:{channel}:{report_ts}"
+def charts(team: str | None, channel: str, report_ts: str) -> str:
+    """Hash: the chart files a report's thread shows (chart -> file id, permalink, version)."""
+    return f"{PREFIX}:charts:{team_part(team)}:{channel}:{report_ts}"
 
 
-def charts_stale(channel: str, report_ts: str) -> str:
+def charts_stale(team: str | None, channel: str, report_ts: str) -> str:
     """Earlier chart versions whose delete failed, retried on the next sync."""
-    return f"{charts(channel, report_ts)}:stale"
+    return f"{charts(team, channel, report_ts)}:stale"
+
+
+def legacy_charts(channel: str, report_ts: str) -> str:
+    """`charts` before keys had a team (moved under it on first read: bot/publishing/thread_files.py)."""
+    return f"{PREFIX}:charts:{channel}:{report_ts}"
 
 
 def last_sync(run_id: str) -> str:
@@ -60,13 +83,19 @@ def rendered(run_id: str) -> str:
     return f"{PREFIX}:rendered:{run_id}"
 
 
-def spill(channel: str, report_ts: str) -> str:
-    return f"{PREFIX}:spill:{channel}:{report_ts}"
+def spill(team: str | None, channel: str, report_ts: str) -> str:
+    """Hash: the file holding a report too long for its message (file id, digest, upload time, error)."""
+    return f"{PREFIX}:spill:{team_part(team)}:{channel}:{report_ts}"
 
 
-def spill_stale(channel: str, report_ts: str) -> str:
+def spill_stale(team: str | None, channel: str, report_ts: str) -> str:
     """Earlier versions whose delete failed, retried on the next sync."""
-    return f"{spill(channel, report_ts)}:stale"
+    return f"{spill(team, channel, report_ts)}:stale"
+
+
+def legacy_spill(channel: str, report_ts: str) -> str:
+    """`spill` before keys had a team (moved under it on first read)."""
+    return f"{PREFIX}:spill:{channel}:{report_ts}"
 
 
 def status_lease(run_id: str) -> str:

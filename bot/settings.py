@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from agent import AgentConfig, Caps, FetchConfig, SearchConfig, SearchProvider
@@ -58,6 +58,16 @@ class Settings(BaseSettings):
     slack_signing_secret: SecretStr | None = Field(default=None, validation_alias=_env("SLACK_SIGNING_SECRET"))
     slack_app_token: SecretStr | None = Field(default=None, validation_alias=_env("SLACK_APP_TOKEN"))
     slack_api_url: str = Field(default=SLACK_DEFAULT_API_URL, validation_alias=_env("SLACK_API_URL"))
+    # Multi-workspace mode (Slack's OAuth install flow) when the app's client id and secret are set;
+    # else single-token mode with SLACK_BOT_TOKEN.
+    slack_client_id: str | None = Field(default=None, validation_alias=_env("SLACK_CLIENT_ID"))
+    slack_client_secret: SecretStr | None = Field(default=None, validation_alias=_env("SLACK_CLIENT_SECRET"))
+    # Only when the app has several Redirect URLs configured: the one this deployment serves.
+    slack_redirect_uri: str | None = Field(default=None, validation_alias=_env("SLACK_REDIRECT_URI"))
+    # Signs the OAuth state parameter, so a state this deployment did not issue is refused.
+    slack_state_secret: SecretStr | None = Field(default=None, validation_alias=_env("SLACK_STATE_SECRET"))
+    # Fernet key(s) the installations' tokens are encrypted with in Redis; the first encrypts, all decrypt.
+    token_key: SecretStr | None = Field(default=None, validation_alias=_env("DEEPTHREAD_TOKEN_KEY"))
 
     anthropic_api_key: SecretStr | None = Field(default=None, validation_alias=_env("ANTHROPIC_API_KEY"))
     anthropic_base_url: str | None = Field(default=None, validation_alias=_env("ANTHROPIC_BASE_URL"))
@@ -115,6 +125,21 @@ class Settings(BaseSettings):
     )
     # Where `deepthread up` keeps its embedded Redis (append-only file), so a restart keeps every run.
     data_dir: Path = Field(default_factory=default_data_dir, validation_alias=_env(DATA_DIR_VARIABLE))
+
+    @field_validator(
+        "slack_client_id", "slack_client_secret", "slack_redirect_uri", "slack_state_secret", "token_key", mode="before"
+    )
+    @classmethod
+    def _blank_is_unset(cls, value: object) -> object:
+        """An empty or whitespace-only value means unset (DESIGN §4); a pasted value loses stray spaces."""
+        if isinstance(value, str):
+            return value.strip() or None
+        return value
+
+    @property
+    def multi_workspace(self) -> bool:
+        """Slack's OAuth install flow (SLACK_CLIENT_ID and SLACK_CLIENT_SECRET set) rather than one bot token."""
+        return bool(self.slack_client_id) or self.slack_client_secret is not None
 
     @staticmethod
     def id_set(value: str) -> frozenset[str]:

@@ -1,4 +1,12 @@
-"""Redis key names and how long each record lives, in one place so every reader and writer agrees."""
+"""Redis key names and how long each record lives, in one place so every reader and writer agrees.
+
+Every record belongs to one installation (one Slack workspace). A record named by a run id is the
+run's, and a run has one team (`Run.team`); every other record a person can reach by naming
+something in Slack (a thread, a message, an event, a month's spend, a budget, a re-check) has the
+team in its key, so a channel id shared between workspaces (Slack Connect) or a guessed id never
+reaches another workspace's record. Names from before that dimension existed are kept as
+`legacy_*` and read once (jobs/tenancy.py moves them under their team).
+"""
 
 from __future__ import annotations
 
@@ -18,6 +26,11 @@ UNPOSTED = f"{PREFIX}:runs:unposted"
 NO_TEAM = "-"
 
 
+def team_part(team: str | None) -> str:
+    """The team dimension of a key: the workspace id, or NO_TEAM for runs without one."""
+    return team or NO_TEAM
+
+
 def spend_run(run_id: str) -> str:
     """String: the run's recorded cost (also its "already recorded" mark)."""
     return f"{PREFIX}:spend:run:{run_id}"
@@ -33,8 +46,12 @@ def budgets(team: str | None) -> str:
     return f"{PREFIX}:budgets:{team or NO_TEAM}"
 
 
-def recheck_schedule(channel: str, thread_ts: str) -> str:
+def recheck_schedule(team: str | None, channel: str, thread_ts: str) -> str:
     """String: a thread's re-check schedule."""
+    return f"{PREFIX}:recheck:{team_part(team)}:{channel}:{thread_ts}"
+
+
+def legacy_recheck_schedule(channel: str, thread_ts: str) -> str:
     return f"{PREFIX}:recheck:{channel}:{thread_ts}"
 
 
@@ -83,11 +100,22 @@ def run_source_order(run_id: str) -> str:
     return f"{PREFIX}:run:{run_id}:source-order"
 
 
-def thread_runs(channel: str, thread_ts: str) -> str:
+def thread_runs(team: str | None, channel: str, thread_ts: str) -> str:
+    """List: the thread's run ids, oldest first."""
+    return f"{PREFIX}:thread:{team_part(team)}:{channel}:{thread_ts}"
+
+
+def legacy_thread_runs(channel: str, thread_ts: str) -> str:
     return f"{PREFIX}:thread:{channel}:{thread_ts}"
 
 
+def seen(team: str | None, name: str) -> str:
+    """String: a Slack event (or a reply claimed for a continuation) already handled in this workspace."""
+    return f"{PREFIX}:seen:{team_part(team)}:{name}"
+
+
 def dedupe(name: str) -> str:
+    """String: a run's own once-only marks (notes, recovery); the run id in `name` names the workspace."""
     return f"{PREFIX}:seen:{name}"
 
 
@@ -125,13 +153,21 @@ def current_job(run_id: str) -> str:
     return f"{PREFIX}:run:{run_id}:job"
 
 
-def message_run(channel: str, ts: str) -> str:
+def message_run(team: str | None, channel: str, ts: str) -> str:
     """Which run a progress or report message belongs to (for reactions and buttons)."""
+    return f"{PREFIX}:message:{team_part(team)}:{channel}:{ts}"
+
+
+def legacy_message_run(channel: str, ts: str) -> str:
     return f"{PREFIX}:message:{channel}:{ts}"
 
 
-def thread_profile(channel: str, thread_ts: str) -> str:
+def thread_profile(team: str | None, channel: str, thread_ts: str) -> str:
     """An upgrade asked for after the thread's run ended applies to the next continuation."""
+    return f"{PREFIX}:thread:{team_part(team)}:{channel}:{thread_ts}:profile"
+
+
+def legacy_thread_profile(channel: str, thread_ts: str) -> str:
     return f"{PREFIX}:thread:{channel}:{thread_ts}:profile"
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from aiohttp import web
 from rq import Queue
+from slack_bolt.authorization import AuthorizeResult
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -20,6 +21,7 @@ from bot.publishing.publisher import Publisher
 from bot.services import Services
 from bot.settings import Settings, StreamConfig
 from bot.surface.app import build_app, identify, slack_client
+from bot.surface.oauth import INSTALL_PATH, installation_store, oauth_flow
 from bot.surface.server import web_app
 from jobs import AsyncRuns, Runs, RunStore, spend
 from jobs.connection import connect, connect_async
@@ -51,28 +53,28 @@ async def serve(settings: Settings) -> int:
     assert settings.redis_url
     redis = connect(settings.redis_url)
     async_redis = connect_async(settings.redis_url)
-    client = slack_client(settings)
-    try:
-        identity = await identify(client)
-    except SlackApiError as exc:
-        log.error(
-            "Slack rejected SLACK_BOT_TOKEN (%s): use the bot token (xoxb-…) of an installed app",
-            exc.response.get("error"),
+    installations = oauth = identity = None
+    if settings.multi_workspace:
+        # Each workspace installs through /slack/install; every call uses its installation's token.
+        installations = installation_store(settings, async_redis)
+        client = slack_client(settings, tokens=installations)
+        oauth = oauth_flow(settings, installations, async_redis)
+        log.info(
+            "multi-workspace mode: %d workspace(s) installed; install more at %s",
+            len(await installations.installed()),
+            INSTALL_PATH,
         )
-        return 2
-    except Exception as exc:
-        log.error(
-            "could not reach Slack at %s (%s): check SLACK_API_URL and the network",
-            settings.slack_api_url,
-            type(exc).__name__,
-        )
-        return 2
+    else:
+        client = slack_client(settings)
+        identity = await _identify(settings, client)
+        if identity is None:
+            return 2
     store = RunStore(redis)
     spend.configure(settings.budget_defaults())
     services = Services(
         redis=redis,
         store=store,
-        bot_user_id=identity.bot_user_id,
+        bot_user_id=identity.bot_user_id if identity else None,  # per installation in multi-workspace mode
         stop_reaction=settings.stop_reaction,
         admins=settings.id_set(settings.admins),
         channels=settings.id_set(settings.channels),
@@ -81,7 +83,7 @@ async def serve(settings: Settings) -> int:
         ),
     )
     services.runs = AsyncRuns(Runs(store, hard_stop_seconds=settings.hard_stop_seconds))
-    app = build_app(settings, services, client, identity)
+    app = build_app(settings, services, client, identity, oauth=oauth, installations=installations)
     stop = asyncio.Event()
     publisher = asyncio.create_task(
         Publisher(
@@ -109,18 +111,48 @@ async def serve(settings: Settings) -> int:
     app_token = settings.secret("slack_app_token")
     code = 0
     if app_token:
+        # Socket Mode carries the events; the install flow still needs its HTTP endpoints.
+        runner = await _listen(app, settings, events=False) if oauth is not None else None
         code = await _socket_mode(app, client, app_token, stop)
+        if runner is not None:
+            await runner.cleanup()
     else:
-        runner = web.AppRunner(web_app(app), access_log=None)
-        await runner.setup()
-        await web.TCPSite(runner, "0.0.0.0", settings.port).start()
-        log.info("deepthread is listening on port %s at /slack/events", settings.port)
+        runner = await _listen(app, settings, events=True)
         await stop.wait()
         await runner.cleanup()
     stop.set()
     await asyncio.gather(publisher, hard_stops, orphans, rechecks, return_exceptions=True)
     await async_redis.aclose()
     return code
+
+
+async def _identify(settings: Settings, client: AsyncWebClient) -> AuthorizeResult | None:
+    """Single-token mode: who SLACK_BOT_TOKEN is (None, said in one line, when it cannot work)."""
+    try:
+        return await identify(client)
+    except SlackApiError as exc:
+        log.error(
+            "Slack rejected SLACK_BOT_TOKEN (%s): use the bot token (xoxb-…) of an installed app",
+            exc.response.get("error"),
+        )
+    except Exception as exc:
+        log.error(
+            "could not reach Slack at %s (%s): check SLACK_API_URL and the network",
+            settings.slack_api_url,
+            type(exc).__name__,
+        )
+    return None
+
+
+async def _listen(app: Any, settings: Settings, *, events: bool) -> web.AppRunner:
+    runner = web.AppRunner(web_app(app, events_enabled=events), access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "0.0.0.0", settings.port).start()
+    paths = ["/slack/events"] if events else []
+    if app.oauth_flow is not None:
+        paths += [app.oauth_flow.install_path, app.oauth_flow.redirect_uri_path]
+    log.info("deepthread is listening on port %s at %s", settings.port, ", ".join(paths))
+    return runner
 
 
 # Slack errors that mean the app-level token will never work: stop with one clear line.

@@ -10,7 +10,9 @@ import logging
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.exceptions import NotInstalled
 from bot.services import Services
+from bot.slack.tenancy import Tenant, acting_for
 from jobs import RunState
 
 from .render import render_progress, render_report
@@ -44,7 +46,13 @@ async def post_messages(
     services: Services, client: AsyncWebClient, state: RunState, *, continuing: bool = False
 ) -> bool:
     """Post the progress message (and the pinned report for a thread's first run) and attach
-    them to the run. If Slack refuses, the run is ended with the reason; returns whether posted."""
+    them to the run, with the token of the run's installation. If Slack refuses, the run is ended
+    with the reason; returns whether posted."""
+    with acting_for(Tenant.of_run(state.run)):
+        return await _post_messages(services, client, state, continuing=continuing)
+
+
+async def _post_messages(services: Services, client: AsyncWebClient, state: RunState, *, continuing: bool) -> bool:
     run = state.run
     channel = run.channel or ""
     progress, report = render_progress(state, services.stop_reaction), render_report(state)
@@ -69,6 +77,10 @@ async def post_messages(
         error = exc.response.get("error")
         log.error("could not post run %s messages in %s: %s", run.id, channel, error)
         await services.runs.fail(run.id, f"could not post in this channel ({error}); invite the bot and ask again")
+        return False
+    except NotInstalled as exc:
+        log.error("could not post run %s messages in %s: %s", run.id, channel, exc)
+        await services.runs.fail(run.id, "the app is no longer installed in this workspace; install it again and ask")
         return False
     # From here the publisher keeps both messages in step with the run.
     await services.runs.attach_messages(run.id, progress=progress_ts, report=report_ts)

@@ -14,6 +14,11 @@ The publisher wants a slot before it renders (so a call that waited sends the ne
 state): `take_slots(...)` acquires first and runs its function with those calls admitted.
 A 429 on an admitted call is raised to that caller, who renders afresh and asks again.
 The limiter is a courtesy: when Redis is unreachable, writes go straight to Slack.
+
+In multi-workspace mode the publisher's client has no token of its own: each call uses the token
+of the installation the caller acts for (`tenancy.acting_for`), looked up in the installation
+store, and counts against that workspace's buckets. A call that names no installation, or one
+whose tokens were deleted (uninstalled), raises NotInstalled instead of reaching Slack.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import time
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from aiohttp import FormData
 from redis.exceptions import RedisError
@@ -33,11 +38,20 @@ from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetry
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
-from bot.exceptions import SlotBusy
+from bot.exceptions import NotInstalled, SlotBusy
 
 from .ratelimit import SlackRateLimiter, Urgency, bucket_method, retry_after_seconds
+from .tenancy import Tenant, acting
 
-__all__ = ["PATIENCE_SECONDS", "LimitedWebClient", "SlotBusy", "is_rate_limited", "limit_every_write", "take_slots"]
+__all__ = [
+    "PATIENCE_SECONDS",
+    "BotTokens",
+    "LimitedWebClient",
+    "SlotBusy",
+    "is_rate_limited",
+    "limit_every_write",
+    "take_slots",
+]
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +83,12 @@ class _Scope:
 _scope: ContextVar[_Scope | None] = ContextVar("deepthread_slack_scope", default=None)
 
 
+class BotTokens(Protocol):
+    """Where a token-less client finds the token of the installation a call acts for."""
+
+    async def bot_token(self, tenant: Tenant) -> str | None: ...
+
+
 def is_rate_limited(exc: SlackApiError) -> bool:
     return exc.response.status_code == 429 or exc.response.get("error") == "ratelimited"
 
@@ -88,11 +108,14 @@ class LimitedWebClient(AsyncWebClient):
         *args: Any,
         limiter: SlackRateLimiter | None = None,
         patience_seconds: float = PATIENCE_SECONDS,
+        tokens: BotTokens | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         self.limiter = limiter
         self.patience_seconds = patience_seconds
+        # Without a token of its own, each call takes the acting installation's (multi-workspace mode).
+        self.tokens = tokens
         self.team: str | None = self.default_params.get("team_id")
         if limiter is not None:
             # The limiter waits out 429s for every caller at once; the SDK's handler would wait for one call alone.
@@ -117,6 +140,7 @@ class LimitedWebClient(AsyncWebClient):
             retry_handlers=list(client.retry_handlers),
             limiter=limiter,
             patience_seconds=patience_seconds,
+            tokens=getattr(client, "tokens", None),
         )
 
     async def api_call(
@@ -131,6 +155,10 @@ class LimitedWebClient(AsyncWebClient):
         headers: dict | None = None,
         auth: dict | None = None,
     ) -> AsyncSlackResponse:
+        tenant = acting()
+        if self.token is None and self.tokens is not None and auth is None:
+            headers = {**(headers or {}), "Authorization": f"Bearer {await self._token_for(tenant)}"}
+
         async def call() -> AsyncSlackResponse:
             return await super(LimitedWebClient, self).api_call(
                 api_method,
@@ -139,7 +167,7 @@ class LimitedWebClient(AsyncWebClient):
                 data=data,
                 params=params,
                 json=json,
-                headers=headers,
+                headers=dict(headers) if headers is not None else None,
                 auth=auth,
             )
 
@@ -147,7 +175,7 @@ class LimitedWebClient(AsyncWebClient):
         if limiter is None:
             return await call()
         scope = _scope.get()
-        team = scope.team if scope is not None else self.team
+        team = scope.team if scope is not None else (tenant.team if tenant is not None else self.team)
         urgent: Urgency = scope.urgent if scope is not None else False
         bucket = bucket_method(api_method, _channel_of(json, data, params))
         counted = limiter.counts(api_method)
@@ -169,6 +197,15 @@ class LimitedWebClient(AsyncWebClient):
                 log.info("Slack rate-limited %s; trying again in %.1f s", api_method, seconds)
                 if not counted:
                     await asyncio.sleep(seconds or UNCOUNTED_RETRY_SECONDS)
+
+    async def _token_for(self, tenant: Tenant | None) -> str:
+        assert self.tokens is not None
+        if tenant is None:
+            raise NotInstalled(None)
+        token = await self.tokens.bot_token(tenant)
+        if not token:
+            raise NotInstalled(tenant.label)
+        return token
 
     async def _acquire(self, team: str | None, bucket: str, urgent: Urgency, *, wait: bool = True) -> None:
         assert self.limiter is not None

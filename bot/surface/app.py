@@ -1,4 +1,10 @@
-"""Building the Bolt app and its Slack client from settings."""
+"""Building the Bolt app and its Slack client from settings.
+
+Single-token mode (the default): one client with SLACK_BOT_TOKEN, and `authorize` answers with the
+identity `auth.test` gave at start-up. Multi-workspace mode (SLACK_CLIENT_ID and SLACK_CLIENT_SECRET
+set): Bolt's OAuth flow (oauth.py) installs the app and authorizes each event from the installation
+store; the shared client has no token of its own and uses the token of the run it acts for.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +12,14 @@ import logging
 
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.authorization import AuthorizeResult
+from slack_bolt.oauth.async_oauth_flow import AsyncOAuthFlow
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler, async_default_handlers
+from slack_sdk.oauth.installation_store.async_installation_store import AsyncInstallationStore
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.services import Services
 from bot.settings import Settings
-from bot.slack.client import LimitedWebClient, limit_every_write
+from bot.slack.client import BotTokens, LimitedWebClient, limit_every_write
 from bot.slack.ratelimit import SlackRateLimiter
 from jobs.connection import connect_async
 
@@ -38,7 +46,9 @@ SLACK_429_RETRIES = 3
 LIMITER_CONNECTIONS = 50
 
 
-def slack_client(settings: Settings) -> AsyncWebClient:
+def slack_client(settings: Settings, tokens: BotTokens | None = None) -> AsyncWebClient:
+    """The process's shared client: SLACK_BOT_TOKEN's, or with `tokens` (multi-workspace mode) no
+    token of its own, each call taking the token of the installation it acts for."""
     handlers = async_default_handlers() + [AsyncRateLimitErrorRetryHandler(max_retry_count=SLACK_429_RETRIES)]
     # Every Slack write waits for the shared per-workspace limiter and outlasts 429s (slack_client.py).
     limiter = (
@@ -47,10 +57,11 @@ def slack_client(settings: Settings) -> AsyncWebClient:
         else None
     )
     return LimitedWebClient(
-        token=settings.secret("slack_bot_token"),
+        token=None if tokens is not None else settings.secret("slack_bot_token"),
         base_url=settings.slack_api_url,
         retry_handlers=handlers,
         limiter=limiter,
+        tokens=tokens,
     )
 
 
@@ -66,19 +77,33 @@ async def identify(client: AsyncWebClient) -> AuthorizeResult:
     )
 
 
-def build_app(settings: Settings, services: Services, client: AsyncWebClient, identity: AuthorizeResult) -> AsyncApp:
-    async def authorize(**_: object) -> AuthorizeResult:
-        return identity  # one workspace, one token: no auth.test per event
-
-    app = AsyncApp(
-        client=client,
-        signing_secret=settings.secret("slack_signing_secret") or "",
-        authorize=authorize,
+def build_app(
+    settings: Settings,
+    services: Services,
+    client: AsyncWebClient,
+    identity: AuthorizeResult | None = None,
+    *,
+    oauth: AsyncOAuthFlow | None = None,
+    installations: AsyncInstallationStore | None = None,
+) -> AsyncApp:
+    """Single-token mode with the start-up `identity`, or multi-workspace mode with the `oauth` flow."""
+    common = {
+        "client": client,
+        "signing_secret": settings.secret("slack_signing_secret") or "",
         # Socket Mode frames are not signed; HTTP requests are.
-        request_verification_enabled=settings.slack_app_token is None,
-        ignoring_self_events_enabled=True,
-    )
+        "request_verification_enabled": settings.slack_app_token is None,
+        "ignoring_self_events_enabled": True,
+    }
+    if oauth is not None:
+        app = AsyncApp(oauth_flow=oauth, **common)  # type: ignore[arg-type]
+    else:
+        assert identity is not None
+
+        async def authorize(**_: object) -> AuthorizeResult:
+            return identity  # one workspace, one token: no auth.test per event
+
+        app = AsyncApp(authorize=authorize, **common)  # type: ignore[arg-type]
     if isinstance(client, LimitedWebClient):
         app.use(limit_every_write(client))  # Bolt gives each listener a fresh client: make it a limited one
-    register(app, services)
+    register(app, services, installations)
     return app

@@ -1,4 +1,9 @@
-"""HTTP mode: Slack posts events to /slack/events; the publisher runs alongside."""
+"""HTTP mode: Slack posts events to /slack/events; the publisher runs alongside.
+
+In multi-workspace mode the same server answers Slack's install flow: `GET /slack/install` and
+`GET /slack/oauth_redirect` (Bolt's OAuth flow, oauth.py). In Socket Mode the events come over the
+socket, so the server answers only the install flow and the health check.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ import logging
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.async_app import AsyncApp
+from slack_bolt.oauth.async_oauth_flow import AsyncOAuthFlow
 
 log = logging.getLogger(__name__)
 
@@ -16,7 +22,10 @@ EVENTS_PATH = "/slack/events"
 MAX_BODY_BYTES = 1_000_000
 
 
-def web_app(app: AsyncApp) -> web.Application:
+def web_app(app: AsyncApp, *, events_enabled: bool = True) -> web.Application:
+    """The HTTP endpoints: events (unless they come over Socket Mode), the install flow when
+    the app has one, and the health check."""
+
     async def events(request: web.Request) -> web.Response:
         try:
             bolt_request = await to_bolt_request(request)
@@ -35,9 +44,25 @@ def web_app(app: AsyncApp) -> web.Application:
         return web.json_response({"ok": True})
 
     application = web.Application(client_max_size=MAX_BODY_BYTES)
-    application.router.add_post(EVENTS_PATH, events)
+    if events_enabled:
+        application.router.add_post(EVENTS_PATH, events)
+    if app.oauth_flow is not None:
+        _install_routes(application, app.oauth_flow)
     application.router.add_get("/healthz", health)
     return application
+
+
+def _install_routes(application: web.Application, flow: AsyncOAuthFlow) -> None:
+    """Slack's install flow, as Bolt's own aiohttp server serves it."""
+
+    async def install(request: web.Request) -> web.Response:
+        return await to_aiohttp_response(await flow.handle_installation(await to_bolt_request(request)))
+
+    async def redirect(request: web.Request) -> web.Response:
+        return await to_aiohttp_response(await flow.handle_callback(await to_bolt_request(request)))
+
+    application.router.add_get(flow.install_path, install)
+    application.router.add_get(flow.redirect_uri_path, redirect)
 
 
 def _is_malformed(raw: str) -> bool:

@@ -12,6 +12,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.desk.commands import spend_command
 from bot.services import Services
+from bot.slack.tenancy import Tenant
 
 __all__ = ["SLASH_COMMAND", "register"]
 
@@ -29,17 +30,19 @@ STORAGE_DOWN = "My storage is not answering right now, so I cannot read the spen
 
 def register(app: AsyncApp, services: Services) -> None:
     @app.command(SLASH_COMMAND)
-    async def on_command(ack: AsyncAck, command: dict[str, Any], client: AsyncWebClient) -> None:
-        await ack(text=await answer(services, client, command))
+    async def on_command(
+        ack: AsyncAck, command: dict[str, Any], client: AsyncWebClient, context: dict[str, Any]
+    ) -> None:
+        await ack(text=await answer(services, client, command, Tenant.of_context(context, command).team))
 
 
-async def answer(services: Services, client: AsyncWebClient, command: dict[str, Any]) -> str:
+async def answer(services: Services, client: AsyncWebClient, command: dict[str, Any], team: str | None) -> str:
     text = str(command.get("text") or "").strip()
     try:
         reply = await spend_command(
             services,
             client,
-            team=command.get("team_id"),
+            team=team,
             channel=command.get("channel_id"),
             user=str(command.get("user_id") or ""),
             text=text,
