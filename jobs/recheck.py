@@ -9,7 +9,7 @@ if deleting that job raced with the scheduler moving it to the queue.
 Workers never call Slack. The job records what serve must show, and serve's re-check sweep
 (bot/desk/recheck.py) posts it within seconds:
 
-    deepthread:recheck:{channel}:{thread_ts}   the thread's Schedule (JSON)
+    deepthread:recheck:{team}:{channel}:{thread_ts}   the thread's Schedule (JSON)
     deepthread:recheck:to-show                 sorted set: re-check runs to post at once
     deepthread:recheck:digests                 sorted set: re-check runs whose digest is owed
     deepthread:recheck:run:{run_id}            the RecheckRun (what the digest compares against)

@@ -212,6 +212,9 @@ class RedisInstallationStore(AsyncInstallationStore):
         await pipe.execute()
         log.info("deleted the tokens of %s", ", ".join(sorted(doomed)))
 
+    async def async_delete_all(self, *, enterprise_id: str | None, team_id: str | None) -> None:
+        await self.async_delete_bot(enterprise_id=enterprise_id, team_id=team_id)  # the bot is all there is
+
     async def async_delete_installation(
         self, *, enterprise_id: str | None, team_id: str | None, user_id: str | None = None
     ) -> None:

@@ -66,6 +66,7 @@ class SlackMessage:
     reactions: dict[str, list[str]] = field(default_factory=dict)  # name -> users
     deleted: bool = False
     edited_ts: str | None = None
+    team: str | None = None  # the workspace of its channel
 
 
 @dataclass
@@ -98,6 +99,7 @@ class UploadedFile:
     initial_comment: str | None = None
     completed: bool = False
     deleted: bool = False
+    team: str | None = None  # the workspace whose bot uploaded it
 
 
 def _str(v: Any) -> str:
