@@ -13,7 +13,16 @@ import httpx
 
 from tests.fakes.policies import is_extraction
 from tests.fakes.slack import FakeSlack, app_mention_event, sign
-from tests.processes import SIGNING_SECRET, Stack, environment, free_port, running, wait_for, wait_listening
+from tests.processes import (
+    SIGNING_SECRET,
+    STARTUP_SECONDS,
+    Stack,
+    environment,
+    free_port,
+    running,
+    wait_for,
+    wait_listening,
+)
 
 APP_TOKEN = "xapp-test"  # Socket Mode's app-level token
 BOT_TOKEN = "xoxb-test"
@@ -115,7 +124,7 @@ def socket_mode_stack(tmp: Path, fake_slack: FakeSlack, *, redis_url: str, model
             return fake_slack.socket_connections == 1
 
         try:
-            wait_for(connected, 20, "deepthread serve to open a Socket Mode connection")
+            wait_for(connected, STARTUP_SECONDS, "deepthread serve to open a Socket Mode connection")
         except AssertionError as exc:
             raise AssertionError(f"{exc}\nserve.log:\n{(tmp / 'serve.log').read_text()}") from None
         yield Stack(events_url="", env=env, logs=tmp)
@@ -124,7 +133,6 @@ def socket_mode_stack(tmp: Path, fake_slack: FakeSlack, *, redis_url: str, model
 # --- many workspaces: Slack's install flow through a real serve ---------------------------------
 
 CLIENT_ID = "1234567890.0987654321"
-START_SECONDS = 90
 CLIENT_SECRET = "test-client-secret"
 STATE_SECRET = "test-state-secret"
 
@@ -153,8 +161,7 @@ def workspaces_stack(tmp: Path, fake_slack: FakeSlack, *, redis_url: str, model_
     port = free_port()
     env = workspaces_environment(redis_url, fake_slack, model_url, web_url, port, **extra)
     with running(["serve"], env, tmp / "serve.log") as serve, running(["worker"], env, tmp / "worker.log"):
-        # Start-up is mostly imports: on a machine shared by many test runs it can take a while.
-        base = wait_listening(port, serve, tmp / "serve.log", timeout=START_SECONDS)
+        base = wait_listening(port, serve, tmp / "serve.log")
         yield base, Stack(events_url=f"{base}/slack/events", env=env, logs=tmp)
 
 
