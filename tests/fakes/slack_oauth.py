@@ -158,6 +158,15 @@ class Workspaces(_Base):
             return tokens_revoked_event(team_id=team_id, bot=[workspace.bot_user_id],
                                         bot_user_id=workspace.bot_user_id)
 
+    def issue_token(self, team_id: str) -> str:
+        """The workspace's bot token as an install would issue it, for tests that skip the flow."""
+        with self._lock:
+            workspace = self.workspaces[team_id]
+            if workspace.token is None:
+                workspace.token = f"xoxb-{team_id.lower()}-{secrets.token_hex(12)}"
+                self._tokens[workspace.token] = team_id
+            return workspace.token
+
     def token_of(self, team_id: str) -> str | None:
         with self._lock:
             return self.workspaces[team_id].token
@@ -245,9 +254,7 @@ class Workspaces(_Base):
             raise SlackError("bad_redirect_uri")
         grant.used = True
         workspace = self.workspaces[grant.team_id]
-        if workspace.token is None:  # a reinstall keeps the bot token it already has
-            workspace.token = f"xoxb-{workspace.team_id.lower()}-{secrets.token_hex(12)}"
-            self._tokens[workspace.token] = workspace.team_id
+        self.issue_token(workspace.team_id)  # a reinstall keeps the bot token it already has
         workspace.scopes = set(grant.scopes)
         workspace.installed_by = grant.installer
         self.installs.append((workspace.team_id, workspace.token))
