@@ -93,6 +93,11 @@ def is_rate_limited(exc: SlackApiError) -> bool:
     return exc.response.status_code == 429 or exc.response.get("error") == "ratelimited"
 
 
+def _names_a_token(*bodies: object) -> bool:
+    """The caller passed a token of its own (the app-level token of apps.connections.open, say)."""
+    return any(isinstance(body, dict) and body.get("token") for body in bodies)
+
+
 def _channel_of(*bodies: object) -> str | None:
     for body in bodies:
         if isinstance(body, dict) and body.get("channel"):
@@ -156,7 +161,7 @@ class LimitedWebClient(AsyncWebClient):
         auth: dict | None = None,
     ) -> AsyncSlackResponse:
         tenant = acting()
-        if self.token is None and self.tokens is not None and auth is None:
+        if self.token is None and self.tokens is not None and auth is None and not _names_a_token(params, json, data):
             headers = {**(headers or {}), "Authorization": f"Bearer {await self._token_for(tenant)}"}
 
         async def call() -> AsyncSlackResponse:

@@ -165,11 +165,10 @@ def workspaces_stack(tmp: Path, fake_slack: FakeSlack, *, redis_url: str, model_
         yield base, Stack(events_url=f"{base}/slack/events", env=env, logs=tmp)
 
 
-def install(base: str, team: str | None = None) -> httpx.Response:
-    """A person installs the app as a browser would: /slack/install, Slack's authorize page (the
-    fake approves at once), back to /slack/oauth_redirect with the state cookie. Returns the last
-    page. The cookie is sent by hand: it is `Secure`, and browsers send those to localhost over
-    plain HTTP where httpx's cookie jar would not."""
+def begin_install(base: str, team: str | None = None) -> tuple[str, str]:
+    """A person starts an install as a browser would: /slack/install, then Slack's authorize page
+    (the fake approves at once). Returns the state cookie /slack/install set and the URL Slack sends
+    the browser back to (/slack/oauth_redirect with the code and state)."""
     import html
 
     with httpx.Client(follow_redirects=False, timeout=10) as browser:
@@ -179,4 +178,12 @@ def install(base: str, team: str | None = None) -> httpx.Response:
         link = html.unescape(re.search(r'<a href="([^"]+)"', page.text).group(1))
         consent = browser.get(link)
         assert consent.status_code == 302, consent.text
-        return browser.get(consent.headers["location"], headers={"Cookie": cookie})
+        return cookie, consent.headers["location"]
+
+
+def install(base: str, team: str | None = None) -> httpx.Response:
+    """A whole install: begin it and come back to /slack/oauth_redirect with the state cookie.
+    Returns the last page. The cookie is sent by hand: it is `Secure`, and browsers send those to
+    localhost over plain HTTP where httpx's cookie jar would not."""
+    cookie, back = begin_install(base, team)
+    return httpx.get(back, headers={"Cookie": cookie}, timeout=10)

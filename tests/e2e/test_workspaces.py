@@ -18,12 +18,20 @@ from rq.job import Job
 from jobs import RunStatus, RunStore
 from jobs.recheck import Rechecks
 from jobs.spend import Spend
-from tests.e2e.stack import block_text, install, post_event, workspaces_stack
+from tests.e2e.stack import (
+    APP_TOKEN,
+    begin_install,
+    block_text,
+    install,
+    post_event,
+    workspaces_environment,
+    workspaces_stack,
+)
 from tests.fakes.policies import SteadyPolicy
 from tests.fakes.slack import FakeSlack, FakeWorkspace, app_mention_event, message_event
 from tests.fakes.slack_files import share_file
 from tests.helpers import constant_keys, key_kinds
-from tests.processes import Stack, wait_for
+from tests.processes import STARTUP_SECONDS, Stack, free_port, running, wait_for, wait_listening
 
 ALPHA, BETA = "T0ALPHA", "T0BETA"
 CHANNELS = {ALPHA: "C0ALPHA", BETA: "C0BETA"}
@@ -276,3 +284,52 @@ def test_an_uninstalled_workspace_has_its_runs_stopped_and_tokens_deleted_while_
     # Nothing was sent with Alpha's revoked token: the publisher had no token left to send with.
     assert len(fake_slack.calls_in(ALPHA)) == calls_before
     assert ("chat.update", "token_revoked") not in fake_slack.refused
+
+
+def test_an_install_that_goes_wrong_is_refused_with_a_page_that_says_so_and_saves_nothing(
+        stack, fake_slack: FakeSlack, redis_url: str) -> None:
+    base, _ = stack
+    redis = Redis.from_url(redis_url)
+
+    def saved() -> set[bytes]:
+        return redis.smembers("deepthread:installations")
+
+    fake_slack.deny_next_install()  # the person presses Cancel on Slack's page
+    cancelled = install(base, ALPHA)
+    assert cancelled.status_code == 200 and "access_denied" in cancelled.text and not saved()
+
+    cookie, back = begin_install(base, ALPHA)
+    elsewhere = httpx.get(back, timeout=10)  # another browser: no state cookie
+    assert elsewhere.status_code == 400 and not saved()
+    code = re.search(r"code=([^&]+)", back).group(1)
+    forged = httpx.get(f"{base}/slack/oauth_redirect", params={"code": code, "state": "made-up.0"},
+                       headers={"Cookie": "slack-app-oauth-state=made-up.0"}, timeout=10)
+    assert forged.status_code == 401 and not saved(), "a state this deployment did not sign"
+
+    done = httpx.get(back, headers={"Cookie": cookie}, timeout=10)
+    assert done.status_code == 200 and saved() == {b"deepthread:installation:-:T0ALPHA"}
+    replayed = httpx.get(back, headers={"Cookie": cookie}, timeout=10)
+    assert replayed.status_code == 401, "the state was used once"
+    assert [team for team, _ in fake_slack.installs] == [ALPHA], "the code was exchanged once"
+
+
+def test_in_socket_mode_workspaces_install_over_http_and_their_events_come_over_the_socket(
+        tmp_path: Path, redis_url: str, fake_slack: FakeSlack, fake_model, fake_web,
+        workspaces: dict[str, FakeWorkspace]) -> None:
+    port = free_port()
+    env = workspaces_environment(redis_url, fake_slack, fake_model.url, fake_web.url, port, SLACK_APP_TOKEN=APP_TOKEN)
+    with running(["serve"], env, tmp_path / "serve.log") as serve, running(["worker"], env, tmp_path / "worker.log"):
+        base = wait_listening(port, serve, tmp_path / "serve.log")
+        wait_for(lambda: fake_slack.socket_connections == 1, STARTUP_SECONDS, "the Socket Mode connection")
+        assert httpx.post(f"{base}/slack/events", content=b"{}", timeout=10).status_code == 404, \
+            "events come over the socket, not HTTP"
+        for team in CHANNELS:
+            assert "Thank you!" in install(base, team).text
+        envelopes = {team: mention(fake_slack, workspaces[team], "expense ratio VTI SCHB ITOT") for team in CHANNELS}
+        for envelope in envelopes.values():
+            fake_slack.send_socket_event(envelope)
+        for team, envelope in envelopes.items():
+            report = finished_report(fake_slack, CHANNELS[team], envelope["event"]["ts"])
+            assert "Final" in block_text(fake_slack.message(CHANNELS[team], report))
+            assert {m.user for m in bot_replies(fake_slack, CHANNELS[team], envelope["event"]["ts"])} == {
+                workspaces[team].bot_user_id}
