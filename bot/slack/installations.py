@@ -19,10 +19,9 @@ rotated by putting the new one first. The key never leaves the process; nothing 
 
 from __future__ import annotations
 
-import json
 import logging
 import time
-from typing import Any, cast
+from typing import cast
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from pydantic import BaseModel, Field
@@ -256,8 +255,3 @@ class InstallationTokens:
         if stored is None:
             return None
         return stored.bot(self.cipher).bot_token
-
-
-def describe(stored: StoredBot) -> dict[str, Any]:
-    """An installation as an operator may see it: ids and names, never a token."""
-    return json.loads(stored.model_dump_json(exclude={"sealed_bot_token", "sealed_refresh_token"}))

@@ -2,6 +2,7 @@
 included), the OAuth state store, and the shared client acting for one installation at a time."""
 from __future__ import annotations
 
+import base64
 import time
 
 import pytest
@@ -20,6 +21,8 @@ from tests.fakes.server import ServerThread
 from tests.fakes.slack import FakeSlack
 
 KEY = Fernet.generate_key().decode()
+# In test ids, so the same on every test process (pytest-xdist collects in each).
+FIXED_KEY = base64.urlsafe_b64encode(b"k" * 32).decode()
 
 
 def installation(team: str | None, *, token: str, enterprise: str | None = None, org_wide: bool = False,
@@ -83,7 +86,7 @@ async def test_a_rotated_key_still_reads_tokens_sealed_with_the_old_one_and_a_lo
         await RedisInstallationStore(async_redis, TokenCipher(new)).bot_token(Tenant(team="T1"))
 
 
-@pytest.mark.parametrize("key", ["", "  ", "not-a-key", "c2hvcnQ=", f"{KEY},garbage"])
+@pytest.mark.parametrize("key", ["", "  ", "not-a-key", "c2hvcnQ=", f"{FIXED_KEY},garbage"])
 def test_a_token_key_that_is_not_a_fernet_key_is_refused_with_how_to_make_one(key: str) -> None:
     with pytest.raises(ValueError, match=r"DEEPTHREAD_TOKEN_KEY"):
         TokenCipher(key)
