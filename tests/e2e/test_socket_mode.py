@@ -186,6 +186,6 @@ def test_serve_stops_on_sigterm_while_it_cannot_connect(tmp_path: Path, fake_sla
                                                         redis_url: str) -> None:
     fake_slack.fail_next("apps.connections.open", times=1000, status=503)  # Slack having a bad day
     with serve_alone(tmp_path, fake_slack, redis_url) as serve:
-        wait_for(lambda: fake_slack.calls_of("apps.connections.open"), 15, "a connection attempt")
+        wait_for(lambda: fake_slack.calls_of("apps.connections.open"), STARTUP_SECONDS, "a connection attempt")
         serve.terminate()
         wait_for(lambda: serve.poll() is not None, 10, "serve to stop on SIGTERM")
