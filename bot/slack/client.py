@@ -277,11 +277,15 @@ def limit_every_write(client: LimitedWebClient) -> Callable[..., Awaitable[None]
     """A Bolt global middleware: each request's client becomes a limited one on `client`'s limiter."""
 
     async def middleware(
-        context: Any, next: Callable[[], Awaitable[None]]
+        context: Any, body: dict[str, Any], next: Callable[[], Awaitable[None]]
     ) -> None:  # `next`: Bolt passes arguments by name
         plain = context.get("client")
         if plain is not None and not isinstance(plain, LimitedWebClient):
-            context["client"] = LimitedWebClient.like(plain, client.limiter, patience_seconds=client.patience_seconds)
+            limited = LimitedWebClient.like(plain, client.limiter, patience_seconds=client.patience_seconds)
+            # An org-wide install's events name no team in their authorization: count the listener's
+            # writes against the workspace the event is in, not a bucket every workspace shares.
+            limited.team = limited.team or Tenant.of_context(context, body).team
+            context["client"] = limited
         await next()
 
     return middleware

@@ -333,3 +333,39 @@ def test_in_socket_mode_workspaces_install_over_http_and_their_events_come_over_
             assert "Final" in block_text(fake_slack.message(CHANNELS[team], report))
             assert {m.user for m in bot_replies(fake_slack, CHANNELS[team], envelope["event"]["ts"])} == {
                 workspaces[team].bot_user_id}
+
+
+def test_an_org_wide_install_serves_each_workspace_of_the_org_with_its_own_records(
+        tmp_path: Path, redis_url: str, fake_slack: FakeSlack, fake_model, fake_web) -> None:
+    """Enterprise Grid, as Bolt handles it: one install for the org, found for an event of any of
+    its workspaces; spend and rate buckets stay per workspace; removing it from the org stops the
+    runs of all of them and deletes the org's token."""
+    org, teams = "E0ORG", {"T0EAST": "C0EAST", "T0WEST": "C0WEST"}
+    for team, channel in teams.items():
+        fake_slack.add_workspace(team, channels=(channel,), enterprise_id=org)
+    bot = fake_slack.orgs[org].bot_user_id
+    with workspaces_stack(tmp_path, fake_slack, redis_url=redis_url, model_url=fake_model.url,
+                          web_url=fake_web.url) as (base, s):
+        assert "Thank you!" in install(base, org).text
+        redis = Redis.from_url(redis_url)
+        assert redis.smembers("deepthread:installations") == {f"deepthread:installation:{org}:-".encode()}
+        threads = {}
+        for team, channel in teams.items():
+            envelope = app_mention_event("expense ratio VTI SCHB ITOT", channel=channel, team_id=team,
+                                         bot_user_id=bot, enterprise_id=org, is_enterprise_install=True)
+            threads[team] = fake_slack.seed_event(envelope)
+            assert post_event(s, envelope).status_code == 200
+        store = RunStore(redis)
+        for team, channel in teams.items():
+            report = finished_report(fake_slack, channel, threads[team])
+            assert "Final" in block_text(fake_slack.message(channel, report))
+            (run_id,) = store.thread_run_ids(team, channel, threads[team])
+            run = store.get(run_id).run
+            assert (run.team, run.enterprise, run.enterprise_install) == (team, org, True)
+            assert [r.run_id for r in Spend(redis).month(team).top_runs] == [run_id], "spend stays per workspace"
+            assert redis.exists(f"deepthread:ratelimit:{team}:chat.update")
+            assert {m.user for m in bot_replies(fake_slack, channel, threads[team])} == {bot}
+        assert not list(redis.scan_iter("deepthread:ratelimit:default:*")), "no bucket shared by the org's workspaces"
+
+        assert post_event(s, fake_slack.uninstall(org)).status_code == 200
+        wait_for(lambda: not redis.exists(f"deepthread:installation:{org}:-"), 20, "the org's token to be deleted")

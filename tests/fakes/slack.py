@@ -184,7 +184,7 @@ class FakeSlack(WebApiMethods, SocketMode, Workspaces):
         if method not in APP_LEVEL_METHODS and method not in CLIENT_CREDENTIAL_METHODS and token:
             with self._lock:
                 try:
-                    caller = self._workspace_of_token(str(token)) if str(token).startswith("xoxb-") else None
+                    caller = self._workspace_of_token(str(token), params) if str(token).startswith("xoxb-") else None
                 except SlackError as e:
                     caller_error = e
         with self._lock:

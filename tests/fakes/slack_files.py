@@ -124,7 +124,8 @@ async def _download(fake: FakeSlack, request: web.Request) -> web.StreamResponse
         allowed = bool(token and token.startswith("xoxb-")) and "files:read" in fake.scopes
         if allowed and f is not None:
             try:  # a token of another workspace (or a revoked one) is not signed in here
-                allowed = fake._workspace_of_token(str(token)).team_id == fake.team_of_channel(f.channel)
+                acting = fake._workspace_of_token(str(token), {"channel": f.channel})
+                allowed = acting.team_id == fake.team_of_channel(f.channel)
             except SlackError:
                 allowed = False
     if not allowed:

@@ -20,6 +20,11 @@ tokens Slack issued are accepted, as on Slack:
   bot; a channel of another workspace is `channel_not_found`, a file of another workspace
   `file_not_found`; rate limits count per workspace and method, as Slack's tiers do; a revoked
   token (`uninstall`) answers `token_revoked`.
+- An Enterprise Grid org (`add_workspace(..., enterprise_id=...)` puts workspaces in one) can be
+  installed org-wide (the authorize page given the org's id as `team`, or `install_as` it):
+  `oauth.v2.access` answers `team: null`, the `enterprise`, `is_enterprise_install: true` and one
+  org bot; its token acts in any workspace of the org (the workspace of the channel a call names)
+  and in no other, as Slack's org-level tokens do.
 """
 
 from __future__ import annotations
@@ -60,6 +65,7 @@ class FakeWorkspace:
     token: str | None = None  # the bot token an install issued (None: not installed)
     scopes: set[str] = field(default_factory=set)
     installed_by: str | None = None
+    org_wide: bool = False  # an org's token acting with no workspace named (auth.test)
 
     @property
     def domain(self) -> str:
@@ -67,8 +73,19 @@ class FakeWorkspace:
 
 
 @dataclass
+class FakeOrg:
+    """An Enterprise Grid org: its workspaces share one bot when the app is installed org-wide."""
+
+    enterprise_id: str
+    name: str
+    bot_user_id: str
+    bot_id: str
+    token: str | None = None
+
+
+@dataclass
 class _Code:
-    team_id: str
+    team_id: str  # a workspace, or an org's enterprise id for an org-wide install
     redirect_uri: str | None  # as sent to the authorize page (None: the app's configured one was used)
     scopes: set[str]
     installer: str
@@ -89,6 +106,8 @@ class Workspaces(_Base):
     def _init_workspaces(self, team_id: str, name: str, bot_user_id: str, bot_id: str) -> None:
         self.default_workspace = FakeWorkspace(team_id=team_id, name=name, bot_user_id=bot_user_id, bot_id=bot_id)
         self.workspaces: dict[str, FakeWorkspace] = {team_id: self.default_workspace}
+        self.orgs: dict[str, FakeOrg] = {}
+        self._org_tokens: dict[str, str] = {}  # an org-wide install's bot token -> enterprise id
         self._caller: FakeWorkspace = self.default_workspace  # the workspace the current call acts in
         self._channel_team: dict[str, str] = {}  # channel -> the workspace it belongs to
         self._tokens: dict[str, str] = {}  # issued bot token -> team id
@@ -112,6 +131,9 @@ class Workspaces(_Base):
                 enterprise_name=f"Org {enterprise_id}" if enterprise_id else None,
             )
             self.workspaces[team_id] = workspace
+            if enterprise_id and enterprise_id not in self.orgs:
+                self.orgs[enterprise_id] = FakeOrg(enterprise_id, f"Org {enterprise_id}", f"WBOT{enterprise_id}",
+                                                   f"B{enterprise_id}")
             for channel in channels:
                 self._channel_team[channel] = team_id
             return workspace
@@ -136,9 +158,18 @@ class Workspaces(_Base):
             self._deny_next = True
 
     def uninstall(self, team_id: str) -> dict[str, Any]:
-        """The workspace removes the app: its token is revoked. Returns the `app_uninstalled`
-        envelope Slack sends the app (deliver it over HTTP or Socket Mode)."""
+        """The workspace (or org, by its enterprise id) removes the app: its token is revoked.
+        Returns the `app_uninstalled` envelope Slack sends the app (over HTTP or Socket Mode)."""
         with self._lock:
+            org = self.orgs.get(team_id)
+            if org is not None:
+                if org.token:
+                    self._revoked.add(org.token)
+                    self._org_tokens.pop(org.token, None)
+                    org.token = None
+                some = next(w for w in self.workspaces.values() if w.enterprise_id == team_id)
+                return app_uninstalled_event(team_id=some.team_id, bot_user_id=org.bot_user_id,
+                                             enterprise_id=team_id, is_enterprise_install=True)
             workspace = self.workspaces[team_id]
             if workspace.token:
                 self._revoked.add(workspace.token)
@@ -178,16 +209,33 @@ class Workspaces(_Base):
 
     # ------------------------------------------------------------ who is calling
 
-    def _workspace_of_token(self, token: str) -> FakeWorkspace:
-        """The workspace a bot token acts in; SlackError as Slack answers a bad one."""
+    def _workspace_of_token(self, token: str, params: dict[str, Any] | None = None) -> FakeWorkspace:
+        """The workspace a bot token acts in (for an org's token, the workspace of the channel the
+        call names); SlackError as Slack answers a bad one."""
         if token in self._revoked:
             raise SlackError("token_revoked")
+        enterprise = self._org_tokens.get(token)
+        if enterprise is not None:
+            return self._org_acting(self.orgs[enterprise], params or {})
         team = self._tokens.get(token)
         if team is not None:
             return self.workspaces[team]
         if self.oauth_app is None:
             return self.default_workspace  # a one-workspace fake: any xoxb- token is its bot's
         raise SlackError("invalid_auth")
+
+    def _org_acting(self, org: FakeOrg, params: dict[str, Any]) -> FakeWorkspace:
+        """An org-wide token acts in the workspace of the call's channel, with the org's bot."""
+        channel = _str(params.get("channel") or params.get("channel_id"))
+        if channel:
+            workspace = self.workspaces.get(self.team_of_channel(channel))
+            if workspace is None or workspace.enterprise_id != org.enterprise_id:
+                raise SlackError("channel_not_found")
+            return FakeWorkspace(team_id=workspace.team_id, name=workspace.name, bot_user_id=org.bot_user_id,
+                                 bot_id=org.bot_id, enterprise_id=org.enterprise_id, enterprise_name=org.name)
+        return FakeWorkspace(team_id=org.enterprise_id, name=org.name, bot_user_id=org.bot_user_id,
+                             bot_id=org.bot_id, enterprise_id=org.enterprise_id, enterprise_name=org.name,
+                             org_wide=True)
 
     def team_of_channel(self, channel: str) -> str:
         """The workspace a channel belongs to (the first one unless a test said otherwise)."""
@@ -231,7 +279,7 @@ class Workspaces(_Base):
                 back["error"] = "access_denied"
             else:
                 team = q.get("team") or self._installing_team
-                if team not in self.workspaces:
+                if team not in self.workspaces and team not in self.orgs:
                     return web.Response(status=400, text=f"Unknown workspace {team}", content_type="text/plain")
                 code = f"{secrets.randbelow(10**10)}.{secrets.token_hex(20)}"
                 self._codes[code] = _Code(team, sent_uri, scopes, "U0INSTALLER", time.monotonic() + CODE_SECONDS)
@@ -253,6 +301,8 @@ class Workspaces(_Base):
         if grant.redirect_uri is not None and _str(p.get("redirect_uri")) != grant.redirect_uri:
             raise SlackError("bad_redirect_uri")
         grant.used = True
+        if grant.team_id in self.orgs:
+            return self._org_install(self.orgs[grant.team_id], grant)
         workspace = self.workspaces[grant.team_id]
         self.issue_token(workspace.team_id)  # a reinstall keeps the bot token it already has
         workspace.scopes = set(grant.scopes)
@@ -270,6 +320,25 @@ class Workspaces(_Base):
             "enterprise": enterprise,
             "authed_user": {"id": grant.installer},
             "is_enterprise_install": False,
+        }
+
+
+    def _org_install(self, org: FakeOrg, grant: _Code) -> dict[str, Any]:
+        """An org-wide install: one token for every workspace of the org, no team."""
+        if org.token is None:
+            org.token = f"xoxb-{org.enterprise_id.lower()}-{secrets.token_hex(12)}"
+            self._org_tokens[org.token] = org.enterprise_id
+        self.installs.append((org.enterprise_id, org.token))
+        return {
+            "access_token": org.token,
+            "token_type": "bot",
+            "scope": ",".join(sorted(grant.scopes)),
+            "bot_user_id": org.bot_user_id,
+            "app_id": APP_ID,
+            "team": None,
+            "enterprise": {"id": org.enterprise_id, "name": org.name},
+            "authed_user": {"id": grant.installer},
+            "is_enterprise_install": True,
         }
 
 

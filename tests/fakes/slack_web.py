@@ -55,7 +55,7 @@ class WebApiMethods(_Base):
             "team_id": self._caller.team_id,
             "user_id": self._caller.bot_user_id,
             "bot_id": self._caller.bot_id,
-            "is_enterprise_install": False,
+            "is_enterprise_install": self._caller.org_wide,
             **({"enterprise_id": self._caller.enterprise_id} if self._caller.enterprise_id else {}),
         }
 

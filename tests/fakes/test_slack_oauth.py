@@ -117,3 +117,24 @@ async def test_rate_limits_count_per_workspace(slack: FakeSlack) -> None:
     with pytest.raises(SlackApiError) as limited:
         await one.chat_postMessage(channel="C1", text="c")
     assert limited.value.response.status_code == 429
+
+
+async def test_an_org_wide_install_gives_one_token_for_every_workspace_of_the_org_and_no_other(
+        slack: FakeSlack) -> None:
+    slack.add_workspace("T3", channels=("C3",), enterprise_id="E1")
+    slack.add_workspace("T4", channels=("C4",), enterprise_id="E1")
+    back = approve(slack, team="E1")  # an org admin installs for the whole org
+    answer = await api(slack).oauth_v2_access(client_id=CLIENT_ID, client_secret=SECRET, code=back["code"][0])
+    assert answer["team"] is None and answer["enterprise"] == {"id": "E1", "name": "Org E1"}
+    assert answer["is_enterprise_install"] is True
+    org = api(slack, answer["access_token"])
+    who = await org.auth_test()
+    assert who["is_enterprise_install"] is True and who["enterprise_id"] == "E1"
+    for channel, team in (("C3", "T3"), ("C4", "T4")):
+        posted = await org.chat_postMessage(channel=channel, text="hello")
+        assert posted["message"]["team"] == team and posted["message"]["user"] == "WBOTE1"
+    with pytest.raises(SlackApiError, match="channel_not_found"):
+        await org.chat_postMessage(channel="C1", text="a workspace outside the org")
+    slack.uninstall("E1")
+    with pytest.raises(SlackApiError, match="token_revoked"):
+        await org.chat_postMessage(channel="C3", text="after")
