@@ -231,7 +231,7 @@ class RedisInstallationStore(AsyncInstallationStore):
         return bot.bot_token if bot else None
 
     async def installed(self) -> list[StoredBot]:
-        """Every installation (tokens still sealed), for `doctor` and the operator."""
+        """Every installation (tokens still sealed): what serve says at start-up."""
         found = []
         for raw_key in await self.redis.smembers(keys.INSTALLATIONS):
             stored = _decode(await self.redis.get(text(raw_key)))
