@@ -17,6 +17,7 @@ __all__ = [
     "legacy_charts",
     "legacy_spill",
     "oauth_state",
+    "plan_first",
     "ratelimit_pause",
     "ratelimit_window",
     "rendered",
@@ -77,6 +78,11 @@ def ratelimit_pause(team: str | None, method: str) -> str:
 
 def ratelimit_window(team: str | None, method: str) -> str:
     return f"{PREFIX}:ratelimit:{workspace(team)}:{method}"
+
+
+def plan_first(team: str | None) -> str:
+    """Hash: channel id -> "1" where an admin turned plan first on (bot/desk/plan_first.py)."""
+    return f"{PREFIX}:plan-first:{workspace(team)}"
 
 
 def rendered(run_id: str) -> str:

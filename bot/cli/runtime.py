@@ -12,14 +12,17 @@ import logging
 from collections.abc import Callable
 from functools import partial
 
+from slack_sdk.http_retry.async_handler import AsyncRetryHandler
+from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
-from agent import ThreadWorkspace
+from agent import ThreadWorkspace, WorkspaceSearch
 from bot.exceptions import TokenKeyMismatch
 from bot.settings import Settings
 from bot.slack.installations import InstallationTokens, TokenCipher
 from bot.slack.tenancy import Tenant
 from bot.slack.workspace import SlackWorkspace
+from bot.slack.workspace_search import SlackWorkspaceSearch
 from jobs import JobRuntime, Run
 from jobs.connection import connect
 
@@ -28,16 +31,21 @@ __all__ = ["job_runtime"]
 log = logging.getLogger(__name__)
 
 TokenFor = Callable[[Run], str | None]
+# Slack's search is rate-limited per workspace (10+ a minute for most teams): a 429 is waited out this often.
+SEARCH_429_RETRIES = 2
 
 
 def job_runtime(settings: Settings) -> JobRuntime:
+    token_for = _token_source(settings)
     return JobRuntime(
         agent=settings.agent_config(),
         anthropic_api_key=settings.secret("anthropic_api_key"),
         anthropic_base_url=settings.anthropic_base_url,
         redis_url=settings.redis_url,
         lock_seconds=settings.run_lock_seconds,
-        workspace_for=partial(_workspace_for, settings, _token_source(settings)),
+        workspace_for=partial(_workspace_for, settings, token_for),
+        search_for=partial(_search_for, settings, token_for),
+        plan_expiry_seconds=settings.plan_expiry_minutes * 60,
     )
 
 
@@ -68,3 +76,16 @@ def _workspace_for(settings: Settings, token_for: TokenFor, run: Run) -> ThreadW
     if not token:
         return None
     return SlackWorkspace(AsyncWebClient(token=token, base_url=settings.slack_api_url), run.channel, run.thread_ts)
+
+
+def _search_for(settings: Settings, token_for: TokenFor, run: Run) -> WorkspaceSearch | None:
+    """The team's Slack, searched as the requester with the run's action token, the client holding its
+    installation's bot token (None when search is off or the app was uninstalled)."""
+    if settings.workspace_search == "off" or not (run.channel and run.thread_ts):
+        return None
+    token = token_for(run)
+    if not token:
+        return None
+    retry: list[AsyncRetryHandler] = [AsyncRateLimitErrorRetryHandler(max_retry_count=SEARCH_429_RETRIES)]
+    client = AsyncWebClient(token=token, base_url=settings.slack_api_url, retry_handlers=retry)
+    return SlackWorkspaceSearch(client, run.action_token)

@@ -26,7 +26,7 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.fakes import scopes, slack_files, slack_streaming
+from tests.fakes import scopes, slack_files, slack_search, slack_streaming
 from tests.fakes.slack_events import (
     app_mention_event,
     app_uninstalled_event,
@@ -158,6 +158,7 @@ class FakeSlack(WebApiMethods, SocketMode, Workspaces):
         self.scopes: set[str] = scopes.manifest_bot_scopes()
         self.scope_refusals: list[tuple[str, str]] = []  # (method, needed) answered missing_scope
         slack_streaming.register(self)  # chat.startStream / appendStream / stopStream
+        slack_search.register(self)  # assistant.search.context, as the acting user
         self._init_workspaces(team_id, TEAM_NAME, bot_user_id, bot_id)
 
     # ---------------------------------------------------------------- server

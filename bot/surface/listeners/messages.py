@@ -13,7 +13,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.services import EVENT_DEDUPE_TTL_SECONDS, Services
-from bot.slack.events import MessageEvent
+from bot.slack.events import MessageEvent, action_token_of
 from bot.slack.tenancy import Tenant
 from bot.surface.steering import thread_message
 
@@ -64,6 +64,7 @@ async def handle_message(
             user=message.user,
             question=message.text.strip(),
             tenant=tenant,
+            action_token=action_token_of(event),
         )
         return
     await thread_message(
@@ -76,4 +77,5 @@ async def handle_message(
         user=message.user,
         text=message.text,
         event_id=event_id,
+        action_token=action_token_of(event),
     )

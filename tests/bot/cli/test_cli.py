@@ -60,7 +60,7 @@ def test_up_starts_its_own_redis_and_worker(tmp_path: Path, fake_slack: FakeSlac
         SLACK_BOT_TOKEN="xoxb-test", SLACK_SIGNING_SECRET=SIGNING_SECRET, SLACK_API_URL=f"{fake_slack.url}/api/",
         ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL=fake_model.url, DEEPTHREAD_SEARCH="searxng",
         SEARXNG_URL=fake_web.url, DEEPTHREAD_FETCH_ALLOW="127.0.0.1", PORT=str(port),
-        # Its own data directory: another `up` on this machine (a developer's, another test run's) holds the default.
+        # Its own data directory: the default one belongs to whoever runs `deepthread up` on this machine.
         DEEPTHREAD_DATA_DIR=str(tmp_path / "data"),
     )  # no REDIS_URL: the embedded default
     with running(["up"], env, tmp_path / "up.log") as process:
