@@ -8,13 +8,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from jobs import keys as _jobs_keys
+from jobs.keys import team_part
 
 __all__ = [
     "DEFAULT_WORKSPACE",
+    "INSTALLATIONS",
     "PUBLISHER_CURSOR",
     "charts",
     "charts_stale",
+    "installation",
     "last_sync",
+    "legacy_charts",
+    "legacy_spill",
+    "oauth_state",
     "plan_first",
     "posts",
     "ratelimit_pause",
@@ -35,25 +41,44 @@ DEFAULT_WORKSPACE = "default"
 
 if TYPE_CHECKING:
     PUBLISHER_CURSOR: str  # the last updates-stream id whose runs are all shown in Slack
+    INSTALLATIONS: str  # Set: the key of every installation record (multi-workspace mode; bot/slack/installations.py)
 else:
 
     def __getattr__(name: str) -> str:  # read at each use: the prefix is a setting (jobs/keys.py)
         if name == "PUBLISHER_CURSOR":
             return f"{_jobs_keys.prefix()}:publisher:cursor"
+        if name == "INSTALLATIONS":
+            return f"{_jobs_keys.prefix()}:installations"
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def installation(enterprise: str, team: str) -> str:
+    """String: one installation's bot, its tokens encrypted (`-` for an absent enterprise or team)."""
+    return f"{_jobs_keys.prefix()}:installation:{enterprise}:{team}"
+
+
+def oauth_state(nonce: str) -> str:
+    """String: an OAuth state this deployment issued, until the install it began comes back (or expires)."""
+    return f"{_jobs_keys.prefix()}:oauth-state:{nonce}"
 
 
 def workspace(team: str | None) -> str:
     return team or DEFAULT_WORKSPACE
 
 
-def charts(channel: str, report_ts: str) -> str:
-    return f"{_jobs_keys.prefix()}:charts:{channel}:{report_ts}"
+def charts(team: str | None, channel: str, report_ts: str) -> str:
+    """Hash: the chart files a report's thread shows (chart -> file id, permalink, version)."""
+    return f"{_jobs_keys.prefix()}:charts:{team_part(team)}:{channel}:{report_ts}"
 
 
-def charts_stale(channel: str, report_ts: str) -> str:
+def charts_stale(team: str | None, channel: str, report_ts: str) -> str:
     """Earlier chart versions whose delete failed, retried on the next sync."""
-    return f"{charts(channel, report_ts)}:stale"
+    return f"{charts(team, channel, report_ts)}:stale"
+
+
+def legacy_charts(channel: str, report_ts: str) -> str:
+    """`charts` before keys had a team (moved under it on first read: bot/publishing/thread_files.py)."""
+    return f"{_jobs_keys.prefix()}:charts:{channel}:{report_ts}"
 
 
 def last_sync(run_id: str) -> str:
@@ -82,13 +107,19 @@ def rendered(run_id: str) -> str:
     return f"{_jobs_keys.prefix()}:rendered:{run_id}"
 
 
-def spill(channel: str, report_ts: str) -> str:
-    return f"{_jobs_keys.prefix()}:spill:{channel}:{report_ts}"
+def spill(team: str | None, channel: str, report_ts: str) -> str:
+    """Hash: the file holding a report too long for its message (file id, digest, upload time, error)."""
+    return f"{_jobs_keys.prefix()}:spill:{team_part(team)}:{channel}:{report_ts}"
 
 
-def spill_stale(channel: str, report_ts: str) -> str:
+def spill_stale(team: str | None, channel: str, report_ts: str) -> str:
     """Earlier versions whose delete failed, retried on the next sync."""
-    return f"{spill(channel, report_ts)}:stale"
+    return f"{spill(team, channel, report_ts)}:stale"
+
+
+def legacy_spill(channel: str, report_ts: str) -> str:
+    """`spill` before keys had a team (moved under it on first read)."""
+    return f"{_jobs_keys.prefix()}:spill:{channel}:{report_ts}"
 
 
 def status_lease(run_id: str) -> str:

@@ -75,6 +75,16 @@ class Settings(BaseSettings):
     slack_signing_secret: SecretStr | None = Field(default=None, validation_alias=_env("SLACK_SIGNING_SECRET"))
     slack_app_token: SecretStr | None = Field(default=None, validation_alias=_env("SLACK_APP_TOKEN"))
     slack_api_url: str = Field(default=SLACK_DEFAULT_API_URL, validation_alias=_env("SLACK_API_URL"))
+    # Multi-workspace mode (Slack's OAuth install flow) when the app's client id and secret are set;
+    # else single-token mode with SLACK_BOT_TOKEN.
+    slack_client_id: str | None = Field(default=None, validation_alias=_env("SLACK_CLIENT_ID"))
+    slack_client_secret: SecretStr | None = Field(default=None, validation_alias=_env("SLACK_CLIENT_SECRET"))
+    # Only when the app has several Redirect URLs configured: the one this deployment serves.
+    slack_redirect_uri: str | None = Field(default=None, validation_alias=_env("SLACK_REDIRECT_URI"))
+    # Signs the OAuth state parameter, so a state this deployment did not issue is refused.
+    slack_state_secret: SecretStr | None = Field(default=None, validation_alias=_env("SLACK_STATE_SECRET"))
+    # Fernet key(s) the installations' tokens are encrypted with in Redis; the first encrypts, all decrypt.
+    token_key: SecretStr | None = Field(default=None, validation_alias=_env("DEEPTHREAD_TOKEN_KEY"))
 
     anthropic_api_key: SecretStr | None = Field(default=None, validation_alias=_env("ANTHROPIC_API_KEY"))
     anthropic_base_url: str | None = Field(default=None, validation_alias=_env("ANTHROPIC_BASE_URL"))
@@ -166,7 +176,18 @@ class Settings(BaseSettings):
         alone, so the Bolt app's request verification and the choice of transport cannot disagree."""
         return self.slack_app_token is not None
 
-    @field_validator("redis_url", "redis_prefix", "queue", "health_port", mode="before")
+    @field_validator(
+        "redis_url",
+        "redis_prefix",
+        "queue",
+        "health_port",
+        "slack_client_id",
+        "slack_client_secret",
+        "slack_redirect_uri",
+        "slack_state_secret",
+        "token_key",
+        mode="before",
+    )
     @classmethod
     def _stripped(cls, value: Any) -> Any:
         """Names and addresses are read without surrounding spaces (a blank one is unset, by _blank_is_unset)."""
@@ -184,6 +205,11 @@ class Settings(BaseSettings):
     def deployment(self) -> dict[str, Any]:
         """The keyword arguments of jobs.keys.configure: where this deployment's keys and jobs live."""
         return {"prefix": self.redis_prefix, "queue": self.queue}
+
+    @property
+    def multi_workspace(self) -> bool:
+        """Slack's OAuth install flow (SLACK_CLIENT_ID and SLACK_CLIENT_SECRET set) rather than one bot token."""
+        return bool(self.slack_client_id) or self.slack_client_secret is not None
 
     @field_validator("workspace_search", mode="before")
     @classmethod

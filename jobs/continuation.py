@@ -26,10 +26,16 @@ def successor(
     """The next run in the thread: the original question and constraints (with the notes
     given along the way), the new request verbatim, the same pinned report."""
     run = parent.run
-    profile = store.redis.get(keys.thread_profile(run.channel or "", run.thread_ts or ""))
+    channel, thread_ts = run.channel or "", run.thread_ts or ""
+    # `parent` is this thread's run, so a profile recorded before keys had a team is this thread's too.
+    profile = store.redis.get(keys.thread_profile(run.team, channel, thread_ts)) or store.redis.get(
+        keys.legacy_thread_profile(channel, thread_ts)
+    )
     constraints = list(dict.fromkeys([*run.constraints, *notes_of(store, run.id)]))
     return Run(
         team=run.team,
+        enterprise=run.enterprise,
+        enterprise_install=run.enterprise_install,
         channel=run.channel,
         thread_ts=run.thread_ts,
         requester=requester or run.requester,
@@ -84,6 +90,6 @@ def prior_of(store: RunStore, state: RunState) -> PriorRun | None:
     )
 
 
-def latest_run(store: RunStore, channel: str, thread_ts: str) -> RunState | None:
-    ids = store.thread_run_ids(channel, thread_ts)
+def latest_run(store: RunStore, team: str | None, channel: str, thread_ts: str) -> RunState | None:
+    ids = store.thread_run_ids(team, channel, thread_ts)
     return store.get(ids[-1]) if ids else None

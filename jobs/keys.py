@@ -5,6 +5,13 @@ Every key starts with the deployment's prefix and research jobs go to its queue:
 deployments can share one Redis without seeing each other's runs. The names below read them when
 used: `keys.UPDATES_STREAM` is the current deployment's stream (never copy one into a module-level
 name of your own, or it keeps the prefix of the moment it was copied).
+
+Every record belongs to one installation (one Slack workspace). A record named by a run id is the
+run's, and a run has one team (`Run.team`); every other record a person can reach by naming
+something in Slack (a thread, a message, an event, a month's spend, a budget, a re-check) has the
+team in its key, so a channel id shared between workspaces (Slack Connect) or a guessed id never
+reaches another workspace's record. Names from before that dimension existed are kept as
+`legacy_*` and read once (jobs/tenancy.py moves them under their team).
 """
 
 from __future__ import annotations
@@ -88,6 +95,11 @@ UPDATES_MAXLEN = 10_000
 NO_TEAM = "-"
 
 
+def team_part(team: str | None) -> str:
+    """The team dimension of a key: the workspace id, or NO_TEAM for runs without one."""
+    return team or NO_TEAM
+
+
 def spend_run(run_id: str) -> str:
     """String: the run's recorded cost (also its "already recorded" mark)."""
     return f"{_deployment.prefix}:spend:run:{run_id}"
@@ -103,8 +115,12 @@ def budgets(team: str | None) -> str:
     return f"{_deployment.prefix}:budgets:{team or NO_TEAM}"
 
 
-def recheck_schedule(channel: str, thread_ts: str) -> str:
+def recheck_schedule(team: str | None, channel: str, thread_ts: str) -> str:
     """String: a thread's re-check schedule."""
+    return f"{_deployment.prefix}:recheck:{team_part(team)}:{channel}:{thread_ts}"
+
+
+def legacy_recheck_schedule(channel: str, thread_ts: str) -> str:
     return f"{_deployment.prefix}:recheck:{channel}:{thread_ts}"
 
 
@@ -148,11 +164,22 @@ def run_source_order(run_id: str) -> str:
     return f"{_deployment.prefix}:run:{run_id}:source-order"
 
 
-def thread_runs(channel: str, thread_ts: str) -> str:
+def thread_runs(team: str | None, channel: str, thread_ts: str) -> str:
+    """List: the thread's run ids, oldest first."""
+    return f"{_deployment.prefix}:thread:{team_part(team)}:{channel}:{thread_ts}"
+
+
+def legacy_thread_runs(channel: str, thread_ts: str) -> str:
     return f"{_deployment.prefix}:thread:{channel}:{thread_ts}"
 
 
+def seen(team: str | None, name: str) -> str:
+    """String: a Slack event (or a reply claimed for a continuation) already handled in this workspace."""
+    return f"{_deployment.prefix}:seen:{team_part(team)}:{name}"
+
+
 def dedupe(name: str) -> str:
+    """String: a run's own once-only marks (notes, recovery); the run id in `name` names the workspace."""
     return f"{_deployment.prefix}:seen:{name}"
 
 
@@ -200,13 +227,21 @@ def current_job(run_id: str) -> str:
     return f"{_deployment.prefix}:run:{run_id}:job"
 
 
-def message_run(channel: str, ts: str) -> str:
+def message_run(team: str | None, channel: str, ts: str) -> str:
     """Which run a progress or report message belongs to (for reactions and buttons)."""
+    return f"{_deployment.prefix}:message:{team_part(team)}:{channel}:{ts}"
+
+
+def legacy_message_run(channel: str, ts: str) -> str:
     return f"{_deployment.prefix}:message:{channel}:{ts}"
 
 
-def thread_profile(channel: str, thread_ts: str) -> str:
+def thread_profile(team: str | None, channel: str, thread_ts: str) -> str:
     """An upgrade asked for after the thread's run ended applies to the next continuation."""
+    return f"{_deployment.prefix}:thread:{team_part(team)}:{channel}:{thread_ts}:profile"
+
+
+def legacy_thread_profile(channel: str, thread_ts: str) -> str:
     return f"{_deployment.prefix}:thread:{channel}:{thread_ts}:profile"
 
 
@@ -243,18 +278,18 @@ def request_parts(run_id: str) -> str:
 def seen_urls(channel: str, thread_ts: str) -> str:
     """Set: the URLs a thread's runs have seen (normalised), which read_page may fetch; follow-up
     runs inherit them (agent/tools/seen_urls.py, jobs.stores.RedisSeenUrls)."""
-    return f"{PREFIX}:seen-urls:{channel}:{thread_ts}"
+    return f"{_deployment.prefix}:seen-urls:{channel}:{thread_ts}"
 
 
 def refused_fetches(run_id: str) -> str:
     """List: the URLs read_page refused to fetch in this run, in order (shown by `deepthread inspect`)."""
-    return f"{PREFIX}:refused-fetches:{run_id}"
+    return f"{_deployment.prefix}:refused-fetches:{run_id}"
 
 
 def file_refusal(version_key: str) -> str:
     """String: why one version of a thread file could not be read (agent FileInfo.version_key),
     so no run downloads and parses it again (jobs.stores.RedisFileRefusals)."""
-    return f"{PREFIX}:file-refusal:{version_key}"
+    return f"{_deployment.prefix}:file-refusal:{version_key}"
 
 
 # --- how long records live ------------------------------------------------------------------

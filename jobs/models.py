@@ -38,7 +38,12 @@ class Run(BaseModel):
     """Who asked what, where. Fixed at creation except for the message references."""
 
     id: str = Field(default_factory=new_run_id)
+    # The installation the question came through (the surface's, opaque here): the workspace, and
+    # for Enterprise Grid its org and whether the app is installed org-wide. Every record of the run
+    # (spend, budgets, thread and message links, re-checks) belongs to `team`.
     team: str | None = None
+    enterprise: str | None = None
+    enterprise_install: bool = False
     channel: str | None = None
     thread_ts: str | None = None
     requester: str | None = None

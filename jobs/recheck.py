@@ -9,7 +9,7 @@ if deleting that job raced with the scheduler moving it to the queue.
 Workers never call Slack. The job records what serve must show, and serve's re-check sweep
 (bot/desk/recheck.py) posts it within seconds:
 
-    deepthread:recheck:{channel}:{thread_ts}   the thread's Schedule (JSON)
+    deepthread:recheck:{team}:{channel}:{thread_ts}   the thread's Schedule (JSON)
     deepthread:recheck:to-show                 sorted set: re-check runs to post at once
     deepthread:recheck:digests                 sorted set: re-check runs whose digest is owed
     deepthread:recheck:run:{run_id}            the RecheckRun (what the digest compares against)
@@ -106,14 +106,19 @@ class RecheckRun(BaseModel):
 
     run_id: str
     parent_run_id: str
+    team: str | None = None
     channel: str
     thread_ts: str
     since: datetime  # when the thread's last run ended: "No changes since …"
 
 
 class ThreadNotice(BaseModel):
-    """A line serve says in a thread on a worker's behalf (workers never call Slack)."""
+    """A line serve says in a thread on a worker's behalf (workers never call Slack), with the
+    installation whose thread it is (serve says it with that installation's token)."""
 
+    team: str | None = None
+    enterprise: str | None = None
+    enterprise_install: bool = False
     channel: str
     thread_ts: str
     text: str
@@ -148,15 +153,22 @@ class Rechecks:
 
     # --- the schedule ------------------------------------------------------------------
 
-    def get(self, channel: str, thread_ts: str) -> Schedule | None:
-        raw = self.redis.get(keys.recheck_schedule(channel, thread_ts))
-        return Schedule.model_validate_json(raw) if raw else None
+    def get(self, team: str | None, channel: str, thread_ts: str) -> Schedule | None:
+        """The thread's schedule in this workspace (one saved before keys had a team, when it is this team's)."""
+        raw = self.redis.get(keys.recheck_schedule(team, channel, thread_ts))
+        if raw is None:
+            legacy = self.redis.get(keys.legacy_recheck_schedule(channel, thread_ts))
+            schedule = Schedule.model_validate_json(legacy) if legacy else None
+            if schedule is not None and (team is None or keys.team_part(schedule.team) == keys.team_part(team)):
+                return schedule
+            return None
+        return Schedule.model_validate_json(raw)
 
     def set(
-        self, channel: str, thread_ts: str, *, seconds: int, repeat: bool, team: str | None, set_by: str | None
+        self, team: str | None, channel: str, thread_ts: str, *, seconds: int, repeat: bool, set_by: str | None
     ) -> tuple[Schedule, bool]:
         """Schedule the thread's re-check, replacing any earlier one; (schedule, replaced)."""
-        old = self.get(channel, thread_ts)
+        old = self.get(team, channel, thread_ts)
         if old is not None:
             self._delete_job(old.token)
         schedule = Schedule(
@@ -172,15 +184,21 @@ class Rechecks:
         )
         return self._plan(schedule, seconds), old is not None
 
-    def cancel(self, channel: str, thread_ts: str) -> Schedule | None:
+    def cancel(self, team: str | None, channel: str, thread_ts: str) -> Schedule | None:
         """Switch the thread's re-checks off; the schedule that was set, if any."""
-        old = self.get(channel, thread_ts)
+        old = self.get(team, channel, thread_ts)
         if old is None:
             return None
-        self.redis.delete(keys.recheck_schedule(channel, thread_ts))
+        self._forget(old)
         self._delete_job(old.token)
-        self._show_next_check(channel, thread_ts, None)
+        self._show_next_check(team, channel, thread_ts, None)
         return old
+
+    def _forget(self, schedule: Schedule) -> None:
+        self.redis.delete(
+            keys.recheck_schedule(schedule.team, schedule.channel, schedule.thread_ts),
+            keys.legacy_recheck_schedule(schedule.channel, schedule.thread_ts),
+        )
 
     def _plan(self, schedule: Schedule, seconds: int) -> Schedule:
         """Enqueue the next check `seconds` from now with a fresh token, and save the schedule."""
@@ -194,21 +212,27 @@ class Rechecks:
             schedule.channel,
             schedule.thread_ts,
             token,
+            schedule.team,
             job_id=job_id_for(token),
             job_timeout=JOB_TIMEOUT_SECONDS,
             result_ttl=keys.JOB_RESULT_TTL_SECONDS,
             failure_ttl=keys.JOB_RESULT_TTL_SECONDS,
             description=f"re-check of thread {schedule.channel}/{schedule.thread_ts}",
         )
-        self._show_next_check(schedule.channel, schedule.thread_ts, when)
+        self._show_next_check(schedule.team, schedule.channel, schedule.thread_ts, when)
         return schedule
 
     def _save(self, schedule: Schedule) -> None:
         # Outlives its next check by the runs' own lifetime; a repeating schedule is saved again each time.
         ttl = int(((schedule.next_at or utcnow()) - utcnow()).total_seconds()) + RUN_TTL_SECONDS
-        self.redis.set(
-            keys.recheck_schedule(schedule.channel, schedule.thread_ts), schedule.model_dump_json(), ex=max(ttl, 1)
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.set(
+            keys.recheck_schedule(schedule.team, schedule.channel, schedule.thread_ts),
+            schedule.model_dump_json(),
+            ex=max(ttl, 1),
         )
+        pipe.delete(keys.legacy_recheck_schedule(schedule.channel, schedule.thread_ts))  # moved under its team
+        pipe.execute()
 
     def _delete_job(self, token: str) -> None:
         try:
@@ -216,9 +240,9 @@ class Rechecks:
         except NoSuchJobError:
             pass  # already ran, or expired
 
-    def _show_next_check(self, channel: str, thread_ts: str, when: datetime | None) -> None:
+    def _show_next_check(self, team: str | None, channel: str, thread_ts: str, when: datetime | None) -> None:
         """The report footer shows the next check: it renders the thread's latest run."""
-        latest = self.store.thread_run_ids(channel, thread_ts)
+        latest = self.store.thread_run_ids(team, channel, thread_ts)
         if latest:
             try:
                 self.store.set_next_check(latest[-1], when)
@@ -227,19 +251,21 @@ class Rechecks:
 
     # --- the scheduled job ---------------------------------------------------------------
 
-    def start(self, channel: str, thread_ts: str, token: str) -> str:
+    def start(self, team: str | None, channel: str, thread_ts: str, token: str) -> str:
         """A check fell due: start the re-check run (or say why not) and plan the next one.
-        Returns what happened, for RQ's job result and the worker log."""
-        schedule = self.get(channel, thread_ts)
+        Returns what happened, for RQ's job result and the worker log. `team` is None for a job
+        planned before keys had a team: its schedule names the team."""
+        schedule = self.get(team, channel, thread_ts)
         if schedule is None or schedule.token != token:
             return "replaced"  # switched off or replaced since this job was planned
-        ids = self.store.thread_run_ids(channel, thread_ts)
+        team = schedule.team
+        ids = self.store.thread_run_ids(team, channel, thread_ts)
         try:
             parent = self.store.get(ids[-1]) if ids else None
         except RunNotFound:
             parent = None
         if parent is None:
-            self.redis.delete(keys.recheck_schedule(channel, thread_ts))
+            self._forget(schedule)
             return "gone"  # the thread's report expired: nothing left to re-check
         if not parent.status.finished:
             self._plan(schedule, BUSY_RETRY_SECONDS)  # the run in progress checks fresh sources anyway
@@ -247,9 +273,9 @@ class Rechecks:
         budget = self.budget_reached(self.redis, schedule.team, channel)
         if budget:
             planned = self._plan(schedule, schedule.retry_seconds())
-            self._say_skipped(planned, f"{budget} is reached")
+            self._say_skipped(planned, parent, f"{budget} is reached")
             return "over budget"
-        if not self.store.claim_event(job_id_for(token), keys.JOB_RESULT_TTL_SECONDS):
+        if not self.store.claim_event(team, job_id_for(token), keys.JOB_RESULT_TTL_SECONDS):
             return "already started"  # this job ran before (a duplicate delivery)
         since = parent.finished_at or parent.updated_at
         run = successor(self.store, parent, recheck_request(since), schedule.set_by).model_copy(
@@ -269,6 +295,7 @@ class Rechecks:
             RecheckRun(
                 run_id=run.id,
                 parent_run_id=parent.run.id,
+                team=team,
                 channel=channel,
                 thread_ts=thread_ts,
                 since=since,
@@ -280,7 +307,7 @@ class Rechecks:
         else:
             # A single check: what follows depends on how it ends (`ended`).
             self._save(schedule.model_copy(update={"next_at": None}))
-            self._show_next_check(channel, thread_ts, None)
+            self._show_next_check(team, channel, thread_ts, None)
         return f"started run {run.id}"
 
     def _record(self, recheck: RecheckRun) -> None:
@@ -291,11 +318,20 @@ class Rechecks:
         pipe.zadd(keys.RECHECK_DIGESTS, {recheck.run_id: now})
         pipe.execute()
 
-    def _say_skipped(self, schedule: Schedule, why: str) -> None:
-        self.say(schedule.channel, schedule.thread_ts, f"Re-check skipped: {why}; {next_check_words(schedule)}.")
+    def _say_skipped(self, schedule: Schedule, parent: RunState, why: str) -> None:
+        self.say(parent, f"Re-check skipped: {why}; {next_check_words(schedule)}.")
 
-    def say(self, channel: str, thread_ts: str, line: str) -> None:
-        notice = ThreadNotice(channel=channel, thread_ts=thread_ts, text=line)
+    def say(self, latest: RunState, line: str) -> None:
+        """A line for serve to say in the thread of `latest` (a run of that thread)."""
+        run = latest.run
+        notice = ThreadNotice(
+            team=run.team,
+            enterprise=run.enterprise,
+            enterprise_install=run.enterprise_install,
+            channel=run.channel or "",
+            thread_ts=run.thread_ts or "",
+            text=line,
+        )
         self.redis.rpush(keys.RECHECK_NOTICES, notice.model_dump_json())
 
     # --- what serve posts ----------------------------------------------------------------
@@ -351,12 +387,12 @@ class Rechecks:
         """After a re-check's digest: a single check that failed keeps its schedule (tried again);
         one that ran is done. Returns the thread's schedule as it now stands."""
         self.redis.zrem(keys.RECHECK_DIGESTS, recheck.run_id)
-        schedule = self.get(recheck.channel, recheck.thread_ts)
+        schedule = self.get(state.run.team, recheck.channel, recheck.thread_ts)
         if schedule is None or schedule.next_at is not None:
             return schedule  # switched off, replaced, or repeating (already planned)
         if not verified(state) and state.status != RunStatus.stopped:  # a person's stop is not retried
             return self._plan(schedule, schedule.retry_seconds())
-        self.redis.delete(keys.recheck_schedule(recheck.channel, recheck.thread_ts))
+        self._forget(schedule)
         return None
 
 
@@ -373,10 +409,10 @@ def next_check_words(schedule: Schedule | None) -> str:
     return f"next check {schedule.next_at:%a %-d %b, %H:%M} UTC"
 
 
-def run_recheck(channel: str, thread_ts: str, token: str) -> str:
-    """RQ entry point of a scheduled check."""
+def run_recheck(channel: str, thread_ts: str, token: str, team: str | None = None) -> str:
+    """RQ entry point of a scheduled check (`team` absent: planned before keys had a team)."""
     job = get_current_job()
     redis: Redis = job.connection if job is not None else Redis()
-    outcome = Rechecks(redis).start(channel, thread_ts, token)
+    outcome = Rechecks(redis).start(team, channel, thread_ts, token)
     log.info("re-check of thread %s/%s: %s", channel, thread_ts, outcome)
     return outcome

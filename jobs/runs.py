@@ -26,6 +26,7 @@ from .control import add_note, record_upgrade
 from .exceptions import RunNotFound, ThreadMoved
 from .hard_stop import HARD_STOP_SECONDS, claim_due, request_stop_with_deadline
 from .hard_stop import done as hard_stop_done
+from .legacy_keys import adopt_legacy, string_value
 from .models import Run, RunState, RunStatus
 from .queue import enqueue
 from .spend import record_spend
@@ -87,25 +88,59 @@ class Runs:
     def get(self, run_id: str) -> RunState:
         return self.store.get(run_id)
 
-    def claim_event(self, event_id: str, ttl_seconds: int) -> bool:
-        return self.store.claim_event(event_id, ttl_seconds)
+    def claim_event(self, team: str | None, event_id: str, ttl_seconds: int) -> bool:
+        return self.store.claim_event(team, event_id, ttl_seconds)
 
-    def in_thread(self, channel: str, thread_ts: str) -> bool:
-        """True when the thread has runs of ours."""
-        return bool(self.store.thread_run_ids(channel, thread_ts))
+    def in_thread(self, team: str | None, channel: str, thread_ts: str) -> bool:
+        """True when the thread has runs of this workspace."""
+        return bool(self.store.thread_run_ids(team, channel, thread_ts))
 
-    def latest_in_thread(self, channel: str, thread_ts: str) -> RunState | None:
-        return latest_run(self.store, channel, thread_ts)
+    def latest_in_thread(self, team: str | None, channel: str, thread_ts: str) -> RunState | None:
+        return latest_run(self.store, team, channel, thread_ts)
 
-    def run_of_message(self, channel: str, ts: str) -> RunState | None:
-        """The run a progress or report message belongs to (for reactions and buttons)."""
-        run_id = self._redis.get(keys.message_run(channel, ts))
+    def run_of_message(self, team: str | None, channel: str, ts: str) -> RunState | None:
+        """The run a progress or report message of this workspace belongs to (for reactions and buttons)."""
+        key = keys.message_run(team, channel, ts)
+        adopt_legacy(
+            self._redis,
+            key,
+            keys.legacy_message_run(channel, ts),
+            team=team,
+            team_of=self.store.team_of,
+            run_id_of=string_value,
+        )
+        run_id = self._redis.get(key)
         if not run_id:
             return None
         try:
-            return self.store.get(text(run_id))
+            state = self.store.get(text(run_id))
         except RunNotFound:
             return None
+        # Never another workspace's run, whatever the link says.
+        return state if keys.team_part(state.run.team) == keys.team_part(team) else None
+
+    def active_in(self, team: str | None, *, enterprise: str | None = None) -> list[RunState]:
+        """Active runs of a workspace, or with `enterprise` of every workspace of that org."""
+        found = []
+        for run_id in self.store.active_ids():
+            try:
+                state = self.store.get(run_id)
+            except RunNotFound:
+                continue
+            run = state.run
+            if (run.enterprise == enterprise) if enterprise else (keys.team_part(run.team) == keys.team_part(team)):
+                found.append(state)
+        return found
+
+    def stop_workspace(self, team: str | None, reason: str, *, enterprise: str | None = None) -> list[str]:
+        """The app was uninstalled (or its bot token revoked): end every active run of the workspace
+        (or, with `enterprise`, of the org) as stopped, with `reason`, and kill their jobs. Returns their ids."""
+        stopped = []
+        for state in self.active_in(team, enterprise=enterprise):
+            self.force_stop(state.run.id, reason)
+            self._redis.zrem(keys.UNPOSTED, state.run.id)  # nothing can be posted for it any more
+            stopped.append(state.run.id)
+        return stopped
 
     # --- starting ------------------------------------------------------------------
 
@@ -126,7 +161,7 @@ class Runs:
         state = self.store.set_messages(run_id, progress=progress, report=report)
         pipe = self._redis.pipeline()
         for ts in (progress, report):
-            pipe.set(keys.message_run(state.run.channel or "", ts), run_id, ex=RUN_TTL_SECONDS)
+            pipe.set(keys.message_run(state.run.team, state.run.channel or "", ts), run_id, ex=RUN_TTL_SECONDS)
         pipe.zrem(keys.UNPOSTED, run_id)
         pipe.delete(keys.posting(run_id))
         pipe.execute()
@@ -182,7 +217,7 @@ class Runs:
         """A reply after `parent` ended. Exactly one of several replies racing each other starts
         the continuation (a compare-and-set on the thread); the others become its notes.
         None for a repeated delivery of the same reply."""
-        if not self.store.claim_event(f"continue:{event_id}", CONTINUE_DEDUPE_TTL_SECONDS):
+        if not self.store.claim_event(parent.run.team, f"continue:{event_id}", CONTINUE_DEDUPE_TTL_SECONDS):
             return None
         for _ in range(MAX_CONTINUE_TRIES):
             run = successor(self.store, parent, request, requester, action_token)
@@ -241,7 +276,9 @@ class Runs:
         state = self.store.get(run_id)
         run = state.run
         if state.status.finished:
-            self._redis.set(keys.thread_profile(run.channel or "", run.thread_ts or ""), "deep", ex=RUN_TTL_SECONDS)
+            self._redis.set(
+                keys.thread_profile(run.team, run.channel or "", run.thread_ts or ""), "deep", ex=RUN_TTL_SECONDS
+            )
             return Upgrade.next_run
         return Upgrade.raised if record_upgrade(self._redis, run.id, event_id) else Upgrade.already
 
@@ -290,17 +327,20 @@ class AsyncRuns:
     async def get(self, run_id: str) -> RunState:
         return await asyncio.to_thread(self.sync.get, run_id)
 
-    async def claim_event(self, event_id: str, ttl_seconds: int) -> bool:
-        return await asyncio.to_thread(self.sync.claim_event, event_id, ttl_seconds)
+    async def claim_event(self, team: str | None, event_id: str, ttl_seconds: int) -> bool:
+        return await asyncio.to_thread(self.sync.claim_event, team, event_id, ttl_seconds)
 
-    async def in_thread(self, channel: str, thread_ts: str) -> bool:
-        return await asyncio.to_thread(self.sync.in_thread, channel, thread_ts)
+    async def in_thread(self, team: str | None, channel: str, thread_ts: str) -> bool:
+        return await asyncio.to_thread(self.sync.in_thread, team, channel, thread_ts)
 
-    async def latest_in_thread(self, channel: str, thread_ts: str) -> RunState | None:
-        return await asyncio.to_thread(self.sync.latest_in_thread, channel, thread_ts)
+    async def latest_in_thread(self, team: str | None, channel: str, thread_ts: str) -> RunState | None:
+        return await asyncio.to_thread(self.sync.latest_in_thread, team, channel, thread_ts)
 
-    async def run_of_message(self, channel: str, ts: str) -> RunState | None:
-        return await asyncio.to_thread(self.sync.run_of_message, channel, ts)
+    async def run_of_message(self, team: str | None, channel: str, ts: str) -> RunState | None:
+        return await asyncio.to_thread(self.sync.run_of_message, team, channel, ts)
+
+    async def stop_workspace(self, team: str | None, reason: str, *, enterprise: str | None = None) -> list[str]:
+        return await asyncio.to_thread(lambda: self.sync.stop_workspace(team, reason, enterprise=enterprise))
 
     async def start(self, run: Run) -> RunState:
         return await asyncio.to_thread(self.sync.start, run)

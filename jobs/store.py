@@ -48,6 +48,7 @@ from agent.thread_memory import ThreadSummary
 from . import keys
 from .connection import text
 from .exceptions import LeaseLost, RunNotFound, ThreadMoved
+from .legacy_keys import adopt_legacy, last_in_list
 from .models import BudgetLeft, Run, RunState, RunStatus, Usage
 from .state import apply_in_place
 
@@ -242,7 +243,7 @@ class RunStore:
         linked = (
             text(
                 self._link(
-                    keys=[keys.thread_runs(run.channel or "", run.thread_ts or ""), keys.ACTIVE_RUNS],
+                    keys=[keys.thread_runs(run.team, run.channel or "", run.thread_ts or ""), keys.ACTIVE_RUNS],
                     args=[run.id, after or "", RUN_TTL_SECONDS],
                 )
             )
@@ -354,12 +355,31 @@ class RunStore:
     def active_ids(self) -> list[str]:
         return sorted(text(m) for m in self.redis.smembers(keys.ACTIVE_RUNS))
 
-    def thread_run_ids(self, channel: str, thread_ts: str) -> list[str]:
-        return [text(m) for m in self.redis.lrange(keys.thread_runs(channel, thread_ts), 0, -1)]
+    def thread_run_ids(self, team: str | None, channel: str, thread_ts: str) -> list[str]:
+        """The runs of a thread of this workspace, oldest first (none for another workspace's thread)."""
+        key = keys.thread_runs(team, channel, thread_ts)
+        adopt_legacy(
+            self.redis,
+            key,
+            keys.legacy_thread_runs(channel, thread_ts),
+            team=team,
+            team_of=self.team_of,
+            run_id_of=last_in_list,
+        )
+        return [text(m) for m in self.redis.lrange(key, 0, -1)]
 
-    def claim_event(self, event_id: str, ttl_seconds: int) -> bool:
-        """True the first time an event id is seen (Slack retries deliver it again)."""
-        return bool(self.redis.set(keys.dedupe(event_id), "1", nx=True, ex=ttl_seconds))
+    def team_of(self, run_id: str) -> str | None:
+        """The workspace a run belongs to (None: no such run, or a run without one)."""
+        try:
+            return self.get(run_id).run.team
+        except RunNotFound:
+            return None
+
+    def claim_event(self, team: str | None, event_id: str, ttl_seconds: int) -> bool:
+        """True the first time this workspace's event id is seen (Slack retries deliver it again)."""
+        if self.redis.exists(keys.dedupe(event_id)):
+            return False  # claimed by a version whose marks had no team, within the last day
+        return bool(self.redis.set(keys.seen(team, event_id), "1", nx=True, ex=ttl_seconds))
 
     # --- writing ---------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from agent import DDGSFactory
 from agent import search_providers as providers
 from agent import search_web as search
 from bot.settings import SEARCH_PROVIDERS, Settings
+from bot.slack.installations import TokenCipher
 from jobs.connection import RedisUrlError, connect, redact
 
 # A plain query any working web index answers, for the live check.
@@ -40,7 +41,60 @@ def blank_problems(blank: list[str]) -> list[str]:
     ]
 
 
+def token_key_problems(settings: Settings) -> list[str]:
+    """Multi-workspace mode keeps every workspace's token encrypted with DEEPTHREAD_TOKEN_KEY."""
+    key = settings.secret("token_key")
+    if not key:
+        return [
+            "DEEPTHREAD_TOKEN_KEY is not set: multi-workspace mode encrypts the installed workspaces' tokens "
+            'with it; make one with `python -c "from cryptography.fernet import Fernet; '
+            'print(Fernet.generate_key().decode())"`, export it in serve and every worker, and keep it safe'
+        ]
+    try:
+        TokenCipher(key)
+    except ValueError as exc:
+        return [str(exc)]
+    return []
+
+
+def oauth_problems(settings: Settings) -> list[str]:
+    """Multi-workspace mode: Slack's install flow needs the app's credentials and a state secret."""
+    problems = []
+    if not settings.slack_client_id:
+        problems.append(
+            "SLACK_CLIENT_ID is not set but SLACK_CLIENT_SECRET is: copy both from Basic Information → App "
+            "Credentials (or unset SLACK_CLIENT_SECRET for single-workspace mode with SLACK_BOT_TOKEN)"
+        )
+    if not settings.secret("slack_client_secret"):
+        problems.append(
+            "SLACK_CLIENT_SECRET is not set but SLACK_CLIENT_ID is: copy both from Basic Information → App "
+            "Credentials (or unset SLACK_CLIENT_ID for single-workspace mode with SLACK_BOT_TOKEN)"
+        )
+    if not settings.secret("slack_state_secret"):
+        problems.append(
+            "SLACK_STATE_SECRET is not set: multi-workspace mode signs the install flow's state with it; set it "
+            'to a long random string, e.g. `python -c "import secrets; print(secrets.token_urlsafe(32))"`'
+        )
+    return problems + token_key_problems(settings)
+
+
 def slack_problems(settings: Settings) -> list[str]:
+    if settings.multi_workspace:
+        problems = oauth_problems(settings)
+    else:
+        problems = _bot_token_problems(settings)
+    app_token = settings.secret("slack_app_token")
+    if app_token and not app_token.startswith("xapp-"):
+        problems.append("SLACK_APP_TOKEN should be an app-level token starting with xapp- (with connections:write)")
+    if not app_token and not settings.secret("slack_signing_secret"):
+        problems.append(
+            "SLACK_SIGNING_SECRET is not set: HTTP mode needs it (Basic Information → Signing Secret); "
+            "or set SLACK_APP_TOKEN to use Socket Mode"
+        )
+    return problems
+
+
+def _bot_token_problems(settings: Settings) -> list[str]:
     problems = []
     token = settings.secret("slack_bot_token")
     if not token:
@@ -50,14 +104,6 @@ def slack_problems(settings: Settings) -> list[str]:
         )
     elif not token.startswith("xoxb-"):
         problems.append("SLACK_BOT_TOKEN does not look like a bot token: it should start with xoxb-")
-    app_token = settings.secret("slack_app_token")
-    if app_token and not app_token.startswith("xapp-"):
-        problems.append("SLACK_APP_TOKEN should be an app-level token starting with xapp- (with connections:write)")
-    if not app_token and not settings.secret("slack_signing_secret"):
-        problems.append(
-            "SLACK_SIGNING_SECRET is not set: HTTP mode needs it (Basic Information → Signing Secret); "
-            "or set SLACK_APP_TOKEN to use Socket Mode"
-        )
     return problems
 
 
@@ -166,8 +212,11 @@ def check(settings: Settings, command: str) -> list[str]:
     if command == "serve":
         return slack_problems(settings) + redis_problems(settings, can_start_local=False)
     if command == "worker":
+        # A worker reads its run's thread with the installation's token: it needs the key too.
+        keys = token_key_problems(settings) if settings.multi_workspace else []
         return (
-            model_problems(settings)
+            keys
+            + model_problems(settings)
             + search_problems(settings)
             + fetch_problems(settings)
             + mcp_problems(settings)

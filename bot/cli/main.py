@@ -58,6 +58,8 @@ def cmd_doctor(settings: Settings, args: argparse.Namespace) -> int:
         print(problem)
     if not problems:
         mode = "Socket Mode" if settings.socket_mode else f"HTTP mode on port {settings.port}"
+        if settings.multi_workspace:
+            mode += f", many workspaces (installs at /slack/install on port {settings.port})"
         checked = "checked live" if args.live else "looks complete"
         print(f"Configuration {checked}: {mode}, search via {settings.search}, model {settings.model}.")
     return 1 if problems else 0

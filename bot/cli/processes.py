@@ -10,6 +10,7 @@ from typing import Any
 
 from aiohttp import web
 from rq import Queue
+from slack_bolt.authorization import AuthorizeResult
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -22,6 +23,7 @@ from bot.services import Services
 from bot.settings import Settings, StreamConfig
 from bot.surface.app import build_app, identify, slack_client
 from bot.surface.inflight import InFlight
+from bot.surface.oauth import INSTALL_PATH, installation_store, oauth_flow
 from bot.surface.server import web_app
 from jobs import AsyncRuns, Runs, RunStore, keys, spend
 from jobs.connection import connect, connect_async
@@ -59,30 +61,31 @@ async def serve(settings: Settings) -> int:
         return 2
     redis = connect(settings.redis_url)
     async_redis = connect_async(settings.redis_url)
-    client = slack_client(settings)
-    try:
-        identity = await identify(client)
-    except SlackApiError as exc:
-        log.error(
-            "Slack rejected SLACK_BOT_TOKEN (%s): use the bot token (xoxb-…) of an installed app",
-            exc.response.get("error"),
+    installations = oauth = identity = None
+    if settings.multi_workspace:
+        # Each workspace installs through /slack/install; every call uses its installation's token.
+        installations = installation_store(settings, async_redis)
+        client = slack_client(settings, tokens=installations)
+        oauth = oauth_flow(settings, installations, async_redis)
+        log.info(
+            "multi-workspace mode: %d workspace(s) installed; install more at %s",
+            len(await installations.installed()),
+            INSTALL_PATH,
         )
-        return 2
-    except Exception as exc:
-        log.error(
-            "could not reach Slack at %s (%s): check SLACK_API_URL and the network",
-            settings.slack_api_url,
-            type(exc).__name__,
-        )
-        return 2
+    else:
+        client = slack_client(settings)
+        identity = await _identify(settings, client)
+        if identity is None:
+            return 2
     store = RunStore(redis)
     spend.configure(settings.budget_defaults())
     services = Services(
         redis=redis,
         store=store,
-        bot_user_id=identity.bot_user_id,
-        team_id=identity.team_id,
-        enterprise_id=identity.enterprise_id,
+        # Per installation in multi-workspace mode (read from each event's context), so None here.
+        bot_user_id=identity.bot_user_id if identity else None,
+        team_id=identity.team_id if identity else None,
+        enterprise_id=identity.enterprise_id if identity else None,
         dms=settings.dms == "on",
         stop_reaction=settings.stop_reaction,
         admins=settings.id_set(settings.admins),
@@ -93,7 +96,7 @@ async def serve(settings: Settings) -> int:
         workspace_search=settings.workspace_search,
     )
     services.runs = AsyncRuns(Runs(store, hard_stop_seconds=settings.hard_stop_seconds))
-    app = build_app(settings, services, client, identity)
+    app = build_app(settings, services, client, identity, oauth=oauth, installations=installations)
     inflight = InFlight()  # the event handlers under way, which a shutdown lets finish
     inflight.install(asyncio.get_running_loop())
     app.use(inflight.middleware)
@@ -137,10 +140,14 @@ async def serve(settings: Settings) -> int:
     health = ServeHealth(async_redis, publisher, background, socket.problem if socket else _listening)
     code = 0
     if socket is not None:
-        # Socket Mode listens nowhere for Slack, so the health endpoints get a server of their own.
-        runner = web.AppRunner(_health_app(health), access_log=None, shutdown_timeout=1.0)
+        # Socket Mode carries the events, so this server answers the health endpoints (and the install
+        # flow, in multi-workspace mode) only.
+        application = web_app(app, events_enabled=False)
+        health.add_routes(application)
+        runner = web.AppRunner(application, access_log=None, shutdown_timeout=1.0)
         await runner.setup()
         await web.TCPSite(runner, "0.0.0.0", settings.port).start()
+        _log_listening(app, settings, events=False)
         code = await socket.run(stop)
         health.draining = True
     else:
@@ -151,7 +158,7 @@ async def serve(settings: Settings) -> int:
         runner = web.AppRunner(application, access_log=None, shutdown_timeout=HTTP_SHUTDOWN_SECONDS)
         await runner.setup()
         await web.TCPSite(runner, "0.0.0.0", settings.port).start()
-        log.info("deepthread is listening on port %s at /slack/events", settings.port)
+        _log_listening(app, settings, events=True)
         await stop.wait()
         health.draining = True
     cut_short = await inflight.drain(DRAIN_SECONDS)
@@ -186,10 +193,30 @@ async def _listening() -> str | None:
     return None  # HTTP mode: Slack reaches us as long as this process answers
 
 
-def _health_app(health: ServeHealth) -> web.Application:
-    application = web.Application()
-    health.add_routes(application)
-    return application
+async def _identify(settings: Settings, client: AsyncWebClient) -> AuthorizeResult | None:
+    """Single-token mode: who SLACK_BOT_TOKEN is (None, said in one line, when it cannot work)."""
+    try:
+        return await identify(client)
+    except SlackApiError as exc:
+        log.error(
+            "Slack rejected SLACK_BOT_TOKEN (%s): use the bot token (xoxb-…) of an installed app",
+            exc.response.get("error"),
+        )
+    except Exception as exc:
+        log.error(
+            "could not reach Slack at %s (%s): check SLACK_API_URL and the network",
+            settings.slack_api_url,
+            type(exc).__name__,
+        )
+    return None
+
+
+def _log_listening(app: Any, settings: Settings, *, events: bool) -> None:
+    paths = ["/slack/events"] if events else []
+    if app.oauth_flow is not None:
+        paths += [app.oauth_flow.install_path, app.oauth_flow.redirect_uri_path]
+    paths += ["/healthz", "/readyz"]
+    log.info("deepthread is listening on port %s at %s", settings.port, ", ".join(paths))
 
 
 # Slack errors that mean the app-level token will never work: stop with one clear line.

@@ -24,6 +24,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.publishing.lifecycle import post_messages
 from bot.services import Services
 from bot.slack.replies import reply
+from bot.slack.tenancy import Tenant, acting_for
 from jobs import RunState
 from jobs.recheck import (
     DAY_SECONDS,
@@ -125,7 +126,7 @@ async def handle_recheck(
     if command.action == "refused":
         answer = command.problem
     elif command.action == "show":
-        schedule = await asyncio.to_thread(rechecks.get, channel, thread_ts)
+        schedule = await asyncio.to_thread(rechecks.get, run.team, channel, thread_ts)
         answer = (
             f"No re-check is scheduled for this report. {HOW}"
             if schedule is None
@@ -133,7 +134,7 @@ async def handle_recheck(
             f"{next_check_words(schedule)}. `recheck off` switches them off."
         )
     elif command.action == "off":
-        old = await asyncio.to_thread(rechecks.cancel, channel, thread_ts)
+        old = await asyncio.to_thread(rechecks.cancel, run.team, channel, thread_ts)
         answer = (
             "No re-check was scheduled for this report."
             if old is None
@@ -142,7 +143,7 @@ async def handle_recheck(
     else:
         planned, replaced = await asyncio.to_thread(
             lambda: rechecks.set(
-                channel, thread_ts, seconds=command.seconds, repeat=command.repeat, team=run.team, set_by=user
+                run.team, channel, thread_ts, seconds=command.seconds, repeat=command.repeat, set_by=user
             )
         )
         what = "Re-check schedule replaced" if replaced else "Re-check scheduled"
@@ -159,7 +160,8 @@ async def handle_recheck(
 
 
 async def post_recheck_news(services: Services, client: AsyncWebClient) -> None:
-    """Show re-check runs at once, say skipped checks, and post each ended re-check's digest."""
+    """Show re-check runs at once, say skipped checks, and post each ended re-check's digest,
+    each with the token of the installation whose thread it is."""
     rechecks = Rechecks(services.redis)
     for state in await asyncio.to_thread(rechecks.runs_to_show):
         # The lease the orphan sweep takes too: one process posts the run's messages.
@@ -168,8 +170,11 @@ async def post_recheck_news(services: Services, client: AsyncWebClient) -> None:
                 log.info("re-check run %s shown in %s", state.run.id, state.run.channel)
         await asyncio.to_thread(rechecks.shown, state.run.id)
     for notice in await asyncio.to_thread(rechecks.take_notices):
-        await reply(client, notice.channel, notice.thread_ts, notice.text)
+        tenant = Tenant(team=notice.team, enterprise=notice.enterprise, enterprise_install=notice.enterprise_install)
+        with acting_for(tenant):
+            await reply(client, notice.channel, notice.thread_ts, notice.text)
     for recheck, parent, state in await asyncio.to_thread(rechecks.digests_due):
         schedule = await asyncio.to_thread(rechecks.ended, recheck, state)
-        await reply(client, recheck.channel, recheck.thread_ts, digest(recheck, parent, state, schedule))
+        with acting_for(Tenant.of_run(state.run)):
+            await reply(client, recheck.channel, recheck.thread_ts, digest(recheck, parent, state, schedule))
         log.info("re-check run %s: digest posted", recheck.run_id)

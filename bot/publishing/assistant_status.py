@@ -18,8 +18,9 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import keys
-from bot.exceptions import SlotBusy
+from bot.exceptions import NotInstalled, SlotBusy
 from bot.slack.client import take_slots
+from bot.slack.tenancy import Tenant, acting_for
 from jobs import RunState
 
 from . import rendered
@@ -98,6 +99,14 @@ class AssistantStatus:
         run = state.run
         if not run.channel or not run.thread_ts:
             return
+        with acting_for(Tenant.of_run(run)):
+            try:
+                await self._sync(state)
+            except NotInstalled:
+                return  # the status goes with the workspace; the messages' sync says why once
+
+    async def _sync(self, state: RunState) -> None:
+        run = state.run
         have, set_at = await rendered.status_shown(self.redis, run.id)
         if self._to_set(state, have, set_at, time.time()) is None:
             return

@@ -27,7 +27,7 @@ from jobs.connection import text
 from jobs.stores import RedisResultStore
 
 from .spill import RECORD_TTL_SECONDS, SETUP_ERROR_RETRY_SECONDS
-from .thread_files import ThreadFiles
+from .thread_files import ThreadFiles, adopt_legacy
 
 __all__ = ["ChartFile", "ChartFiles", "ChartsOutcome"]
 
@@ -74,9 +74,11 @@ class ChartFiles:
         self.client = client
         self.files = ThreadFiles(redis, client, "chart file", RECORD_TTL_SECONDS)
 
-    async def records(self, channel: str, report_ts: str) -> dict[str, ChartFile]:
+    async def records(self, team: str | None, channel: str, report_ts: str) -> dict[str, ChartFile]:
+        key = keys.charts(team, channel, report_ts)
+        await adopt_legacy(self.redis, key, keys.legacy_charts(channel, report_ts))
         out: dict[str, ChartFile] = {}
-        for name, raw in (await self.redis.hgetall(keys.charts(channel, report_ts))).items():
+        for name, raw in (await self.redis.hgetall(key)).items():
             try:
                 out[text(name)] = ChartFile.model_validate_json(raw)
             except ValidationError:
@@ -90,8 +92,8 @@ class ChartFiles:
         if not run.channel or not run.report_message or not state.charts:
             return outcome
         channel, ts = run.channel, run.report_message
-        await self.files.retry_remembered(run.team, channel, keys.charts_stale(channel, ts))
-        records = await self.records(channel, ts)
+        records = await self.records(run.team, channel, ts)
+        await self.files.retry_remembered(run.team, channel, keys.charts_stale(run.team, channel, ts))
         for chart in state.charts:
             name = chart.key(run.id)
             record = records.get(name)
@@ -147,7 +149,7 @@ class ChartFiles:
             record = (previous or ChartFile(chart_id=chart.chart_id, version=0)).model_copy(
                 update={"error": upload.setup_error, "error_at": now, "failed_version": chart.version}
             )
-            await self._remember(channel, ts, chart.key(run.id), record)
+            await self._remember(run.team, channel, ts, chart.key(run.id), record)
             return record
         if not upload.file_id:
             return None
@@ -158,12 +160,14 @@ class ChartFiles:
             permalink=upload.permalink,
             uploaded_at=now,
         )
-        await self._remember(channel, ts, chart.key(run.id), record)
+        await self._remember(run.team, channel, ts, chart.key(run.id), record)
         if previous is not None and previous.file_id and previous.file_id != record.file_id:
-            await self.files.delete_or_remember(run.team, channel, keys.charts_stale(channel, ts), previous.file_id)
+            await self.files.delete_or_remember(
+                run.team, channel, keys.charts_stale(run.team, channel, ts), previous.file_id
+            )
         return record
 
-    async def _remember(self, channel: str, ts: str, name: str, record: ChartFile) -> None:
-        key = keys.charts(channel, ts)
+    async def _remember(self, team: str | None, channel: str, ts: str, name: str, record: ChartFile) -> None:
+        key = keys.charts(team, channel, ts)
         await self.redis.hset(key, name, record.model_dump_json())
         await self.redis.expire(key, RECORD_TTL_SECONDS)

@@ -10,7 +10,9 @@ import logging
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.exceptions import NotInstalled
 from bot.services import Services
+from bot.slack.tenancy import Tenant, acting_for
 from jobs import RunState
 
 from .posting import PostingLease, PostingLost, RunPoster
@@ -51,9 +53,16 @@ async def post_messages(
 ) -> bool:
     """Post the progress message (and the pinned report for a thread's first run) and attach
     them to the run, each exactly once (posting.py: a message an earlier attempt posted is found
-    and adopted). If Slack refuses, the run is ended with the reason; returns whether posted.
-    Lost answers that stay lost, or a lease lost to another process, leave the run to be posted
-    later (by the orphan sweep, or that process)."""
+    and adopted), with the token of the run's installation. If Slack refuses, the run is ended with
+    the reason; returns whether posted. Lost answers that stay lost, or a lease lost to another
+    process, leave the run to be posted later (by the orphan sweep, or that process)."""
+    with acting_for(Tenant.of_run(state.run)):
+        return await _post_messages(services, client, state, continuing=continuing, lease=lease)
+
+
+async def _post_messages(
+    services: Services, client: AsyncWebClient, state: RunState, *, continuing: bool, lease: PostingLease | None
+) -> bool:
     run = state.run
     channel = run.channel or ""
     poster = RunPoster(services.redis, client, run, lease)
@@ -76,6 +85,10 @@ async def post_messages(
         return False
     except PostingLost:
         log.warning("run %s: another process took over posting its messages", run.id)
+        return False
+    except NotInstalled as exc:
+        log.error("could not post run %s messages in %s: %s", run.id, channel, exc)
+        await services.runs.fail(run.id, "the app is no longer installed in this workspace; install it again and ask")
         return False
     # From here the publisher keeps both messages in step with the run.
     await services.runs.attach_messages(run.id, progress=progress_ts, report=report_ts)

@@ -35,9 +35,11 @@ from redis.asyncio import Redis as AsyncRedis
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import keys
+from bot.exceptions import NotInstalled
 from bot.settings import DEFAULT_STOP_REACTION, StreamConfig
 from bot.slack.client import LimitedWebClient
 from bot.slack.ratelimit import FINAL_CALLS_PER_RUN, SlackRateLimiter
+from bot.slack.tenancy import Tenant, acting_for
 from jobs import RunNotFound, RunState, RunStore
 from jobs import keys as run_keys
 from jobs.connection import text
@@ -150,12 +152,25 @@ class Publisher:
         # For health checks (bot/cli/health.py): when the loop last went round, and how far it has read.
         self.last_cycle = time.monotonic()
         self.last_read = "0-0"
+        self._not_installed: set[str] = set()  # runs of uninstalled workspaces, logged once
 
     async def sync(self, state: RunState) -> bool:
         """Bring one run's messages, file and status up to date now; False when a retry later is worthwhile."""
         return (await self._sync_state(state)).ok
 
     async def _sync_state(self, state: RunState) -> Synced:
+        """Sync with the token of the run's own installation. A workspace that uninstalled the
+        app has nothing left to show it: said once, and not retried."""
+        with acting_for(Tenant.of_run(state.run)):
+            try:
+                return await self._sync_messages(state)
+            except NotInstalled as exc:
+                if state.run.id not in self._not_installed:
+                    self._not_installed.add(state.run.id)
+                    log.warning("run %s: not shown in Slack: %s", state.run.id, exc)
+                return Synced(ok=True, sent=False)
+
+    async def _sync_messages(self, state: RunState) -> Synced:
         """The run's progress stream, if it has one (then message_sync.py keeps only the report,
         file and status), else its messages. A final report goes before the stream's end state."""
         if state.status.finished and await self.streams.streaming(state.run.id):

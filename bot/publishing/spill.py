@@ -22,7 +22,7 @@ from jobs import RunState
 from jobs.connection import text
 
 from .render import Attachment
-from .thread_files import ThreadFiles
+from .thread_files import ThreadFiles, adopt_legacy
 
 log = logging.getLogger(__name__)
 
@@ -57,8 +57,10 @@ class SpillFiles:
         self.files = ThreadFiles(redis, client, "full report", RECORD_TTL_SECONDS)
         self.refresh_seconds = refresh_seconds
 
-    async def record(self, channel: str, report_ts: str) -> SpillRecord | None:
-        raw = {text(k): text(v) for k, v in (await self.redis.hgetall(keys.spill(channel, report_ts))).items()}
+    async def record(self, team: str | None, channel: str, report_ts: str) -> SpillRecord | None:
+        key = keys.spill(team, channel, report_ts)
+        await adopt_legacy(self.redis, key, keys.legacy_spill(channel, report_ts))
+        raw = {text(k): text(v) for k, v in (await self.redis.hgetall(key)).items()}
         if not raw:
             return None
         return SpillRecord(
@@ -75,15 +77,14 @@ class SpillFiles:
         if not run.channel or not run.report_message:
             return SpillOutcome()
         channel, ts = run.channel, run.report_message
-        key = keys.spill(channel, ts)
-        await self.files.retry_remembered(run.team, channel, keys.spill_stale(channel, ts))
-        record = await self.record(channel, ts)
+        key = keys.spill(run.team, channel, ts)
+        stale = keys.spill_stale(run.team, channel, ts)
+        record = await self.record(run.team, channel, ts)
+        await self.files.retry_remembered(run.team, channel, stale)
         if attachment is None:
             if record is not None:  # the report fits again: the file would only mislead
                 if record.file_id:
-                    await self.files.delete_or_remember(
-                        run.team, channel, keys.spill_stale(channel, ts), record.file_id
-                    )
+                    await self.files.delete_or_remember(run.team, channel, stale, record.file_id)
                 await self.redis.delete(key)
             return SpillOutcome()
         if record is not None and record.file_id and record.digest == attachment.digest():
@@ -122,5 +123,5 @@ class SpillFiles:
         )
         await self.redis.expire(key, RECORD_TTL_SECONDS)
         if record is not None and record.file_id and record.file_id != file_id:
-            await self.files.delete_or_remember(run.team, channel, keys.spill_stale(channel, ts), record.file_id)
+            await self.files.delete_or_remember(run.team, channel, stale, record.file_id)
         return SpillOutcome()

@@ -15,7 +15,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.slack.client import take_slots
 from jobs.connection import text
 
-__all__ = ["GONE", "SETUP_ERRORS", "UPLOAD_METHODS", "ThreadFiles", "Upload"]
+__all__ = ["GONE", "SETUP_ERRORS", "UPLOAD_METHODS", "ThreadFiles", "Upload", "adopt_legacy"]
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +40,15 @@ SETUP_ERRORS = frozenset(
         "ekm_access_denied",
     }
 )
+
+
+async def adopt_legacy(redis: AsyncRedis, new: str, legacy: str) -> None:
+    """A record of a report's files named before keys had a team, and its list of failed deletes,
+    moved under the team the first time the report is synced (RENAMENX: a newer record wins).
+    The record names one report message, so it belongs to the run being synced."""
+    for suffix in ("", ":stale"):
+        if not await redis.exists(new + suffix) and await redis.exists(legacy + suffix):
+            await redis.renamenx(legacy + suffix, new + suffix)
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,11 @@ The publisher wants a slot before it renders (so a call that waited sends the ne
 state): `take_slots(...)` acquires first and runs its function with those calls admitted.
 A 429 on an admitted call is raised to that caller, who renders afresh and asks again.
 The limiter is a courtesy: when Redis is unreachable, writes go straight to Slack.
+
+In multi-workspace mode the publisher's client has no token of its own: each call uses the token
+of the installation the caller acts for (`tenancy.acting_for`), looked up in the installation
+store, and counts against that workspace's buckets. A call that names no installation, or one
+whose tokens were deleted (uninstalled), raises NotInstalled instead of reaching Slack.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ import time
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from aiohttp import FormData
 from redis.exceptions import RedisError
@@ -39,14 +44,16 @@ from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetry
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
-from bot.exceptions import SlotBusy
+from bot.exceptions import NotInstalled, SlotBusy
 
 from .outgoing import guard
 from .ratelimit import SlackRateLimiter, Urgency, bucket_method, retry_after_seconds
+from .tenancy import Tenant, acting
 
 __all__ = [
     "PATIENCE_SECONDS",
     "POSTING_METHODS",
+    "BotTokens",
     "LimitedWebClient",
     "SlotBusy",
     "is_rate_limited",
@@ -113,8 +120,19 @@ class _Scope:
 _scope: ContextVar[_Scope | None] = ContextVar("deepthread_slack_scope", default=None)
 
 
+class BotTokens(Protocol):
+    """Where a token-less client finds the token of the installation a call acts for."""
+
+    async def bot_token(self, tenant: Tenant) -> str | None: ...
+
+
 def is_rate_limited(exc: SlackApiError) -> bool:
     return exc.response.status_code == 429 or exc.response.get("error") == "ratelimited"
+
+
+def _names_a_token(*bodies: object) -> bool:
+    """The caller passed a token of its own (the app-level token of apps.connections.open, say)."""
+    return any(isinstance(body, dict) and body.get("token") for body in bodies)
 
 
 def _channel_of(*bodies: object) -> str | None:
@@ -132,11 +150,14 @@ class LimitedWebClient(AsyncWebClient):
         *args: Any,
         limiter: SlackRateLimiter | None = None,
         patience_seconds: float = PATIENCE_SECONDS,
+        tokens: BotTokens | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         self.limiter = limiter
         self.patience_seconds = patience_seconds
+        # Without a token of its own, each call takes the acting installation's (multi-workspace mode).
+        self.tokens = tokens
         self.team: str | None = self.default_params.get("team_id")
         if limiter is not None:
             # The limiter waits out 429s for every caller at once; the SDK's handler would wait for one call alone.
@@ -161,6 +182,7 @@ class LimitedWebClient(AsyncWebClient):
             retry_handlers=list(client.retry_handlers),
             limiter=limiter,
             patience_seconds=patience_seconds,
+            tokens=getattr(client, "tokens", None),
         )
 
     async def api_call(
@@ -179,6 +201,9 @@ class LimitedWebClient(AsyncWebClient):
         # escaping rule (bot/slack/outgoing.py).
         json, data = without_unfurls(api_method, json, data)
         json, data, params = guard(api_method, json, data, params)
+        tenant = acting()
+        if self.token is None and self.tokens is not None and auth is None and not _names_a_token(params, json, data):
+            headers = {**(headers or {}), "Authorization": f"Bearer {await self._token_for(tenant)}"}
 
         async def call() -> AsyncSlackResponse:
             return await super(LimitedWebClient, self).api_call(
@@ -188,7 +213,7 @@ class LimitedWebClient(AsyncWebClient):
                 data=data,
                 params=params,
                 json=json,
-                headers=headers,
+                headers=dict(headers) if headers is not None else None,
                 auth=auth,
             )
 
@@ -196,7 +221,7 @@ class LimitedWebClient(AsyncWebClient):
         if limiter is None:
             return await call()
         scope = _scope.get()
-        team = scope.team if scope is not None else self.team
+        team = scope.team if scope is not None else (tenant.team if tenant is not None else self.team)
         urgent: Urgency = scope.urgent if scope is not None else False
         bucket = bucket_method(api_method, _channel_of(json, data, params))
         counted = limiter.counts(api_method)
@@ -218,6 +243,15 @@ class LimitedWebClient(AsyncWebClient):
                 log.info("Slack rate-limited %s; trying again in %.1f s", api_method, seconds)
                 if not counted:
                     await asyncio.sleep(seconds or UNCOUNTED_RETRY_SECONDS)
+
+    async def _token_for(self, tenant: Tenant | None) -> str:
+        assert self.tokens is not None
+        if tenant is None:
+            raise NotInstalled(None)
+        token = await self.tokens.bot_token(tenant)
+        if not token:
+            raise NotInstalled(tenant.label)
+        return token
 
     async def _acquire(self, team: str | None, bucket: str, urgent: Urgency, *, wait: bool = True) -> None:
         assert self.limiter is not None
@@ -288,11 +322,15 @@ def limit_every_write(client: LimitedWebClient) -> Callable[..., Awaitable[None]
     """A Bolt global middleware: each request's client becomes a limited one on `client`'s limiter."""
 
     async def middleware(
-        context: Any, next: Callable[[], Awaitable[None]]
+        context: Any, body: dict[str, Any], next: Callable[[], Awaitable[None]]
     ) -> None:  # `next`: Bolt passes arguments by name
         plain = context.get("client")
         if plain is not None and not isinstance(plain, LimitedWebClient):
-            context["client"] = LimitedWebClient.like(plain, client.limiter, patience_seconds=client.patience_seconds)
+            limited = LimitedWebClient.like(plain, client.limiter, patience_seconds=client.patience_seconds)
+            # An org-wide install's events name no team in their authorization: count the listener's
+            # writes against the workspace the event is in, not a bucket every workspace shares.
+            limited.team = limited.team or Tenant.of_context(context, body).team
+            context["client"] = limited
         await next()
 
     return middleware

@@ -8,6 +8,8 @@ import logging
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.exceptions import NotInstalled
+
 __all__ = ["reply", "reply_privately"]
 
 log = logging.getLogger(__name__)
@@ -18,6 +20,8 @@ async def reply(client: AsyncWebClient, channel: str, thread_ts: str | None, tex
         await client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=text)
     except SlackApiError as exc:
         log.warning("could not reply in %s: %s", channel, exc.response.get("error"))
+    except NotInstalled as exc:  # uninstalled since: there is nobody left to tell
+        log.warning("could not reply in %s: %s", channel, exc)
 
 
 async def reply_privately(client: AsyncWebClient, channel: str, user: str, text: str) -> None:

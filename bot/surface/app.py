@@ -1,4 +1,10 @@
-"""Building the Bolt app and its Slack client from settings."""
+"""Building the Bolt app and its Slack client from settings.
+
+Single-token mode (the default): one client with SLACK_BOT_TOKEN, and `authorize` answers with the
+identity `auth.test` gave at start-up. Multi-workspace mode (SLACK_CLIENT_ID and SLACK_CLIENT_SECRET
+set): Bolt's OAuth flow (oauth.py) installs the app and authorizes each event from the installation
+store; the shared client has no token of its own and uses the token of the run it acts for.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +12,14 @@ import logging
 
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.authorization import AuthorizeResult
+from slack_bolt.oauth.async_oauth_flow import AsyncOAuthFlow
+from slack_sdk.oauth.installation_store.async_installation_store import AsyncInstallationStore
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.exceptions import UnverifiedHttpMode
 from bot.services import Services
 from bot.settings import Settings
-from bot.slack.client import LimitedWebClient, limit_every_write
+from bot.slack.client import BotTokens, LimitedWebClient, limit_every_write
 from bot.slack.ratelimit import SlackRateLimiter
 from bot.slack.retries import retry_handlers
 from jobs.connection import connect_async
@@ -42,7 +50,9 @@ LIMITER_CONNECTIONS = 50
 LIMITER_RETRY_SECONDS = 5.0
 
 
-def slack_client(settings: Settings) -> AsyncWebClient:
+def slack_client(settings: Settings, tokens: BotTokens | None = None) -> AsyncWebClient:
+    """The process's shared client: SLACK_BOT_TOKEN's, or with `tokens` (multi-workspace mode) no
+    token of its own, each call taking the token of the installation it acts for."""
     # Connection errors are retried for reads and edits, never for posts (bot/slack/retries.py).
     handlers = retry_handlers(SLACK_429_RETRIES)
     # Every Slack write waits for the shared per-workspace limiter and outlasts 429s (slack_client.py).
@@ -54,10 +64,11 @@ def slack_client(settings: Settings) -> AsyncWebClient:
         else None
     )
     return LimitedWebClient(
-        token=settings.secret("slack_bot_token"),
+        token=None if tokens is not None else settings.secret("slack_bot_token"),
         base_url=settings.slack_api_url,
         retry_handlers=handlers,
         limiter=limiter,
+        tokens=tokens,
     )
 
 
@@ -73,23 +84,37 @@ async def identify(client: AsyncWebClient) -> AuthorizeResult:
     )
 
 
-def build_app(settings: Settings, services: Services, client: AsyncWebClient, identity: AuthorizeResult) -> AsyncApp:
-    async def authorize(**_: object) -> AuthorizeResult:
-        return identity  # one workspace, one token: no auth.test per event
-
+def build_app(
+    settings: Settings,
+    services: Services,
+    client: AsyncWebClient,
+    identity: AuthorizeResult | None = None,
+    *,
+    oauth: AsyncOAuthFlow | None = None,
+    installations: AsyncInstallationStore | None = None,
+) -> AsyncApp:
+    """Single-token mode with the start-up `identity`, or multi-workspace mode with the `oauth` flow."""
     secret = settings.secret("slack_signing_secret")
     if not settings.socket_mode and secret is None:
         # Anyone who can reach the port could forge commands, stops and spending mentions.
         raise UnverifiedHttpMode()
-    app = AsyncApp(
-        client=client,
-        signing_secret=secret or "",
-        authorize=authorize,
+    common = {
+        "client": client,
+        "signing_secret": secret or "",
         # Socket Mode frames are not signed (the bot opened the connection); HTTP requests always are.
-        request_verification_enabled=not settings.socket_mode,
-        ignoring_self_events_enabled=True,
-    )
+        "request_verification_enabled": not settings.socket_mode,
+        "ignoring_self_events_enabled": True,
+    }
+    if oauth is not None:
+        app = AsyncApp(oauth_flow=oauth, **common)  # type: ignore[arg-type]
+    else:
+        assert identity is not None
+
+        async def authorize(**_: object) -> AuthorizeResult:
+            return identity  # one workspace, one token: no auth.test per event
+
+        app = AsyncApp(authorize=authorize, **common)  # type: ignore[arg-type]
     if isinstance(client, LimitedWebClient):
         app.use(limit_every_write(client))  # Bolt gives each listener a fresh client: make it a limited one
-    register(app, services)
+    register(app, services, installations)
     return app

@@ -1,5 +1,10 @@
-"""HTTP mode: Slack posts events to /slack/events; the publisher runs alongside (and the health
-endpoints, added by the command that serves it: bot/cli/health.py)."""
+"""HTTP mode: Slack posts events to /slack/events; the publisher runs alongside.
+
+In multi-workspace mode the same server answers Slack's install flow: `GET /slack/install` and
+`GET /slack/oauth_redirect` (Bolt's OAuth flow, oauth.py). In Socket Mode the events come over the
+socket, so the server answers only the install flow. The health endpoints are added by the
+command that serves it (bot/cli/health.py).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ import logging
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.async_app import AsyncApp
+from slack_bolt.oauth.async_oauth_flow import AsyncOAuthFlow
 
 log = logging.getLogger(__name__)
 
@@ -17,7 +23,10 @@ EVENTS_PATH = "/slack/events"
 MAX_BODY_BYTES = 1_000_000
 
 
-def web_app(app: AsyncApp) -> web.Application:
+def web_app(app: AsyncApp, *, events_enabled: bool = True) -> web.Application:
+    """The HTTP endpoints: events (unless they come over Socket Mode) and the install flow when
+    the app has one."""
+
     async def events(request: web.Request) -> web.Response:
         try:
             bolt_request = await to_bolt_request(request)
@@ -33,8 +42,24 @@ def web_app(app: AsyncApp) -> web.Application:
         return await to_aiohttp_response(bolt_response)
 
     application = web.Application(client_max_size=MAX_BODY_BYTES)
-    application.router.add_post(EVENTS_PATH, events)  # /healthz and /readyz: bot/cli/health.py
+    if events_enabled:
+        application.router.add_post(EVENTS_PATH, events)
+    if app.oauth_flow is not None:
+        _install_routes(application, app.oauth_flow)
     return application
+
+
+def _install_routes(application: web.Application, flow: AsyncOAuthFlow) -> None:
+    """Slack's install flow, as Bolt's own aiohttp server serves it."""
+
+    async def install(request: web.Request) -> web.Response:
+        return await to_aiohttp_response(await flow.handle_installation(await to_bolt_request(request)))
+
+    async def redirect(request: web.Request) -> web.Response:
+        return await to_aiohttp_response(await flow.handle_callback(await to_bolt_request(request)))
+
+    application.router.add_get(flow.install_path, install)
+    application.router.add_get(flow.redirect_uri_path, redirect)
 
 
 def _is_malformed(raw: str) -> bool:

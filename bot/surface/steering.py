@@ -20,6 +20,7 @@ from bot.publishing.lifecycle import launch_and_post
 from bot.services import Services
 from bot.slack.mrkdwn import escape_text, shorten_mrkdwn, to_mrkdwn
 from bot.slack.replies import reply, reply_privately
+from bot.slack.tenancy import Tenant
 from jobs import RunState, RunStatus, Upgrade
 
 from .evidence import SOURCE_COMMAND, SOURCES_COMMAND, source_reply, sources_reply
@@ -55,6 +56,7 @@ async def thread_message(
     services: Services,
     client: AsyncWebClient,
     *,
+    tenant: Tenant,
     channel: str,
     thread_ts: str,
     ts: str,
@@ -63,10 +65,10 @@ async def thread_message(
     event_id: str,
     action_token: SecretStr | None = None,
 ) -> None:
-    """A human's message in a thread that has runs: upgrade, steer, or continue."""
-    latest = await services.runs.latest_in_thread(channel, thread_ts)
+    """A human's message in a thread that has runs of this workspace: upgrade, steer, or continue."""
+    latest = await services.runs.latest_in_thread(tenant.team, channel, thread_ts)
     if latest is None:
-        return  # not a thread of ours
+        return  # not a thread of ours (in this workspace)
     text = text.strip()
     if not text:
         return

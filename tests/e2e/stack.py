@@ -236,3 +236,62 @@ def fleet(logs: Path, env: dict[str, str], *, serves: int = 1, workers: int = 1)
         yield running_fleet
     finally:
         running_fleet.close()
+
+
+# --- many workspaces: Slack's install flow through a real serve ---------------------------------
+
+CLIENT_ID = "1234567890.0987654321"
+CLIENT_SECRET = "test-client-secret"
+STATE_SECRET = "test-state-secret"
+
+
+def workspaces_environment(redis_url: str, fake_slack: FakeSlack, model_url: str, web_url: str, port: int,
+                           **extra: str) -> dict[str, str]:
+    """serve and worker in multi-workspace mode (no SLACK_BOT_TOKEN), HTTP mode on `port`; the fake
+    Slack learns the app's credentials and Redirect URL as an app's settings page would hold them."""
+    from cryptography.fernet import Fernet
+
+    fake_slack.configure_oauth(CLIENT_ID, CLIENT_SECRET, f"http://127.0.0.1:{port}/slack/oauth_redirect")
+    return environment(
+        **extra,
+        SLACK_CLIENT_ID=CLIENT_ID, SLACK_CLIENT_SECRET=CLIENT_SECRET, SLACK_STATE_SECRET=STATE_SECRET,
+        DEEPTHREAD_TOKEN_KEY=Fernet.generate_key().decode(), SLACK_SIGNING_SECRET=SIGNING_SECRET,
+        SLACK_API_URL=f"{fake_slack.url}/api/", ANTHROPIC_API_KEY="test-key", ANTHROPIC_BASE_URL=model_url,
+        REDIS_URL=redis_url, DEEPTHREAD_SEARCH="searxng", SEARXNG_URL=web_url, DEEPTHREAD_FETCH_ALLOW="127.0.0.1",
+        PORT=str(port),
+    )
+
+
+@contextmanager
+def workspaces_stack(tmp: Path, fake_slack: FakeSlack, *, redis_url: str, model_url: str, web_url: str,
+                     **extra: str) -> Iterator[tuple[str, Stack]]:
+    """`deepthread serve` (HTTP, multi-workspace) and one worker; yields (serve's base URL, stack)."""
+    port = free_port()
+    env = workspaces_environment(redis_url, fake_slack, model_url, web_url, port, **extra)
+    with running(["serve"], env, tmp / "serve.log") as serve, running(["worker"], env, tmp / "worker.log"):
+        base = wait_listening(port, serve, tmp / "serve.log")
+        yield base, Stack(events_url=f"{base}/slack/events", env=env, logs=tmp)
+
+
+def begin_install(base: str, team: str | None = None) -> tuple[str, str]:
+    """A person starts an install as a browser would: /slack/install, then Slack's authorize page
+    (the fake approves at once). Returns the state cookie /slack/install set and the URL Slack sends
+    the browser back to (/slack/oauth_redirect with the code and state)."""
+    import html
+
+    with httpx.Client(follow_redirects=False, timeout=10) as browser:
+        page = browser.get(f"{base}/slack/install", params={"team": team} if team else None)
+        assert page.status_code == 200, page.text
+        cookie = page.headers["set-cookie"].split(";", 1)[0]
+        link = html.unescape(re.search(r'<a href="([^"]+)"', page.text).group(1))
+        consent = browser.get(link)
+        assert consent.status_code == 302, consent.text
+        return cookie, consent.headers["location"]
+
+
+def install(base: str, team: str | None = None) -> httpx.Response:
+    """A whole install: begin it and come back to /slack/oauth_redirect with the state cookie.
+    Returns the last page. The cookie is sent by hand: it is `Secure`, and browsers send those to
+    localhost over plain HTTP where httpx's cookie jar would not."""
+    cookie, back = begin_install(base, team)
+    return httpx.get(back, headers={"Cookie": cookie}, timeout=10)

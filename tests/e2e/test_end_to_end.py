@@ -11,7 +11,7 @@ from redis import Redis
 
 from jobs import RunStore
 from tests.e2e.stack import CHANNEL, assert_cited_report_pinned, block_text, bot_replies, post_event
-from tests.fakes.slack import FakeSlack, app_mention_event, sign
+from tests.fakes.slack import TEAM_ID, FakeSlack, app_mention_event, sign
 from tests.processes import SIGNING_SECRET, Stack, wait_for
 
 
@@ -30,7 +30,7 @@ def test_mention_becomes_a_pinned_cited_report(stack: Stack, fake_slack: FakeSla
     assert retry.status_code == 200
     time.sleep(1.0)
     assert len(fake_slack.calls_of("chat.postMessage")) == posts_before
-    assert len(RunStore(Redis.from_url(redis_url)).thread_run_ids(CHANNEL, mention_ts)) == 1, "one run in the thread"
+    assert len(RunStore(Redis.from_url(redis_url)).thread_run_ids(TEAM_ID, CHANNEL, mention_ts)) == 1, "one run in the thread"
 
 
 def test_unsigned_and_stale_events_are_rejected(stack: Stack, fake_slack: FakeSlack) -> None:

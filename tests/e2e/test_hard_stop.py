@@ -14,7 +14,7 @@ from jobs.hard_stop import claim_due
 from tests.e2e.stack import CHANNEL, block_text, post_event, serve_only, stack_environment, start
 from tests.e2e.stack import report_text as report
 from tests.fakes.policies import SteadyPolicy
-from tests.fakes.slack import reaction_added_event
+from tests.fakes.slack import TEAM_ID, reaction_added_event
 from tests.processes import Stack, running, wait_for
 
 GRACE_SECONDS = 3
@@ -102,7 +102,7 @@ def _stop_then_crash_serve(stack: Stack, serve: subprocess.Popen[bytes], redis: 
     fake_model.policy = SteadyPolicy(turns=50, slow_url=f"{fake_web.url}/slow")
     _, progress, report_ts = start(stack, fake_slack)
     wait_for(lambda: "Fees" in report(fake_slack, report_ts), 20, "the first section")
-    run = _runs(redis).run_of_message(CHANNEL, report_ts)
+    run = _runs(redis).run_of_message(TEAM_ID, CHANNEL, report_ts)
     assert run is not None
     fake_model.delay = STUCK_MODEL_SECONDS
     reaction = reaction_added_event("octagonal_sign", user="U0ANA", item_channel=CHANNEL, item_ts=report_ts)

@@ -28,7 +28,7 @@ from tests.e2e.stack import (
     socket_mode_stack,
 )
 from tests.fakes.server import ServerThread, free_port
-from tests.fakes.slack import APP_ID, FakeSlack, app_mention_event
+from tests.fakes.slack import APP_ID, TEAM_ID, FakeSlack, app_mention_event
 from tests.processes import STARTUP_SECONDS, Stack, environment, running, wait_for
 
 # ------------------------------------------------------------ the fake itself
@@ -137,7 +137,7 @@ def test_mention_over_socket_mode_becomes_a_pinned_cited_report(
     acked(fake_slack, fake_slack.send_socket_event(envelope, retry_attempt=1, retry_reason="timeout"))
     time.sleep(1.0)
     assert len(fake_slack.calls_of("chat.postMessage")) == posts_before
-    assert len(RunStore(Redis.from_url(redis_url)).thread_run_ids(CHANNEL, mention_ts)) == 1, "one run in the thread"
+    assert len(RunStore(Redis.from_url(redis_url)).thread_run_ids(TEAM_ID, CHANNEL, mention_ts)) == 1, "one run in the thread"
 
     # Slack retires the connection: the app opens a new one, and a mention sent meanwhile
     # (held by Slack until then) still becomes a report.
@@ -186,6 +186,6 @@ def test_serve_stops_on_sigterm_while_it_cannot_connect(tmp_path: Path, fake_sla
                                                         redis_url: str) -> None:
     fake_slack.fail_next("apps.connections.open", times=1000, status=503)  # Slack having a bad day
     with serve_alone(tmp_path, fake_slack, redis_url) as serve:
-        wait_for(lambda: fake_slack.calls_of("apps.connections.open"), 15, "a connection attempt")
+        wait_for(lambda: fake_slack.calls_of("apps.connections.open"), STARTUP_SECONDS, "a connection attempt")
         serve.terminate()
         wait_for(lambda: serve.poll() is not None, 10, "serve to stop on SIGTERM")

@@ -142,7 +142,7 @@ def test_usage_reply_adds_up_to_the_runs_recorded_costs(stack: Stack, fake_slack
 
 
 def thread_runs(redis: Redis, channel: str, thread_ts: str) -> int:
-    return len(RunStore(redis).thread_run_ids(channel, thread_ts))
+    return len(RunStore(redis).thread_run_ids(TEAM_ID, channel, thread_ts))
 
 
 @pytest.mark.parametrize("stack_env", [{"DEEPTHREAD_CHANNEL_BUDGET_USD": "0.01"}])

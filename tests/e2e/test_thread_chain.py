@@ -19,7 +19,7 @@ from agent.thread_memory import OPENING_BUDGET_CHARS
 from jobs.store import RunStore
 from tests.e2e.stack import CHANNEL, block_text, bot_replies, post_event
 from tests.fakes.policies import ThreadPolicy, is_extraction
-from tests.fakes.slack import FakeSlack, app_mention_event, message_event
+from tests.fakes.slack import TEAM_ID, FakeSlack, app_mention_event, message_event
 from tests.processes import Stack, deepthread_stack, wait_for
 
 RUNS = 10
@@ -130,7 +130,7 @@ def test_a_ten_reply_thread_keeps_question_constraints_memory_and_correction_lim
     fact = re.search(rf"^- ({re.escape(FACT)} \[(s\d+)\]\.)$", tenth, re.MULTILINE)
     assert fact, "run 1's fact, marker in place, in run 10's opening"
     store = RunStore(Redis.from_url(redis_url))
-    ids = store.thread_run_ids(CHANNEL, thread)
+    ids = store.thread_run_ids(TEAM_ID, CHANNEL, thread)
     assert len(ids) == RUNS
     first, last = store.get(ids[0]), store.get(ids[-1])
     marker = fact.group(2)

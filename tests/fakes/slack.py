@@ -7,7 +7,8 @@ thread writes it, so every access goes through one lock.
 
 Where things are: the server, failure injection and what tests read live here; the Web API
 methods in slack_web.py; Socket Mode in slack_socket.py; records and limits in
-slack_records.py; event builders in slack_events.py (re-exported here).
+slack_records.py; event builders in slack_events.py (re-exported here); more workspaces than
+one and the OAuth install flow in slack_oauth.py.
 """
 
 from __future__ import annotations
@@ -27,7 +28,15 @@ from typing import Any
 from aiohttp import web
 
 from tests.fakes import scopes, slack_files, slack_search, slack_streaming
-from tests.fakes.slack_events import app_mention_event, message_event, reaction_added_event, sign
+from tests.fakes.slack_events import (
+    app_mention_event,
+    app_uninstalled_event,
+    message_event,
+    reaction_added_event,
+    sign,
+    tokens_revoked_event,
+)
+from tests.fakes.slack_oauth import FakeWorkspace, Workspaces, basic_credentials
 from tests.fakes.slack_records import (
     APP_ID,
     BOT_ID,
@@ -60,19 +69,24 @@ __all__ = [
     "TEAM_NAME",
     "Ephemeral",
     "FakeSlack",
+    "FakeWorkspace",
     "Pin",
     "SlackError",
     "SlackMessage",
     "UploadedFile",
     "app_mention_event",
+    "app_uninstalled_event",
     "message_event",
     "new_ts",
     "reaction_added_event",
     "sign",
+    "tokens_revoked_event",
 ]
 
 # Methods that take the app-level token (xapp-…) rather than the bot token.
 APP_LEVEL_METHODS = frozenset({"apps.connections.open"})
+# Methods that take the app's client credentials, no token (the install flow's code exchange).
+CLIENT_CREDENTIAL_METHODS = frozenset({"oauth.v2.access"})
 
 
 @dataclass
@@ -95,8 +109,9 @@ class _Late:
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
 
 
-class FakeSlack(WebApiMethods, SocketMode):
-    """A Slack workspace with one bot token. See the module docstring."""
+class FakeSlack(WebApiMethods, SocketMode, Workspaces):
+    """A Slack workspace with one bot token, or several workspaces one app is installed in
+    (slack_oauth.py). See the module docstring."""
 
     def __init__(self, bot_user_id: str = "UBOT", *, bot_id: str = BOT_ID, team_id: str = TEAM_ID) -> None:
         self.bot_user_id = bot_user_id
@@ -105,6 +120,8 @@ class FakeSlack(WebApiMethods, SocketMode):
         self._lock = threading.RLock()
         self._file_counter = itertools.count(1)
         self._calls: list[tuple[str, dict[str, Any]]] = []
+        self._call_teams: list[str | None] = []  # the workspace each call's token acts in
+        self.refused: list[tuple[str, str]] = []  # (method, error) of every ok:false answer, in order
         self._messages: dict[str, dict[str, SlackMessage]] = {}  # channel -> ts -> message
         self._ephemerals: list[Ephemeral] = []
         self._pins: dict[str, list[Pin]] = {}
@@ -113,7 +130,7 @@ class FakeSlack(WebApiMethods, SocketMode):
         self._failures: dict[str, deque[_Failure]] = {}
         self._late: dict[str, deque[_Late]] = {}
         self._limits: dict[str, tuple[int, float]] = {}  # method -> (max calls, window seconds)
-        self._windows: dict[str, deque[float]] = {}
+        self._windows: dict[tuple[str | None, str], deque[float]] = {}  # (workspace, method): Slack counts per workspace
         self._count_429: dict[str, int] = {}
         self._limited_until = 0.0  # monotonic: until then every method answers 429 (rate_limit_everything)
         self._limited_retry_after = 1
@@ -159,6 +176,7 @@ class FakeSlack(WebApiMethods, SocketMode):
         self.scope_refusals: list[tuple[str, str]] = []  # (method, needed) answered missing_scope
         slack_streaming.register(self)  # chat.startStream / appendStream / stopStream
         slack_search.register(self)  # assistant.search.context, as the acting user
+        self._init_workspaces(team_id, TEAM_NAME, bot_user_id, bot_id)
 
     # ---------------------------------------------------------------- server
 
@@ -168,20 +186,35 @@ class FakeSlack(WebApiMethods, SocketMode):
         app.router.add_post("/upload/{file_id}", self._handle_upload)
         app.router.add_get("/socket/{ticket}", self._handle_socket)
         slack_files.register(self, app)  # files shared in threads: files.info and the private download
+        self._register_oauth(app)  # /oauth/v2/authorize and oauth.v2.access
         app.on_shutdown.append(self._close_sockets_on_shutdown)
         return app
 
     async def _handle_api(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
         params = await _read_params(request)
-        header_token = _bearer(request.headers.get("Authorization", ""))
+        authorization = request.headers.get("Authorization", "")
+        header_token = _bearer(authorization)
         token = header_token or params.pop("token", None)
         params.pop("token", None)
+        caller: FakeWorkspace | None = None
+        caller_error: SlackError | None = None
+        if method not in APP_LEVEL_METHODS and method not in CLIENT_CREDENTIAL_METHODS and token:
+            with self._lock:
+                try:
+                    caller = self._workspace_of_token(str(token), params) if str(token).startswith("xoxb-") else None
+                except SlackError as e:
+                    caller_error = e
         with self._lock:
             self._calls.append((method, copy.deepcopy(params)))
+            self._call_teams.append(caller.team_id if caller is not None else None)
         if method not in self._methods:
             return _ok_false("unknown_method", req_method=method)
-        if method in APP_LEVEL_METHODS:
+        if method in CLIENT_CREDENTIAL_METHODS:
+            credentials = basic_credentials(authorization)
+            if credentials is not None:
+                params["client_id"], params["client_secret"] = credentials
+        elif method in APP_LEVEL_METHODS:
             refused = _refuse_app_level_call(request.method, header_token, token)
             if refused is not None:
                 return refused
@@ -189,20 +222,25 @@ class FakeSlack(WebApiMethods, SocketMode):
             return _ok_false("not_authed")
         elif not str(token).startswith("xoxb-"):
             return _ok_false("invalid_auth")
+        elif caller_error is not None:
+            return self._refuse(method, caller_error.code)
         if method not in APP_LEVEL_METHODS:
             refused = self._refuse_missing_scope(method, params)
             if refused is not None:
                 return refused
-        limited = self._take_failure_or_limit(method)
+        limited = self._take_failure_or_limit(method, caller.team_id if caller is not None else None)
         if limited is not None:
             return limited
         try:
             with self._lock:
                 self._origin = f"{request.scheme}://{request.host}"
+                self._caller = caller or self.default_workspace
+                if caller is not None:
+                    self._refuse_foreign_channel(caller, params)
                 body = self._methods[method](params)
                 late = self._take_late(method)
         except SlackError as e:
-            return _ok_false(e.code, **e.extra)
+            return self._refuse(method, e.code, **e.extra)
         if late is not None:
             if late.delay:
                 await asyncio.sleep(late.delay)
@@ -221,6 +259,11 @@ class FakeSlack(WebApiMethods, SocketMode):
         if late.times <= 0:
             queue.popleft()
         return late
+
+    def _refuse(self, method: str, error: str, **extra: Any) -> web.Response:
+        with self._lock:
+            self.refused.append((method, error))
+        return _ok_false(error, **extra)
 
     def _refuse_missing_scope(self, method: str, params: dict[str, Any]) -> web.Response | None:
         """Slack answers a call whose token lacks the method's scope with missing_scope."""
@@ -252,7 +295,7 @@ class FakeSlack(WebApiMethods, SocketMode):
         # The real upload endpoint answers plain text, which slack_sdk expects.
         return web.Response(text=f"OK - {len(data)}", content_type="text/plain")
 
-    def _take_failure_or_limit(self, method: str) -> web.Response | None:
+    def _take_failure_or_limit(self, method: str, team: str | None = None) -> web.Response | None:
         with self._lock:
             if time.monotonic() < self._limited_until:
                 return self._failure_response(method, 429, "ratelimited", self._limited_retry_after)
@@ -266,7 +309,7 @@ class FakeSlack(WebApiMethods, SocketMode):
             if method in self._limits:
                 cap, window = self._limits[method]
                 now = time.monotonic()
-                stamps = self._windows.setdefault(method, deque())
+                stamps = self._windows.setdefault((team, method), deque())
                 while stamps and stamps[0] <= now - window:
                     stamps.popleft()
                 if len(stamps) >= cap:
@@ -326,7 +369,8 @@ class FakeSlack(WebApiMethods, SocketMode):
                 self._limits.pop(method, None)
             else:
                 self._limits[method] = (per_minute, window)
-            self._windows.pop(method, None)
+            for bucket in [b for b in self._windows if b[1] == method]:
+                del self._windows[bucket]
 
     def add_user_message(self, channel: str, text: str, user: str, thread_ts: str | None = None) -> str:
         """Seed a message written by a person (the bot cannot edit it); returns its ts."""
@@ -339,6 +383,7 @@ class FakeSlack(WebApiMethods, SocketMode):
         """Store the message an app_mention/message event carries, as Slack would hold it; returns its ts."""
         ev = envelope.get("event", envelope)
         with self._lock:
+            self._claim_channel(ev["channel"], envelope.get("team_id"))
             msg = SlackMessage(channel=ev["channel"], ts=ev["ts"], text=ev.get("text", ""),
                                thread_ts=ev.get("thread_ts"), user=ev.get("user", ""), bot_id=ev.get("bot_id"))
             self._store(msg)
@@ -434,6 +479,7 @@ class FakeSlack(WebApiMethods, SocketMode):
         return new_ts()
 
     def _store(self, msg: SlackMessage) -> None:
+        msg.team = msg.team or self.team_of_channel(msg.channel)
         self._messages.setdefault(msg.channel, {})[msg.ts] = msg
 
     def _find(self, channel: str, ts: str) -> SlackMessage:
@@ -444,7 +490,8 @@ class FakeSlack(WebApiMethods, SocketMode):
 
     def _render(self, m: SlackMessage, *, with_metadata: bool = False) -> dict[str, Any]:
         """A message as Slack returns it in API responses (its metadata only when asked for)."""
-        out: dict[str, Any] = {"type": "message", "ts": m.ts, "user": m.user, "text": m.text, "team": self.team_id}
+        out: dict[str, Any] = {"type": "message", "ts": m.ts, "user": m.user, "text": m.text,
+                               "team": m.team or self.team_id}
         if with_metadata and m.metadata is not None:
             out["metadata"] = copy.deepcopy(m.metadata)
         if m.bot_id:

@@ -31,24 +31,41 @@ def _event_id() -> str:
     return f"Ev{next(_event_counter):04d}{secrets.token_hex(4).upper()}"
 
 
-def _envelope(event: dict[str, Any], *, event_id: str | None, team_id: str, bot_user_id: str) -> dict[str, Any]:
+def _envelope(event: dict[str, Any], *, event_id: str | None, team_id: str, bot_user_id: str,
+              enterprise_id: str | None = None, is_enterprise_install: bool = False) -> dict[str, Any]:
+    """An org-wide install's authorization names the org and no team, as Slack sends it."""
     return {
         "token": "verification-token",
         "team_id": team_id,
+        "enterprise_id": enterprise_id,
         "context_team_id": team_id,
-        "context_enterprise_id": None,
+        "context_enterprise_id": enterprise_id,
         "api_app_id": APP_ID,
         "event": event,
         "type": "event_callback",
         "event_id": event_id or _event_id(),
         "event_time": int(time.time()),
         "authorizations": [
-            {"enterprise_id": None, "team_id": team_id, "user_id": bot_user_id, "is_bot": True,
-             "is_enterprise_install": False}
+            {"enterprise_id": enterprise_id, "team_id": None if is_enterprise_install else team_id,
+             "user_id": bot_user_id, "is_bot": True, "is_enterprise_install": is_enterprise_install}
         ],
         "is_ext_shared_channel": False,
         "event_context": f"4-{secrets.token_hex(16)}",
     }
+
+
+def app_uninstalled_event(*, team_id: str = TEAM_ID, bot_user_id: str = "UBOT", enterprise_id: str | None = None,
+                          is_enterprise_install: bool = False) -> dict[str, Any]:
+    """`app_uninstalled`: the workspace (or org) removed the app (its tokens are already revoked)."""
+    return _envelope({"type": "app_uninstalled"}, event_id=None, team_id=team_id, bot_user_id=bot_user_id,
+                     enterprise_id=enterprise_id, is_enterprise_install=is_enterprise_install)
+
+
+def tokens_revoked_event(*, team_id: str = TEAM_ID, bot: list[str] | None = None, oauth: list[str] | None = None,
+                         bot_user_id: str = "UBOT") -> dict[str, Any]:
+    """`tokens_revoked`: the user ids whose user tokens (`oauth`) or bot tokens (`bot`) were revoked."""
+    event = {"type": "tokens_revoked", "tokens": {"oauth": oauth or [], "bot": bot or []}}
+    return _envelope(event, event_id=None, team_id=team_id, bot_user_id=bot_user_id)
 
 
 def app_mention_event(
@@ -61,6 +78,8 @@ def app_mention_event(
     event_id: str | None = None,
     bot_user_id: str = "UBOT",
     team_id: str = TEAM_ID,
+    enterprise_id: str | None = None,
+    is_enterprise_install: bool = False,
     action_token: str | None = None,
 ) -> dict[str, Any]:
     """An `event_callback` envelope for an app_mention; text gets a leading `<@bot>` unless it has one.
@@ -82,7 +101,8 @@ def app_mention_event(
         event["thread_ts"] = thread_ts
     if action_token:
         event["action_token"] = action_token
-    return _envelope(event, event_id=event_id, team_id=team_id, bot_user_id=bot_user_id)
+    return _envelope(event, event_id=event_id, team_id=team_id, bot_user_id=bot_user_id, enterprise_id=enterprise_id,
+                     is_enterprise_install=is_enterprise_install)
 
 
 def message_event(

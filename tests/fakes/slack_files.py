@@ -87,8 +87,8 @@ def files_info(fake: FakeSlack, p: dict[str, Any]) -> dict[str, Any]:
     from tests.fakes.slack_records import SlackError
 
     f = _shared(fake).get(str(p.get("file", "")))
-    if f is None or f.deleted:
-        raise SlackError("file_not_found")
+    if f is None or f.deleted or fake.team_of_channel(f.channel) != fake._caller.team_id:
+        raise SlackError("file_not_found")  # another workspace's file does not exist for this token
     return {"file": _file_object(fake, f)}
 
 
@@ -105,13 +105,15 @@ def _file_object(fake: FakeSlack, f: SharedFile) -> dict[str, Any]:
     if f.external:
         obj["url_private"] = f"https://docs.example.com/d/{f.id}"
     else:
-        obj["url_private"] = f"{fake._origin}/files-pri/{fake.team_id}-{f.id}/{f.name}"
-        obj["url_private_download"] = f"{fake._origin}/files-pri/{fake.team_id}-{f.id}/download/{f.name}"
+        team = fake.team_of_channel(f.channel)
+        obj["url_private"] = f"{fake._origin}/files-pri/{team}-{f.id}/{f.name}"
+        obj["url_private_download"] = f"{fake._origin}/files-pri/{team}-{f.id}/download/{f.name}"
     return obj
 
 
 async def _download(fake: FakeSlack, request: web.Request) -> web.StreamResponse:
     from tests.fakes.slack import _bearer
+    from tests.fakes.slack_records import SlackError
 
     file_id = request.match_info["team_file"].split("-", 1)[-1]
     token = _bearer(request.headers.get("Authorization", ""))
@@ -120,6 +122,12 @@ async def _download(fake: FakeSlack, request: web.Request) -> web.StreamResponse
         downloads.append((file_id, token))
         f = _shared(fake).get(file_id)
         allowed = bool(token and token.startswith("xoxb-")) and "files:read" in fake.scopes
+        if allowed and f is not None:
+            try:  # a token of another workspace (or a revoked one) is not signed in here
+                acting = fake._workspace_of_token(str(token), {"channel": f.channel})
+                allowed = acting.team_id == fake.team_of_channel(f.channel)
+            except SlackError:
+                allowed = False
     if not allowed:
         raise web.HTTPFound(f"/signin?redir=/files-pri/{request.match_info['team_file']}")
     if f is None or f.deleted:

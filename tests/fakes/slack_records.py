@@ -73,6 +73,7 @@ class SlackMessage:
     # Message metadata ({"event_type": …, "event_payload": {…}}): returned by conversations.replies
     # and conversations.history only when the caller asks with include_all_metadata, as Slack does.
     metadata: dict[str, Any] | None = None
+    team: str | None = None  # the workspace of its channel
 
 
 @dataclass
@@ -105,6 +106,7 @@ class UploadedFile:
     initial_comment: str | None = None
     completed: bool = False
     deleted: bool = False
+    team: str | None = None  # the workspace whose bot uploaded it
 
 
 def _str(v: Any) -> str:

@@ -229,7 +229,7 @@ class _Methods:
             last_call_at=now,
         )
         fake._store(
-            SlackMessage(channel=channel, ts=ts, text="", thread_ts=thread_ts, user=fake.bot_user_id, bot_id=fake.bot_id)
+            SlackMessage(channel=channel, ts=ts, text="", thread_ts=thread_ts, user=fake._caller.bot_user_id, bot_id=fake._caller.bot_id)
         )
         try:
             self._apply(stream, markdown, chunks)

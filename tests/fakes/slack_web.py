@@ -47,12 +47,12 @@ class WebApiMethods(_Base):
         known = self.users.get(user, {})
         name = known.get("name", user.lower())
         body: dict[str, Any] = {
-            "id": user, "team_id": known.get("team_id", self.team_id), "name": name, "real_name": name.title(),
+            "id": user, "team_id": known.get("team_id", self._caller.team_id), "name": name, "real_name": name.title(),
             "deleted": False, "is_admin": known.get("is_admin", user in self.admins),
-            "is_owner": known.get("is_owner", False), "is_bot": user == self.bot_user_id,
-            "profile": {"display_name": name, "real_name": name.title(), "team": known.get("team_id", self.team_id)},
+            "is_owner": known.get("is_owner", False), "is_bot": user == self._caller.bot_user_id,
+            "profile": {"display_name": name, "real_name": name.title(), "team": known.get("team_id", self._caller.team_id)},
         }
-        if known.get("team_id", self.team_id) != self.team_id:
+        if known.get("team_id", self._caller.team_id) != self._caller.team_id:
             body["is_stranger"] = True  # Slack Connect: a person of another organization
         if known.get("enterprise_id"):
             body["enterprise_user"] = {"id": user, "enterprise_id": known["enterprise_id"],
@@ -75,11 +75,11 @@ class WebApiMethods(_Base):
             "is_channel": not im and not known["private"], "is_group": not im and known["private"],
             "is_private": known["private"], "is_archived": False, "is_general": False,
             "is_shared": known["ext_shared"], "is_ext_shared": known["ext_shared"], "is_org_shared": False,
-            "context_team_id": self.team_id,
+            "context_team_id": self._caller.team_id,
         }
         if im:
             members = known["members"] or []
-            body["user"] = next((m for m in members if m != self.bot_user_id), "")
+            body["user"] = next((m for m in members if m != self._caller.bot_user_id), "")
         else:
             body["name"] = known["name"]
         return {"channel": body}
@@ -89,18 +89,20 @@ class WebApiMethods(_Base):
         known = self._conversation(channel)
         members = known["members"]
         if members is None:  # not described: the bot and whoever has written there
-            members = list(dict.fromkeys([self.bot_user_id, *(m.user for m in self.messages(channel) if m.user)]))
+            members = list(dict.fromkeys([self._caller.bot_user_id, *(m.user for m in self.messages(channel) if m.user)]))
         return _paginate(list(members), p, "members")
 
     def _auth_test(self, p: dict[str, Any]) -> dict[str, Any]:
         return {
-            "url": "https://deepthread-test.slack.com/",
-            "team": TEAM_NAME,
+            "url": f"https://{self._caller.domain}/" if self._caller is not self.default_workspace
+            else "https://deepthread-test.slack.com/",
+            "team": self._caller.name if self._caller is not self.default_workspace else TEAM_NAME,
             "user": "deepthread",
-            "team_id": self.team_id,
-            "user_id": self.bot_user_id,
-            "bot_id": self.bot_id,
-            "is_enterprise_install": False,
+            "team_id": self._caller.team_id,
+            "user_id": self._caller.bot_user_id,
+            "bot_id": self._caller.bot_id,
+            "is_enterprise_install": self._caller.org_wide,
+            **({"enterprise_id": self._caller.enterprise_id} if self._caller.enterprise_id else {}),
         }
 
     def _chat_post_message(self, p: dict[str, Any]) -> dict[str, Any]:
@@ -118,7 +120,7 @@ class WebApiMethods(_Base):
                 thread_ts = parent.thread_ts
         metadata = _metadata(p)
         msg = SlackMessage(channel=channel, ts=self._next_ts(), text=text, blocks=blocks,
-                           thread_ts=thread_ts, user=self.bot_user_id, bot_id=self.bot_id, metadata=metadata)
+                           thread_ts=thread_ts, user=self._caller.bot_user_id, bot_id=self._caller.bot_id, metadata=metadata)
         self._store(msg)
         return {"channel": channel, "ts": msg.ts, "message": self._render(msg, with_metadata=True)}
 
@@ -127,7 +129,7 @@ class WebApiMethods(_Base):
         if not channel:
             raise SlackError("channel_not_found")
         msg = self._find(channel, ts)
-        if msg.user != self.bot_user_id:
+        if msg.user != self._caller.bot_user_id:
             raise SlackError("cant_update_message")
         has_text, has_blocks = "text" in p, "blocks" in p
         if not has_text and not has_blocks and not p.get("attachments"):
@@ -149,7 +151,7 @@ class WebApiMethods(_Base):
     def _chat_delete(self, p: dict[str, Any]) -> dict[str, Any]:
         channel, ts = _str(p.get("channel")), _str(p.get("ts"))
         msg = self._find(channel, ts)
-        if msg.user != self.bot_user_id:
+        if msg.user != self._caller.bot_user_id:
             raise SlackError("cant_delete_message")
         msg.deleted = True
         return {"channel": channel, "ts": ts}
@@ -183,7 +185,7 @@ class WebApiMethods(_Base):
         pins = self._pins.setdefault(channel, [])
         if any(pin.ts == ts for pin in pins):
             raise SlackError("already_pinned")
-        pins.append(Pin(channel, ts, self.bot_user_id, int(time.time())))
+        pins.append(Pin(channel, ts, self._caller.bot_user_id, int(time.time())))
         return {}
 
     def _pins_remove(self, p: dict[str, Any]) -> dict[str, Any]:
@@ -214,18 +216,18 @@ class WebApiMethods(_Base):
             raise SlackError("invalid_name")
         msg = self._find(channel, ts)
         users = msg.reactions.setdefault(name, [])
-        if self.bot_user_id in users:
+        if self._caller.bot_user_id in users:
             raise SlackError("already_reacted")
-        users.append(self.bot_user_id)
+        users.append(self._caller.bot_user_id)
         return {}
 
     def _reactions_remove(self, p: dict[str, Any]) -> dict[str, Any]:
         channel, ts, name = _str(p.get("channel")), _str(p.get("timestamp")), _str(p.get("name"))
         msg = self._find(channel, ts)
         users = msg.reactions.get(name, [])
-        if self.bot_user_id not in users:
+        if self._caller.bot_user_id not in users:
             raise SlackError("no_reaction")
-        users.remove(self.bot_user_id)
+        users.remove(self._caller.bot_user_id)
         if not users:
             del msg.reactions[name]
         return {}
@@ -268,7 +270,7 @@ class WebApiMethods(_Base):
         if not filename or length < 0:
             raise SlackError("invalid_arguments")
         file_id = f"F{next(self._file_counter):08d}"
-        self._files[file_id] = UploadedFile(id=file_id, filename=filename, length=length)
+        self._files[file_id] = UploadedFile(id=file_id, filename=filename, length=length, team=self._caller.team_id)
         return {"upload_url": f"{self._origin}/upload/{file_id}", "file_id": file_id}
 
     def _files_complete_upload(self, p: dict[str, Any]) -> dict[str, Any]:
@@ -285,7 +287,7 @@ class WebApiMethods(_Base):
         done = []
         for entry in entries:
             f = self._files.get(str(entry.get("id", "")))
-            if f is None or f.deleted or f.content is None:
+            if f is None or f.deleted or f.content is None or f.team != self._caller.team_id:
                 raise SlackError("file_not_found")
             f.title = entry.get("title") or f.filename
             f.channel_id, f.thread_ts, f.initial_comment, f.completed = channel, thread_ts, comment, True
@@ -293,17 +295,17 @@ class WebApiMethods(_Base):
         if channel is not None:
             # Sharing a file posts a message carrying it, like Slack does.
             msg = SlackMessage(channel=channel, ts=self._next_ts(), text=comment or "", thread_ts=thread_ts,
-                               user=self.bot_user_id, bot_id=self.bot_id, files=[f.id for f in done])
+                               user=self._caller.bot_user_id, bot_id=self._caller.bot_id, files=[f.id for f in done])
             self._store(msg)
         # Full file objects, as Slack answers (the permalink is what a message links to).
         return {"files": [{"id": f.id, "title": f.title, "name": f.filename, "size": len(f.content or b""),
-                           "permalink": f"https://deepthread-test.slack.com/files/{self.bot_user_id}/{f.id}/{f.filename}"}
+                           "permalink": f"https://deepthread-test.slack.com/files/{self._caller.bot_user_id}/{f.id}/{f.filename}"}
                           for f in done]}
 
     def _files_delete(self, p: dict[str, Any]) -> dict[str, Any]:
         f = self._files.get(_str(p.get("file")))
-        if f is None or f.deleted:
-            raise SlackError("file_not_found")
+        if f is None or f.deleted or f.team != self._caller.team_id:
+            raise SlackError("file_not_found")  # another workspace's file does not exist here
         f.deleted = True
         return {}
 

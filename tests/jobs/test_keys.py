@@ -1,6 +1,8 @@
-"""Key names follow the deployment's prefix (DEEPTHREAD_REDIS_PREFIX) and its queue (DEEPTHREAD_QUEUE),
-read at each use: set once at start-up, every key of jobs/ and bot/ follows, and no module keeps a copy
-made before it was set."""
+"""Redis keys: every key follows the deployment's prefix (DEEPTHREAD_REDIS_PREFIX) and its queue
+(DEEPTHREAD_QUEUE), read at each use, so no module keeps a copy made before they were set; and every
+key belongs to one installation: generated over every key builder in jobs/keys.py and bot/keys.py
+(read from the modules, so a builder added later is checked too). A builder takes the team, or the
+run id (a run has one team), or is listed with why it needs neither."""
 from __future__ import annotations
 
 import ast
@@ -11,10 +13,11 @@ import pytest
 
 from bot import keys as bot_keys
 from jobs import keys
+from tests.helpers import WITHOUT_OWNER, KeyKind, key_kinds
 from tests.paths import ROOT
 
 SHARED = {"PREFIX", "QUEUE", "UPDATES_STREAM", "ACTIVE_RUNS", "HARD_STOPS", "HARD_STOP_REASONS", "UNPOSTED",
-          "RECHECKS_TO_SHOW", "RECHECK_DIGESTS", "RECHECK_NOTICES", "PUBLISHER_CURSOR"}
+          "RECHECKS_TO_SHOW", "RECHECK_DIGESTS", "RECHECK_NOTICES", "PUBLISHER_CURSOR", "INSTALLATIONS", "PLANS_DUE"}
 
 
 @pytest.fixture
@@ -66,3 +69,28 @@ def test_no_module_keeps_a_key_name_from_before_the_prefix_was_set() -> None:
     found = [hit for package in ("agent", "jobs", "bot") for path in sorted((ROOT / package).rglob("*.py"))
              for hit in _frozen_copies(path)]
     assert found == [], "read keys.X where it is used, not at import: " + "; ".join(found)
+
+
+KINDS = key_kinds()
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=[k.name for k in KINDS])
+def test_every_key_names_its_team_or_its_run(kind: KeyKind) -> None:
+    if "team" in kind.params or "run_id" in kind.params:
+        return
+    assert kind.name in WITHOUT_OWNER, (
+        f"{kind.name}{kind.params} names neither a team nor a run: give it a team dimension "
+        "(jobs.keys.team_part) or say in tests/helpers.py WITHOUT_OWNER why it needs none")
+
+
+@pytest.mark.parametrize("kind", [k for k in KINDS if "team" in k.params], ids=lambda k: k.name)
+def test_the_same_names_in_two_workspaces_are_two_records(kind: KeyKind) -> None:
+    """A channel id two workspaces share (Slack Connect), or a guessed id, never reaches the other's record."""
+    args = {p: f"x{p}" for p in kind.params}
+    alpha, beta = kind.build(**{**args, "team": "T0ALPHA"}), kind.build(**{**args, "team": "T0BETA"})
+    assert alpha != beta and "T0ALPHA" in alpha and "T0BETA" in beta
+    assert kind.pattern.fullmatch(alpha)["team"] == "T0ALPHA"
+
+
+def test_the_listed_exceptions_are_still_builders() -> None:
+    assert set(WITHOUT_OWNER) <= {k.name for k in KINDS}, "a listed builder is gone: drop it from the list"

@@ -17,6 +17,7 @@ from rq import Queue
 from agent import Finished, Progress, SectionWritten, UsageRecorded
 from agent.control import Note
 from jobs import Run, Runs, RunState, RunStatus, RunStore, keys
+from tests.fakes.slack_records import TEAM_ID
 
 T = TypeVar("T")
 TRIALS = 25
@@ -56,7 +57,7 @@ def two_replies_at_once(redis_url: str, trial: int) -> None:
     assert len(started) == 1 and len(noted) == 1, f"trial {trial}: exactly one continuation"
     child = started[0].state
     assert noted[0].state.run.id == child.run.id, "the second reply joined the run that started"
-    assert first.store.thread_run_ids("C1", parent.run.thread_ts or "") == [parent.run.id, child.run.id]
+    assert first.store.thread_run_ids(None, "C1", parent.run.thread_ts or "") == [parent.run.id, child.run.id]
     raw_notes = Redis.from_url(redis_url).lrange(keys.notes(child.run.id), 0, -1)
     loser_text = "and SCHB too" if child.run.follow_up == "Now add ITOT" else "Now add ITOT"
     assert [Note.model_validate_json(raw).text for raw in raw_notes] == [loser_text], \
@@ -129,6 +130,7 @@ async def _two_replies_through_the_listener(redis: Redis, slack_url: str, fake_s
     from slack_sdk.web.async_client import AsyncWebClient
 
     from bot.services import Services
+    from bot.slack.tenancy import Tenant
     from bot.surface.steering import thread_message
     from tests.fakes.slack import message_event
 
@@ -140,11 +142,11 @@ async def _two_replies_through_the_listener(redis: Redis, slack_url: str, fake_s
                for user, text in (("U0ANA", "Now add ITOT"), ("U0BEN", "and SCHB too"))]
     stamps = [fake_slack.seed_event(reply) for reply in replies]
     await asyncio.gather(*[
-        thread_message(services, client, channel=channel, thread_ts=thread, ts=ts, user=reply["event"]["user"],
+        thread_message(services, client, tenant=Tenant(team=None), channel=channel, thread_ts=thread, ts=ts, user=reply["event"]["user"],
                        text=reply["event"]["text"], event_id=reply["event_id"])
         for reply, ts in zip(replies, stamps, strict=True)])
 
-    thread_runs = services.store.thread_run_ids(channel, thread)
+    thread_runs = services.store.thread_run_ids(None, channel, thread)
     assert len(thread_runs) == 2, "one continuation"
     child = services.store.get(thread_runs[-1])
     assert Queue(keys.QUEUE, connection=redis).job_ids == [keys.job_id(child.run.id)], "one job queued"
@@ -182,7 +184,7 @@ def test_two_replies_racing_in_slack_start_one_continuation_that_hears_both(tmp_
 
         wait_for(lambda: len([m for m in bot_replies(fake_slack, thread) if "Done" in block_text(m)]) == 2, 40,
                  "the continuation to finish")
-        runs = RunStore(Redis.from_url(redis_url)).thread_run_ids(CHANNEL, thread)
+        runs = RunStore(Redis.from_url(redis_url)).thread_run_ids(TEAM_ID, CHANNEL, thread)
         assert len(runs) == 2, "one continuation, not two"
         later = [json.dumps(r["messages"]) for r in main_requests(fake_model)[first_run_requests:]]
         winner = next(text for text in texts.values() if f"<follow_up>\\n{text}\\n</follow_up>" in later[0])
@@ -213,7 +215,7 @@ def test_a_worker_still_writing_after_a_forced_stop_cannot_undo_it(tmp_path, red
         wait_for(lambda: len(main_requests(fake_model)) >= 3, 30, "a few turns")
         redis = Redis.from_url(redis_url)
         store = RunStore(redis)
-        run_id = store.thread_run_ids(CHANNEL, thread)[-1]
+        run_id = store.thread_run_ids(TEAM_ID, CHANNEL, thread)[-1]
         # What Runs.force_stop does, but the kill is lost: the job runs on.
         record_spend(redis, store.finish(run_id, RunStatus.stopped, "stopped by <@U0ANA> (forced after 90 s)"))
         stopped = store.get(run_id)

@@ -76,8 +76,8 @@ def test_messages_attach_and_find_their_run(redis: Redis) -> None:
     state = runs.start(Run(question="q", channel="C1", thread_ts="9.0"))
     attached = runs.attach_messages(state.run.id, progress="9.1", report="9.2")
     assert (attached.run.progress_message, attached.run.report_message) == ("9.1", "9.2")
-    assert runs.run_of_message("C1", "9.2") == attached == runs.latest_in_thread("C1", "9.0")
-    assert runs.run_of_message("C1", "9.3") is None
+    assert runs.run_of_message(None, "C1", "9.2") == attached == runs.latest_in_thread(None, "C1", "9.0")
+    assert runs.run_of_message(None, "C1", "9.3") is None
 
 
 def test_a_new_source_writes_that_source_not_the_whole_run(redis: Redis) -> None:

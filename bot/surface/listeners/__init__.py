@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from slack_bolt.async_app import AsyncApp
+from slack_sdk.oauth.installation_store.async_installation_store import AsyncInstallationStore
 
 from bot.services import Services
 
-from . import actions, commands, mentions, messages, reactions
+from . import actions, commands, mentions, messages, reactions, uninstall
 
 
-def register(app: AsyncApp, services: Services) -> None:
+def register(app: AsyncApp, services: Services, installations: AsyncInstallationStore | None = None) -> None:
     mentions.register(app, services)
     messages.register(app, services)
     reactions.register(app, services)
     actions.register(app, services)
     commands.register(app, services)
+    uninstall.register(app, services, installations)

@@ -10,46 +10,45 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.publishing.render import APPROVE_PLAN_ACTION, CHANGE_PLAN_ACTION, GO_DEEPER_ACTION
 from bot.services import Services
 from bot.slack.replies import reply
+from bot.slack.tenancy import Tenant
 from bot.surface.steering import PLAN_CHANGE_HOW, approve_plan, go_deeper
 
 
 def register(app: AsyncApp, services: Services) -> None:
     @app.action(GO_DEEPER_ACTION)
-    async def on_go_deeper(ack: Any, body: dict[str, Any], client: AsyncWebClient) -> None:
+    async def on_go_deeper(ack: Any, body: dict[str, Any], client: AsyncWebClient, context: dict[str, Any]) -> None:
         await ack()
-        channel = (body.get("channel") or {}).get("id")
+        found = await _run_of(services, body, context)
+        if found is None:
+            return
+        state, channel = found
         ts = (body.get("container") or {}).get("message_ts") or (body.get("message") or {}).get("ts")
-        if not channel or not ts:
-            return
-        state = await services.runs.run_of_message(channel, ts)
-        if state is None:
-            return
         action_ts = next((a.get("action_ts") for a in body.get("actions", [])), "") or body.get("trigger_id", "")
         user = str((body.get("user") or {}).get("id") or "")
         await go_deeper(services, client, state, f"action:{ts}:{action_ts}", channel, user)
 
     @app.action(APPROVE_PLAN_ACTION)
-    async def on_approve_plan(ack: Any, body: dict[str, Any], client: AsyncWebClient) -> None:
+    async def on_approve_plan(ack: Any, body: dict[str, Any], client: AsyncWebClient, context: dict[str, Any]) -> None:
         await ack()
-        found = await _run_of(services, body)
+        found = await _run_of(services, body, context)
         if found is not None:
             state, channel = found
             await approve_plan(services, client, state, (body.get("user") or {}).get("id", ""), channel)
 
     @app.action(CHANGE_PLAN_ACTION)
-    async def on_change_plan(ack: Any, body: dict[str, Any], client: AsyncWebClient) -> None:
+    async def on_change_plan(ack: Any, body: dict[str, Any], client: AsyncWebClient, context: dict[str, Any]) -> None:
         await ack()
-        found = await _run_of(services, body)
+        found = await _run_of(services, body, context)
         if found is not None:
             state, channel = found
             await reply(client, channel, state.run.thread_ts, PLAN_CHANGE_HOW)
 
 
-async def _run_of(services: Services, body: dict[str, Any]) -> tuple[Any, str] | None:
-    """The run whose progress message carries the pressed button, and its channel."""
+async def _run_of(services: Services, body: dict[str, Any], context: dict[str, Any]) -> tuple[Any, str] | None:
+    """The run of this workspace whose progress message carries the pressed button, and its channel."""
     channel = (body.get("channel") or {}).get("id")
     ts = (body.get("container") or {}).get("message_ts") or (body.get("message") or {}).get("ts")
     if not channel or not ts:
         return None
-    state = await services.runs.run_of_message(channel, ts)
+    state = await services.runs.run_of_message(Tenant.of_context(context, body).team, channel, ts)
     return (state, channel) if state is not None else None

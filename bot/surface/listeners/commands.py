@@ -13,6 +13,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.desk.commands import spend_command
 from bot.services import Services
 from bot.slack.outgoing import inert
+from bot.slack.tenancy import Tenant
 
 __all__ = ["SLASH_COMMAND", "register"]
 
@@ -34,12 +35,14 @@ STORAGE_DOWN = "My storage is not answering right now, so I cannot read the spen
 
 def register(app: AsyncApp, services: Services) -> None:
     @app.command(SLASH_COMMAND)
-    async def on_command(ack: AsyncAck, command: dict[str, Any], client: AsyncWebClient) -> None:
+    async def on_command(
+        ack: AsyncAck, command: dict[str, Any], client: AsyncWebClient, context: dict[str, Any]
+    ) -> None:
         # The answer rides in the ack, not through the Web API client: the same rule by hand.
-        await ack(text=inert(await answer(services, client, command)))
+        await ack(text=inert(await answer(services, client, command, Tenant.of_context(context, command).team)))
 
 
-async def answer(services: Services, client: AsyncWebClient, command: dict[str, Any]) -> str:
+async def answer(services: Services, client: AsyncWebClient, command: dict[str, Any], team: str | None) -> str:
     text = str(command.get("text") or "").strip()
     channel = str(command.get("channel_id") or "")
     if not channel.startswith("D") and not services.takes_questions_in(channel):
@@ -48,7 +51,7 @@ async def answer(services: Services, client: AsyncWebClient, command: dict[str, 
         reply = await spend_command(
             services,
             client,
-            team=command.get("team_id"),
+            team=team,
             channel=channel,
             user=str(command.get("user_id") or ""),
             text=text,

@@ -19,6 +19,7 @@ from bot.publishing.render import render_help
 from bot.services import EVENT_DEDUPE_TTL_SECONDS, Services
 from bot.slack.events import MentionEvent, action_token_of, question_of
 from bot.slack.replies import reply
+from bot.slack.tenancy import Tenant
 from bot.surface.steering import thread_message
 from jobs import Run
 
@@ -27,9 +28,13 @@ log = logging.getLogger(__name__)
 
 def register(app: AsyncApp, services: Services) -> None:
     @app.event("app_mention")
-    async def on_mention(event: dict[str, Any], body: dict[str, Any], client: AsyncWebClient) -> None:
+    async def on_mention(
+        event: dict[str, Any], body: dict[str, Any], client: AsyncWebClient, context: dict[str, Any]
+    ) -> None:
         try:
-            await handle_mention(services, client, event, body)
+            await handle_mention(
+                services, client, event, body, Tenant.of_context(context, body), bot_user(services, context)
+            )
         except RedisError as exc:
             await storage_down(client, event, exc)
 
@@ -41,6 +46,12 @@ NO_DMS = (
     "I do not take questions in direct messages here (the team switched that off). Ask me in a channel "
     "I am in, by mentioning @deepthread; `usage` still works here."
 )
+
+
+def bot_user(services: Services, context: dict[str, Any]) -> str | None:
+    """Our bot's user id in the event's workspace (each installation has its own bot user)."""
+    return context.get("bot_user_id") or services.bot_user_id
+
 
 # Said in the thread when run storage does not answer even after the client's reconnect backoff.
 STORAGE_DOWN = (
@@ -62,26 +73,36 @@ async def storage_down(client: AsyncWebClient, event: dict[str, Any], exc: Excep
 
 
 async def handle_mention(
-    services: Services, client: AsyncWebClient, event: dict[str, Any], body: dict[str, Any]
+    services: Services,
+    client: AsyncWebClient,
+    event: dict[str, Any],
+    body: dict[str, Any],
+    tenant: Tenant,
+    bot_user_id: str | None,
 ) -> None:
     try:
         mention = MentionEvent.model_validate(event)
     except ValidationError as exc:
         log.warning("ignored a malformed app_mention: %s", exc.errors()[:3])
         return
-    if mention.bot_id or (services.bot_user_id and mention.user == services.bot_user_id):
+    if mention.bot_id or (bot_user_id and mention.user == bot_user_id):
         return  # our own or another bot's message
     event_id = body.get("event_id") or f"{mention.channel}:{mention.ts}"
     # Every run call goes to a thread (AsyncRuns): the event loop must stay free to ack other events.
-    if not await services.runs.claim_event(f"event:{event_id}", EVENT_DEDUPE_TTL_SECONDS):
+    if not await services.runs.claim_event(tenant.team, f"event:{event_id}", EVENT_DEDUPE_TTL_SECONDS):
         log.info("dropped a repeated delivery of %s", event_id)
         return
-    question = question_of(mention.text, services.bot_user_id)
-    if mention.thread_ts and question and await services.runs.in_thread(mention.channel, mention.thread_ts):
+    question = question_of(mention.text, bot_user_id)
+    if (
+        mention.thread_ts
+        and question
+        and await services.runs.in_thread(tenant.team, mention.channel, mention.thread_ts)
+    ):
         # A mention inside one of our threads steers or continues that research.
         await thread_message(
             services,
             client,
+            tenant=tenant,
             channel=mention.channel,
             thread_ts=mention.thread_ts,
             ts=mention.ts,
@@ -98,7 +119,7 @@ async def handle_mention(
         thread_ts=mention.thread,
         user=mention.user,
         question=question,
-        team=body.get("team_id"),
+        tenant=tenant,
         action_token=action_token_of(event),
     )
 
@@ -111,7 +132,7 @@ async def handle_question(
     thread_ts: str,
     user: str,
     question: str,
-    team: str | None,
+    tenant: Tenant,
     action_token: SecretStr | None = None,
 ) -> None:
     """A new question, from a mention or a direct message: help, refuse with advice, or start."""
@@ -119,6 +140,7 @@ async def handle_question(
     if not direct and not services.takes_questions_in(channel):  # commands too: nothing is answered here
         await reply(client, channel, thread_ts, NOT_ENABLED)
         return
+    team = tenant.team
     answer = await spend_command(services, client, team=team, channel=channel, user=user, text=question)
     if answer is None:
         answer = await plan_first_command(services, client, team=team, channel=channel, user=user, text=question)
@@ -150,6 +172,8 @@ async def handle_question(
     state = await services.runs.start(
         Run(
             team=team,
+            enterprise=tenant.enterprise,
+            enterprise_install=tenant.enterprise_install,
             channel=channel,
             thread_ts=thread_ts,
             requester=user,

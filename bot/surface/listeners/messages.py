@@ -14,24 +14,34 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.services import EVENT_DEDUPE_TTL_SECONDS, Services
 from bot.slack.events import MessageEvent, action_token_of
+from bot.slack.tenancy import Tenant
 from bot.surface.steering import thread_message
 
-from .mentions import handle_question, storage_down
+from .mentions import bot_user, handle_question, storage_down
 
 log = logging.getLogger(__name__)
 
 
 def register(app: AsyncApp, services: Services) -> None:
     @app.event("message")
-    async def on_message(event: dict[str, Any], body: dict[str, Any], client: AsyncWebClient) -> None:
+    async def on_message(
+        event: dict[str, Any], body: dict[str, Any], client: AsyncWebClient, context: dict[str, Any]
+    ) -> None:
         try:
-            await handle_message(services, client, event, body)
+            await handle_message(
+                services, client, event, body, Tenant.of_context(context, body), bot_user(services, context)
+            )
         except RedisError as exc:
             await storage_down(client, event, exc)
 
 
 async def handle_message(
-    services: Services, client: AsyncWebClient, event: dict[str, Any], body: dict[str, Any]
+    services: Services,
+    client: AsyncWebClient,
+    event: dict[str, Any],
+    body: dict[str, Any],
+    tenant: Tenant,
+    bot_user_id: str | None,
 ) -> None:
     try:
         message = MessageEvent.model_validate(event)
@@ -40,10 +50,10 @@ async def handle_message(
     direct = message.channel_type == "im"
     if message.subtype or message.bot_id or not message.user or not (message.thread_ts or direct):
         return  # edits, deletions, bots (us included) and top-level chatter in channels
-    if message.user == services.bot_user_id or (services.bot_user_id and f"<@{services.bot_user_id}>" in message.text):
+    if message.user == bot_user_id or (bot_user_id and f"<@{bot_user_id}>" in message.text):
         return
     event_id = body.get("event_id") or f"{message.channel}:{message.ts}"
-    if not await services.runs.claim_event(f"event:{event_id}", EVENT_DEDUPE_TTL_SECONDS):
+    if not await services.runs.claim_event(tenant.team, f"event:{event_id}", EVENT_DEDUPE_TTL_SECONDS):
         return
     if message.thread_ts is None:  # a direct message to the bot is a question
         await handle_question(
@@ -53,13 +63,14 @@ async def handle_message(
             thread_ts=message.ts,
             user=message.user,
             question=message.text.strip(),
-            team=body.get("team_id"),
+            tenant=tenant,
             action_token=action_token_of(event),
         )
         return
     await thread_message(
         services,
         client,
+        tenant=tenant,
         channel=message.channel,
         thread_ts=message.thread_ts,
         ts=message.ts,

@@ -126,7 +126,7 @@ def thread_texts(slack: FakeSlack, thread: str) -> list[str]:
 
 def runs_of(redis_url: str, thread: str) -> list[Any]:
     store = RunStore(Redis.from_url(redis_url))
-    return [store.get(run_id) for run_id in store.thread_run_ids(CHANNEL, thread)]
+    return [store.get(run_id) for run_id in store.thread_run_ids(TEAM, CHANNEL, thread)]
 
 
 def scheduled_job_ids(redis_url: str) -> list[str]:
@@ -275,20 +275,20 @@ def finished_thread(redis: Redis, sections: list[Section]) -> str:
 def test_a_weekly_check_that_runs_plans_the_next_one_a_week_later_with_a_fresh_token(redis: Redis) -> None:
     first = finished_thread(redis, [Section(section_id="sec1", title="Fees", body="VTI costs 0.04%.")])
     rechecks = Rechecks(redis, budget_reached=lambda *_: None)
-    schedule, replaced = rechecks.set(CHANNEL, "100.1", seconds=WEEK_SECONDS, repeat=True, team=TEAM, set_by="U0ANA")
+    schedule, replaced = rechecks.set(TEAM, CHANNEL, "100.1", seconds=WEEK_SECONDS, repeat=True, set_by="U0ANA")
     assert not replaced
-    assert rechecks.start(CHANNEL, "100.1", "not-the-token") == "replaced", "a stale job does nothing"
-    outcome = rechecks.start(CHANNEL, "100.1", schedule.token)
+    assert rechecks.start(TEAM, CHANNEL, "100.1", "not-the-token") == "replaced", "a stale job does nothing"
+    outcome = rechecks.start(TEAM, CHANNEL, "100.1", schedule.token)
     assert outcome.startswith("started run ")
-    after = rechecks.get(CHANNEL, "100.1")
+    after = rechecks.get(TEAM, CHANNEL, "100.1")
     assert after is not None and after.token != schedule.token and after.next_at is not None
     assert timedelta(days=6, hours=23) < after.next_at - utcnow() <= timedelta(days=7)
     store = RunStore(redis)
-    run_id = store.thread_run_ids(CHANNEL, "100.1")[-1]
+    run_id = store.thread_run_ids(TEAM, CHANNEL, "100.1")[-1]
     state = store.get(run_id)
     assert state.run.parent_run_id == first and state.next_check == after.next_at, "the footer shows the next one"
     assert state.run.recheck and state.run.follow_up and state.run.follow_up.startswith("Scheduled re-check")
-    assert rechecks.start(CHANNEL, "100.1", schedule.token) == "replaced", "the old token ran once"
+    assert rechecks.start(TEAM, CHANNEL, "100.1", schedule.token) == "replaced", "the old token ran once"
 
 
 def test_the_digest_pairs_old_and_new_figures_sentence_by_sentence() -> None:

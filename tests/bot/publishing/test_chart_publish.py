@@ -113,7 +113,7 @@ async def test_a_drawn_chart_is_uploaded_to_the_thread_and_linked_from_its_secti
     assert f"<{permalink}|📊 Expense ratios, 2024>" in shown, "the report links the chart's file"
     # Its sources under it: [1] and [2] are the section's footnotes; SCHB's page is cited only by the chart.
     assert "_Chart sources:_ [1] [2] <https://www.schwab.com/schb|schwab.com>" in shown
-    assert await async_redis.hexists(keys.charts(CHANNEL, state.run.report_message or ""), f"{state.run.id}:chart1")
+    assert await async_redis.hexists(keys.charts(state.run.team, CHANNEL, state.run.report_message or ""), f"{state.run.id}:chart1")
 
     assert await Publisher(redis, async_redis, posted.store, client).sync(latest(posted))
     assert len(fake_slack.calls_of("files.completeUploadExternal")) == 1, "an unchanged chart is not uploaded again"

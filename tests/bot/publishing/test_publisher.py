@@ -264,7 +264,7 @@ async def test_sixty_sections_and_two_hundred_sources_are_accepted_and_spilled_i
     for n in {(i * 4 + k) % 200 + 1 for i in range(1, 61) for k in range(4)}:
         assert f"(https://example.org/{n})" in content, "every cited source is in the file"
     assert f"in the attached file* `{upload.filename}`" in str(report.blocks)
-    assert await async_redis.hget(keys.spill(CHANNEL, state.run.report_message or ""), "file_id") == upload.id.encode()
+    assert await async_redis.hget(keys.spill(state.run.team, CHANNEL, state.run.report_message or ""), "file_id") == upload.id.encode()
 
 
 async def test_a_changed_spilled_report_replaces_the_file_and_deletes_the_old_one(
@@ -317,7 +317,7 @@ async def test_report_that_fits_again_takes_its_file_away(redis: Redis, async_re
         state = store.apply(state, SectionRevised(section_id=f"s{i}", body="Short now.", reason="condensed"))
     assert await publisher.sync(state)
     assert fake_slack.files() == [] and shows(fake_slack, state)
-    assert not await async_redis.exists(keys.spill(CHANNEL, state.run.report_message or ""))
+    assert not await async_redis.exists(keys.spill(state.run.team, CHANNEL, state.run.report_message or ""))
 
 
 async def test_upload_refused_for_a_missing_scope_is_said_in_the_report(
