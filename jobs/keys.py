@@ -83,6 +83,11 @@ def run_source_order(run_id: str) -> str:
     return f"{PREFIX}:run:{run_id}:source-order"
 
 
+def run_steps(run_id: str) -> str:
+    """List: the run's last progress steps (jobs.models.STEPS_KEPT), oldest first, as JSON."""
+    return f"{PREFIX}:run:{run_id}:steps"
+
+
 def thread_runs(channel: str, thread_ts: str) -> str:
     return f"{PREFIX}:thread:{channel}:{thread_ts}"
 
