@@ -8,11 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import AliasChoices, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from agent import AgentConfig, Caps, FetchConfig, SearchConfig, SearchProvider
 from agent import defaults as agent_defaults
+from agent.capacity import Limits
 from jobs.hard_stop import HARD_STOP_SECONDS
 from jobs.spend import BudgetDefaults
 
@@ -53,6 +54,14 @@ class StreamConfig:
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(extra="ignore", populate_by_name=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _blank_is_unset(cls, values: Any) -> Any:
+        """An empty or whitespace-only value means unset, for every variable (DESIGN.md §4)."""
+        if isinstance(values, dict):
+            return {k: v for k, v in values.items() if not (isinstance(v, str) and not v.strip())}
+        return values
 
     slack_bot_token: SecretStr | None = Field(default=None, validation_alias=_env("SLACK_BOT_TOKEN"))
     slack_signing_secret: SecretStr | None = Field(default=None, validation_alias=_env("SLACK_SIGNING_SECRET"))
@@ -113,6 +122,22 @@ class Settings(BaseSettings):
     hard_stop_seconds: float = Field(
         default=HARD_STOP_SECONDS, gt=0, validation_alias=_env("DEEPTHREAD_HARD_STOP_SECONDS")
     )
+    # The organization's model limits per minute (every model), shared by all runs; unset: read
+    # from the service's anthropic-ratelimit-* headers.
+    model_requests_per_minute: float | None = Field(
+        default=None, gt=0, validation_alias=_env("DEEPTHREAD_MODEL_REQUESTS_PER_MINUTE")
+    )
+    model_input_tokens_per_minute: float | None = Field(
+        default=None, gt=0, validation_alias=_env("DEEPTHREAD_MODEL_INPUT_TOKENS_PER_MINUTE")
+    )
+    model_output_tokens_per_minute: float | None = Field(
+        default=None, gt=0, validation_alias=_env("DEEPTHREAD_MODEL_OUTPUT_TOKENS_PER_MINUTE")
+    )
+    # Operators: Prometheus metrics on this port (serve and workers), and text or JSON log lines.
+    metrics_port: int | None = Field(default=None, ge=1, le=65535, validation_alias=_env("DEEPTHREAD_METRICS_PORT"))
+    log_format: Literal["text", "json"] = Field(default="text", validation_alias=_env("DEEPTHREAD_LOG_FORMAT"))
+    # Bulky records (page texts, request logs): how long they are kept.
+    bulky_retention_days: float = Field(default=30.0, gt=0, validation_alias=_env("DEEPTHREAD_BULKY_RETENTION_DAYS"))
     # Where `deepthread up` keeps its embedded Redis (append-only file), so a restart keeps every run.
     data_dir: Path = Field(default_factory=default_data_dir, validation_alias=_env(DATA_DIR_VARIABLE))
 
@@ -161,6 +186,13 @@ class Settings(BaseSettings):
             fetch=FetchConfig(allow=allow),
             caps=caps,
             **extra,
+        )
+
+    def model_limits(self) -> Limits:
+        return Limits(
+            requests=self.model_requests_per_minute,
+            input_tokens=self.model_input_tokens_per_minute,
+            output_tokens=self.model_output_tokens_per_minute,
         )
 
     def budget_defaults(self) -> BudgetDefaults:

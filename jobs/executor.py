@@ -23,6 +23,7 @@ from agent.config import Caps, budget_for
 from agent.task import PriorRun
 
 from . import keys
+from .capacity import RedisModelLimiter
 from .connection import connect_async
 from .continuation import prior_of
 from .control import RedisRunControl, upgraded_profile
@@ -110,6 +111,9 @@ async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime, token
                     checkpoints=RedisCheckpointStore(async_redis, run_id),
                     request_log=RedisRequestLog(async_redis, run_id),
                     control=RedisRunControl(async_redis, run_id, caps),
+                    limiter=RedisModelLimiter(async_redis, runtime.model_limits),
+                    team=state.run.team or "",
+                    run_id=run_id,
                 ),
                 registry=SourceRegistry(state.sources.values()),
                 sections=state.sections,

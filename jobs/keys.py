@@ -165,6 +165,14 @@ def request_parts(run_id: str) -> str:
     return f"{PREFIX}:request-parts:{run_id}"
 
 
+CAPACITY_MODELS = f"{PREFIX}:capacity:models"  # set: models some run has asked capacity for
+
+
+def capacity(model: str) -> str:
+    """Prefix of one model's shared capacity records (jobs/capacity.py lists them)."""
+    return f"{PREFIX}:capacity:{model}:"
+
+
 # --- how long records live ------------------------------------------------------------------
 # Results and request logs outlive their run long enough for continuations and `inspect`.
 STORED_RESULT_TTL_SECONDS = 30 * 24 * 3600

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agent import AgentConfig
+from agent.capacity import Limits
 from agent.workspace import ThreadWorkspace
 
 from .models import Run
@@ -28,6 +29,9 @@ class JobRuntime:
     # The run's thread (files, earlier messages), given by the surface that knows where runs live
     # (the Slack app); None in the terminal or without a thread.
     workspace_for: Callable[[Run], ThreadWorkspace | None] | None = field(default=None, repr=False)
+    # The organization's model limits per minute set by the operator; unset ones are read from
+    # the service's rate-limit headers (jobs/capacity.py shares them between every run).
+    model_limits: Limits = field(default_factory=Limits)
 
 
 _runtime: JobRuntime | None = None

@@ -27,6 +27,7 @@ def job_runtime(settings: Settings) -> JobRuntime:
         redis_url=settings.redis_url,
         lock_seconds=settings.run_lock_seconds,
         workspace_for=partial(_workspace_for, settings),
+        model_limits=settings.model_limits(),
     )
 
 
