@@ -41,7 +41,7 @@ __all__ = [
     "WAITING_FOR_CAPACITY",
     "CapacityMiddleware",
     "Demand",
-    "Limits",
+    "ModelLimits",
     "MemoryModelLimiter",
     "ModelLimiter",
     "Observed",
@@ -50,7 +50,7 @@ __all__ = [
 ]
 
 WAITING_FOR_CAPACITY = "Waiting for model capacity"
-# Limits assumed until the service's headers say otherwise (or the operator sets them): the
+# ModelLimits assumed until the service's headers say otherwise (or the operator sets them): the
 # API's first tier, so a new deployment is careful rather than answered with 429s.
 DEFAULT_REQUESTS_PER_MINUTE = 50.0
 DEFAULT_INPUT_TOKENS_PER_MINUTE = 30_000.0
@@ -70,7 +70,7 @@ _HEADER_NAMES = {"requests": "requests", "input_tokens": "input-tokens", "output
 
 
 @dataclass(frozen=True)
-class Limits:
+class ModelLimits:
     """Per minute, per model; None: not set here (the service's headers or the default decide)."""
 
     requests: float | None = None
@@ -82,7 +82,9 @@ class Limits:
         return value
 
 
-DEFAULT_LIMITS = Limits(DEFAULT_REQUESTS_PER_MINUTE, DEFAULT_INPUT_TOKENS_PER_MINUTE, DEFAULT_OUTPUT_TOKENS_PER_MINUTE)
+DEFAULT_LIMITS = ModelLimits(
+    DEFAULT_REQUESTS_PER_MINUTE, DEFAULT_INPUT_TOKENS_PER_MINUTE, DEFAULT_OUTPUT_TOKENS_PER_MINUTE
+)
 
 
 @dataclass(frozen=True)
@@ -105,8 +107,8 @@ class Demand:
 class Observed:
     """What one response said about the organization's limits."""
 
-    limits: Limits
-    remaining: Limits
+    limits: ModelLimits
+    remaining: ModelLimits
     retry_after: float | None = None
 
 
@@ -121,8 +123,8 @@ def observed(headers: Mapping[str, str], status: int) -> Observed:
     """The `anthropic-ratelimit-*` headers (and a 429's `retry-after`) of one response."""
     lower = {k.lower(): v for k, v in headers.items()}
 
-    def read(kind: str) -> Limits:
-        return Limits(**{d: _number(lower.get(f"{HEADER}{_HEADER_NAMES[d]}-{kind}")) for d in DIMENSIONS})
+    def read(kind: str) -> ModelLimits:
+        return ModelLimits(**{d: _number(lower.get(f"{HEADER}{_HEADER_NAMES[d]}-{kind}")) for d in DIMENSIONS})
 
     retry_after = _number(lower.get("retry-after")) if status == 429 else None
     if status == 429 and retry_after is None:
@@ -214,8 +216,8 @@ def _shortfall(need: float, level: float, limit: float) -> float:
 class MemoryModelLimiter:
     """One process's limiter (the terminal, tests): the same fair queue as the Redis version."""
 
-    def __init__(self, configured: Limits | None = None, clock: Callable[[], float] = time.monotonic) -> None:
-        self.configured = configured or Limits()
+    def __init__(self, configured: ModelLimits | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        self.configured = configured or ModelLimits()
         self.clock = clock
         self._models: dict[str, _ModelState] = {}
         self.grants: list[Demand] = []  # in the order they were granted (tests read it)

@@ -11,9 +11,8 @@ from typing import Any, Literal, get_args
 from pydantic import AliasChoices, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from agent import AgentConfig, Caps, FetchConfig, SearchConfig, SearchProvider
+from agent import AgentConfig, Caps, FetchConfig, ModelLimits, SearchConfig, SearchProvider
 from agent import defaults as agent_defaults
-from agent.capacity import Limits
 from jobs.hard_stop import HARD_STOP_SECONDS
 from jobs.spend import BudgetDefaults
 
@@ -188,8 +187,8 @@ class Settings(BaseSettings):
             **extra,
         )
 
-    def model_limits(self) -> Limits:
-        return Limits(
+    def model_limits(self) -> ModelLimits:
+        return ModelLimits(
             requests=self.model_requests_per_minute,
             input_tokens=self.model_input_tokens_per_minute,
             output_tokens=self.model_output_tokens_per_minute,

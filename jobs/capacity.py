@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import cast
 
+from redis import Redis
 from redis.asyncio import Redis as AsyncRedis
 from redis.commands.core import AsyncScript
 
@@ -39,7 +41,7 @@ from agent.capacity import (
     MIN_POLL_SECONDS,
     WAITER_TTL_SECONDS,
     Demand,
-    Limits,
+    ModelLimits,
     Observed,
 )
 
@@ -202,7 +204,7 @@ return 1
 )
 
 
-def _limit_args(limits: Limits) -> list[float]:
+def _limit_args(limits: ModelLimits) -> list[float]:
     return [limits.get(d) or 0 for d in DIMENSIONS]
 
 
@@ -216,12 +218,12 @@ class RedisModelLimiter:
     def __init__(
         self,
         redis: AsyncRedis,
-        configured: Limits | None = None,
+        configured: ModelLimits | None = None,
         *,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.redis = redis
-        self.configured = configured or Limits()
+        self.configured = configured or ModelLimits()
         self.clock = clock
         self._acquire: AsyncScript = redis.register_script(_ACQUIRE)
         self._withdraw: AsyncScript = redis.register_script(_WITHDRAW)
@@ -282,16 +284,14 @@ class RedisModelLimiter:
         )
 
 
-def waiting_runs_by_team(redis: object) -> dict[str, int]:
-    """Runs with a request waiting for capacity, per workspace, over every model (for the gauge).
-    `redis` is a synchronous client (the metrics endpoint reads it from its own thread)."""
-    from redis import Redis
-
-    assert isinstance(redis, Redis)
+def waiting_runs_by_team(redis: Redis) -> dict[str, int]:
+    """Runs with a request waiting for capacity, per workspace, over every model (for the gauge;
+    a synchronous client: the metrics endpoint reads it from a thread of its own)."""
     counts: dict[str, int] = {}
     for model in redis.smembers(keys.CAPACITY_MODELS):
         prefix = keys.capacity(text(model))
-        for team in redis.zrange(prefix + "teams", 0, -1):
+        teams = cast(list[bytes], redis.zrange(prefix + "teams", 0, -1))
+        for team in teams:
             name = text(team)
             counts[name] = counts.get(name, 0) + int(redis.zcard(prefix + "runs:" + name))
     return counts

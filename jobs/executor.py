@@ -24,9 +24,11 @@ from agent.task import PriorRun
 
 from . import keys
 from .capacity import RedisModelLimiter
-from .connection import connect_async
+from .connection import connect_async, text
 from .continuation import prior_of
 from .control import RedisRunControl, upgraded_profile
+from .logcontext import log_context
+from .metrics import metrics
 from .models import RunState
 from .runtime import JobRuntime, current
 from .spend import Spend, record_spend
@@ -69,9 +71,13 @@ def anthropic_client(runtime: JobRuntime) -> AsyncAnthropic:
 
 
 async def _heartbeat(redis: AsyncRedis, run_id: str, token: str, ttl: float) -> None:
-    """Keep the run's lock while this job lives, and note how far it got."""
+    """Keep the run's lock while this job lives, and note how far it got. A lock found held by
+    another job was lost (this job stalled past its lifetime): counted for operators."""
     while True:
-        await redis.set(keys.lock(run_id), token, ex=max(1, int(ttl)))
+        held = await redis.set(keys.lock(run_id), token, ex=max(1, int(ttl)), get=True)
+        if isinstance(held, (bytes, str)) and text(held) != token:
+            metrics().locks_lost.labels(lock="run").inc()
+            log.warning("run %s: its lock was held by another job (%s)", run_id, text(held))
         await redis.set(keys.alive(run_id), str(time.time()), ex=keys.RUN_ALIVE_TTL_SECONDS)
         await asyncio.sleep(ttl / 3)
 
@@ -99,6 +105,8 @@ async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime, token
     async_redis = connect_async(runtime.redis_url)  # a Redis restart mid-run is waited out, not fatal
     heartbeat = asyncio.create_task(_heartbeat(async_redis, run_id, token, runtime.lock_seconds))
     alive = await async_redis.get(keys.alive(run_id))
+    if alive:  # an earlier attempt's heartbeat: this job resumes it from its checkpoint
+        metrics().runs_resumed.labels(team=state.run.team or keys.NO_TEAM).inc()
     try:
         async with anthropic_client(runtime) as client:
             await research(
@@ -148,7 +156,10 @@ def execute(run_id: str) -> str:
     # (measured: max event-loop pause 150 ms → 33 ms over 1,000 turns, bench/loop_lag.py).
     gc.freeze()
     try:
-        state = asyncio.run(run_agent(store, state, runtime, token))
+        with log_context(run_id=run_id, team=state.run.team):
+            log.info("run %s: researching (job %s)", run_id, token)
+            state = asyncio.run(run_agent(store, state, runtime, token))
+            log.info("run %s: %s", run_id, state.status.value)
     except Exception as exc:
         log.exception("run %s crashed", run_id)
         state = store.mark_failed(

@@ -16,7 +16,7 @@ from functools import cache
 
 from prometheus_client import Counter, Histogram
 
-__all__ = ["Metrics", "metrics"]
+__all__ = ["Metrics", "PrometheusEngineCounters", "metrics"]
 
 # Model latency runs from a second to minutes (long streamed turns).
 MODEL_SECONDS_BUCKETS = (0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600)
@@ -97,3 +97,10 @@ def metrics() -> Metrics:
             buckets=LAG_SECONDS_BUCKETS,
         ),
     )
+
+
+class PrometheusEngineCounters:
+    """The engine's counters (agent.counters) as these metrics; a worker installs it."""
+
+    def file_refused(self, reason: str) -> None:
+        metrics().files_refused.labels(reason=reason).inc()

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agent import AgentConfig
-from agent.capacity import Limits
+from agent.capacity import ModelLimits
 from agent.workspace import ThreadWorkspace
 
 from .models import Run
@@ -31,15 +31,22 @@ class JobRuntime:
     workspace_for: Callable[[Run], ThreadWorkspace | None] | None = field(default=None, repr=False)
     # The organization's model limits per minute set by the operator; unset ones are read from
     # the service's rate-limit headers (jobs/capacity.py shares them between every run).
-    model_limits: Limits = field(default_factory=Limits)
+    model_limits: ModelLimits = field(default_factory=ModelLimits)
 
 
 _runtime: JobRuntime | None = None
 
 
 def configure(runtime: JobRuntime) -> None:
+    """Set once by the worker at start-up (its work-horses inherit it), with the engine's
+    counters turned into this process's metrics."""
     global _runtime
     _runtime = runtime
+    from agent.counters import install
+
+    from .metrics import PrometheusEngineCounters
+
+    install(PrometheusEngineCounters())
 
 
 def current() -> JobRuntime:

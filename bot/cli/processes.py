@@ -26,6 +26,7 @@ from jobs.connection import connect, connect_async
 from jobs.keys import QUEUE
 from jobs.worker import SWEEP_INTERVAL_SECONDS, WORKER_TTL_SECONDS, DeepthreadWorker
 
+from .observability import enable_metrics
 from .runtime import job_runtime
 
 log = logging.getLogger(__name__)
@@ -50,6 +51,7 @@ async def _every(seconds: float, check: Callable[[], Awaitable[object]], stop: a
 async def serve(settings: Settings) -> int:
     assert settings.redis_url
     redis = connect(settings.redis_url)
+    enable_metrics(settings, redis)
     async_redis = connect_async(settings.redis_url)
     client = slack_client(settings)
     try:
@@ -170,6 +172,7 @@ async def _socket_mode(app: Any, client: AsyncWebClient, app_token: str, stop: a
 def work(settings: Settings, *, burst: bool = False) -> int:
     assert settings.redis_url
     redis = connect(settings.redis_url)
+    enable_metrics(settings, redis)
     jobs.configure(job_runtime(settings))
     spend.configure(settings.budget_defaults())
     worker = DeepthreadWorker(

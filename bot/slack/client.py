@@ -34,6 +34,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from bot.exceptions import SlotBusy
+from jobs.metrics import metrics
 
 from .ratelimit import SlackRateLimiter, Urgency, bucket_method, retry_after_seconds
 
@@ -132,6 +133,7 @@ class LimitedWebClient(AsyncWebClient):
         auth: dict | None = None,
     ) -> AsyncSlackResponse:
         async def call() -> AsyncSlackResponse:
+            metrics().slack_calls.labels(method=api_method).inc()
             return await super(LimitedWebClient, self).api_call(
                 api_method,
                 http_verb=http_verb,
@@ -161,6 +163,7 @@ class LimitedWebClient(AsyncWebClient):
             except SlackApiError as exc:
                 if not is_rate_limited(exc):
                     raise
+                metrics().slack_rate_limited.labels(method=api_method).inc()
                 seconds = retry_after_seconds(exc.response.headers)
                 if counted:
                     await self._pause(team, bucket, seconds)

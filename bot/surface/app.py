@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.authorization import AuthorizeResult
@@ -14,6 +16,7 @@ from bot.settings import Settings
 from bot.slack.client import LimitedWebClient, limit_every_write
 from bot.slack.ratelimit import SlackRateLimiter
 from jobs.connection import connect_async
+from jobs.logcontext import log_context
 
 from .listeners import register
 
@@ -66,6 +69,13 @@ async def identify(client: AsyncWebClient) -> AuthorizeResult:
     )
 
 
+async def _name_the_workspace(body: dict[str, Any], next: Callable[[], Awaitable[None]]) -> None:
+    """Every line logged while handling this request names its workspace (jobs.logcontext)."""
+    team = (body.get("team_id") or (body.get("team") or {}).get("id")) if isinstance(body, dict) else None
+    with log_context(team=team if isinstance(team, str) else None):
+        await next()
+
+
 def build_app(settings: Settings, services: Services, client: AsyncWebClient, identity: AuthorizeResult) -> AsyncApp:
     async def authorize(**_: object) -> AuthorizeResult:
         return identity  # one workspace, one token: no auth.test per event
@@ -80,5 +90,6 @@ def build_app(settings: Settings, services: Services, client: AsyncWebClient, id
     )
     if isinstance(client, LimitedWebClient):
         app.use(limit_every_write(client))  # Bolt gives each listener a fresh client: make it a limited one
+    app.use(_name_the_workspace)
     register(app, services)
     return app

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 from redis.asyncio import Redis as AsyncRedis
 
-from agent.capacity import Demand, Limits, MemoryModelLimiter, ModelLimiter, Observed, observed
+from agent.capacity import Demand, ModelLimits, MemoryModelLimiter, ModelLimiter, Observed, observed
 from jobs.capacity import RedisModelLimiter, waiting_runs_by_team
 
 
@@ -21,12 +21,12 @@ class Clock:
         return self.now
 
 
-LimiterFactory = Callable[[Limits, Clock], ModelLimiter]
+LimiterFactory = Callable[[ModelLimits, Clock], ModelLimiter]
 
 
 @pytest.fixture(params=["redis", "memory"])
 async def make_limiter(request, async_redis: AsyncRedis) -> AsyncIterator[LimiterFactory]:
-    def make(limits: Limits, clock: Clock) -> ModelLimiter:
+    def make(limits: ModelLimits, clock: Clock) -> ModelLimiter:
         if request.param == "redis":
             return RedisModelLimiter(async_redis, limits, clock=clock)
         return MemoryModelLimiter(limits, clock=clock)
@@ -41,7 +41,7 @@ def demand(team: str, run: str, tokens: int = 10) -> Demand:
 async def test_a_workspace_with_fifty_runs_does_not_starve_one_with_two(make_limiter: LimiterFactory) -> None:
     clock = Clock()
     # One request a second; tokens plentiful: requests are what is scarce.
-    limiter = make_limiter(Limits(requests=60, input_tokens=10**9, output_tokens=10**9), clock)
+    limiter = make_limiter(ModelLimits(requests=60, input_tokens=10**9, output_tokens=10**9), clock)
     runs = [("big", f"big-{n}") for n in range(50)] + [("small", f"small-{n}") for n in range(2)]
     pending = {run: demand(team, run) for team, run in runs}
     # Drain the full bucket first (60 requests), so what follows is the steady state.
@@ -65,7 +65,7 @@ async def test_a_workspace_with_fifty_runs_does_not_starve_one_with_two(make_lim
 
 async def test_a_run_that_was_just_served_waits_behind_the_runs_of_its_workspace(make_limiter: LimiterFactory) -> None:
     clock = Clock()
-    limiter = make_limiter(Limits(requests=1, input_tokens=10**9, output_tokens=10**9), clock)
+    limiter = make_limiter(ModelLimits(requests=1, input_tokens=10**9, output_tokens=10**9), clock)
     assert await limiter.try_acquire(demand("t", "a")) == 0  # the one request of this minute
     second_a, first_b = demand("t", "a"), demand("t", "b")
     assert await limiter.try_acquire(second_a) > 0
@@ -86,21 +86,21 @@ async def test_limits_come_from_the_service_headers_unless_the_operator_set_them
         "anthropic-ratelimit-output-tokens-limit": "1000", "anthropic-ratelimit-output-tokens-remaining": "1000",
     }
     clock = Clock()
-    heard = make_limiter(Limits(), clock)
+    heard = make_limiter(ModelLimits(), clock)
     await heard.observe("m", observed(headers, 200))
     first = demand("t", "r")
     assert await heard.try_acquire(first) > 0, "nothing remains: the request waits"
     clock.now += 30  # half a minute refills one of the two requests and half the tokens
     assert await heard.try_acquire(first) == 0
 
-    operator = make_limiter(Limits(requests=600), Clock())
+    operator = make_limiter(ModelLimits(requests=600), Clock())
     await operator.observe("m", observed(headers, 200))  # remaining 0 still holds: the service knows best
     assert await operator.try_acquire(demand("t", "r")) > 0
 
 
 async def test_a_429_holds_every_run_off_for_its_retry_after(make_limiter: LimiterFactory) -> None:
     clock = Clock()
-    limiter = make_limiter(Limits(requests=600, input_tokens=10**9, output_tokens=10**9), clock)
+    limiter = make_limiter(ModelLimits(requests=600, input_tokens=10**9, output_tokens=10**9), clock)
     await limiter.observe("m", observed({"retry-after": "7"}, 429))
     assert await limiter.try_acquire(demand("a", "1")) > 0
     assert await limiter.try_acquire(demand("b", "2")) > 0
@@ -111,7 +111,7 @@ async def test_a_429_holds_every_run_off_for_its_retry_after(make_limiter: Limit
 
 async def test_a_withdrawn_or_silent_waiter_gives_its_place_up(make_limiter: LimiterFactory) -> None:
     clock = Clock()
-    limiter = make_limiter(Limits(requests=1, input_tokens=10**9, output_tokens=10**9), clock)
+    limiter = make_limiter(ModelLimits(requests=1, input_tokens=10**9, output_tokens=10**9), clock)
     assert await limiter.try_acquire(demand("t", "first")) == 0
     gone, silent, waiting = demand("a", "gone"), demand("b", "silent"), demand("c", "waiting")
     for d in (gone, silent, waiting):
@@ -123,7 +123,7 @@ async def test_a_withdrawn_or_silent_waiter_gives_its_place_up(make_limiter: Lim
 
 async def test_the_gauge_counts_runs_waiting_per_workspace(async_redis: AsyncRedis, redis) -> None:
     clock = Clock()
-    limiter = RedisModelLimiter(async_redis, Limits(requests=1), clock=clock)
+    limiter = RedisModelLimiter(async_redis, ModelLimits(requests=1), clock=clock)
     assert await limiter.try_acquire(demand("T1", "r0")) == 0
     for team, run in (("T1", "r1"), ("T1", "r2"), ("T2", "r3")):
         await limiter.try_acquire(demand(team, run))
@@ -133,5 +133,5 @@ async def test_the_gauge_counts_runs_waiting_per_workspace(async_redis: AsyncRed
 def test_headers_are_read_as_the_api_sends_them() -> None:
     seen = observed({"Anthropic-Ratelimit-Requests-Limit": "50", "anthropic-ratelimit-input-tokens-remaining": "29000",
                      "retry-after": "3"}, 429)
-    assert seen == Observed(limits=Limits(requests=50), remaining=Limits(input_tokens=29000), retry_after=3.0)
+    assert seen == Observed(limits=ModelLimits(requests=50), remaining=ModelLimits(input_tokens=29000), retry_after=3.0)
     assert observed({"retry-after": "3"}, 200).retry_after is None, "only a 429 asks us to hold off"
