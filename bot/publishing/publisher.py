@@ -34,7 +34,7 @@ from redis import Redis
 from redis.asyncio import Redis as AsyncRedis
 from slack_sdk.web.async_client import AsyncWebClient
 
-from agent.events import utcnow
+from agent import utcnow
 from bot import keys
 from bot.settings import DEFAULT_STOP_REACTION, StreamConfig
 from bot.slack.client import LimitedWebClient
