@@ -231,6 +231,10 @@ class MemoryModelLimiter:
             self._models[model] = state
         return state
 
+    def limits_of(self, model: str) -> ModelLimits:
+        """The limits in force for `model` (the operator's, else the service's, else the defaults)."""
+        return ModelLimits(**self._state(model).limits)
+
     def _refill(self, state: _ModelState, now: float) -> None:
         for d, bucket in state.buckets.items():
             limit = state.limits[d]

@@ -210,9 +210,11 @@ class FakeAnthropic:
         self._add_failure(self._stream_failures, 200, times, error_type, message, None)
 
     def limit(self, *, requests: float | None = None, input_tokens: float | None = None,
-              output_tokens: float | None = None) -> None:
+              output_tokens: float | None = None, spent: bool = False) -> None:
         """Enforce the organization's per-minute limits (per model), as the API does: a request
-        that finds a bucket empty gets 429 rate_limit_error with retry-after."""
+        that finds a bucket empty gets 429 rate_limit_error with retry-after. `spent`: the
+        organization's other users have just used this minute up (buckets start empty)."""
+        self.limits.start_empty = spent
         if requests is not None:
             self.limits.requests = requests
         if input_tokens is not None:

@@ -49,12 +49,14 @@ class OrganizationLimits:
     _buckets: dict[tuple[str, str], _Bucket] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     rate_limited: int = 0  # 429s answered
+    # The organization's other users have just spent this minute: buckets start empty.
+    start_empty: bool = False
 
     def _bucket(self, model: str, dimension: str, now: float) -> _Bucket:
         bucket = self._buckets.get((model, dimension))
         limit = float(getattr(self, dimension))
         if bucket is None or bucket.limit != limit:
-            bucket = _Bucket(limit, limit, now)
+            bucket = _Bucket(limit, 0.0 if self.enforced and self.start_empty else limit, now)
             self._buckets[(model, dimension)] = bucket
         bucket.refill(now)
         return bucket

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 from redis.asyncio import Redis as AsyncRedis
 
-from agent.capacity import Demand, ModelLimits, MemoryModelLimiter, ModelLimiter, Observed, observed
+from agent.capacity import Demand, MemoryModelLimiter, ModelLimiter, ModelLimits, Observed, observed
 from jobs.capacity import RedisModelLimiter, waiting_runs_by_team
 
 
