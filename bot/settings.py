@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from pydantic import AliasChoices, Field, SecretStr, model_validator
+from pydantic import AliasChoices, Field, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from agent import AgentConfig, Caps, FetchConfig, ModelLimits, SearchConfig, SearchProvider
@@ -54,13 +54,22 @@ class StreamConfig:
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(extra="ignore", populate_by_name=True)
 
-    @model_validator(mode="before")
+    @field_validator(
+        "model_requests_per_minute",
+        "model_input_tokens_per_minute",
+        "model_output_tokens_per_minute",
+        "metrics_port",
+        "log_format",
+        "bulky_retention_days",
+        mode="before",
+    )
     @classmethod
-    def _blank_is_unset(cls, values: Any) -> Any:
-        """An empty or whitespace-only value means unset, for every variable (DESIGN.md §4)."""
-        if isinstance(values, dict):
-            return {k: v for k, v in values.items() if not (isinstance(v, str) and not v.strip())}
-        return values
+    def _blank_is_unset(cls, value: Any, info: ValidationInfo) -> Any:
+        """An empty or whitespace-only value means unset (DESIGN.md §4): its default applies."""
+        if isinstance(value, str) and not value.strip():
+            default = cls.model_fields[str(info.field_name)].default
+            return default
+        return value
 
     slack_bot_token: SecretStr | None = Field(default=None, validation_alias=_env("SLACK_BOT_TOKEN"))
     slack_signing_secret: SecretStr | None = Field(default=None, validation_alias=_env("SLACK_SIGNING_SECRET"))

@@ -229,6 +229,7 @@ class RedisModelLimiter:
         self._withdraw: AsyncScript = redis.register_script(_WITHDRAW)
         self._observe: AsyncScript = redis.register_script(_OBSERVE)
         self._waiting_since: dict[str, float] = {}
+        self._models_named: set[str] = set()
 
     def _args(self, model: str) -> list[str | float]:
         return [
@@ -240,7 +241,9 @@ class RedisModelLimiter:
         ]
 
     async def try_acquire(self, demand: Demand) -> float:
-        await self.redis.sadd(keys.CAPACITY_MODELS, demand.model)
+        if demand.model not in self._models_named:  # once per model: the gauge finds its queues by it
+            await self.redis.sadd(keys.CAPACITY_MODELS, demand.model)
+            self._models_named.add(demand.model)
         answer = await self._acquire(
             keys=[keys.capacity(demand.model) + "state"],
             args=[

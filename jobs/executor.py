@@ -115,9 +115,9 @@ async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime, token
                 anthropic=client,
                 emit=emit,
                 backend=RunBackend(
-                    results=RedisResultStore(async_redis, run_id),
+                    results=RedisResultStore(async_redis, run_id, runtime.bulky_retention_seconds),
                     checkpoints=RedisCheckpointStore(async_redis, run_id),
-                    request_log=RedisRequestLog(async_redis, run_id),
+                    request_log=RedisRequestLog(async_redis, run_id, runtime.bulky_retention_seconds),
                     control=RedisRunControl(async_redis, run_id, caps),
                     limiter=RedisModelLimiter(async_redis, runtime.model_limits),
                     team=state.run.team or "",

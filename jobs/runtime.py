@@ -13,6 +13,7 @@ from agent import AgentConfig
 from agent.capacity import ModelLimits
 from agent.workspace import ThreadWorkspace
 
+from . import keys
 from .models import Run
 
 
@@ -32,6 +33,8 @@ class JobRuntime:
     # The organization's model limits per minute set by the operator; unset ones are read from
     # the service's rate-limit headers (jobs/capacity.py shares them between every run).
     model_limits: ModelLimits = field(default_factory=ModelLimits)
+    # How long page texts and the request log are kept (DEEPTHREAD_BULKY_RETENTION_DAYS).
+    bulky_retention_seconds: int = keys.STORED_RESULT_TTL_SECONDS
 
 
 _runtime: JobRuntime | None = None

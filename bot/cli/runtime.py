@@ -28,6 +28,7 @@ def job_runtime(settings: Settings) -> JobRuntime:
         lock_seconds=settings.run_lock_seconds,
         workspace_for=partial(_workspace_for, settings),
         model_limits=settings.model_limits(),
+        bulky_retention_seconds=int(settings.bulky_retention_days * 86_400),
     )
 
 
