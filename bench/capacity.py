@@ -166,13 +166,22 @@ class SimulatedRun:
         self.tally.events += 1
 
 
-async def publisher(redis: AsyncRedis, done: asyncio.Event) -> None:
+def pool(url: str, size: int) -> BlockingConnectionPool:
+    """Waits for a free connection (the default pool refuses past its size), patient with a
+    loaded machine: the bench measures Redis's work, not how fast it accepts connections."""
+    return BlockingConnectionPool.from_url(url, max_connections=size, timeout=120, socket_connect_timeout=60,
+                                           socket_timeout=120)
+
+
+async def publisher(url: str, done: asyncio.Event) -> None:
     """Follows the updates stream as serve's publisher does (its reads of runs are the runs' own)."""
+    redis = AsyncRedis(connection_pool=pool(url, 1))
     last_id = "$"
     while not done.is_set():
         answer = await redis.xread({keys.UPDATES_STREAM: last_id}, block=250, count=500)
         for _stream, entries in answer or []:
             last_id = entries[-1][0]
+    await redis.aclose()
 
 
 def redis_cpu(sync: Redis) -> float:
@@ -186,7 +195,7 @@ def commands(sync: Redis) -> int:
 
 async def baseline(url: str, count: int, concurrency: int) -> None:
     """The same number of plain GETs, from the same kind of client and concurrency."""
-    redis = AsyncRedis(connection_pool=BlockingConnectionPool.from_url(url, max_connections=concurrency, timeout=60))
+    redis = AsyncRedis(connection_pool=pool(url, concurrency))
     per_task = max(1, count // concurrency)
 
     async def one() -> None:
@@ -208,14 +217,14 @@ def memory_by_kind(sync: Redis) -> Counter[str]:
 async def simulate(url: str, runs: int, turns: int, turn_seconds: float) -> tuple[Tally, list[SimulatedRun]]:
     sync = Redis.from_url(url)
     # Waits for a free connection (the default pool refuses past its size): like a worker's clients.
-    redis = AsyncRedis(connection_pool=BlockingConnectionPool.from_url(url, max_connections=256, timeout=60))
+    redis = AsyncRedis(connection_pool=pool(url, 64))
     store = RunStore(sync)
     limiter = RedisModelLimiter(redis, ModelLimits(requests=10**6, input_tokens=10**10, output_tokens=10**10))
     tally = Tally()
     text = page_text()
     simulated = [SimulatedRun(n, sync, redis, store, limiter, text, turn_seconds, tally) for n in range(runs)]
     done = asyncio.Event()
-    following = asyncio.create_task(publisher(redis, done))
+    following = asyncio.create_task(publisher(url, done))
     await asyncio.gather(*(run.live(turns) for run in simulated))
     done.set()
     await following

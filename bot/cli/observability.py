@@ -125,6 +125,15 @@ def enable_metrics(settings: Settings, redis: Redis) -> int | None:
     registry = CollectorRegistry()
     MultiProcessCollector(registry, path=directory)
     registry.register(RunsCollector(redis))
-    start_http_server(settings.metrics_port, addr="0.0.0.0", registry=registry)
+    try:
+        start_http_server(settings.metrics_port, addr="0.0.0.0", registry=registry)
+    except OSError as exc:
+        logging.getLogger(__name__).error(
+            "DEEPTHREAD_METRICS_PORT %s cannot be served (%s): give each serve and worker process on this "
+            "host a port of its own, or unset it",
+            settings.metrics_port,
+            exc.strerror or type(exc).__name__,
+        )
+        raise SystemExit(2) from None
     logging.getLogger(__name__).info("metrics are served on port %s", settings.metrics_port)
     return settings.metrics_port

@@ -17,3 +17,26 @@ def test_run_state_bytes_per_event_do_not_grow_with_the_run() -> None:
 
 def test_every_mention_is_acked_and_becomes_exactly_one_run_and_retries_start_nothing(tmp_path: Path) -> None:
     assert ack.run(20, 20, tmp_path, timing=False) == []
+
+
+def test_page_extraction_keeps_every_word_glues_none_and_every_sentence_verifies() -> None:
+    import json
+
+    from bench import extract
+    from tests.paths import PAGES
+
+    pages = [(p.name, p.read_bytes(), "https://example.org/page") for p in sorted(PAGES.glob("*.html"))]
+    if (extract.PAGES / "index.json").exists():  # the 43 real pages, when ../shared is beside the checkout
+        pages += [(e["file"], (extract.PAGES / e["file"]).read_bytes(), e["url"] or "https://example.org/")
+                  for e in json.loads((extract.PAGES / "index.json").read_text())["pages"]]
+    figures = [f for name, html, url in pages if (f := extract.measure(name, html, url, repeats=1)) is not None]
+    assert figures
+    assert min(f.recall for f in figures) >= extract.MIN_RECALL
+    assert sum(f.glued for f in figures) == 0
+    assert sum(f.verbatim for f in figures) == sum(f.sentences for f in figures)
+
+
+def test_many_runs_at_once_keep_every_record_exact_in_one_redis() -> None:
+    from bench import capacity
+
+    assert capacity.run(runs=20, turns=2, turn_seconds=20.0, turns_per_run=80) == []

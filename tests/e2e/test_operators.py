@@ -93,3 +93,23 @@ def test_metrics_are_scraped_during_a_run_and_logs_are_json_lines_without_secret
     worker_lines = [json.loads(line) for line in (tmp_path / "worker.log").read_text().splitlines() if line.strip()]
     about_the_run = [line for line in worker_lines if line["run_id"] == run_id]
     assert about_the_run and all(line["team"] == TEAM_ID for line in about_the_run), worker_lines[-5:]
+
+
+def test_a_metrics_port_already_taken_stops_the_worker_with_one_line_that_says_what_to_do(
+    tmp_path: Path, redis_url: str, fake_slack: FakeSlack, fake_model, fake_web
+) -> None:
+    import socket
+
+    taken = socket.socket()
+    taken.bind(("0.0.0.0", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    env = {**stack_environment(redis_url, fake_slack, fake_model, fake_web), "DEEPTHREAD_METRICS_PORT": str(port)}
+    try:
+        with running(["worker"], env, tmp_path / "worker.log") as worker:
+            assert worker.wait(120) == 2
+    finally:
+        taken.close()
+    log = (tmp_path / "worker.log").read_text()
+    assert f"DEEPTHREAD_METRICS_PORT {port} cannot be served" in log and "a port of its own" in log
+    assert "Traceback" not in log
