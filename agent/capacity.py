@@ -30,9 +30,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Protocol
 
-from anthropic import AsyncAPIResponse
-from anthropic._middleware import AsyncCallNext, Middleware
-from anthropic._request import APIRequest
+from anthropic import APIRequest, AsyncAPIResponse, AsyncCallNext, Middleware
 
 from .context.tokens import CHARS_PER_TOKEN
 

@@ -113,3 +113,33 @@ def test_a_metrics_port_already_taken_stops_the_worker_with_one_line_that_says_w
     log = (tmp_path / "worker.log").read_text()
     assert f"DEEPTHREAD_METRICS_PORT {port} cannot be served" in log and "a port of its own" in log
     assert "Traceback" not in log
+
+
+def test_a_run_waiting_for_model_capacity_says_so_in_its_progress_and_the_gauge_counts_it(
+    tmp_path: Path, redis_url: str, fake_slack: FakeSlack, fake_model, fake_web
+) -> None:
+    from tests.e2e.stack import block_text, bot_replies
+
+    env = stack_environment(redis_url, fake_slack, fake_model, fake_web)
+    # The organization's limit, set by the operator: two requests a minute, so the third waits ~30 s.
+    env["DEEPTHREAD_MODEL_REQUESTS_PER_MINUTE"] = "2"
+    port, worker_metrics = free_port(), free_port()
+    with running(["serve"], {**env, "PORT": str(port)}, tmp_path / "serve.log") as serve, \
+            running(["worker"], {**env, "DEEPTHREAD_METRICS_PORT": str(worker_metrics)}, tmp_path / "worker.log"):
+        base = wait_listening(port, serve, tmp_path / "serve.log")
+        stack = Stack(events_url=f"{base}/slack/events", env=env, logs=tmp_path)
+        envelope = app_mention_event("expense ratio VTI SCHB ITOT", channel=CHANNEL)
+        mention_ts = fake_slack.seed_event(envelope)
+        assert post_event(stack, envelope).status_code == 200
+        progress = wait_for(lambda: bot_replies(fake_slack, mention_ts)[:1], 60, "the progress message")[0]
+        wait_for(lambda: "Waiting for model capacity" in block_text(fake_slack.message(CHANNEL, progress.ts)), 90,
+                 "the progress message to say the run waits for model capacity")
+
+        def counted() -> bool:
+            try:
+                return total(scrape(worker_metrics), "deepthread_runs_waiting_for_capacity", team=TEAM_ID) == 1
+            except httpx.HTTPError:
+                return False
+
+        wait_for(counted, 30, "the gauge to count the waiting run")
+    assert not fake_model.served_failures, "the limiter kept the run under the limit: no 429 was needed"
