@@ -193,6 +193,12 @@ def commands(sync: Redis) -> int:
     return int(sync.info("stats")["total_commands_processed"])
 
 
+def command_usec(sync: Redis) -> Counter[str]:
+    """Redis's own time inside each command (INFO commandstats), scripts' calls under their names."""
+    stats = sync.info("commandstats")
+    return Counter({name.removeprefix("cmdstat_"): int(stat["usec"]) for name, stat in stats.items()})
+
+
 async def baseline(url: str, count: int, concurrency: int) -> None:
     """The same number of plain GETs, from the same kind of client and concurrency."""
     redis = AsyncRedis(connection_pool=pool(url, concurrency))
@@ -249,10 +255,11 @@ def run(runs: int, turns: int, turn_seconds: float, turns_per_run: int,
         retention_days: float = keys.STORED_RESULT_TTL_SECONDS / 86_400) -> list[str]:
     with LocalRedis() as local:
         sync = Redis.from_url(local.url)
-        cpu0, cmd0, t0 = redis_cpu(sync), commands(sync), time.monotonic()
+        cpu0, cmd0, t0, usec0 = redis_cpu(sync), commands(sync), time.monotonic(), command_usec(sync)
         tally, simulated = asyncio.run(simulate(local.url, runs, turns, turn_seconds))
         elapsed = time.monotonic() - t0
         cpu, cmds = redis_cpu(sync) - cpu0, commands(sync) - cmd0
+        inside = command_usec(sync) - usec0
         cpu1, cmd1 = redis_cpu(sync), commands(sync)
         asyncio.run(baseline(local.url, cmds, 64))
         base_cpu, base_cmds = redis_cpu(sync) - cpu1, commands(sync) - cmd1
@@ -287,6 +294,8 @@ def run(runs: int, turns: int, turn_seconds: float, turns_per_run: int,
     print(f"  Redis commands           {ops_per_second:>10,.0f} /s   ({per_run_second:.2f} per run per second)")
     print(f"  Redis CPU                {core_share:>10.1%} of one core   ({us_per_cmd:.1f} µs per command, all in; "
           f"plain GET baseline {base_us:.1f} µs: ×{us_per_cmd / base_us:.2f})")
+    busiest = ", ".join(f"{name} {usec / max(1, sum(inside.values())):.0%}" for name, usec in inside.most_common(5))
+    print(f"  time inside commands     {busiest}")
     print(f"  Redis memory used        {int(info['used_memory']) / 1e6:>10,.1f} MB")
     print(f"  memory per run, by kind of record ({turns_per_run} turns a run):")
     for kind, _ in [*KINDS, ("other", ())]:
