@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from agent import AgentConfig
 from agent.capacity import ModelLimits
 from agent.workspace import ThreadWorkspace
+from agent.workspace_search import WorkspaceSearch
 
 from . import keys
 from .models import Run
@@ -35,6 +36,11 @@ class JobRuntime:
     model_limits: ModelLimits = field(default_factory=ModelLimits)
     # How long page texts and the request log are kept (DEEPTHREAD_BULKY_RETENTION_DAYS).
     bulky_retention_seconds: int = keys.STORED_RESULT_TTL_SECONDS
+    # The team's Slack as a search acting as the requester (the run's action token); None when
+    # DEEPTHREAD_WORKSPACE_SEARCH=off, in the terminal, or without a thread.
+    search_for: Callable[[Run], WorkspaceSearch | None] | None = field(default=None, repr=False)
+    # Plan first: how long a posted plan waits for approval before the run ends unresearched.
+    plan_expiry_seconds: float = 120 * 60
 
 
 _runtime: JobRuntime | None = None
