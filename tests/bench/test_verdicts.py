@@ -2,8 +2,12 @@
 one fails CI (timing ratios stay in `python -m bench.…`, printed, never asserted here)."""
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 
+import pytest
+
+from agent import defaults
 from bench import ack, state
 
 
@@ -40,3 +44,29 @@ def test_many_runs_at_once_keep_every_record_exact_in_one_redis() -> None:
     from bench import capacity
 
     assert capacity.run(runs=20, turns=2, turn_seconds=20.0, turns_per_run=80) == []
+
+
+@pytest.mark.parametrize("mode", ["message", "stream"])
+async def test_every_published_run_shows_its_final_state_exactly_and_slack_never_answers_429(mode: str) -> None:
+    from bench import publish
+
+    # 15 runs for 8 s: ~600 events, past chat.update's 50 a minute (the baseline publisher gets a
+    # 429 for every run at this size), so the shared limiter is what keeps ours at none.
+    figures = await publish.one_pass(f"ours, {mode}", 15, 8.0, 2, ours=True, mode=mode)
+    assert figures.exact_runs == figures.runs, f"{figures.runs - figures.exact_runs} run(s) not shown exactly"
+    assert figures.count_429 == 0
+
+
+async def test_context_management_holds_the_budget_and_the_pinned_task_at_a_quick_size() -> None:
+    from bench import context
+
+    # 80 turns in a 40k window compact several times; the cache share (>= 85%) holds only over
+    # the bench's 300 turns, so it stays in `python -m bench.context`.
+    turns, budget = 80, 40_000
+    managed = await context.one_run(turns, budget, managed=True)
+    unmanaged = await context.one_run(turns, budget, managed=False)
+    assert managed.peak_tokens <= budget and managed.rejected == 0
+    assert managed.compactions >= 1
+    assert managed.total_input <= 0.25 * unmanaged.total_input
+    assert managed.pinned_everywhere
+    assert statistics.median(managed.after_compaction) <= defaults.COMPACT_TARGET_SHARE + 0.05
