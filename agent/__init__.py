@@ -9,6 +9,7 @@ mode, tests), and kept in Redis by `jobs`. What the bot and jobs use is exported
 
 from __future__ import annotations
 
+from .capacity import ModelLimits
 from .charts import Chart
 from .charts.blobs import load_png
 from .citations import SourceRegistry
@@ -74,6 +75,7 @@ __all__ = [
     "MARKER_RE",
     "MAX_FILE_BYTES",
     "MAX_QUESTION_CHARS",
+    "ModelLimits",
     "Outcome",
     "PROFILES",
     "Progress",

@@ -1,13 +1,15 @@
 """What a run is given from outside: where it keeps what outlives a turn, and how it is steered.
 
 In memory by default (the terminal mode, tests); a worker gives Redis versions (jobs.stores,
-jobs.control) so a crashed run resumes and `deepthread inspect` reads what happened.
+jobs.control, jobs.capacity) so a crashed run resumes, `deepthread inspect` reads what
+happened, and every run of the deployment shares the organization's model limits.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .capacity import ModelLimiter
 from .checkpoint import CheckpointStore
 from .context.requestlog import RequestLog
 from .control import MemoryControl, RunControl
@@ -25,3 +27,8 @@ class RunBackend:
     control: RunControl = field(default_factory=MemoryControl)  # stops, upgrades, notes
     refusals: FileRefusals = field(default_factory=MemoryFileRefusals)  # files that could not be read, by version
     seen_urls: SeenUrlStore = field(default_factory=MemorySeenUrls)  # the thread's seen URLs; refused fetches
+    # The organization's model capacity shared with other runs (None: this run asks nobody);
+    # `team` and `run_id` are who asks, for fair shares between workspaces and runs.
+    limiter: ModelLimiter | None = None
+    team: str = ""
+    run_id: str = ""

@@ -11,7 +11,8 @@ it makes the opening ready (opening.py), builds the lead loop and emits the one 
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable
+from collections.abc import AsyncIterator, Awaitable
+from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 import httpx
@@ -21,13 +22,14 @@ from anthropic.types import ToolUseBlock
 from . import defaults
 from .backend import RunBackend
 from .budget import Clock, Ledger
+from .capacity import CAPACITY_WAIT, WAITING_FOR_CAPACITY, CapacityMiddleware
 from .checkpoint import Checkpointer
 from .citations import SourceRegistry
 from .config import AgentConfig
 from .context.history import History
 from .context.manager import ContextManager
 from .control import RunControl, StopRequest
-from .events import Emit, Finished, Notice, Progress
+from .events import Emit, Finished, Notice, Progress, RunEvent
 from .exceptions import Interrupted
 from .final_turn import FinalTurn, Outcome, text_of
 from .guard import guarded
@@ -53,6 +55,20 @@ from .workspace_search import WorkspaceSearch
 __all__ = ["Outcome", "ResearchLoop", "research"]
 
 T = TypeVar("T")
+
+
+class LastProgress:
+    """The lead's emit, remembering the last progress line, so one can be shown again after
+    "Waiting for model capacity" without a tool having to say it twice."""
+
+    def __init__(self, emit: Emit) -> None:
+        self._emit = emit
+        self.last: Progress | None = None
+
+    async def __call__(self, event: RunEvent) -> None:
+        if isinstance(event, Progress) and event.activity != WAITING_FOR_CAPACITY:
+            self.last = event
+        await self._emit(event)
 
 
 class ResearchLoop:
@@ -108,6 +124,7 @@ class ResearchLoop:
         self.limit_note: str | None = None  # the limit that cut exploration short, with its stage
         self.last_stop: str | None = None
         self.checkpoints: Checkpointer | None = None
+        self._capacity_waits = 0  # this agent's requests waiting for model capacity right now
 
     @property
     def history(self) -> History:
@@ -167,7 +184,37 @@ class ResearchLoop:
         """Every stop, wherever it is seen, ends in the same bounded finalization (final_turn.py)."""
         return await self.final.after_stop(stop, self.history, self.ledger)
 
+    @asynccontextmanager
+    async def _waiting_for_capacity(self) -> AsyncIterator[None]:
+        """While one of this agent's requests waits for the organization's model capacity: the
+        wait is not active time (its interval is closed, and opened again when the request goes
+        out; parallel work keeps counting), and the lead's progress says it is waiting."""
+        emit = self.ctx.emit
+        paused = self.ledger.open_intervals > 0
+        if paused:
+            self.ledger.end(self.clock())
+        self._capacity_waits += 1
+        if self._capacity_waits == 1 and isinstance(emit, LastProgress):
+            await emit(Progress(phase="researching", activity=WAITING_FOR_CAPACITY))
+        try:
+            yield
+        finally:
+            self._capacity_waits -= 1
+            if paused:
+                self.ledger.begin(self.clock())
+            if self._capacity_waits == 0 and isinstance(emit, LastProgress) and emit.last is not None:
+                await emit(emit.last)
+
     async def run(self) -> Outcome:
+        # The requests this agent makes (its tools' too) wait for capacity through this hook;
+        # a task agent runs in a task of its own, so it sets its own.
+        reset = CAPACITY_WAIT.set(self._waiting_for_capacity)
+        try:
+            return await self._run()
+        finally:
+            CAPACITY_WAIT.reset(reset)
+
+    async def _run(self) -> Outcome:
         emit = self.ctx.emit
         await emit(Progress(phase="researching", activity="Planning the research"))
         while True:
@@ -319,6 +366,9 @@ async def research(
         (current[0].ledger if current else ledger).charge(message.model, Usage.of(message), count_request=is_turn)
 
     client = anthropic.with_options(max_retries=config.model_max_retries)
+    if backend.limiter is not None:  # every attempt, the SDK's retries too, asks the shared limiter first
+        client = client.with_middleware(CapacityMiddleware(backend.limiter, team=backend.team, run=backend.run_id))
+    emit = LastProgress(emit)
     numbered = NumberedLog(request_log) if request_log is not None else None
     model = ModelClient(
         client,

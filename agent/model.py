@@ -8,6 +8,7 @@ import logging
 import random
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -16,6 +17,7 @@ from anthropic import AsyncAnthropic
 from anthropic.types import Message
 
 from . import defaults
+from .capacity import CAPACITY_WAIT, is_spend_limit
 from .context.requestlog import RequestLog, RequestRecord, describe
 from .exceptions import ModelUnavailable
 from .usage import Usage
@@ -52,6 +54,11 @@ class Patience:
 def is_overloaded(exc: BaseException) -> bool:
     """529, or the `overloaded_error` the API sends as an SSE event once a stream has started."""
     return isinstance(exc, anthropic.APIStatusError) and (exc.status_code == 529 or exc.type == "overloaded_error")
+
+
+def is_rate_limited(exc: BaseException) -> bool:
+    """A 429 that asks us to slow down (waited out, never a lost turn); a spend limit is not one."""
+    return isinstance(exc, anthropic.APIStatusError) and exc.status_code == 429 and not is_spend_limit(_message_of(exc))
 
 
 def _retry_after(exc: anthropic.APIStatusError) -> float | None:
@@ -142,15 +149,16 @@ class ModelClient:
             async with self._client.messages.stream(**body, timeout=timeout or self._timeout) as stream:
                 return await stream.get_final_message()
 
+        started = time.monotonic()
         try:
             message = await self._patiently(streamed, kind)
         except anthropic.APIError as exc:
-            await self._record(kind, body, None, describe_api_error(exc))
+            await self._record(kind, body, None, describe_api_error(exc), seconds=time.monotonic() - started)
             raise ModelUnavailable(describe_api_error(exc)) from exc
         self.usage.add(Usage.of(message))
         if self._on_usage:
             self._on_usage(message, kind == "turn")
-        await self._record(kind, body, message)
+        await self._record(kind, body, message, seconds=time.monotonic() - started)
         return message
 
     async def small(self, *, system: str, prompt: str, max_tokens: int) -> str:
@@ -160,21 +168,24 @@ class ModelClient:
             "max_tokens": max_tokens,
             "messages": [{"role": "user", "content": prompt}],
         }
+        started = time.monotonic()
         try:
             message = await self._patiently(
                 lambda: self._client.messages.create(**body, timeout=self._timeout), "extract"
             )
         except anthropic.APIError as exc:
-            await self._record("extract", body, None, describe_api_error(exc))
+            await self._record("extract", body, None, describe_api_error(exc), seconds=time.monotonic() - started)
             raise ModelUnavailable(describe_api_error(exc)) from exc
         self.usage.add(Usage.of(message))
         if self._on_usage:
             self._on_usage(message, False)
-        await self._record("extract", body, message)
+        await self._record("extract", body, message, seconds=time.monotonic() - started)
         return "".join(block.text for block in message.content if block.type == "text")
 
     async def _patiently(self, call: Callable[[], Awaitable[T]], kind: str) -> T:
-        """`call()`, tried again while the service says it is overloaded, for up to the patience.
+        """`call()`, tried again while the service says it is overloaded, for up to the patience,
+        and while it rate-limits us (429), for as long as it takes: the run's own deadlines bound
+        that wait, which is shown as waiting for model capacity and is not active time.
         Cancelling the caller (a stop, a deadline) ends the wait at once."""
         patience = self.patience
         started = time.monotonic()
@@ -183,6 +194,14 @@ class ModelClient:
             try:
                 return await call()
             except anthropic.APIStatusError as exc:
+                if is_rate_limited(exc):
+                    wait = _retry_after(exc) or patience.wait(attempt)
+                    log.warning("model service rate-limited us (%s); trying again in %.1f s", kind, wait)
+                    hook = CAPACITY_WAIT.get()
+                    async with hook() if hook is not None else nullcontext():
+                        await asyncio.sleep(wait)
+                    attempt += 1
+                    continue
                 if not is_overloaded(exc):
                     raise
                 wait = patience.wait(attempt, _retry_after(exc))
@@ -213,7 +232,15 @@ class ModelClient:
             raise ModelUnavailable(describe_api_error(exc)) from exc
         return counted.input_tokens
 
-    async def _record(self, kind: str, body: dict[str, Any], message: Message | None, error: str | None = None) -> None:
+    async def _record(
+        self,
+        kind: str,
+        body: dict[str, Any],
+        message: Message | None,
+        error: str | None = None,
+        *,
+        seconds: float | None = None,
+    ) -> None:
         if self._log is None:
             return
         self._logged += 1
@@ -228,6 +255,7 @@ class ModelClient:
             cache_creation_tokens=usage.cache_creation_tokens,
             stop_reason=message.stop_reason if message is not None else None,
             error=error,
+            seconds=seconds,
             **(describe(body) if kind == "turn" or kind == "summary" else {}),
         )
         await self._log.record(record, body)

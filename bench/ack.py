@@ -72,6 +72,36 @@ def serve_environment(redis_url: str, slack_url: str, port: int) -> dict[str, st
     )
 
 
+# What serve posts for one started run: the progress reply and the report, both in the mention's thread.
+POSTS_PER_RUN = 2
+
+
+def posts_by_thread(slack: FakeSlack) -> dict[str, int]:
+    """chat.postMessage calls counted by the thread they went to: each post is attributed to the
+    mention (the event) whose thread it answers, however late it drains through the channel's slot."""
+    counts: dict[str, int] = {}
+    for call in slack.calls_of("chat.postMessage"):
+        thread = str(call.get("thread_ts") or "")
+        counts[thread] = counts.get(thread, 0) + 1
+    return counts
+
+
+def wait_for_posts(slack: FakeSlack, threads: Sequence[str], timeout: float) -> dict[str, int]:
+    """Until every mention's thread has its run's posts (or `timeout`): the posts still draining
+    through the channel's post slot land before the retries are judged."""
+    deadline = time.monotonic() + timeout
+    while True:
+        counts = posts_by_thread(slack)
+        if all(counts.get(t, 0) >= POSTS_PER_RUN for t in threads) or time.monotonic() > deadline:
+            return counts
+        time.sleep(POLL_SECONDS)
+
+
+def extra_posts(before: dict[str, int], after: dict[str, int], threads: Sequence[str]) -> int:
+    """Posts in the mentions' threads that arrived after the retries were sent."""
+    return sum(after.get(t, 0) - before.get(t, 0) for t in threads)
+
+
 def wait_for_jobs(queue: Queue, count: int, timeout: float) -> int:
     deadline = time.monotonic() + timeout
     while True:
@@ -117,8 +147,10 @@ def log_problems(log: Path) -> list[str]:
     return lines
 
 
-def run(count: int, concurrency: int, logs: Path) -> list[str]:
-    """Run the bench and print its table; returns the reasons it failed (empty when it passed)."""
+def run(count: int, concurrency: int, logs: Path, *, timing: bool = True) -> list[str]:
+    """Run the bench and print its table; returns the reasons it failed (empty when it passed).
+    `timing=False` leaves out the verdict that depends on the machine's speed (the 3 s ack
+    deadline), as CI runs it: counts, statuses and exact runs only."""
     serve_log = logs / "serve.log"
     with ExitStack() as stack:
         local = stack.enter_context(LocalRedis())
@@ -142,7 +174,11 @@ def run(count: int, concurrency: int, logs: Path) -> list[str]:
         ours = asyncio.run(fire(events_url, requests, concurrency))
         enqueued = wait_for_jobs(queue, count, ENQUEUE_TIMEOUT_SECONDS)
         last = last_enqueued_at(queue)
-        posts_before = len(slack.calls_of("chat.postMessage"))
+        threads = [e["event"]["ts"] for e in envelopes]
+        # Every original post is attributed to its own mention's thread and waited for, so a
+        # reply still draining through the post slot is never counted against the retries.
+        posts_before = wait_for_posts(slack, threads, ENQUEUE_TIMEOUT_SECONDS)
+        undelivered = sum(posts_before.get(t, 0) < POSTS_PER_RUN for t in threads)
 
         retries = asyncio.run(fire(events_url, signed(envelopes, retry=True), concurrency))
         settle_until = time.monotonic() + RETRY_SETTLE_SECONDS
@@ -150,7 +186,7 @@ def run(count: int, concurrency: int, logs: Path) -> list[str]:
             time.sleep(POLL_SECONDS)
         after_retries = queue.count
         retry_runs = after_retries - enqueued
-        retry_posts = len(slack.calls_of("chat.postMessage")) - posts_before
+        retry_posts = extra_posts(posts_before, posts_by_thread(slack), threads)
         serve_alive = serve.poll() is None
 
     ours_s, base_s, retry_s = latencies(ours), latencies(baseline), latencies(retries)
@@ -165,7 +201,8 @@ def run(count: int, concurrency: int, logs: Path) -> list[str]:
         ("runs enqueued", f"{enqueued}/{count}"),
         ("time to last enqueue", f"{last - first_send:.2f} s after the first send" if last else "n/a"),
         ("retry acks 200 (p99)", f"{ok_count(retries)}/{count} ({ms(percentile(retry_s, 99))} ms)"),
-        ("retries that started a run", f"{retry_runs} (must be 0; replies posted: {retry_posts})"),
+        ("threads with their run's posts", f"{count - undelivered}/{count}"),
+        ("retries that started a run", f"{retry_runs} (must be 0; replies posted in their threads: {retry_posts})"),
     ]
     width = max(len(name) for name, _ in rows)
     print(f"\ndeepthread serve — ack of {count} concurrent app_mention events (no worker; runs only enqueued)")
@@ -182,10 +219,12 @@ def run(count: int, concurrency: int, logs: Path) -> list[str]:
     if ok_count(ours) != count or ok_count(retries) != count:
         failures.append(f"not every ack was 200 (first: {statuses(ours)}; retries: {statuses(retries)})")
     late = sum(s > ACK_DEADLINE_SECONDS for s in ours_s + retry_s)
-    if late:
+    if late and timing:
         failures.append(f"{late} acks took longer than Slack's {ACK_DEADLINE_SECONDS:.0f} s")
     if enqueued != count:
         failures.append(f"{enqueued} runs enqueued, expected {count}")
+    if undelivered:
+        failures.append(f"{undelivered} mentions' threads never got their run's {POSTS_PER_RUN} posts")
     if retry_runs or retry_posts:
         failures.append(f"retries started {retry_runs} runs and posted {retry_posts} replies")
     if not serve_alive:

@@ -13,7 +13,16 @@ from pydantic import AliasChoices, Field, SecretStr, TypeAdapter, ValidationErro
 from pydantic_core import PydanticUseDefault
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from agent import AgentConfig, Caps, FetchConfig, McpServerConfig, SearchConfig, SearchProvider, WorkspaceSearchMode
+from agent import (
+    AgentConfig,
+    Caps,
+    FetchConfig,
+    McpServerConfig,
+    ModelLimits,
+    SearchConfig,
+    SearchProvider,
+    WorkspaceSearchMode,
+)
 from agent import defaults as agent_defaults
 from jobs.hard_stop import HARD_STOP_SECONDS
 from jobs.keys import DEFAULT_PREFIX
@@ -149,6 +158,22 @@ class Settings(BaseSettings):
     hard_stop_seconds: float = Field(
         default=HARD_STOP_SECONDS, gt=0, validation_alias=_env("DEEPTHREAD_HARD_STOP_SECONDS")
     )
+    # The organization's model limits per minute (every model), shared by all runs; unset: read
+    # from the service's anthropic-ratelimit-* headers.
+    model_requests_per_minute: float | None = Field(
+        default=None, gt=0, validation_alias=_env("DEEPTHREAD_MODEL_REQUESTS_PER_MINUTE")
+    )
+    model_input_tokens_per_minute: float | None = Field(
+        default=None, gt=0, validation_alias=_env("DEEPTHREAD_MODEL_INPUT_TOKENS_PER_MINUTE")
+    )
+    model_output_tokens_per_minute: float | None = Field(
+        default=None, gt=0, validation_alias=_env("DEEPTHREAD_MODEL_OUTPUT_TOKENS_PER_MINUTE")
+    )
+    # Operators: Prometheus metrics on this port (serve and workers), and text or JSON log lines.
+    metrics_port: int | None = Field(default=None, ge=1, le=65535, validation_alias=_env("DEEPTHREAD_METRICS_PORT"))
+    log_format: Literal["text", "json"] = Field(default="text", validation_alias=_env("DEEPTHREAD_LOG_FORMAT"))
+    # Bulky records (page texts, request logs): how long they are kept.
+    bulky_retention_days: float = Field(default=30.0, gt=0, validation_alias=_env("DEEPTHREAD_BULKY_RETENTION_DAYS"))
     # Where results from the team's own Slack may be searched and cited (agent/visibility.py): public
     # channels only (default), also private channels and DMs in a DM with the requester, or not at all.
     workspace_search: WorkspaceSearchMode = Field(
@@ -295,6 +320,13 @@ class Settings(BaseSettings):
             fetch=FetchConfig(allow=allow),
             caps=caps,
             **extra,
+        )
+
+    def model_limits(self) -> ModelLimits:
+        return ModelLimits(
+            requests=self.model_requests_per_minute,
+            input_tokens=self.model_input_tokens_per_minute,
+            output_tokens=self.model_output_tokens_per_minute,
         )
 
     def budget_defaults(self) -> BudgetDefaults:

@@ -28,10 +28,13 @@ from agent.task import PriorRun
 from agent.visibility import is_requester_dm
 
 from . import keys, ownership
+from .capacity import RedisModelLimiter
 from .connection import connect_async
 from .continuation import prior_of
 from .control import RedisRunControl, upgraded_profile
 from .exceptions import LeaseLost
+from .logcontext import log_context
+from .metrics import metrics
 from .models import RunState
 from .ownership import Tenure
 from .runtime import JobRuntime, current
@@ -113,6 +116,8 @@ async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime, tenur
     caps = Spend(store.redis).run_caps(state.run.team, state.run.channel, runtime.agent.caps, state.run.requester)
     async_redis = connect_async(runtime.redis_url)  # a Redis restart mid-run is waited out, not fatal
     alive = await async_redis.get(keys.alive(run_id))
+    if alive:  # an earlier attempt's heartbeat: this job resumes it from its checkpoint
+        metrics().runs_resumed.labels(team=state.run.team or keys.NO_TEAM).inc()
     checkpoints = RedisCheckpointStore(async_redis, run_id, tenure)
     handing_back = asyncio.Event()
 
@@ -124,12 +129,17 @@ async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime, tenur
                 anthropic=client,
                 emit=emit,
                 backend=RunBackend(
-                    results=RedisResultStore(async_redis, run_id, tenure),
+                    results=RedisResultStore(async_redis, run_id, tenure, runtime.bulky_retention_seconds),
                     checkpoints=checkpoints,
-                    request_log=RedisRequestLog(async_redis, run_id),
+                    request_log=RedisRequestLog(async_redis, run_id, runtime.bulky_retention_seconds),
                     control=RedisRunControl(async_redis, run_id, caps),
-                    refusals=RedisFileRefusals(async_redis),
-                    seen_urls=RedisSeenUrls(async_redis, run_id, state.run.channel, state.run.thread_ts),
+                    refusals=RedisFileRefusals(async_redis, state.run.team),
+                    seen_urls=RedisSeenUrls(
+                        async_redis, run_id, state.run.channel, state.run.thread_ts, team=state.run.team
+                    ),
+                    limiter=RedisModelLimiter(async_redis, runtime.model_limits),
+                    team=state.run.team or "",
+                    run_id=run_id,
                 ),
                 registry=SourceRegistry(state.sources.values()),
                 sections=state.sections,
@@ -217,7 +227,10 @@ def execute(run_id: str) -> str:
         finally:
             ownership.release(redis, lease)  # only our own lease: another job may hold the run by now
     try:
-        ran = asyncio.run(run_agent(store, state, runtime, tenure))
+        with log_context(run_id=run_id, team=state.run.team):
+            log.info("run %s: researching (job %s)", run_id, tenure.fence)
+            ran = asyncio.run(run_agent(store, state, runtime, tenure))
+            log.info("run %s: %s", run_id, ran.state.status.value)
         if ran.handed_back:
             from .queue import enqueue  # the queue names this module's entry point
 
@@ -227,6 +240,7 @@ def execute(run_id: str) -> str:
             return "handed back"
         state = ran.state
     except LeaseLost:
+        metrics().locks_lost.labels(lock="run").inc()
         log.warning("run %s: another job holds it now (this one's lease lapsed); this job stopped", run_id)
         return "lost"
     except Exception as exc:

@@ -164,6 +164,11 @@ def run_source_order(run_id: str) -> str:
     return f"{_deployment.prefix}:run:{run_id}:source-order"
 
 
+def run_steps(run_id: str) -> str:
+    """List: the run's last progress steps (jobs.models.STEPS_KEPT), oldest first, as JSON."""
+    return f"{_deployment.prefix}:run:{run_id}:steps"
+
+
 def thread_runs(team: str | None, channel: str, thread_ts: str) -> str:
     """List: the thread's run ids, oldest first."""
     return f"{_deployment.prefix}:thread:{team_part(team)}:{channel}:{thread_ts}"
@@ -275,10 +280,10 @@ def request_parts(run_id: str) -> str:
     return f"{_deployment.prefix}:request-parts:{run_id}"
 
 
-def seen_urls(channel: str, thread_ts: str) -> str:
+def seen_urls(team: str | None, channel: str, thread_ts: str) -> str:
     """Set: the URLs a thread's runs have seen (normalised), which read_page may fetch; follow-up
     runs inherit them (agent/tools/seen_urls.py, jobs.stores.RedisSeenUrls)."""
-    return f"{_deployment.prefix}:seen-urls:{channel}:{thread_ts}"
+    return f"{_deployment.prefix}:seen-urls:{team_part(team)}:{channel}:{thread_ts}"
 
 
 def refused_fetches(run_id: str) -> str:
@@ -286,10 +291,18 @@ def refused_fetches(run_id: str) -> str:
     return f"{_deployment.prefix}:refused-fetches:{run_id}"
 
 
-def file_refusal(version_key: str) -> str:
+def file_refusal(team: str | None, version_key: str) -> str:
     """String: why one version of a thread file could not be read (agent FileInfo.version_key),
     so no run downloads and parses it again (jobs.stores.RedisFileRefusals)."""
-    return f"{_deployment.prefix}:file-refusal:{version_key}"
+    return f"{_deployment.prefix}:file-refusal:{team_part(team)}:{version_key}"
+
+
+CAPACITY_MODELS = f"{_deployment.prefix}:capacity:models"  # set: models some run has asked capacity for
+
+
+def capacity(model: str) -> str:
+    """Prefix of one model's shared capacity records (jobs/capacity.py lists them)."""
+    return f"{_deployment.prefix}:capacity:{model}:"
 
 
 # --- how long records live ------------------------------------------------------------------

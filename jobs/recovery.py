@@ -23,6 +23,7 @@ from agent.events import utcnow
 from . import keys
 from .connection import text
 from .exceptions import RunNotFound
+from .metrics import metrics
 from .models import RunState, RunStatus
 from .queue import enqueue
 from .spend import record_spend
@@ -89,6 +90,7 @@ def sweep(redis: Redis) -> list[str]:
             record_spend(redis, failed)
             continue
         enqueue(redis, state.run, attempt=attempt, resume=True)
+        metrics().runs_requeued.labels(team=state.run.team or keys.NO_TEAM).inc()
         recovered.append(run_id)
         log.warning(
             "run %s had no live worker; queued again to resume from its checkpoint (attempt %d)", run_id, attempt

@@ -10,9 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agent import AgentConfig
+from agent.capacity import ModelLimits
 from agent.workspace import ThreadWorkspace
 from agent.workspace_search import WorkspaceSearch
 
+from . import keys
 from .models import Run
 from .ownership import LEASE_SECONDS
 
@@ -30,6 +32,11 @@ class JobRuntime:
     # The run's thread (files, earlier messages), given by the surface that knows where runs live
     # (the Slack app); None in the terminal or without a thread.
     workspace_for: Callable[[Run], ThreadWorkspace | None] | None = field(default=None, repr=False)
+    # The organization's model limits per minute set by the operator; unset ones are read from
+    # the service's rate-limit headers (jobs/capacity.py shares them between every run).
+    model_limits: ModelLimits = field(default_factory=ModelLimits)
+    # How long page texts and the request log are kept (DEEPTHREAD_BULKY_RETENTION_DAYS).
+    bulky_retention_seconds: int = keys.STORED_RESULT_TTL_SECONDS
     # The team's Slack as a search acting as the requester (the run's action token); None when
     # DEEPTHREAD_WORKSPACE_SEARCH=off, in the terminal, or without a thread.
     search_for: Callable[[Run], WorkspaceSearch | None] | None = field(default=None, repr=False)
@@ -41,8 +48,15 @@ _runtime: JobRuntime | None = None
 
 
 def configure(runtime: JobRuntime) -> None:
+    """Set once by the worker at start-up (its work-horses inherit it), with the engine's
+    counters turned into this process's metrics."""
     global _runtime
     _runtime = runtime
+    from agent.counters import install
+
+    from .metrics import PrometheusEngineCounters
+
+    install(PrometheusEngineCounters())
 
 
 def current() -> JobRuntime:

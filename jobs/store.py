@@ -8,6 +8,8 @@ Storage is incremental, so a run's write cost per event does not grow with its l
     deepthread:run:{id}:section-order    sorted set: section id by when it was (re)written
     deepthread:run:{id}:sources          hash: marker -> the source
     deepthread:run:{id}:source-order     list: markers in the order they were first added
+    deepthread:run:{id}:steps            list: the last STEPS_KEPT progress steps, oldest first
+                                         (a write sends only the step it added or changed)
 
 Every write is one Lua script, atomic on the server: it refuses a job's write once that job's
 lease is no longer the run's (the fence, jobs/ownership.py), refuses to touch a finished run
@@ -49,7 +51,7 @@ from . import keys
 from .connection import text
 from .exceptions import LeaseLost, RunNotFound, ThreadMoved
 from .legacy_keys import adopt_legacy, last_in_list
-from .models import BudgetLeft, Run, RunState, RunStatus, Usage
+from .models import STEPS_KEPT, BudgetLeft, Run, RunState, RunStatus, Step, Usage
 from .state import apply_in_place
 
 __all__ = [
@@ -74,10 +76,11 @@ MAX_CAS_RETRIES = 8
 MESSAGE_FIELDS = ("progress_message", "report_message")
 
 _WRITE = """
--- KEYS: state, sections, section-order, sources, source-order, active set, updates stream, run lock
+-- KEYS: state, sections, section-order, sources, source-order, active set, updates stream, run lock, steps
 -- ARGV: run id, ttl, expected version or '', allowed after finish '1'/'0', new status or '',
 --       stream maxlen, fence or '', then: n, n field/value pairs; n, n id/json/move-to-end triples;
---       n, n marker/json pairs
+--       n, n marker/json pairs; the step's json or '', '1' when it is a new step (appended) or '0' (it
+--       replaces the last), steps kept
 local rank = {queued=0, planned=1, running=2, completed=3, failed=3, stopped=3}
 local current = redis.call('HGET', KEYS[1], 'status')
 if not current then return {0, 0, ''} end
@@ -106,6 +109,15 @@ n = tonumber(ARGV[i]); i = i + 1
 for _ = 1, n do
   if redis.call('HSET', KEYS[4], ARGV[i], ARGV[i + 1]) == 1 then redis.call('RPUSH', KEYS[5], ARGV[i]) end
   i = i + 2
+end
+if ARGV[i] ~= '' then
+  if ARGV[i + 1] == '1' or redis.call('LLEN', KEYS[9]) == 0 then
+    redis.call('RPUSH', KEYS[9], ARGV[i])
+    redis.call('LTRIM', KEYS[9], -tonumber(ARGV[i + 2]), -1)
+  else
+    redis.call('LSET', KEYS[9], -1, ARGV[i])
+  end
+  redis.call('EXPIRE', KEYS[9], ARGV[2])
 end
 version = redis.call('HINCRBY', KEYS[1], 'version', 1)
 if rank[status] == 3 then redis.call('SREM', KEYS[6], ARGV[1]) end
@@ -149,6 +161,8 @@ class Write:
     status: RunStatus | None = None
     sections: list[tuple[Section, bool]] = field(default_factory=list)  # (section, moved to the end)
     sources: list[Source] = field(default_factory=list)
+    # The progress step this change added (True) or updated (False); older steps are not resent.
+    step: tuple[Step, bool] | None = None
 
 
 @dataclass(frozen=True)
@@ -162,8 +176,10 @@ def _time(value: datetime | None) -> str:
     return value.isoformat() if value else ""
 
 
-def write_for(state: RunState, event: RunEvent) -> Write:
-    """What `event` changes, read off the state after it was applied: only those items."""
+def write_for(state: RunState, event: RunEvent, before_steps: int | None = None) -> Write:
+    """What `event` changes, read off the state after it was applied: only those items.
+    `before_steps` is the number of the last step before the event (None: there was none), so a
+    Progress that added no step (the same activity again) sends none."""
     change = Write(fields={"updated_at": _time(state.updated_at)})
     if state.report_updated_at is not None and isinstance(
         event, (SectionWritten, SectionRevised, Finished, ChartDrawn)
@@ -172,7 +188,7 @@ def write_for(state: RunState, event: RunEvent) -> Write:
     if isinstance(event, SourceAdded):
         change.sources.append(state.sources[event.source.marker])
         if state.steps:
-            change.fields["steps"] = _steps(state)  # the step that found it lists it
+            change.step = (state.steps[-1], False)  # the step that found it lists it
     elif isinstance(event, (SectionWritten, SectionRevised)):
         section = state.section(event.section_id)
         if section is not None:
@@ -204,8 +220,8 @@ def write_for(state: RunState, event: RunEvent) -> Write:
             usage=state.usage.model_dump_json(),
             budget_left=state.budget_left.model_dump_json() if state.budget_left else "",
         )
-        if isinstance(event, Progress):
-            change.fields["steps"] = _steps(state)
+        if isinstance(event, Progress) and state.steps and (before_steps is None or state.steps[-1].n != before_steps):
+            change.step = (state.steps[-1], True)
     return change
 
 
@@ -251,7 +267,7 @@ class RunStore:
             else self._activate(run.id)
         )
         if linked != run.id:
-            self.redis.delete(*self._keys(run.id)[:5])
+            self.redis.delete(*self._keys(run.id)[:5], keys.run_steps(run.id))
             raise ThreadMoved(linked)
         return state
 
@@ -271,6 +287,10 @@ class RunStore:
         if state.sources:
             pipe.hset(sources_key, mapping={m: s.model_dump_json() for m, s in state.sources.items()})
             pipe.rpush(source_order_key, *state.sources)
+        if state.steps:
+            pipe.delete(keys.run_steps(run_id))
+            pipe.rpush(keys.run_steps(run_id), *(step.model_dump_json() for step in state.steps))
+            pipe.expire(keys.run_steps(run_id), RUN_TTL_SECONDS)
         for key in self._keys(run_id)[:5]:
             pipe.expire(key, RUN_TTL_SECONDS)
         if state.run.action_token is not None:  # a secret: its own key and a short life, never the record
@@ -303,7 +323,6 @@ class RunStore:
             "notices": json.dumps(state.notices),
             "charts": _charts(state),
             "thread_summary": _thread_summary(state),
-            "steps": _steps(state),
             "next_check": _time(state.next_check),
             "plan": state.plan.model_dump_json() if state.plan is not None else "",
             "plan_expires_at": _time(state.plan_expires_at),
@@ -321,6 +340,7 @@ class RunStore:
             keys.ACTIVE_RUNS,
             keys.UPDATES_STREAM,
             keys.lock(run_id),
+            keys.run_steps(run_id),
         ]
 
     # --- reading ---------------------------------------------------------------------
@@ -333,11 +353,12 @@ class RunStore:
         pipe.zrange(order_key, 0, -1)
         pipe.hgetall(sources_key)
         pipe.lrange(source_order_key, 0, -1)
+        pipe.lrange(keys.run_steps(run_id), 0, -1)
         pipe.get(keys.action_token(run_id))
-        hot, sections, order, sources, source_order, token = pipe.execute()
+        hot, sections, order, sources, source_order, steps, token = pipe.execute()
         if not hot:
             return self._legacy(run_id)
-        state = _assemble(run_id, hot, sections, order, sources, source_order)
+        state = _assemble(run_id, hot, sections, order, sources, source_order, steps)
         if token:
             state.run = state.run.model_copy(update={"action_token": SecretStr(text(token))})
         return state
@@ -412,6 +433,11 @@ class RunStore:
         args.append(len(change.sources))
         for source in change.sources:
             args += [source.marker, source.model_dump_json()]
+        if change.step is not None:
+            step, new = change.step
+            args += [step.model_dump_json(), "1" if new else "0", STEPS_KEPT]
+        else:
+            args += ["", "0", STEPS_KEPT]
         code, version, status = self._write(keys=self._keys(run_id), args=args)
         outcome = {
             1: WriteOutcome.written,
@@ -431,8 +457,11 @@ class RunStore:
         event carries its `fence`; once another job holds the run, LeaseLost is raised."""
         for _ in range(MAX_CAS_RETRIES):
             expected = state.version
+            last_step = state.steps[-1].n if state.steps else None
             state = apply_in_place(state, event)
-            result = self.write(state.run.id, write_for(state, event), expected_version=expected, fence=fence)
+            result = self.write(
+                state.run.id, write_for(state, event, last_step), expected_version=expected, fence=fence
+            )
             if result.outcome == WriteOutcome.written:
                 state.version = result.version
                 return state
@@ -552,6 +581,7 @@ def _assemble(
     order: list[bytes],
     sources: Mapping[bytes, bytes],
     source_order: list[bytes],
+    steps: list[bytes] | None = None,
 ) -> RunState:
     h = {text(k): text(v) for k, v in hot.items()}
     run = Run.model_validate_json(h["run"]).model_copy(update={name: h.get(name) or None for name in MESSAGE_FIELDS})
@@ -577,7 +607,8 @@ def _assemble(
             "finished_at": h.get("finished_at") or None,
             "notices": json.loads(h.get("notices") or "[]"),
             "charts": [Chart.model_validate(c) for c in json.loads(h.get("charts") or "[]")],
-            "steps": json.loads(h.get("steps") or "[]"),
+            # Runs written before steps had a list of their own kept them in the hash.
+            "steps": [json.loads(step) for step in steps] if steps else json.loads(h.get("steps") or "[]"),
             "next_check": h.get("next_check") or None,
             "plan": Plan.model_validate_json(h["plan"]) if h.get("plan") else None,
             "plan_expires_at": h.get("plan_expires_at") or None,
@@ -587,11 +618,6 @@ def _assemble(
             else None,
         }
     )
-
-
-def _steps(state: RunState) -> str:
-    """The run's last steps (bounded: STEPS_KEPT), so this write costs the same late in a run."""
-    return json.dumps([step.model_dump() for step in state.steps])
 
 
 def _charts(state: RunState) -> str:

@@ -10,11 +10,17 @@ write is a script that lands only while the run's lock holds that lease, so a jo
 run cannot overwrite the checkpoint its successor resumes from. A refused write tells the tenure
 (which stops the job) and raises LeaseLost. A saved checkpoint is progress: the run's count of
 crash recoveries starts again (jobs/recovery.py).
+
+The bulky ones, tool results (page texts) and the request log's records and parts, are stored
+compressed (zlib, marked by a prefix, so a value written before compression still reads) and
+kept for the operator's retention (DEEPTHREAD_BULKY_RETENTION_DAYS). Every logged model request
+is also counted for the metrics endpoint (jobs/metrics.py).
 """
 
 from __future__ import annotations
 
 import json
+import zlib
 from typing import Any, cast
 
 from redis import Redis
@@ -23,10 +29,12 @@ from redis.typing import EncodableT, FieldT
 
 from agent.checkpoint import CheckpointMeta, CheckpointSteps
 from agent.context.requestlog import ContentAddressedLog, RequestRecord, request_body
+from agent.pricing import cost_usd
 from agent.results import StoredResult
 
 from . import keys
 from .connection import text
+from .metrics import metrics
 from .ownership import Tenure
 
 __all__ = [
@@ -35,6 +43,8 @@ __all__ = [
     "RedisRequestLog",
     "RedisResultStore",
     "RedisSeenUrls",
+    "compress",
+    "decompress",
     "load_request_body",
     "load_request_records",
     "refused_fetches",
@@ -42,6 +52,21 @@ __all__ = [
 
 STEP_FIELD = "step:"  # a checkpoint hash field per history step: step:{index}
 META_FIELD = "meta"
+# Compressed values start with this; JSON never does, so older plain values still read.
+COMPRESSED = b"z1:"
+# zlib's middle level: page text shrinks ~3-4x, at well under a millisecond for a page.
+COMPRESSION_LEVEL = 6
+
+
+def compress(value: str) -> bytes:
+    return COMPRESSED + zlib.compress(value.encode(), COMPRESSION_LEVEL)
+
+
+def decompress(raw: bytes | str) -> str:
+    data = raw.encode() if isinstance(raw, str) else raw
+    if data.startswith(COMPRESSED):
+        return zlib.decompress(data[len(COMPRESSED) :]).decode()
+    return data.decode()
 
 
 # Lua: the fence check every job write makes (KEYS[1] the run's lock, ARGV[1] the fence or '').
@@ -74,7 +99,14 @@ def _fence(tenure: Tenure | None) -> str:
 
 
 class RedisResultStore:
-    def __init__(self, redis: AsyncRedis, run_id: str, tenure: Tenure | None = None) -> None:
+    def __init__(
+        self,
+        redis: AsyncRedis,
+        run_id: str,
+        tenure: Tenure | None = None,
+        ttl_seconds: int = keys.STORED_RESULT_TTL_SECONDS,
+    ) -> None:
+        self._ttl = ttl_seconds
         self._redis = redis
         self._run_id = run_id
         self._tenure = tenure
@@ -84,37 +116,43 @@ class RedisResultStore:
         key = keys.result(self._run_id, result.id)
         written = await self._put(
             keys=[keys.lock(self._run_id), key],
-            args=[_fence(self._tenure), result.model_dump_json(), keys.STORED_RESULT_TTL_SECONDS],
+            args=[_fence(self._tenure), compress(result.model_dump_json()), self._ttl],
         )
         if not written and self._tenure is not None:
             raise self._tenure.refused()
 
     async def get(self, result_id: str) -> StoredResult | None:
         raw = await self._redis.get(keys.result(self._run_id, result_id))
-        return StoredResult.model_validate_json(raw) if raw else None
+        return StoredResult.model_validate_json(decompress(raw)) if raw else None
 
 
 class RedisFileRefusals:
-    """Why a file version could not be read, for every run (the agent's FileRefusals protocol)."""
+    """Why a file version could not be read, for every run of the workspace (the agent's
+    FileRefusals protocol)."""
 
-    def __init__(self, redis: AsyncRedis) -> None:
+    def __init__(self, redis: AsyncRedis, team: str | None = None) -> None:
         self._redis = redis
+        self._team = team
 
     async def get(self, key: str) -> str | None:
-        raw = await self._redis.get(keys.file_refusal(key))
+        raw = await self._redis.get(keys.file_refusal(self._team, key))
         return text(raw) if raw else None
 
     async def put(self, key: str, reason: str) -> None:
-        await self._redis.set(keys.file_refusal(key), reason, ex=keys.FILE_REFUSAL_TTL_SECONDS)
+        await self._redis.set(keys.file_refusal(self._team, key), reason, ex=keys.FILE_REFUSAL_TTL_SECONDS)
 
 
 class RedisSeenUrls:
     """The thread's seen URLs (the agent's SeenUrlStore protocol) and the run's refused fetches."""
 
-    def __init__(self, redis: AsyncRedis, run_id: str, channel: str | None, thread_ts: str | None) -> None:
+    def __init__(
+        self, redis: AsyncRedis, run_id: str, channel: str | None, thread_ts: str | None, *, team: str | None = None
+    ) -> None:
         self._redis = redis
         # A run outside a thread (the terminal) keeps its own set.
-        self._key = keys.seen_urls(channel, thread_ts) if channel and thread_ts else keys.seen_urls("run", run_id)
+        self._key = (
+            keys.seen_urls(team, channel, thread_ts) if channel and thread_ts else keys.seen_urls(team, "run", run_id)
+        )
         self._refused = keys.refused_fetches(run_id)
 
     async def load(self) -> set[str]:
@@ -178,31 +216,51 @@ class RedisCheckpointStore:
 
 
 class RedisRequestLog(ContentAddressedLog):
-    def __init__(self, redis: AsyncRedis, run_id: str) -> None:
+    def __init__(self, redis: AsyncRedis, run_id: str, ttl_seconds: int = keys.REQUEST_LOG_TTL_SECONDS) -> None:
         super().__init__()
+        self._ttl = ttl_seconds
         self._redis = redis
         self._records = keys.requests(run_id)
         self._parts_key = keys.request_parts(run_id)
 
     async def record(self, record: RequestRecord, body: dict[str, Any]) -> None:
+        count_request(record)
         record.parts, new = self._parts(body)
         pipe = self._redis.pipeline()
         if new:
-            mapping: dict[FieldT, EncodableT] = {key: value for key, value in new.items()}
+            mapping: dict[FieldT, EncodableT] = {key: compress(value) for key, value in new.items()}
             pipe.hset(self._parts_key, mapping=mapping)
-        pipe.rpush(self._records, record.model_dump_json())
-        pipe.expire(self._records, keys.REQUEST_LOG_TTL_SECONDS)
-        pipe.expire(self._parts_key, keys.REQUEST_LOG_TTL_SECONDS)
+        pipe.rpush(self._records, compress(record.model_dump_json()))
+        pipe.expire(self._records, self._ttl)
+        pipe.expire(self._parts_key, self._ttl)
         await pipe.execute()
+
+
+def count_request(record: RequestRecord) -> None:
+    """One model request in the metrics: its outcome, latency, tokens by type and cost."""
+    m = metrics()
+    m.model_requests.labels(model=record.model, kind=record.kind, outcome="error" if record.error else "ok").inc()
+    if record.seconds is not None:
+        m.model_seconds.labels(model=record.model).observe(record.seconds)
+    for kind, tokens in (
+        ("input", record.input_tokens),
+        ("cache_read", record.cache_read_tokens),
+        ("cache_creation", record.cache_creation_tokens),
+        ("output", record.output_tokens),
+    ):
+        if tokens:
+            m.model_tokens.labels(model=record.model, type=kind).inc(tokens)
+    if not record.error:
+        m.model_cost.labels(model=record.model).inc(cost_usd(record.model, record.usage()))
 
 
 def load_request_records(redis: Redis, run_id: str) -> list[RequestRecord]:
     """Read a run's request log (sync client: this is for the CLI)."""
-    return [RequestRecord.model_validate_json(raw) for raw in redis.lrange(keys.requests(run_id), 0, -1)]
+    return [RequestRecord.model_validate_json(decompress(raw)) for raw in redis.lrange(keys.requests(run_id), 0, -1)]
 
 
 def load_request_body(redis: Redis, run_id: str, record: RequestRecord) -> dict[str, Any]:
     """The request as it was sent, put back together from its stored parts."""
     values = redis.hmget(keys.request_parts(run_id), record.parts)
-    parts = {key: text(raw) for key, raw in zip(record.parts, values, strict=True) if raw}
+    parts = {key: decompress(raw) for key, raw in zip(record.parts, values, strict=True) if raw}
     return request_body(record, parts)

@@ -21,6 +21,7 @@ from rq import Worker
 from rq.job import Job
 from rq.queue import Queue
 
+from .metrics import metrics
 from .recovery import sweep
 from .runs import Runs
 from .store import RunStore
@@ -51,7 +52,9 @@ class DeepthreadWorker(Worker):
         super().run_maintenance_tasks()
         try:
             sweep(self.connection)
+            metrics().sweeps.labels(outcome="done").inc()
         except Exception:  # a failed sweep must not stop the worker; the next one retries
+            metrics().sweeps.labels(outcome="failed").inc()
             log.exception("recovery sweep failed")
         try:
             Runs(RunStore(self.connection)).force_due_stops()

@@ -12,7 +12,7 @@ EXPORTS = {
     "agent": {
         "AgentConfig", "AssembledReport", "Budget", "Caps", "Chart", "DDGSFactory", "FetchConfig", "Figure",
         "FigureFlag", "FileInfo", "FileUnavailable", "Finished", "Footnote", "MARKER_RE", "MAX_FILE_BYTES",
-        "MAX_QUESTION_CHARS", "Outcome", "PROFILES", "Progress", "RequestRecord", "ResearchTask", "RunEvent",
+        "MAX_QUESTION_CHARS", "ModelLimits", "Outcome", "PROFILES", "Progress", "RequestRecord", "ResearchTask", "RunEvent",
         "SNIPPET_NOTE", "SearchConfig", "SearchProvider", "Section", "SectionRevised", "SectionWritten", "Source",
         "SourceAdded", "SourceRegistry", "ThreadMessage", "ThreadWorkspace", "Usage", "UsageRecorded",
         "WorkspaceError", "assemble", "cost_usd", "describe_api_error", "domain_of", "figure_line", "figures_in",

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, Field
 
 from ..events import utcnow
+from ..usage import Usage
 
 STUB_RE = re.compile(r"\[(r_[0-9a-f]+) \| ")
 SUMMARY_RE = re.compile(r"^<summary of steps (\d+)–(\d+)>")
@@ -33,6 +34,7 @@ class RequestRecord(BaseModel):
     cache_creation_tokens: int = 0
     stop_reason: str | None = None
     error: str | None = None
+    seconds: float | None = None  # from asking to the whole answer (retries and waits included)
     stubs: list[str] = Field(default_factory=list)
     summaries: list[str] = Field(default_factory=list)
     budget_block: str = ""
@@ -41,6 +43,14 @@ class RequestRecord(BaseModel):
     @property
     def context_tokens(self) -> int:
         return self.input_tokens + self.cache_read_tokens + self.cache_creation_tokens
+
+    def usage(self) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            cache_read_tokens=self.cache_read_tokens,
+            cache_creation_tokens=self.cache_creation_tokens,
+        )
 
 
 def _key(value: Any) -> tuple[str, str]:

@@ -8,13 +8,19 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from copy import deepcopy
 from dataclasses import dataclass
 from typing import TypedDict
 
 import trafilatura
+from lxml import etree
+from lxml.html import HtmlElement
+from trafilatura.utils import normalize_unicode
+from trafilatura.xml import xmltotxt
 
 from ..converter import ConversionRefused
 from ..converter import convert as convert_document
+from ..converter.parsers import HTML_BLOCK_TAGS
 from ..converter.parsers import decode as _decode
 from ..converter.parsers import looks_binary as _looks_binary
 from ..converter.parsers import separate_blocks as _separate_blocks
@@ -66,26 +72,126 @@ def _plain(text: str) -> PageText:
     return PageText(linked=text, plain=text, link_ids=[])
 
 
-def html_text(body: bytes | str, url: str, links: LinkTable) -> PageText:
-    """trafilatura's plain text of the page, with the links of its linked extraction marked in it.
+# Inline elements a link may sit at the edge of: the space after `<strong><a>x</a></strong> is`
+# belongs to the <strong>, so it is kept there.
+INLINE_TAGS = frozenset(
+    "a abbr b bdi bdo cite code del dfn em font i ins kbd label mark q s small span strong sub sup time u var".split()
+)
+# A printable symbol no page uses (trafilatura keeps it): it holds the whitespace beside a link,
+# which trafilatura's linked extraction drops ("Pro</a> with" would read "Prowith").
+_SPACE_HOLDER = "\U0001d303"
+_HELD_SPACE_RE = re.compile(f"[ \t]*{_SPACE_HOLDER}[ \t]*")
 
-    Two extractions from one parse: the plain text keeps every word, the linked tree knows the
-    links (see page_text for why neither alone will do).
+
+def _edge_chain(link: HtmlElement, last: bool) -> list[HtmlElement]:
+    """The link, and the inline elements it ends (`last`) or starts, innermost first."""
+    chain, element = [link], link
+    while (parent := element.getparent()) is not None and parent.tag in INLINE_TAGS:
+        children = list(parent)
+        if (children[-1] if last else children[0]) is not element:
+            break
+        if (last and element.tail and element.tail.strip()) or (not last and parent.text and parent.text.strip()):
+            break
+        chain.append(parent)
+        element = parent
+    return chain
+
+
+def _wrap_loose_text(tree: HtmlElement) -> None:
+    """Text loose after a block element (`…</ul>more words <a>…</a>`) becomes a paragraph of its
+    own, with the inline elements of its line: the linked extraction drops such tails, the plain
+    one keeps them, and a browser shows them as a block anyway."""
+    for element in list(tree.iter(*HTML_BLOCK_TAGS)):
+        if element.tag == "br" or not (element.tail and element.tail.strip()) or element.getparent() is None:
+            continue
+        paragraph = etree.Element("p")
+        paragraph.text, element.tail = element.tail, "\n"
+        # The inline elements that follow (a link, emphasis) up to the next block are the same line.
+        inline = []
+        following = element.getnext()
+        while following is not None and isinstance(following.tag, str) and following.tag not in HTML_BLOCK_TAGS:
+            inline.append(following)
+            following = following.getnext()
+        element.addnext(paragraph)
+        paragraph.extend(inline)
+
+
+def _hold_spaces_beside_links(tree: HtmlElement) -> None:
+    """Mark the whitespace just before and just after every link, so the one linked extraction
+    keeps every word apart (the plain extraction would have kept it)."""
+    for link in list(tree.iter("a")):
+        for element in _edge_chain(link, last=True):
+            if element.tail and element.tail[0].isspace():
+                element.tail = _SPACE_HOLDER + element.tail
+                break
+        for element in _edge_chain(link, last=False):
+            before = element.getprevious()
+            if before is not None:
+                if before.tail and before.tail[-1].isspace():
+                    before.tail += _SPACE_HOLDER
+                    break
+                if before.tail and before.tail.strip():
+                    break
+            elif (parent := element.getparent()) is not None and parent.text and parent.text[-1].isspace():
+                parent.text += _SPACE_HOLDER
+                break
+
+
+def _release_spaces(tree: etree._Element) -> None:
+    for element in tree.iter():
+        if element.text and _SPACE_HOLDER in element.text:
+            element.text = _HELD_SPACE_RE.sub(" ", element.text)
+        if element.tail and _SPACE_HOLDER in element.tail:
+            element.tail = _HELD_SPACE_RE.sub(" ", element.tail)
+
+
+# No paragraph ends with an opening bracket: one that does was cut at the link that follows it.
+OPENING_BRACKETS = "([{«“‘„"
+
+
+def _join_cut_paragraphs(body: etree._Element) -> None:
+    """Join a paragraph the linked extraction cut just before a link ("…(" | "<link>), …")."""
+    for paragraph in list(body.iter("p")):
+        following = paragraph.getnext()
+        if len(paragraph) or following is None or following.tag != "p":
+            continue
+        if not (paragraph.text or "").rstrip().endswith(tuple(OPENING_BRACKETS)):
+            continue
+        if not len(following) or following[0].tag != "ref" or (following.text or "").strip():
+            continue
+        paragraph.text = (paragraph.text or "").rstrip()
+        paragraph.extend(list(following))
+        following.getparent().remove(following)
+
+
+def html_text(body: bytes | str, url: str, links: LinkTable) -> PageText:
+    """trafilatura's text of the page with its links marked in it, from one extraction.
+
+    One linked extraction (`include_links=True`, the full extractor with its fallbacks) gives
+    both: its tree rendered with the links unwrapped is the plain text (the words a plain
+    extraction gives; the whitespace beside links is held for it, see `_hold_spaces_beside_links`),
+    and the same tree knows where the links are (page_text places them).
     """
     tree = trafilatura.load_html(body)
-    if tree is not None:
-        _separate_blocks(tree)
-    plain = trafilatura.extract(tree, url=url, **TRAFILATURA_OPTIONS) if tree is not None else None
-    if not plain or not plain.strip():
+    if tree is None:
         raise UnreadableContent("no readable article text was found on this page; try another source")
+    _separate_blocks(tree)
+    _wrap_loose_text(tree)
+    _hold_spaces_beside_links(tree)
     # No url here: trafilatura would resolve relative links against the site's root, not this
     # page, and turn "#note" into the home page; page_text resolves the raw hrefs itself.
-    # fast=True skips the fallback extractors: this pass only locates links (a third of its time;
-    # the same 500 links placed on the fixture pages), the words come from the pass above.
-    linked = trafilatura.bare_extraction(
-        tree, include_links=True, output_format="txt", fast=True, **TRAFILATURA_OPTIONS
-    )
-    return page_text(plain, getattr(linked, "body", None), url, links)
+    document = trafilatura.bare_extraction(tree, include_links=True, output_format="txt", **TRAFILATURA_OPTIONS)
+    linked = getattr(document, "body", None)
+    if linked is None:
+        raise UnreadableContent("no readable article text was found on this page; try another source")
+    _release_spaces(linked)
+    _join_cut_paragraphs(linked)
+    unwrapped = deepcopy(linked)
+    etree.strip_tags(unwrapped, "ref")
+    plain = normalize_unicode(xmltotxt(unwrapped, include_formatting=False))
+    if not plain.strip():
+        raise UnreadableContent("no readable article text was found on this page; try another source")
+    return page_text(plain, linked, url, links)
 
 
 def _sniff(page: Fetched) -> str:

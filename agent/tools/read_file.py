@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from .. import defaults
+from ..counters import counters
 from ..model import ModelUnavailable
 from ..prompts import load
 from ..results import Locator, StoredResult
@@ -117,8 +118,10 @@ class ReadFile(Tool):
             assert ctx.workspace is not None
             text = await self.library.text(ctx.workspace, info, ctx.refusals)
         except UnsupportedFile as exc:
+            counters().file_refused("unsupported")
             return ToolResult(f"Could not read this file: {exc}.", is_error=True)
         except WorkspaceError as exc:
+            counters().file_refused("unavailable")
             return ToolResult(f"Could not read this file: {exc}.", is_error=True)
         self._seen.add(key)
         return await self._read(ctx, info, text, args.goal, args.near.strip())

@@ -18,6 +18,7 @@ from agent import MAX_QUESTION_CHARS
 from bot.settings import DATA_DIR_VARIABLE, Settings, blank_variables
 
 from .doctor import blank_problems, check
+from .observability import MULTIPROC_VARIABLE, metrics_directory, setup_logging
 
 log = logging.getLogger("deepthread")
 
@@ -94,6 +95,10 @@ def cmd_up(settings: Settings, _: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     env = {**os.environ, "REDIS_URL": settings.redis_url or ""}
+    if settings.metrics_port is not None:
+        # One endpoint for both: serve's, summing the worker's counters from a directory they share.
+        env[MULTIPROC_VARIABLE] = metrics_directory()
+        env.pop("DEEPTHREAD_METRICS_PORT", None)
     worker = subprocess.Popen([sys.executable, "-m", "bot.cli", "worker"], env=env)
     try:
         from .processes import serve
@@ -234,13 +239,10 @@ COMMANDS = {
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    logging.basicConfig(
-        level=os.environ.get("DEEPTHREAD_LOG_LEVEL", "INFO"), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    # The SDKs log request details at DEBUG; keep them quiet so tokens never reach the log.
-    for noisy in ("httpx", "httpx2", "httpcore", "slack_sdk", "anthropic"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
-    return COMMANDS[args.command](load_settings(), args)
+    settings = load_settings()
+    # Text or JSON lines, each naming its run and workspace; no secret ever written (observability.py).
+    setup_logging(settings, os.environ.get("DEEPTHREAD_LOG_LEVEL", "INFO"))
+    return COMMANDS[args.command](settings, args)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ from jobs.recovery import sweep
 from jobs.worker import SWEEP_INTERVAL_SECONDS, WORKER_TTL_SECONDS, DeepthreadWorker
 
 from .health import ServeHealth, WorkerHealth
+from .observability import enable_metrics
 from .runtime import job_runtime
 
 log = logging.getLogger(__name__)
@@ -60,6 +61,7 @@ async def serve(settings: Settings) -> int:
         log.error(UNVERIFIED_HTTP_MODE)  # before anything listens or reaches Slack
         return 2
     redis = connect(settings.redis_url)
+    enable_metrics(settings, redis)
     async_redis = connect_async(settings.redis_url)
     installations = oauth = identity = None
     if settings.multi_workspace:
@@ -287,6 +289,7 @@ class _SocketMode:
 def work(settings: Settings, *, burst: bool = False) -> int:
     assert settings.redis_url
     redis = connect(settings.redis_url)
+    enable_metrics(settings, redis)
     jobs.configure(job_runtime(settings))
     spend.configure(settings.budget_defaults())
     worker = DeepthreadWorker(

@@ -44,6 +44,8 @@ def job_runtime(settings: Settings) -> JobRuntime:
         redis_url=settings.redis_url,
         lock_seconds=settings.run_lock_seconds,
         workspace_for=partial(_workspace_for, settings, token_for),
+        model_limits=settings.model_limits(),
+        bulky_retention_seconds=int(settings.bulky_retention_days * 86_400),
         search_for=partial(_search_for, settings, token_for),
         plan_expiry_seconds=settings.plan_expiry_minutes * 60,
     )

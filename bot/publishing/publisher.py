@@ -34,6 +34,7 @@ from redis import Redis
 from redis.asyncio import Redis as AsyncRedis
 from slack_sdk.web.async_client import AsyncWebClient
 
+from agent import utcnow
 from bot import keys
 from bot.exceptions import NotInstalled
 from bot.settings import DEFAULT_STOP_REACTION, StreamConfig
@@ -43,6 +44,8 @@ from bot.slack.tenancy import Tenant, acting_for
 from jobs import RunNotFound, RunState, RunStore
 from jobs import keys as run_keys
 from jobs.connection import text
+from jobs.logcontext import log_context
+from jobs.metrics import metrics
 
 from . import chart_sync, spill
 from .assistant_status import STATUS_REFRESH_SECONDS, AssistantStatus
@@ -317,8 +320,11 @@ class Publisher:
             state = await self._load(run_id)  # read under the lease: nothing newer was synced before
             if state is None:
                 return
-            synced = await self._sync_state(state)
+            with log_context(run_id=run_id, team=state.run.team):
+                synced = await self._sync_state(state)
             ok = synced.ok
+            if synced.sent and ok:  # how long the change took to reach Slack
+                metrics().publisher_lag.observe(max(0.0, (utcnow() - state.updated_at).total_seconds()))
             if synced.sent and self.update_interval > 0:
                 await self.leases.edited(run_id)  # before the lease goes: the next claim sees it
             if ok and state.status.finished:

@@ -45,6 +45,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from bot.exceptions import NotInstalled, SlotBusy
+from jobs.metrics import metrics
 
 from .outgoing import guard
 from .ratelimit import SlackRateLimiter, Urgency, bucket_method, retry_after_seconds
@@ -206,6 +207,7 @@ class LimitedWebClient(AsyncWebClient):
             headers = {**(headers or {}), "Authorization": f"Bearer {await self._token_for(tenant)}"}
 
         async def call() -> AsyncSlackResponse:
+            metrics().slack_calls.labels(method=api_method).inc()
             return await super(LimitedWebClient, self).api_call(
                 api_method,
                 http_verb=http_verb,
@@ -235,6 +237,7 @@ class LimitedWebClient(AsyncWebClient):
             except SlackApiError as exc:
                 if not is_rate_limited(exc):
                     raise
+                metrics().slack_rate_limited.labels(method=api_method).inc()
                 seconds = retry_after_seconds(exc.response.headers)
                 if counted:
                     await self._pause(team, bucket, seconds)

@@ -9,6 +9,8 @@ store; the shared client has no token of its own and uses the token of the run i
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.authorization import AuthorizeResult
@@ -23,6 +25,7 @@ from bot.slack.client import BotTokens, LimitedWebClient, limit_every_write
 from bot.slack.ratelimit import SlackRateLimiter
 from bot.slack.retries import retry_handlers
 from jobs.connection import connect_async
+from jobs.logcontext import log_context
 
 from .listeners import register
 
@@ -84,6 +87,13 @@ async def identify(client: AsyncWebClient) -> AuthorizeResult:
     )
 
 
+async def _name_the_workspace(body: dict[str, Any], next: Callable[[], Awaitable[None]]) -> None:
+    """Every line logged while handling this request names its workspace (jobs.logcontext)."""
+    team = (body.get("team_id") or (body.get("team") or {}).get("id")) if isinstance(body, dict) else None
+    with log_context(team=team if isinstance(team, str) else None):
+        await next()
+
+
 def build_app(
     settings: Settings,
     services: Services,
@@ -116,5 +126,6 @@ def build_app(
         app = AsyncApp(authorize=authorize, **common)  # type: ignore[arg-type]
     if isinstance(client, LimitedWebClient):
         app.use(limit_every_write(client))  # Bolt gives each listener a fresh client: make it a limited one
+    app.use(_name_the_workspace)
     register(app, services, installations)
     return app

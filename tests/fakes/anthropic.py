@@ -35,6 +35,8 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.fakes.anthropic_limits import OrganizationLimits
+
 # The real API's rules, named so tests can refer to them.
 MAX_CACHE_BREAKPOINTS = 4
 CACHE_LOOKBACK_PIECES = 20
@@ -172,6 +174,8 @@ class FakeAnthropic:
         self._failing_until = 0.0  # time.monotonic() until which fail_for answers
         self._window: _Failure | None = None
         self._cache: dict[str, int] = {}  # prefix hash -> prefix length in characters
+        # The organization's per-minute limits: reported on every answer, enforced once set (limit()).
+        self.limits = OrganizationLimits()
 
     # ------------------------------------------------------- test controls
 
@@ -204,6 +208,20 @@ class FakeAnthropic:
     def fail_next_stream(self, times: int = 1, error_type: str = "overloaded_error", message: str = "Overloaded") -> None:
         """The next `times` streamed answers start normally, then send an SSE `error` event and end."""
         self._add_failure(self._stream_failures, 200, times, error_type, message, None)
+
+    def limit(self, *, requests: float | None = None, input_tokens: float | None = None,
+              output_tokens: float | None = None, spent: bool = False) -> None:
+        """Enforce the organization's per-minute limits (per model), as the API does: a request
+        that finds a bucket empty gets 429 rate_limit_error with retry-after. `spent`: the
+        organization's other users have just used this minute up (buckets start empty)."""
+        self.limits.start_empty = spent
+        if requests is not None:
+            self.limits.requests = requests
+        if input_tokens is not None:
+            self.limits.input_tokens = input_tokens
+        if output_tokens is not None:
+            self.limits.output_tokens = output_tokens
+        self.limits.enforced = True
 
     def clear_failures(self) -> None:
         with self._lock:
@@ -331,6 +349,15 @@ class FakeAnthropic:
             with self._lock:
                 self._rejected.append((body, message))
             return _error(400, "invalid_request_error", message)
+        model = str(body["model"])
+        wait = self.limits.admit(model, usage.input_tokens + usage.cache_creation_input_tokens)
+        if wait is not None:
+            with self._lock:
+                self._served_failures.append(429)
+            return _error(429, "rate_limit_error",
+                          "This request would exceed your organization's rate limit. For details, refer to "
+                          "https://docs.claude.com/en/api/rate-limits.",
+                          {**self.limits.headers(model), "retry-after": str(max(1, math.ceil(wait)))})
         with self._lock:
             self._requests.append(body)
         try:
@@ -358,15 +385,17 @@ class FakeAnthropic:
         }
         with self._lock:
             self._responses.append(message)
+        self.limits.spend_output(model, output_tokens)
         if body.get("stream"):
             return await self._stream(request, message)
-        return web.json_response(message, headers={"request-id": _random_id("req_01")})
+        return web.json_response(message, headers={"request-id": _random_id("req_01"), **self.limits.headers(model)})
 
     async def _stream(self, request: web.Request, message: dict[str, Any]) -> web.StreamResponse:
         resp = web.StreamResponse(headers={
             "Content-Type": "text/event-stream; charset=utf-8",
             "Cache-Control": "no-cache",
             "request-id": _random_id("req_01"),
+            **self.limits.headers(str(message["model"])),
         })
         await resp.prepare(request)
         failure = self._take(self._stream_failures)

@@ -392,3 +392,29 @@ def test_web_hostile_routes(web_fake: tuple[FakeWeb, ServerThread]) -> None:
     assert len(wire) < 1_000_000
     head = zlib.decompressobj(31).decompress(wire, 1000)
     assert head.startswith(b"<!doctype html>")
+
+
+async def test_anthropic_reports_and_enforces_the_organizations_rate_limits(
+    claude: tuple[FakeAnthropic, ServerThread],
+) -> None:
+    fake, server = claude
+    body = {"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}
+    async with claude_client(server, max_retries=0) as client:
+        raw = await client.messages.with_raw_response.create(**body)
+        headers = raw.headers
+        for name in ("requests", "input-tokens", "output-tokens", "tokens"):
+            for part in ("limit", "remaining", "reset"):
+                assert f"anthropic-ratelimit-{name}-{part}" in headers, (name, part)
+        assert int(headers["anthropic-ratelimit-requests-remaining"]) < int(headers["anthropic-ratelimit-requests-limit"])
+        assert int(headers["anthropic-ratelimit-input-tokens-remaining"]) % 1000 == 0, "rounded to the thousand"
+        assert headers["anthropic-ratelimit-requests-reset"].endswith("Z")
+
+        fake.limit(requests=2)  # enforced from now on: two requests a minute
+        await client.messages.create(**body)
+        await client.messages.create(**body)
+        with pytest.raises(anthropic.RateLimitError) as refused:
+            await client.messages.create(**body)
+    assert refused.value.response.headers["retry-after"] == "30"
+    assert refused.value.response.headers["anthropic-ratelimit-requests-remaining"] == "0"
+    assert refused.value.body["error"]["type"] == "rate_limit_error"
+    assert fake.limits.rate_limited == 1

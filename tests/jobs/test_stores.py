@@ -76,3 +76,32 @@ async def test_a_thread_s_seen_urls_are_inherited_by_its_next_run_and_refusals_a
     assert await follow_up.load() == {"https://fees.test/a", "https://fees.test/b"}
     assert await RedisSeenUrls(async_redis, "run3", "C1", "1700000000.000999").load() == set(), "another thread"
     assert refused_fetches(redis, "run1") == ["https://evil.test/?d=x"] and refused_fetches(redis, "run2") == []
+
+
+async def test_bulky_records_are_stored_compressed_for_their_retention_and_older_plain_ones_still_read(
+    redis_url: str, redis: Redis
+) -> None:
+    from jobs import keys
+
+    connection = AsyncRedis.from_url(redis_url)
+    page = "The fund's expense ratio is 0.03% as of 2024. " * 400
+    body = {"model": "m", "system": "s", "tools": [], "messages": [{"role": "user", "content": page}]}
+    try:
+        result = StoredResult(id="r_0001", kind="page", text=page, locator=Locator(what="https://example.com"))
+        await RedisResultStore(connection, "run1", ttl_seconds=3 * 86_400).put(result)
+        await RedisRequestLog(connection, "run1", ttl_seconds=3 * 86_400).record(
+            RequestRecord(n=1, kind="turn", model="m"), body)
+        stored = redis.get(keys.result("run1", "r_0001"))
+        assert stored.startswith(b"z1:") and len(stored) < len(page) / 5, "compressed"
+        assert 2 * 86_400 < redis.ttl(keys.result("run1", "r_0001")) <= 3 * 86_400, "kept for the retention set"
+        assert 2 * 86_400 < redis.ttl(keys.request_parts("run1")) <= 3 * 86_400
+        assert all(v.startswith(b"z1:") for v in redis.hvals(keys.request_parts("run1")))
+        assert await RedisResultStore(connection, "run1").get("r_0001") == result
+        assert load_request_body(redis, "run1", load_request_records(redis, "run1")[0]) == body
+
+        # A result written before compression (plain JSON) still reads.
+        older = StoredResult(id="r_0002", kind="page", text="plain", locator=Locator(what="x"))
+        redis.set(keys.result("run1", "r_0002"), older.model_dump_json())
+        assert await RedisResultStore(connection, "run1").get("r_0002") == older
+    finally:
+        await connection.aclose()

@@ -58,6 +58,26 @@ async def test_a_pin_refused_as_ratelimited_is_retried_after_retry_after_not_dro
     assert len(fake_slack.calls_of("pins.add")) == 4, "three refusals, then the pin"
 
 
+def slack_sample(name: str, **labels: str) -> float:
+    from prometheus_client import REGISTRY
+
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+async def test_slack_calls_and_429s_are_counted_by_method(async_redis, fake_slack) -> None:
+    client = limited_client(fake_slack, SlackRateLimiter(async_redis))
+    posted = await client.chat_postMessage(channel=CHANNEL, text="the report")
+    calls = slack_sample("deepthread_slack_calls_total", method="pins.add")
+    limited = slack_sample("deepthread_slack_rate_limited_total", method="pins.add")
+    fake_slack.fail_next("pins.add", times=2, retry_after=1)  # HTTP 429 with Retry-After, twice
+
+    await client.pins_add(channel=CHANNEL, timestamp=posted["ts"])
+
+    assert slack_sample("deepthread_slack_calls_total", method="pins.add") == calls + 3
+    assert slack_sample("deepthread_slack_rate_limited_total", method="pins.add") == limited + 2
+    assert slack_sample("deepthread_slack_rate_limited_total", method="chat.postMessage") == 0
+
+
 async def test_every_write_waits_for_a_free_slot_in_its_workspace_bucket(async_redis, fake_slack) -> None:
     limiter = SlackRateLimiter(async_redis, calls_per_window={"reactions.add": 2, "chat.postMessage": 1},
                                window_seconds=600)

@@ -1,0 +1,386 @@
+"""Shared model capacity: the organization's requests and tokens per minute, handed out fairly.
+
+The model service limits an organization, not a run: requests, input tokens and output tokens
+per minute, per model. A `ModelLimiter` is the one place every model request of every run asks
+for its share before it is sent (`try_acquire`), hears what the service said about the limits
+afterwards (`observe`: the `anthropic-ratelimit-*` headers, a 429's `retry-after`), and gives
+back a place it will not use (`withdraw`). Shares are fair between workspaces first and then
+between a workspace's runs (round robin by who was served longest ago), so a workspace with 50
+runs waiting gets the same turns as one with 2, and each of those 2 runs gets half of its own.
+
+This module holds the protocol, the in-memory version (the terminal, tests) and the SDK
+middleware that calls it once per HTTP attempt (`CapacityMiddleware`, so the SDK's own retries
+wait their turn too). The Redis version, shared by every worker, is jobs/capacity.py.
+
+A run that waits shows "waiting for model capacity" and the wait does not count against its
+active time: the loop in charge of the request installs a `CapacityWait` hook (a context
+variable, so a task agent's requests pause its own ledger, not the lead's).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import json
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from contextlib import AbstractAsyncContextManager, nullcontext
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any, Protocol
+
+from anthropic import APIRequest, AsyncAPIResponse, AsyncCallNext, Middleware
+
+from .context.tokens import CHARS_PER_TOKEN
+
+__all__ = [
+    "CAPACITY_WAIT",
+    "WAITING_FOR_CAPACITY",
+    "CapacityMiddleware",
+    "Demand",
+    "ModelLimits",
+    "MemoryModelLimiter",
+    "ModelLimiter",
+    "Observed",
+    "observed",
+    "uncached_estimate",
+]
+
+WAITING_FOR_CAPACITY = "Waiting for model capacity"
+# ModelLimits assumed until the service's headers say otherwise (or the operator sets them): the
+# API's first tier, so a new deployment is careful rather than answered with 429s.
+DEFAULT_REQUESTS_PER_MINUTE = 50.0
+DEFAULT_INPUT_TOKENS_PER_MINUTE = 30_000.0
+DEFAULT_OUTPUT_TOKENS_PER_MINUTE = 8_000.0
+# Output tokens are counted against the limit when a request starts; a turn rarely writes its
+# whole max_tokens, so this much is reserved at most (the headers correct the rest).
+OUTPUT_RESERVE_TOKENS = 4_096
+# A waiting request asks again at least this often: it learns of its grant within a second.
+MAX_POLL_SECONDS = 1.0
+MIN_POLL_SECONDS = 0.05
+# A waiter that stops asking for this long has gone (its process died): its place is dropped.
+WAITER_TTL_SECONDS = 30.0
+
+HEADER = "anthropic-ratelimit-"
+DIMENSIONS = ("requests", "input_tokens", "output_tokens")
+_HEADER_NAMES = {"requests": "requests", "input_tokens": "input-tokens", "output_tokens": "output-tokens"}
+
+
+@dataclass(frozen=True)
+class ModelLimits:
+    """Per minute, per model; None: not set here (the service's headers or the default decide)."""
+
+    requests: float | None = None
+    input_tokens: float | None = None
+    output_tokens: float | None = None
+
+    def get(self, dimension: str) -> float | None:
+        value: float | None = getattr(self, dimension)
+        return value
+
+
+DEFAULT_LIMITS = ModelLimits(
+    DEFAULT_REQUESTS_PER_MINUTE, DEFAULT_INPUT_TOKENS_PER_MINUTE, DEFAULT_OUTPUT_TOKENS_PER_MINUTE
+)
+
+
+@dataclass(frozen=True)
+class Demand:
+    """One model request asking for its share: who asks (workspace, run) and what it costs."""
+
+    team: str
+    run: str
+    model: str
+    input_tokens: int
+    output_tokens: int
+    requests: int = 1
+    ticket: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+    def need(self, dimension: str) -> float:
+        return float(getattr(self, dimension))
+
+
+@dataclass(frozen=True)
+class Observed:
+    """What one response said about the organization's limits."""
+
+    limits: ModelLimits
+    remaining: ModelLimits
+    retry_after: float | None = None
+
+
+def _number(value: str | None) -> float | None:
+    try:
+        return float(value) if value not in (None, "") else None
+    except (TypeError, ValueError):
+        return None
+
+
+def observed(headers: Mapping[str, str], status: int) -> Observed:
+    """The `anthropic-ratelimit-*` headers (and a 429's `retry-after`) of one response."""
+    lower = {k.lower(): v for k, v in headers.items()}
+
+    def read(kind: str) -> ModelLimits:
+        return ModelLimits(**{d: _number(lower.get(f"{HEADER}{_HEADER_NAMES[d]}-{kind}")) for d in DIMENSIONS})
+
+    retry_after = _number(lower.get("retry-after")) if status == 429 else None
+    if status == 429 and retry_after is None:
+        reset = lower.get(f"{HEADER}requests-reset")
+        if reset:
+            try:
+                retry_after = max(0.0, datetime.fromisoformat(reset).timestamp() - time.time())
+            except ValueError:
+                retry_after = None
+    return Observed(limits=read("limit"), remaining=read("remaining"), retry_after=retry_after)
+
+
+def is_spend_limit(message: str) -> bool:
+    """A 429 that says a spend limit was reached: waiting does not help, so it is not retried."""
+    lowered = message.lower()
+    return "spend limit" in lowered or "spending limit" in lowered or "credit balance" in lowered
+
+
+def uncached_estimate(body: Mapping[str, Any]) -> int:
+    """Input tokens the request will likely count against the limit: cached prefix reads do not,
+    so only what follows the last cache breakpoint of the messages (the whole request when it
+    has none) is counted. The service's headers correct the estimate after every response."""
+    messages = body.get("messages") or []
+    tail_chars = 0
+    marked = False
+    for message in reversed(messages):
+        content = message.get("content")
+        blocks = content if isinstance(content, list) else [content]
+        for block in reversed(blocks):
+            if isinstance(block, dict) and "cache_control" in block:
+                marked = True
+                break
+            tail_chars += len(str(block))
+        if marked:
+            break
+    if not marked:
+        tail_chars += len(str(body.get("system") or "")) + len(str(body.get("tools") or ""))
+    return max(1, tail_chars // CHARS_PER_TOKEN)
+
+
+class ModelLimiter(Protocol):
+    """The organization's model capacity, shared by every run that holds this limiter."""
+
+    async def try_acquire(self, demand: Demand) -> float:
+        """0 when `demand` may be sent now (its share is taken); else seconds before asking again.
+        Asking again with the same demand keeps its place in the queue."""
+        ...
+
+    async def withdraw(self, demand: Demand) -> None:
+        """The demand will not be sent (its caller was cancelled): leave the queue."""
+        ...
+
+    async def observe(self, model: str, seen: Observed) -> None:
+        """What the service said: its limits, what remains, and how long to hold off after a 429."""
+        ...
+
+
+# --- the fair queue, shared by the in-memory limiter (jobs/capacity.py is the same in Lua) ---
+
+
+@dataclass
+class _Bucket:
+    level: float
+    at: float
+
+
+@dataclass
+class _ModelState:
+    buckets: dict[str, _Bucket]
+    limits: dict[str, float]
+    paused_until: float = 0.0
+    seq: int = 0
+    teams: dict[str, int] = field(default_factory=dict)  # team -> when last served (seq)
+    runs: dict[str, dict[str, int]] = field(default_factory=dict)  # team -> run -> when last served
+    queue: dict[str, list[Demand]] = field(default_factory=dict)  # run -> its waiting demands, in order
+    served: dict[str, int] = field(default_factory=dict)  # team or run left the queue -> when last served
+    granted: set[str] = field(default_factory=set)
+    seen: dict[str, float] = field(default_factory=dict)  # ticket -> when its waiter last asked
+
+
+def _shortfall(need: float, level: float, limit: float) -> float:
+    """Seconds until `need` fits the bucket (0: now). A request larger than a whole minute's
+    limit goes once the bucket is full, rather than never."""
+    if need <= level or (need > limit and level >= limit):
+        return 0.0
+    return (min(need, limit) - level) / (limit / 60.0)
+
+
+class MemoryModelLimiter:
+    """One process's limiter (the terminal, tests): the same fair queue as the Redis version."""
+
+    def __init__(self, configured: ModelLimits | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        self.configured = configured or ModelLimits()
+        self.clock = clock
+        self._models: dict[str, _ModelState] = {}
+        self.grants: list[Demand] = []  # in the order they were granted (tests read it)
+
+    def _state(self, model: str) -> _ModelState:
+        state = self._models.get(model)
+        if state is None:
+            now = self.clock()
+            limits = {d: self.configured.get(d) or DEFAULT_LIMITS.get(d) or 1.0 for d in DIMENSIONS}
+            state = _ModelState(buckets={d: _Bucket(limits[d], now) for d in DIMENSIONS}, limits=limits)
+            self._models[model] = state
+        return state
+
+    def limits_of(self, model: str) -> ModelLimits:
+        """The limits in force for `model` (the operator's, else the service's, else the defaults)."""
+        return ModelLimits(**self._state(model).limits)
+
+    def _refill(self, state: _ModelState, now: float) -> None:
+        for d, bucket in state.buckets.items():
+            limit = state.limits[d]
+            bucket.level = min(limit, bucket.level + max(0.0, now - bucket.at) * limit / 60.0)
+            bucket.at = now
+
+    async def try_acquire(self, demand: Demand) -> float:
+        state = self._state(demand.model)
+        now = self.clock()
+        self._refill(state, now)
+        if demand.ticket in state.granted:
+            state.granted.discard(demand.ticket)
+            return 0.0
+        state.seen[demand.ticket] = now
+        queue = state.queue.setdefault(demand.run, [])
+        if all(d.ticket != demand.ticket for d in queue):
+            queue.append(demand)
+            state.runs.setdefault(demand.team, {}).setdefault(demand.run, state.served.get(demand.run, 0))
+            state.teams.setdefault(demand.team, state.served.get(demand.team, 0))
+        wait = self._grant(state, now)
+        if demand.ticket in state.granted:
+            state.granted.discard(demand.ticket)
+            return 0.0
+        return min(MAX_POLL_SECONDS, max(MIN_POLL_SECONDS, wait))
+
+    def _grant(self, state: _ModelState, now: float) -> float:
+        """Grant waiting demands in fair order while capacity lasts; the wait of the next one."""
+        if state.paused_until > now:
+            return state.paused_until - now
+        while state.teams:
+            team = min(state.teams, key=lambda t: (state.teams[t], t))
+            runs = state.runs[team]
+            run = min(runs, key=lambda r: (runs[r], r))
+            head = state.queue[run][0]
+            if now - state.seen.get(head.ticket, now) > WAITER_TTL_SECONDS:
+                self._dequeue(state, team, run, served=False)
+                continue
+            short = [
+                wait for d in DIMENSIONS if (wait := _shortfall(head.need(d), state.buckets[d].level, state.limits[d]))
+            ]
+            if short:
+                return max(short)
+            for d in DIMENSIONS:
+                state.buckets[d].level -= head.need(d)
+            state.granted.add(head.ticket)
+            self.grants.append(head)
+            self._dequeue(state, team, run, served=True)
+        return 0.0
+
+    def _dequeue(self, state: _ModelState, team: str, run: str, *, served: bool) -> None:
+        head = state.queue[run].pop(0)
+        state.seen.pop(head.ticket, None)
+        if served:
+            state.seq += 1
+            state.teams[team] = state.runs[team][run] = state.seq
+        if not state.queue[run]:
+            del state.queue[run]
+            state.served[run] = state.runs[team].pop(run)
+        if not state.runs[team]:
+            del state.runs[team]
+            state.served[team] = state.teams.pop(team)
+
+    async def withdraw(self, demand: Demand) -> None:
+        state = self._state(demand.model)
+        state.granted.discard(demand.ticket)
+        queue = state.queue.get(demand.run, [])
+        for n, waiting in enumerate(queue):
+            if waiting.ticket == demand.ticket:
+                if n == 0:
+                    self._dequeue(state, demand.team, demand.run, served=False)
+                else:
+                    del queue[n]
+                break
+
+    async def observe(self, model: str, seen: Observed) -> None:
+        state = self._state(model)
+        now = self.clock()
+        self._refill(state, now)
+        for d in DIMENSIONS:
+            limit = self.configured.get(d) or seen.limits.get(d)
+            if limit:
+                state.limits[d] = limit
+            remaining = seen.remaining.get(d)
+            if remaining is not None:
+                state.buckets[d].level = min(state.buckets[d].level, remaining)
+        if seen.retry_after:
+            state.paused_until = max(state.paused_until, now + seen.retry_after)
+
+
+# --- the hook the loop installs, and the SDK middleware ---------------------------------------
+
+# Entered when a request starts waiting for capacity, left when it goes out (or is cancelled).
+CapacityWait = Callable[[], AbstractAsyncContextManager[None]]
+CAPACITY_WAIT: contextvars.ContextVar[CapacityWait | None] = contextvars.ContextVar("capacity_wait", default=None)
+
+MESSAGES_PATH = "/v1/messages"
+
+
+async def _spend_limited(response: AsyncAPIResponse[Any]) -> bool:
+    try:
+        body = json.loads(await response.http_response.aread())
+    except (ValueError, TypeError):
+        return False
+    error = body.get("error") if isinstance(body, dict) else None
+    return isinstance(error, dict) and is_spend_limit(str(error.get("message", "")))
+
+
+class CapacityMiddleware(Middleware):
+    """Every Messages API attempt of one run asks the limiter first and reports what it heard."""
+
+    def __init__(self, limiter: ModelLimiter, *, team: str, run: str) -> None:
+        self.limiter = limiter
+        self.team = team or "-"
+        self.run = run or "-"
+
+    async def handle_async(self, request: APIRequest, call_next: AsyncCallNext) -> AsyncAPIResponse[Any]:
+        body = request.json if isinstance(request.json, Mapping) else None
+        if request.method.lower() != "post" or not request.url.endswith(MESSAGES_PATH) or body is None:
+            return await call_next(request)
+        model = str(body.get("model", ""))
+        demand = Demand(
+            team=self.team,
+            run=self.run,
+            model=model,
+            input_tokens=uncached_estimate(body),
+            output_tokens=min(int(body.get("max_tokens") or 0), OUTPUT_RESERVE_TOKENS),
+        )
+        while True:
+            await self._admitted(demand)
+            response = await call_next(request)
+            await self.limiter.observe(model, observed(response.headers, response.status_code))
+            if response.status_code != 429 or await _spend_limited(response):
+                return response
+            # Rate-limited: every run now holds off for the retry-after (observe), and this one
+            # asks again in its turn, as a new demand, rather than the SDK retrying on its own.
+            demand = replace(demand, ticket=uuid.uuid4().hex)
+
+    async def _admitted(self, demand: Demand) -> None:
+        """Until `demand` has its share; the wait runs inside the loop's CapacityWait hook."""
+        wait = await self.limiter.try_acquire(demand)
+        if wait <= 0:
+            return
+        hook = CAPACITY_WAIT.get()
+        async with hook() if hook is not None else nullcontext():
+            try:
+                while wait > 0:
+                    await asyncio.sleep(wait)
+                    wait = await self.limiter.try_acquire(demand)
+            except BaseException:
+                await asyncio.shield(self.limiter.withdraw(demand))
+                raise

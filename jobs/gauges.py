@@ -1,0 +1,70 @@
+"""The gauges of runs, read from Redis when the metrics endpoint is scraped.
+
+Runs active (running), queued and waiting for model capacity, per workspace: what the
+deployment is doing now, the same from whichever process is asked (every process shows the
+whole deployment, so a dashboard takes the max over processes, not the sum).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import Counter
+from collections.abc import Iterator
+
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+from redis import Redis
+from redis.exceptions import RedisError
+
+from . import keys
+from .capacity import waiting_runs_by_team
+from .connection import text
+
+__all__ = ["RunsCollector", "runs_by_team"]
+
+log = logging.getLogger(__name__)
+
+
+def runs_by_team(redis: Redis) -> tuple[Counter[str], Counter[str]]:
+    """(running, queued) runs per workspace, from the active set and each run's status."""
+    run_ids = [text(m) for m in redis.smembers(keys.ACTIVE_RUNS)]
+    pipe = redis.pipeline(transaction=False)
+    for run_id in run_ids:
+        pipe.hmget(keys.run_state(run_id), ["status", "run"])
+    running: Counter[str] = Counter()
+    queued: Counter[str] = Counter()
+    for status, run in pipe.execute() if run_ids else []:
+        if status is None or run is None:
+            continue
+        team = json.loads(text(run)).get("team") or keys.NO_TEAM
+        if text(status) == "running":
+            running[team] += 1
+        elif text(status) == "queued":
+            queued[team] += 1
+    return running, queued
+
+
+class RunsCollector(Collector):
+    def __init__(self, redis: Redis) -> None:
+        self.redis = redis
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        active = GaugeMetricFamily("deepthread_runs_active", "Runs running now, by workspace", labels=["team"])
+        queued = GaugeMetricFamily("deepthread_runs_queued", "Runs waiting for a worker, by workspace", labels=["team"])
+        waiting = GaugeMetricFamily(
+            "deepthread_runs_waiting_for_capacity",
+            "Runs with a model request waiting for the organization's shared capacity, by workspace",
+            labels=["team"],
+        )
+        try:
+            running, waiting_for_worker = runs_by_team(self.redis)
+            for team, count in sorted(running.items()):
+                active.add_metric([team], count)
+            for team, count in sorted(waiting_for_worker.items()):
+                queued.add_metric([team], count)
+            for team, count in sorted(waiting_runs_by_team(self.redis).items()):
+                waiting.add_metric([team], count)
+        except RedisError:  # Redis away: the counters still answer; the gauges come back with it
+            log.warning("metrics: could not read the run gauges from Redis")
+        yield from (active, queued, waiting)

@@ -1,0 +1,137 @@
+"""The shared model limiter: fair between workspaces and runs, limits from the service's headers
+or the operator, 429s held off for everyone. The Redis version (jobs/capacity.py) and the
+engine's in-memory one (agent/capacity.py) are held to the same rules by the same tests."""
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+from redis.asyncio import Redis as AsyncRedis
+
+from agent.capacity import Demand, MemoryModelLimiter, ModelLimiter, ModelLimits, Observed, observed
+from jobs.capacity import RedisModelLimiter, waiting_runs_by_team
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+LimiterFactory = Callable[[ModelLimits, Clock], ModelLimiter]
+
+
+@pytest.fixture(params=["redis", "memory"])
+async def make_limiter(request, async_redis: AsyncRedis) -> AsyncIterator[LimiterFactory]:
+    def make(limits: ModelLimits, clock: Clock) -> ModelLimiter:
+        if request.param == "redis":
+            return RedisModelLimiter(async_redis, limits, clock=clock)
+        return MemoryModelLimiter(limits, clock=clock)
+
+    yield make
+
+
+def demand(team: str, run: str, tokens: int = 10) -> Demand:
+    return Demand(team=team, run=run, model="m", input_tokens=tokens, output_tokens=tokens)
+
+
+async def test_a_workspace_with_fifty_runs_does_not_starve_one_with_two(make_limiter: LimiterFactory) -> None:
+    clock = Clock()
+    # One request a second; tokens plentiful: requests are what is scarce.
+    limiter = make_limiter(ModelLimits(requests=60, input_tokens=10**9, output_tokens=10**9), clock)
+    runs = [("big", f"big-{n}") for n in range(50)] + [("small", f"small-{n}") for n in range(2)]
+    pending = {run: demand(team, run) for team, run in runs}
+    # Drain the full bucket first (60 requests), so what follows is the steady state.
+    for n in range(60):
+        assert await limiter.try_acquire(demand("warm", f"warm-{n}")) == 0
+    granted: Counter[str] = Counter()
+    for _ in range(100):
+        clock.now += 1.0  # room for one more request
+        # The big workspace asks first every time: order of asking must not decide who is served.
+        for team, run in runs:
+            if await limiter.try_acquire(pending[run]) == 0:
+                granted[run] += 1
+                pending[run] = demand(team, run)  # each run asks again at once
+    by_team = Counter({team: sum(n for run, n in granted.items() if run.startswith(team)) for team in ("big", "small")})
+    assert sum(by_team.values()) == 100
+    assert abs(by_team["small"] - by_team["big"]) <= 2, by_team
+    assert abs(granted["small-0"] - granted["small-1"]) <= 1, granted
+    big = [granted[f"big-{n}"] for n in range(50)]
+    assert max(big) - min(big) <= 1, big
+
+
+async def test_a_run_that_was_just_served_waits_behind_the_runs_of_its_workspace(make_limiter: LimiterFactory) -> None:
+    clock = Clock()
+    limiter = make_limiter(ModelLimits(requests=1, input_tokens=10**9, output_tokens=10**9), clock)
+    assert await limiter.try_acquire(demand("t", "a")) == 0  # the one request of this minute
+    second_a, first_b = demand("t", "a"), demand("t", "b")
+    assert await limiter.try_acquire(second_a) > 0
+    assert await limiter.try_acquire(first_b) > 0
+    for _ in range(59):  # both keep asking, a first, while the minute refills
+        clock.now += 1
+        assert await limiter.try_acquire(second_a) > 0
+        assert await limiter.try_acquire(first_b) > 0
+    clock.now += 1
+    assert await limiter.try_acquire(second_a) > 0, "b has not been served yet: it goes first"
+    assert await limiter.try_acquire(first_b) == 0
+
+
+async def test_limits_come_from_the_service_headers_unless_the_operator_set_them(make_limiter: LimiterFactory) -> None:
+    headers = {
+        "anthropic-ratelimit-requests-limit": "2", "anthropic-ratelimit-requests-remaining": "0",
+        "anthropic-ratelimit-input-tokens-limit": "1000", "anthropic-ratelimit-input-tokens-remaining": "0",
+        "anthropic-ratelimit-output-tokens-limit": "1000", "anthropic-ratelimit-output-tokens-remaining": "1000",
+    }
+    clock = Clock()
+    heard = make_limiter(ModelLimits(), clock)
+    await heard.observe("m", observed(headers, 200))
+    first = demand("t", "r")
+    assert await heard.try_acquire(first) > 0, "nothing remains: the request waits"
+    clock.now += 30  # half a minute refills one of the two requests and half the tokens
+    assert await heard.try_acquire(first) == 0
+
+    operator = make_limiter(ModelLimits(requests=600), Clock())
+    await operator.observe("m", observed(headers, 200))  # remaining 0 still holds: the service knows best
+    assert await operator.try_acquire(demand("t", "r")) > 0
+
+
+async def test_a_429_holds_every_run_off_for_its_retry_after(make_limiter: LimiterFactory) -> None:
+    clock = Clock()
+    limiter = make_limiter(ModelLimits(requests=600, input_tokens=10**9, output_tokens=10**9), clock)
+    await limiter.observe("m", observed({"retry-after": "7"}, 429))
+    assert await limiter.try_acquire(demand("a", "1")) > 0
+    assert await limiter.try_acquire(demand("b", "2")) > 0
+    clock.now += 7.5
+    assert await limiter.try_acquire(demand("a", "1b")) == 0
+    assert await limiter.try_acquire(demand("b", "2b")) == 0
+
+
+async def test_a_withdrawn_or_silent_waiter_gives_its_place_up(make_limiter: LimiterFactory) -> None:
+    clock = Clock()
+    limiter = make_limiter(ModelLimits(requests=1, input_tokens=10**9, output_tokens=10**9), clock)
+    assert await limiter.try_acquire(demand("t", "first")) == 0
+    gone, silent, waiting = demand("a", "gone"), demand("b", "silent"), demand("c", "waiting")
+    for d in (gone, silent, waiting):
+        assert await limiter.try_acquire(d) > 0
+    await limiter.withdraw(gone)
+    clock.now += 61  # silent never asks again: after its waiter's time it is dropped
+    assert await limiter.try_acquire(waiting) == 0
+
+
+async def test_the_gauge_counts_runs_waiting_per_workspace(async_redis: AsyncRedis, redis) -> None:
+    clock = Clock()
+    limiter = RedisModelLimiter(async_redis, ModelLimits(requests=1), clock=clock)
+    assert await limiter.try_acquire(demand("T1", "r0")) == 0
+    for team, run in (("T1", "r1"), ("T1", "r2"), ("T2", "r3")):
+        await limiter.try_acquire(demand(team, run))
+    assert waiting_runs_by_team(redis) == {"T1": 2, "T2": 1}
+
+
+def test_headers_are_read_as_the_api_sends_them() -> None:
+    seen = observed({"Anthropic-Ratelimit-Requests-Limit": "50", "anthropic-ratelimit-input-tokens-remaining": "29000",
+                     "retry-after": "3"}, 429)
+    assert seen == Observed(limits=ModelLimits(requests=50), remaining=ModelLimits(input_tokens=29000), retry_after=3.0)
+    assert observed({"retry-after": "3"}, 200).retry_after is None, "only a 429 asks us to hold off"
