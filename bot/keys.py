@@ -8,13 +8,18 @@ from jobs.keys import PREFIX
 
 __all__ = [
     "DEFAULT_WORKSPACE",
+    "IDLE_SESSIONS",
     "PUBLISHER_CURSOR",
+    "canvas",
     "charts",
     "charts_stale",
     "last_sync",
     "ratelimit_pause",
     "ratelimit_window",
+    "refused",
     "rendered",
+    "session",
+    "session_lease",
     "spill",
     "spill_stale",
     "status_lease",
@@ -22,6 +27,7 @@ __all__ = [
     "stream",
     "stream_refused",
     "sync_lease",
+    "told_files",
     "workspace",
 ]
 
@@ -29,10 +35,17 @@ __all__ = [
 DEFAULT_WORKSPACE = "default"
 # The last updates-stream id whose runs are all shown in Slack.
 PUBLISHER_CURSOR = f"{PREFIX}:publisher:cursor"
+# Threads whose agent session waits for the team, scored by when it is closed (epoch seconds).
+IDLE_SESSIONS = f"{PREFIX}:sessions:idle"
 
 
 def workspace(team: str | None) -> str:
     return team or DEFAULT_WORKSPACE
+
+
+def canvas(channel: str, report_ts: str) -> str:
+    """The canvas that holds a pinned report's sections (one per pinned report, like the spilled file)."""
+    return f"{PREFIX}:canvas:{channel}:{report_ts}"
 
 
 def charts(channel: str, report_ts: str) -> str:
@@ -56,8 +69,22 @@ def ratelimit_window(team: str | None, method: str) -> str:
     return f"{PREFIX}:ratelimit:{workspace(team)}:{method}"
 
 
+def refused(feature: str, team: str | None) -> str:
+    """A workspace that refused an optional Slack feature (bot/publishing/refusals.py)."""
+    return f"{PREFIX}:refused:{feature}:{workspace(team)}"
+
+
 def rendered(run_id: str) -> str:
     return f"{PREFIX}:rendered:{run_id}"
+
+
+def session(channel: str, thread_ts: str) -> str:
+    """What Slack shows of a thread's agent session (one session per thread, whichever run is in it)."""
+    return f"{PREFIX}:session:{channel}:{thread_ts}"
+
+
+def session_lease(channel: str, thread_ts: str) -> str:
+    return f"{PREFIX}:publisher:session-lease:{channel}:{thread_ts}"
 
 
 def spill(channel: str, report_ts: str) -> str:
@@ -87,3 +114,8 @@ def stream_refused(team: str | None) -> str:
 
 def sync_lease(run_id: str) -> str:
     return f"{PREFIX}:publisher:lease:{run_id}"
+
+
+def told_files(channel: str, thread_ts: str) -> str:
+    """Files of a thread the thread was already told the bot cannot open (each said once)."""
+    return f"{PREFIX}:told-files:{channel}:{thread_ts}"

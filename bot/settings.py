@@ -30,6 +30,8 @@ def _env(name: str) -> AliasChoices:
 DEFAULT_STOP_REACTION = "octagonal_sign"
 
 ProgressMode = Literal["stream", "message"]
+# A session whose report waits this long for the team (no new run in its thread) is closed.
+DEFAULT_SESSION_IDLE_HOURS = 24.0
 DATA_DIR_VARIABLE = "DEEPTHREAD_DATA_DIR"
 
 
@@ -88,6 +90,10 @@ class Settings(BaseSettings):
     # …or once it holds this many task cards.
     stream_max_tasks: int = Field(
         default=limits.STREAM_MAX_TASKS, ge=1, validation_alias=_env("DEEPTHREAD_STREAM_MAX_TASKS")
+    )
+    # A thread's agent session is closed after its report waited this long without a new run.
+    session_idle_hours: float = Field(
+        default=DEFAULT_SESSION_IDLE_HOURS, gt=0, validation_alias=_env("DEEPTHREAD_SESSION_IDLE_HOURS")
     )
     # Operator caps: they win over every profile, zero included.
     max_requests: int | None = Field(default=None, ge=0, validation_alias=_env("DEEPTHREAD_MAX_REQUESTS"))

@@ -15,6 +15,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 import jobs
 from bot.desk.recheck import RECHECK_CHECK_SECONDS, post_recheck_news
+from bot.publishing.agent_sessions import SessionConfig
 from bot.publishing.orphans import ORPHAN_CHECK_SECONDS, post_orphans
 from bot.publishing.publisher import Publisher
 from bot.services import Services
@@ -85,7 +86,13 @@ async def serve(settings: Settings) -> int:
     stop = asyncio.Event()
     publisher = asyncio.create_task(
         Publisher(
-            redis, async_redis, store, client, stop_reaction=settings.stop_reaction, streams=services.streams
+            redis,
+            async_redis,
+            store,
+            client,
+            stop_reaction=settings.stop_reaction,
+            streams=services.streams,
+            sessions=SessionConfig(idle_seconds=settings.session_idle_hours * 3600),
         ).run(stop),
         name="publisher",
     )

@@ -24,6 +24,7 @@ from bot.slack.ratelimit import Urgency
 from jobs import RunState
 
 from . import rendered
+from .agent_sessions import AgentSessions
 from .assistant_status import AssistantStatus, Load, Wake
 from .chart_sync import ChartFiles, ChartsOutcome
 from .render import Attachment, SlackMessage, render_progress, render_report_parts
@@ -86,8 +87,10 @@ class MessageSync:
         is_active: Callable[[str], Awaitable[bool]],
         stop_reaction: str = DEFAULT_STOP_REACTION,
         charts: ChartFiles | None = None,
+        sessions: AgentSessions | None = None,
     ) -> None:
         self.redis = redis
+        self.sessions = sessions  # the thread as an agent session; where there is none, the assistant status
         self.client = client
         self.spill = spill
         self.charts = charts  # the run's charts as files in the thread (chart_sync.py)
@@ -112,8 +115,9 @@ class MessageSync:
         outcome = await self.spill.sync(state, rendering.attachment, time.time())
         if outcome.wake_at is not None:
             self.wake(run.id, outcome.wake_at)
+        presence = True
         if not state.status.finished:
-            await self.status.sync(state)  # before routine messages, which may wait long for a slot
+            presence = await self._presence(state)  # before routine messages, which may wait long for a slot
         error = outcome.error
         if error:
             rendering.report = (await asyncio.to_thread(_render, state, error, self.stop_reaction, links)).report
@@ -127,8 +131,20 @@ class MessageSync:
                 done = await self._update(state, name, ts, message, rendered_at, stored.get(name), error, links)
                 ok, edited = ok and done.ok, edited or done.sent
         if state.status.finished:
-            await self.status.sync(state)  # the answer first, then the status cleared
-        return Synced(ok=ok, sent=edited)
+            presence = await self._presence(
+                state
+            )  # the answer first, then the session moved on (or the status cleared)
+        return Synced(ok=ok and presence, sent=edited)
+
+    async def _presence(self, state: RunState) -> bool:
+        """The agent session shows that the run works (and its stop button); where the workspace or
+        thread has none, the assistant thread status does. False: try again later."""
+        if self.sessions is not None:
+            shown = await self.sessions.sync(state)
+            if shown.by_session:
+                return shown.ok
+        await self.status.sync(state)
+        return True
 
     async def _update(
         self,

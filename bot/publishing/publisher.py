@@ -14,7 +14,8 @@ state and calls chat.update only when the rendering changed.
   its final state, and routine syncs of a run are spaced by its fair share of what is left
   (adaptive coalescing), so a busy workspace shows fewer progress edits, never a late answer.
 - A report too big for one message puts its full text in a file in the thread (spill.py).
-- Slack's assistant thread status follows the run and is refreshed before it lapses
+- The thread is a Slack agent session that follows the run (agent_sessions.py); where the
+  workspace has none, Slack's assistant thread status does, refreshed before it lapses
   (assistant_status.py).
 
 It remembers how far it has read only once everything read was synced, and resumes from
@@ -38,11 +39,12 @@ from bot import keys
 from bot.settings import DEFAULT_STOP_REACTION, StreamConfig
 from bot.slack.client import LimitedWebClient
 from bot.slack.ratelimit import FINAL_CALLS_PER_RUN, SlackRateLimiter
-from jobs import RunNotFound, RunState, RunStore
+from jobs import RunNotFound, Runs, RunState, RunStore
 from jobs.connection import text
 from jobs.keys import ACTIVE_RUNS, UPDATES_STREAM
 
 from . import chart_sync, spill
+from .agent_sessions import AgentSessions, SessionConfig
 from .assistant_status import STATUS_REFRESH_SECONDS, AssistantStatus
 from .leases import Leases
 from .message_sync import MessageSync, Synced
@@ -93,10 +95,12 @@ class Publisher:
         status_refresh_seconds: float = STATUS_REFRESH_SECONDS,
         stop_reaction: str = DEFAULT_STOP_REACTION,
         streams: StreamConfig | None = None,
+        sessions: SessionConfig | None = None,
     ) -> None:
         self.redis = redis
         self.async_redis = async_redis
         self.store = store
+        self._runs = Runs(store)
         self.limiter: SlackRateLimiter | None = None
         if not shared_limiter:
             self.client = client  # the baseline: 429s are left to the client's own retry handler
@@ -115,6 +119,8 @@ class Publisher:
             wake=self._wake,
             refresh_seconds=status_refresh_seconds,
         )
+        # Each thread is an agent session (processing, active, closed) where the workspace has them.
+        self.sessions = AgentSessions(async_redis, self.client, self.leases, latest=self._latest, config=sessions)
         self.messages = MessageSync(
             async_redis,
             self.client,
@@ -125,6 +131,7 @@ class Publisher:
             is_active=self._is_active,
             stop_reaction=stop_reaction,
             charts=chart_sync.ChartFiles(async_redis, self.client),  # uploaded before the report links them
+            sessions=self.sessions,
         )
         # A run whose progress is a native stream (DEEPTHREAD_PROGRESS=stream) is synced here;
         # message_sync.py then keeps only its report, file and status.
@@ -136,6 +143,7 @@ class Publisher:
             wake=self._wake,
             is_active=self._is_active,
             stop_reaction=stop_reaction,
+            stop_by_event=self.sessions.stop_button,
         )
         self._due: dict[str, float] = {}  # run id -> monotonic time its next sync may start
         self._dirty: set[str] = set()  # runs with announced changes not yet synced
@@ -175,6 +183,7 @@ class Publisher:
         for run_id in await self._count_finals():  # re-render whatever was in flight
             self._mark(run_id)
         statuses = asyncio.create_task(self.status.keep_alive(stop, self._active_ids), name="publisher-statuses")
+        closing = asyncio.create_task(self.sessions.keep_closing(stop), name="publisher-sessions")
         try:
             while not stop.is_set():
                 try:
@@ -190,7 +199,7 @@ class Publisher:
                     log.exception("publisher cycle failed; continuing")
                     await asyncio.sleep(1)
         finally:
-            tasks = [statuses, *self._tasks.values()]
+            tasks = [statuses, closing, *self._tasks.values()]
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
@@ -315,6 +324,9 @@ class Publisher:
         except RunNotFound:
             self._dirty.discard(run_id)
             return None
+
+    async def _latest(self, channel: str, thread_ts: str) -> RunState | None:
+        return await asyncio.to_thread(self._runs.latest_in_thread, channel, thread_ts)
 
     async def _active_ids(self) -> set[str]:
         return set(await asyncio.to_thread(self.store.active_ids))

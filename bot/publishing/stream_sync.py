@@ -60,8 +60,10 @@ REFUSALS = frozenset(
 )
 # The stream takes no more appends (Slack closed it, or someone stopped it): continue in a new one.
 ENDED = frozenset({"message_not_in_streaming_state", "message_not_found", "stopped_by_user"})
-# Someone pressed stop on the stream in Slack (only its recipient, the requester, sees it): the
-# run stops as a stop reaction would stop it, and its end state is shown in a new stream.
+# Someone pressed stop on the stream in Slack. Where the thread is an agent session the click
+# arrives as agent_session_stopped, which stops the run by the stop rules; elsewhere (only the
+# stream's recipient, the requester, sees its stop) the run stops as a stop reaction would stop it.
+# Either way its end state is shown in a new stream.
 STOPPED_IN_SLACK = "stopped_by_user"
 # Slack refused what we sent; a retry of the same chunks cannot help (a bug to log loudly).
 REJECTED = frozenset({"invalid_chunks", "invalid_blocks", "msg_too_long", "msg_blocks_too_long", "msg_blocks_too_many"})
@@ -155,8 +157,12 @@ class StreamSync:
         wake: Wake,
         is_active: Callable[[str], Awaitable[bool]],
         stop_reaction: str = DEFAULT_STOP_REACTION,
+        stop_by_event: Callable[[str | None], Awaitable[bool]] | None = None,
     ) -> None:
         self.records = records
+        # Whether a workspace's stops arrive as the agent session's stop event (its listener applies
+        # the stop rules); else a stream stopped in Slack stops the run on the requester's behalf.
+        self.stop_by_event = stop_by_event
         self.client = client
         self.runs = Runs(store)  # to register each new stream message as the run's progress message
         self.config = config
@@ -239,6 +245,10 @@ class StreamSync:
 
     async def _stop_run(self, state: RunState) -> None:
         if state.status.finished:
+            return
+        if self.stop_by_event is not None and await self.stop_by_event(state.run.team):
+            # The session's stop button stopped the stream; its event (and the authority rules) decide.
+            log.info("run %s: its stream was stopped in Slack; the session stop event decides", state.run.id)
             return
         by = f"<@{state.run.requester}>" if state.run.requester else "someone in Slack"
         if await asyncio.to_thread(self.runs.request_stop, state.run.id, by):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 _LEADING_MENTION = re.compile(r"^\s*(<@[A-Z0-9]+(?:\|[^>]*)?>[\s,:]*)+")
 
@@ -66,3 +66,17 @@ class ReactionEvent(BaseModel):
     user: str
     reaction: str
     item: ReactionItem
+
+
+class SessionStoppedEvent(BaseModel):
+    """agent_session_stopped: someone clicked the stop button of a thread's agent session. Slack has
+    stopped the app's streams it lists (`streaming_message_ts`, empty when none was streaming)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    type: str
+    channel: str
+    thread_ts: str
+    user: str
+    event_ts: str | None = None
+    streaming_message_ts: list[str] = Field(default_factory=list)

@@ -25,7 +25,7 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.fakes import scopes, slack_files, slack_streaming
+from tests.fakes import scopes, slack_canvases, slack_files, slack_sessions, slack_streaming
 from tests.fakes.slack_events import app_mention_event, message_event, reaction_added_event, sign
 from tests.fakes.slack_records import (
     APP_ID,
@@ -141,6 +141,7 @@ class FakeSlack(WebApiMethods, SocketMode):
         self.scopes: set[str] = scopes.manifest_bot_scopes()
         self.scope_refusals: list[tuple[str, str]] = []  # (method, needed) answered missing_scope
         slack_streaming.register(self)  # chat.startStream / appendStream / stopStream
+        slack_sessions.register(self)  # agents.sessions.setStatus / rename, the stop button
 
     # ---------------------------------------------------------------- server
 
@@ -150,6 +151,7 @@ class FakeSlack(WebApiMethods, SocketMode):
         app.router.add_post("/upload/{file_id}", self._handle_upload)
         app.router.add_get("/socket/{ticket}", self._handle_socket)
         slack_files.register(self, app)  # files shared in threads: files.info and the private download
+        slack_canvases.register(self)  # canvases.create / edit / sections.lookup / access.set (files.info too)
         app.on_shutdown.append(self._close_sockets_on_shutdown)
         return app
 

@@ -6,12 +6,13 @@ from slack_bolt.async_app import AsyncApp
 
 from bot.services import Services
 
-from . import actions, commands, mentions, messages, reactions
+from . import actions, commands, mentions, messages, reactions, sessions
 
 
 def register(app: AsyncApp, services: Services) -> None:
     mentions.register(app, services)
     messages.register(app, services)
     reactions.register(app, services)
+    sessions.register(app, services)
     actions.register(app, services)
     commands.register(app, services)
