@@ -26,6 +26,9 @@ OUR_VARIABLES = (
 )
 
 T = TypeVar("T")
+# How long a `deepthread` process may take to start listening: importing the stack takes ~3 s of
+# CPU, and on a 2-core machine shared by several test runs that is 10–20 s of wall time.
+STARTUP_SECONDS = 60.0
 
 
 def wait_for(condition: Callable[[], T], timeout: float = 20.0, what: str = "condition") -> T:
@@ -77,7 +80,7 @@ def running(args: list[str], env: dict[str, str], log: Path, grace: float = 10.0
 
 
 def wait_listening(port: int, serve: subprocess.Popen[bytes], log: Path, *, command: str = "serve",
-                   timeout: float = 20) -> str:
+                   timeout: float = STARTUP_SECONDS) -> str:
     """Wait until `deepthread serve` (or `up`) answers its health check; returns its base URL."""
     base = f"http://127.0.0.1:{port}"
 
