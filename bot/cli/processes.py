@@ -93,6 +93,7 @@ async def serve(settings: Settings) -> int:
             stop_reaction=settings.stop_reaction,
             streams=services.streams,
             sessions=SessionConfig(idle_seconds=settings.session_idle_hours * 3600),
+            report_mode=settings.report,
         ).run(stop),
         name="publisher",
     )

@@ -13,7 +13,9 @@ state and calls chat.update only when the rendering changed.
 - Final states first: the limiter keeps two chat.update slots free for every run still owed
   its final state, and routine syncs of a run are spaced by its fair share of what is left
   (adaptive coalescing), so a busy workspace shows fewer progress edits, never a late answer.
-- A report too big for one message puts its full text in a file in the thread (spill.py).
+- A report too big for one message lives in a canvas shared in the thread, edited section by
+  section (canvas_sync.py); where the workspace has no canvases, its full text goes in a file in
+  the thread (spill.py).
 - The thread is a Slack agent session that follows the run (agent_sessions.py); where the
   workspace has none, Slack's assistant thread status does, refreshed before it lapses
   (assistant_status.py).
@@ -36,7 +38,7 @@ from redis.asyncio import Redis as AsyncRedis
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import keys
-from bot.settings import DEFAULT_STOP_REACTION, StreamConfig
+from bot.settings import DEFAULT_STOP_REACTION, ReportMode, StreamConfig
 from bot.slack.client import LimitedWebClient
 from bot.slack.ratelimit import FINAL_CALLS_PER_RUN, SlackRateLimiter
 from jobs import RunNotFound, Runs, RunState, RunStore
@@ -46,6 +48,7 @@ from jobs.keys import ACTIVE_RUNS, UPDATES_STREAM
 from . import chart_sync, spill
 from .agent_sessions import AgentSessions, SessionConfig
 from .assistant_status import STATUS_REFRESH_SECONDS, AssistantStatus
+from .canvas_sync import CanvasSync
 from .leases import Leases
 from .message_sync import MessageSync, Synced
 from .rendered import remember_rendered
@@ -96,6 +99,7 @@ class Publisher:
         stop_reaction: str = DEFAULT_STOP_REACTION,
         streams: StreamConfig | None = None,
         sessions: SessionConfig | None = None,
+        report_mode: ReportMode = "message",
     ) -> None:
         self.redis = redis
         self.async_redis = async_redis
@@ -132,6 +136,8 @@ class Publisher:
             stop_reaction=stop_reaction,
             charts=chart_sync.ChartFiles(async_redis, self.client),  # uploaded before the report links them
             sessions=self.sessions,
+            canvases=CanvasSync(async_redis, self.client),  # a report too long for one message, by section
+            report_mode=report_mode,
         )
         # A run whose progress is a native stream (DEEPTHREAD_PROGRESS=stream) is synced here;
         # message_sync.py then keeps only its report, file and status.

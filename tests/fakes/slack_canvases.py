@@ -17,7 +17,8 @@ Tier 3; `canvases:write` for create, edit and access.set, `canvases:read` for lo
 
 ASSUMED where the pages are silent, and named so: a section is a heading and everything under it
 up to the next heading (content before the first heading is a section of its own); `contains_text`
-is matched, case-insensitively, against the whole section's text (heading and body); an edit naming
+is matched, case-insensitively, against the whole section's text as shown (heading and body, Markdown's
+backslash escapes removed); an edit naming
 a section id the canvas does not have answers `canvas_editing_failed`; sections a replace writes get
 new ids (only ids a lookup answered are relied on); more than one change in a call answers
 `invalid_arguments`. Every change applied is kept (`Canvas.edits`) and the canvas content is kept
@@ -58,7 +59,7 @@ class CanvasSection:
     @property
     def heading(self) -> str:
         first = self.markdown.split("\n", 1)[0]
-        return first.lstrip("#").strip() if self.kind != "text" else ""
+        return _shown(first.lstrip("#").strip()) if self.kind != "text" else ""
 
 
 @dataclass
@@ -166,6 +167,11 @@ def _sections(markdown: str) -> list[CanvasSection]:
     return found
 
 
+def _shown(markdown: str) -> str:
+    """A section's text as a reader sees it: Markdown's backslash escapes removed."""
+    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown)
+
+
 def _canvas(fake: FakeSlack, p: dict[str, Any]) -> Canvas:
     canvas = fake.canvases.get(_str(p.get("canvas_id")))  # type: ignore[attr-defined]
     if canvas is None or canvas.deleted:
@@ -251,7 +257,7 @@ def _lookup(fake: FakeSlack, p: dict[str, Any]) -> dict[str, Any]:
         raise SlackError("invalid_arguments")
     kinds = None if types is None else {"h1", "h2", "h3"} if "any_header" in types else set(types)
     found = [s for s in canvas.sections
-             if (kinds is None or s.kind in kinds) and (text is None or str(text).lower() in s.markdown.lower())]
+             if (kinds is None or s.kind in kinds) and (text is None or str(text).lower() in _shown(s.markdown).lower())]
     return {"sections": [{"id": s.id} for s in found]}
 
 

@@ -18,9 +18,10 @@ from slack_sdk.web.async_client import AsyncWebClient
 from agent import Finished, Progress, SectionRevised, SectionWritten, Source, SourceAdded, UsageRecorded
 from bot import keys
 from bot.publishing.publisher import UPDATE_INTERVAL_SECONDS, Publisher
-from bot.publishing.render import render_progress, render_report, render_report_parts
+from bot.publishing.render import CanvasView, render_progress, render_report_parts
 from bot.slack.ratelimit import SlackRateLimiter
 from jobs import RunState, RunStore
+from tests.fakes import slack_canvases
 from tests.fakes.slack import TEAM_ID, FakeSlack
 from tests.fakes.slack_sessions import refuse_sessions
 from tests.helpers import Running, eventually, posted_run
@@ -48,11 +49,15 @@ def big_report(store: RunStore, state: RunState, sections: int = 60, sources: in
     return state
 
 
-def shows(fake_slack: FakeSlack, state: RunState) -> bool:
+# How the publisher renders a report in a workspace without canvases (disable_canvases).
+CANVASES_OFF = CanvasView(refused="canvas_disabled_user_team")
+
+
+def shows(fake_slack: FakeSlack, state: RunState, canvas: CanvasView | None = None) -> bool:
     """Slack shows exactly the rendering of this state, both messages."""
     report = fake_slack.message(CHANNEL, state.run.report_message or "")
     progress = fake_slack.message(CHANNEL, state.run.progress_message or "")
-    want_report, want_progress = render_report(state), render_progress(state)
+    want_report, want_progress = render_report_parts(state, canvas=canvas).message, render_progress(state)
     return (report is not None and progress is not None
             and report.blocks == want_report.blocks and report.text == want_report.text
             and progress.blocks == want_progress.blocks)
@@ -207,6 +212,7 @@ async def test_a_429_pauses_every_publisher_of_the_workspace(redis: Redis, redis
 
 async def test_sixty_sections_and_two_hundred_sources_are_accepted_and_spilled_into_a_file(
         redis: Redis, async_redis, client, fake_slack: FakeSlack) -> None:
+    slack_canvases.disable_canvases(fake_slack)  # the file is where a workspace without canvases keeps it
     store = RunStore(redis)
     state = big_report(store, await posted_run(store, client))
     state = store.apply(state, Finished(status="completed", summary="All cheap [s5].", reason=""))
@@ -215,7 +221,7 @@ async def test_sixty_sections_and_two_hundred_sources_are_accepted_and_spilled_i
 
     report = fake_slack.message(CHANNEL, state.run.report_message or "")
     assert report is not None and report.edits == 1, "Slack accepted the message"
-    assert shows(fake_slack, state)
+    assert shows(fake_slack, state, CANVASES_OFF)
     files = fake_slack.files()
     assert len(files) == 1
     upload = files[0]
@@ -234,6 +240,7 @@ async def test_sixty_sections_and_two_hundred_sources_are_accepted_and_spilled_i
 
 async def test_a_changed_spilled_report_replaces_the_file_and_deletes_the_old_one(
         redis: Redis, async_redis, client, fake_slack: FakeSlack) -> None:
+    slack_canvases.disable_canvases(fake_slack)  # the file is where a workspace without canvases keeps it
     store = RunStore(redis)
     state = big_report(store, await posted_run(store, client))
     publisher = Publisher(redis, async_redis, store, client)
@@ -250,11 +257,12 @@ async def test_a_changed_spilled_report_replaces_the_file_and_deletes_the_old_on
     assert len(files) == 1 and files[0].id != old.id, "one current file in the thread"
     assert [c["file"] for c in fake_slack.calls_of("files.delete")] == [old.id]
     assert "Corrected claim" in files[0].content.decode() and "revised ×1" in files[0].content.decode()
-    assert shows(fake_slack, state)
+    assert shows(fake_slack, state, CANVASES_OFF)
 
 
 async def test_a_running_reports_file_is_replaced_at_most_every_refresh_interval(
         redis: Redis, async_redis, client, fake_slack: FakeSlack) -> None:
+    slack_canvases.disable_canvases(fake_slack)  # the file is where a workspace without canvases keeps it
     store = RunStore(redis)
     state = big_report(store, await posted_run(store, client))
     state = store.apply(state, Progress(phase="researching", activity="more"))
@@ -271,6 +279,7 @@ async def test_a_running_reports_file_is_replaced_at_most_every_refresh_interval
 
 
 async def test_report_that_fits_again_takes_its_file_away(redis: Redis, async_redis, client, fake_slack) -> None:
+    slack_canvases.disable_canvases(fake_slack)  # the file is where a workspace without canvases keeps it
     store = RunStore(redis)
     state = await posted_run(store, client)
     for i in range(12):
@@ -287,6 +296,7 @@ async def test_report_that_fits_again_takes_its_file_away(redis: Redis, async_re
 
 async def test_upload_refused_for_a_missing_scope_is_said_in_the_report(
         redis: Redis, async_redis, client, fake_slack) -> None:
+    slack_canvases.disable_canvases(fake_slack)  # the file is where a workspace without canvases keeps it
     store = RunStore(redis)
     state = big_report(store, await posted_run(store, client))
     fake_slack.fail_next("files.getUploadURLExternal", error="missing_scope")

@@ -20,7 +20,7 @@ from bot.publishing.stream_sync import open_stream
 from bot.settings import StreamConfig
 from jobs import Run, RunState, RunStore
 from jobs.control import RedisRunControl
-from tests.fakes import slack_streaming
+from tests.fakes import slack_sessions, slack_streaming
 from tests.fakes.slack import TEAM_ID, FakeSlack
 
 CHANNEL = "C0TEST"
@@ -285,8 +285,10 @@ def test_a_task_agent_board_is_one_card_listing_every_branch() -> None:
 
 async def test_stopping_the_stream_in_slack_stops_the_run_and_its_end_shows_below(
         fake_slack: FakeSlack, client: AsyncWebClient, redis: Redis, async_redis: AsyncRedis) -> None:
-    """The requester pressed stop on the progress stream: the run is asked to stop, as the stop
-    reaction would ask it, and the stream's place is taken by a new one."""
+    """In a workspace without agent sessions the requester (the stream's recipient) pressed stop on
+    the progress stream: the run is asked to stop, as the stop reaction would ask it, and the
+    stream's place is taken by a new one."""
+    slack_sessions.refuse_sessions(fake_slack)
     store = RunStore(redis)
     state = await started_run(redis, client)
     pub = publisher(redis, async_redis, client)
@@ -297,4 +299,21 @@ async def test_stopping_the_stream_in_slack_stops_the_run_and_its_end_shows_belo
     assert await pub.sync(state)
     stop = await RedisRunControl(async_redis, state.run.id, Caps()).stop_requested()
     assert stop is not None and stop.by == "<@U0ANA>", "the loop is asked to stop, on the requester's behalf"
+    assert len(streams(fake_slack, state)) == 2, "the run's progress goes on in a new stream"
+
+
+async def test_where_the_thread_is_a_session_a_stream_stopped_in_slack_leaves_the_stop_to_its_event(
+        fake_slack: FakeSlack, client: AsyncWebClient, redis: Redis, async_redis: AsyncRedis) -> None:
+    """The session's stop button stops the thread's streams and sends agent_session_stopped, whose
+    listener applies the stop rules (a stranger's click must not stop the run): the stream alone does
+    not stop it, and the progress goes on in a new stream."""
+    store = RunStore(redis)
+    state = await started_run(redis, client)
+    pub = publisher(redis, async_redis, client)
+    state = step(store, state, "Searching the web for: one", source(1))
+    assert await pub.sync(state)
+    fake_slack.fail_next("chat.appendStream", error="stopped_by_user")
+    state = step(store, state, "Searching the web for: two", source(2))
+    assert await pub.sync(state)
+    assert await RedisRunControl(async_redis, state.run.id, Caps()).stop_requested() is None
     assert len(streams(fake_slack, state)) == 2, "the run's progress goes on in a new stream"
