@@ -121,6 +121,17 @@ class SearchDegraded(BaseModel):
     text: str  # "Search degraded: DuckDuckGo is rate-limiting searches; Brave answered instead. …"
 
 
+class FileUnreadable(BaseModel):
+    """A file shared in the thread cannot be read for a reason a person there can fix (deleted,
+    shared where the bot is not a member, a scope the app lacks, too large): `notice` says it in
+    their words, for the thread. Emitted once per run per file; the thread is told once per file."""
+
+    type: Literal["file_unreadable"] = "file_unreadable"
+    file_id: str
+    name: str
+    notice: str  # "I can't open board-minutes-q3.docx: it was shared where I'm not a member. …"
+
+
 class ChartDrawn(BaseModel):
     """A chart was drawn (or redrawn: same chart_id, next version, replacing the previous one).
     Its PNG is in the run's result store under chart.blob_id; the publisher uploads it."""
@@ -140,7 +151,8 @@ RunEvent = Annotated[
     | SearchDegraded
     | ConstraintsFound
     | ConflictSettled
-    | ChartDrawn,
+    | ChartDrawn
+    | FileUnreadable,
     Field(discriminator="type"),
 ]
 

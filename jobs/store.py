@@ -39,7 +39,7 @@ from agent import (
     SourceAdded,
 )
 from agent.charts import Chart
-from agent.events import ChartDrawn, ConstraintsFound, SearchDegraded, utcnow
+from agent.events import ChartDrawn, ConstraintsFound, FileUnreadable, SearchDegraded, utcnow
 from agent.thread_memory import ThreadSummary
 
 from . import keys
@@ -177,6 +177,9 @@ def write_for(state: RunState, event: RunEvent) -> Write:
         )
     elif isinstance(event, ConstraintsFound):
         change.fields["run"] = state.run.model_dump_json(exclude=set(MESSAGE_FIELDS))
+        change.fields["constraints_changed"] = "1" if state.constraints_changed else ""
+    elif isinstance(event, FileUnreadable):
+        change.fields["file_notices"] = _file_notices(state)
     elif isinstance(event, SearchDegraded):
         change.fields["notices"] = json.dumps(state.notices)
     elif isinstance(event, ChartDrawn):
@@ -283,6 +286,8 @@ class RunStore:
             "report_updated_at": _time(state.report_updated_at),
             "finished_at": _time(state.finished_at),
             "notices": json.dumps(state.notices),
+            "file_notices": _file_notices(state),
+            "constraints_changed": "1" if state.constraints_changed else "",
             "charts": _charts(state),
             "thread_summary": _thread_summary(state),
             "steps": _steps(state),
@@ -470,6 +475,8 @@ def _assemble(
             "report_updated_at": h.get("report_updated_at") or None,
             "finished_at": h.get("finished_at") or None,
             "notices": json.loads(h.get("notices") or "[]"),
+            "file_notices": json.loads(h.get("file_notices") or "[]"),
+            "constraints_changed": bool(h.get("constraints_changed")),
             "charts": [Chart.model_validate(c) for c in json.loads(h.get("charts") or "[]")],
             "steps": json.loads(h.get("steps") or "[]"),
             "next_check": h.get("next_check") or None,
@@ -483,6 +490,10 @@ def _assemble(
 def _steps(state: RunState) -> str:
     """The run's last steps (bounded: STEPS_KEPT), so this write costs the same late in a run."""
     return json.dumps([step.model_dump() for step in state.steps])
+
+
+def _file_notices(state: RunState) -> str:
+    return json.dumps([notice.model_dump() for notice in state.file_notices])
 
 
 def _charts(state: RunState) -> str:

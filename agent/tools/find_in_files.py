@@ -139,6 +139,8 @@ class FindInFiles(Tool):
                 try:
                     text = await self.library.text(workspace, info)
                 except (UnsupportedFile, WorkspaceError) as exc:
+                    if isinstance(exc, WorkspaceError):  # the people in the thread are told too
+                        await self.library.tell_people(ctx.emit, info, exc)
                     return f"{describe(info)} ({exc})"
             self.library.index.add(info.id, text)
             return ""

@@ -37,8 +37,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from agent import shorten
 from bot import keys
+from bot.exceptions import SlotBusy
 from bot.settings import DEFAULT_SESSION_IDLE_HOURS
-from bot.slack.client import take_slots
+from bot.slack.client import PATIENCE_SECONDS, is_rate_limited, take_slots
 from jobs import RunState
 from jobs.connection import text
 
@@ -221,15 +222,24 @@ class AgentSessions:
         }
         if initiator and run.requester and _SLACK_USER_ID.fullmatch(run.requester):
             arguments["initiator_user_id"] = run.requester
+        final = state.status.finished
         try:
             answer = await take_slots(
                 self.client,
                 run.team,
                 "agents.sessions.setStatus",
                 lambda: self.client.agents_sessions_setStatus(**arguments),
-                urgent=state.status.finished,  # moving the session on is part of the final state
+                urgent=final,  # moving the session on is part of the final state (after its messages)
+                # A routine move never holds up the messages in front of it: a full bucket or a 429
+                # is tried again on a later sync.
+                patience_seconds=PATIENCE_SECONDS if final else 0,
+                wait=final,
             )
+        except SlotBusy:
+            return Shown(by_session=True, ok=False)
         except SlackApiError as exc:
+            if is_rate_limited(exc):  # the limiter paused the bucket for everyone; a later sync tries again
+                return Shown(by_session=True, ok=False)
             error = str(exc.response.get("error"))
             if error in SESSIONS_UNSUPPORTED:
                 await self.refusals.refuse(SESSIONS, run.team, error)

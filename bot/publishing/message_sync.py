@@ -28,6 +28,7 @@ from .agent_sessions import AgentSessions
 from .assistant_status import AssistantStatus, Load, Wake
 from .canvas_sync import CanvasSync
 from .chart_sync import ChartFiles, ChartsOutcome
+from .file_notices import FileNotices
 from .render import CanvasView, ReportRendering, SlackMessage, render_progress, render_report_parts
 from .spill import SpillFiles
 
@@ -96,6 +97,7 @@ class MessageSync:
         self.sessions = sessions  # the thread as an agent session; where there is none, the assistant status
         self.canvases = canvases  # a report too long for one message lives in a canvas (canvas_sync.py)
         self.report_mode = report_mode  # DEEPTHREAD_REPORT: "canvas" puts every report in its canvas
+        self.file_notices = FileNotices(redis, client)  # a file the bot cannot open, said in the thread once
         self.client = client
         self.spill = spill
         self.charts = charts  # the run's charts as files in the thread (chart_sync.py)
@@ -130,6 +132,7 @@ class MessageSync:
             if ts and stored.get(name) != message.digest():
                 done = await self._update(state, name, ts, message, rendered_at, stored.get(name), links)
                 ok, edited = ok and done.ok, edited or done.sent
+        ok = await self.file_notices.sync(state) and ok  # after the messages: the report comes first
         if state.status.finished:
             # The answer first, then the session moved on (or the status cleared).
             presence = await self._presence(state)

@@ -32,6 +32,7 @@ __all__ = [
     "render_report",
     "render_report_parts",
     "render_status",
+    "shows_constraints",
 ]
 
 TITLE_CHARS = 250  # the question as the report's title
@@ -237,11 +238,17 @@ def _standing_lines(state: RunState) -> list[str]:
     """What stays on the progress message once said: the pinned constraints (so the requester can
     correct them) and notices such as degraded search."""
     lines = []
-    if state.run.constraints:
+    if shows_constraints(state):
         listed = " · ".join(shorten(c, CONSTRAINT_CHARS) for c in state.run.constraints[:MAX_CONSTRAINTS_SHOWN])
         lines.append(f"Constraints: {escape_text(listed)} _(reply to correct them)_")
     lines += [f"⚠️ {escape_text(shorten(notice, NOTICE_CHARS))}" for notice in state.notices[:MAX_NOTICES_SHOWN]]
     return lines
+
+
+def shows_constraints(state: RunState) -> bool:
+    """A run shows the thread's constraints where they changed: a first run's, and a follow-up's
+    that added or corrected some. A long thread's other runs need not repeat them."""
+    return bool(state.run.constraints) and (state.constraints_changed or state.run.parent_run_id is None)
 
 
 def render_status(state: RunState) -> str:

@@ -26,7 +26,7 @@ from agent import domain_of, shorten
 from jobs import RunState, RunStatus
 from jobs.models import Step
 
-from .render import GO_DEEPER_ACTION, PHASES, _budget_left, _minutes, _plural, _with_mentions
+from .render import GO_DEEPER_ACTION, PHASES, _budget_left, _minutes, _plural, _with_mentions, shows_constraints
 
 __all__ = [
     "Chunk",
@@ -175,7 +175,7 @@ def _cards(state: RunState, after: int) -> dict[str, Chunk]:
 def _texts(state: RunState) -> dict[str, str]:
     """Text lines worth a line of their own, keyed so each is sent once per run."""
     texts: dict[str, str] = {}
-    if state.run.constraints:
+    if shows_constraints(state):
         listed = " · ".join(shorten(c, 120) for c in state.run.constraints[:8])
         texts["constraints:" + digest(listed)] = f"Constraints: {listed} _(reply to correct them)_"
     for notice in state.notices:
