@@ -26,8 +26,9 @@ OUR_VARIABLES = (
 )
 
 T = TypeVar("T")
-# How long a `deepthread` process may take to start listening: importing the stack takes ~3 s of
-# CPU, and on a 2-core machine shared by several test runs that is 10–20 s of wall time.
+# How long a process may take to start: it imports the whole stack, which takes seconds alone and
+# several times that on a machine shared with other test runs. A failure still fails fast: the
+# waits below raise at once when the process exits.
 STARTUP_SECONDS = 60.0
 
 
@@ -142,7 +143,7 @@ class RedisWithAOF:
             except RedisError:
                 return False
 
-        wait_for(answers, 20, "redis-server to answer")
+        wait_for(answers, STARTUP_SECONDS, "redis-server to answer")
         return self
 
     def stop(self) -> None:
