@@ -156,6 +156,7 @@ class Publisher:
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._semaphore = asyncio.Semaphore(CONCURRENT_SYNCS)
         self._active: set[str] = set()  # runs active at the last look
+        self._streaming: set[str] = set()  # runs whose progress is a stream, at their last sync
         self._owed: dict[str, float] = {}  # ended runs not yet shown final -> monotonic time we stop counting them
         self._finals_checked = 0.0
 
@@ -166,7 +167,12 @@ class Publisher:
     async def _sync_state(self, state: RunState) -> Synced:
         """The run's progress stream, if it has one (then message_sync.py keeps only the report,
         file and status), else its messages. A final report goes before the stream's end state."""
-        if state.status.finished and await self.streams.streaming(state.run.id):
+        streaming = await self.streams.streaming(state.run.id)
+        if streaming and not state.status.finished:
+            self._streaming.add(state.run.id)  # paced by its stream's own tier (_sync_interval)
+        else:
+            self._streaming.discard(state.run.id)
+        if state.status.finished and streaming:
             messages = await self.messages.sync(_without_progress(state))
             shown = await self.streams.sync(state)
             if shown is None:  # streaming was refused meanwhile: the progress message shows the end
@@ -254,14 +260,19 @@ class Publisher:
         if self._owed.pop(run_id, None) is not None and self.limiter is not None:
             self.limiter.expect_finals(len(self._active) + len(self._owed))
 
-    def _sync_interval(self) -> float:
+    def _sync_interval(self, run_id: str) -> float:
         """Seconds between two routine syncs of one run: the coalescing interval, or, when the
-        workspace is busy, this run's fair share of the chat.update calls routine syncs may make."""
+        workspace is busy, this run's fair share of what routine syncs may call: a streamed run's
+        progress is one chat.appendStream (Tier 4) among the streamed runs, any other run's two
+        chat.update (Tier 3) among the others."""
         if self.limiter is None or self.update_interval <= 0:
             return self.update_interval
-        calls = FINAL_CALLS_PER_RUN["chat.update"]  # a sync edits both messages
-        runs = max(1, len(self._active))
-        fair = self.limiter.window_seconds * calls * runs / max(1, self.limiter.routine_share("chat.update"))
+        streamed = run_id in self._streaming
+        method = "chat.appendStream" if streamed else "chat.update"
+        calls = 1 if streamed else FINAL_CALLS_PER_RUN["chat.update"]  # a message sync edits both messages
+        sharing = self._active & self._streaming if streamed else self._active - self._streaming
+        runs = max(1, len(sharing))
+        fair = self.limiter.window_seconds * calls * runs / max(1, self.limiter.routine_share(method))
         return max(self.update_interval, fair)
 
     def _start_due(self) -> None:
@@ -321,7 +332,7 @@ class Publisher:
 
     async def _try_lease(self, run_id: str, *, force: bool) -> float:
         """0.0: leased; -1.0: another process is syncing it; else seconds until it may be synced."""
-        return await self.leases.claim(run_id, interval=self._sync_interval(), force=force)
+        return await self.leases.claim(run_id, interval=self._sync_interval(run_id), force=force)
 
     async def _load(self, run_id: str) -> RunState | None:
         try:

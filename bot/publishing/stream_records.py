@@ -42,6 +42,7 @@ class StreamRecord(BaseModel):
     tasks: dict[str, str] = Field(default_factory=dict)  # card id -> digest, in this stream
     texts: list[str] = Field(default_factory=list)  # text lines shown (by key), in any stream of the run
     chars: int = 0  # text characters sent to this stream
+    end_shown: bool = False  # the run's end state was appended (Tier 4); the stop (Tier 2) may follow later
     closed: bool = False  # the run's end state was shown and the stream stopped
     fallback: bool = False  # streaming was refused mid-run: progress continues as an edited message
 

@@ -280,26 +280,43 @@ class StreamSync:
         )
 
     async def _finish(self, state: RunState, record: StreamRecord, pending: list[Chunk]) -> bool | None:
-        """The end state: every card settled, the outcome as the last words, the stream stopped."""
-        chunks = [*pending, _markdown_chunk(end_text(state))]
+        """The end state: every card settled and the outcome as the last words, appended first
+        (chat.appendStream, Tier 4: twenty runs ending at once all show their end within seconds),
+        then the stream stopped (chat.stopStream, Tier 2: those may trail by a minute)."""
+        if not record.end_shown:
+            try:
+                await self._call(
+                    state,
+                    "chat.appendStream",
+                    channel=record.channel,
+                    ts=record.ts,
+                    chunks=[*pending, _markdown_chunk(end_text(state))],
+                )
+            except SlackApiError as exc:
+                if str(exc.response.get("error")) not in ENDED:
+                    raise
+                return await self._end_in_new_stream(state, record)
+            record = record.model_copy(update={"end_shown": True})
+            await self._save(state.run.id, record)
         try:
-            await self._call(state, "chat.stopStream", channel=record.channel, ts=record.ts, chunks=chunks)
+            await self._call(state, "chat.stopStream", channel=record.channel, ts=record.ts)
         except SlackApiError as exc:
             if str(exc.response.get("error")) not in ENDED:
-                raise
-            # Closed by Slack before the end (a publisher that was down, say): show the end in a new one.
-            view = render_view(state, after_step=record.after_step)
-            record = await self._open(state, record, view, after_step=record.after_step)
-            if record.fallback:
-                return None
-            await self._call(
-                state,
-                "chat.stopStream",
-                channel=record.channel,
-                ts=record.ts,
-                chunks=[_markdown_chunk(end_text(state))],
-            )
+                raise  # the end is shown; the stop is tried again on a later sync
         await self._save(state.run.id, record.model_copy(update={"closed": True}))
+        log.info("run %s: progress stream %d closed (%s)", state.run.id, record.number, state.status.value)
+        return True
+
+    async def _end_in_new_stream(self, state: RunState, record: StreamRecord) -> bool | None:
+        """Closed by Slack before the end (a publisher that was down, say): show the end in a new one."""
+        view = render_view(state, after_step=record.after_step)
+        record = await self._open(state, record, view, after_step=record.after_step)
+        if record.fallback:
+            return None
+        await self._call(
+            state, "chat.stopStream", channel=record.channel, ts=record.ts, chunks=[_markdown_chunk(end_text(state))]
+        )
+        await self._save(state.run.id, record.model_copy(update={"end_shown": True, "closed": True}))
         log.info("run %s: progress stream %d closed (%s)", state.run.id, record.number, state.status.value)
         return True
 
