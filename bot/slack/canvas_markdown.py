@@ -33,8 +33,8 @@ _PARSER = MarkdownIt("commonmark").enable("table").enable("strikethrough")
 _FOOTNOTE = re.compile(r"\[(\d{1,6})\]")
 _BROADCAST = re.compile(r"(?<![\w.])@(?=(?:channel|here|everyone)\b)", re.IGNORECASE)
 _SLACK_SYNTAX = re.compile(r"<(?=[@#!])")
-# Characters Markdown may read as markup anywhere in a line.
-_INLINE_SPECIAL = re.compile(r"([\\`*_\[\]~<>|!])")
+# Characters Markdown may read as markup anywhere in a line (`&` starts an entity: `&lt;@U1&gt;`).
+_INLINE_SPECIAL = re.compile(r"([\\`*_\[\]~<>|!&])")
 # What makes a line a block of its own when it starts it: heading, quote, list, rule, fence, table.
 _LINE_START_SPECIAL = re.compile(r"^(\s*)([#>+\-=]|\d{1,9}[.)])", re.MULTILINE)
 _URL_UNSAFE = re.compile(r"[\s()<>\x00-\x1f\x7f]")
