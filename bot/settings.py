@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import AliasChoices, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from agent import AgentConfig, Caps, FetchConfig, SearchConfig, SearchProvider
@@ -58,6 +58,15 @@ class StreamConfig:
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(extra="ignore", populate_by_name=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _blank_is_unset(cls, values: Any) -> Any:
+        """An empty or whitespace-only variable means unset: its default applies (`FOO= ` in a
+        deploy's environment file must not become an empty token or an invalid choice)."""
+        if isinstance(values, dict):
+            return {k: v for k, v in values.items() if not (isinstance(v, str) and not v.strip())}
+        return values
 
     slack_bot_token: SecretStr | None = Field(default=None, validation_alias=_env("SLACK_BOT_TOKEN"))
     slack_signing_secret: SecretStr | None = Field(default=None, validation_alias=_env("SLACK_SIGNING_SECRET"))
