@@ -78,3 +78,31 @@ def test_a_workspace_without_sessions_falls_back_to_the_status_and_the_reaction_
     assert slack_sessions.session_of(fake_slack, CHANNEL, first) is None
     log = (stack.logs / "serve.log").read_text()
     assert log.count("refused agent sessions") == 1, "logged once"
+
+
+def test_in_stream_mode_the_stop_button_stops_the_streams_and_the_run_and_the_end_shows_below(
+        tmp_path, redis_url, fake_slack: FakeSlack, fake_model, fake_web) -> None:
+    from tests.e2e.stack import bot_replies
+    from tests.fakes import slack_streaming
+    from tests.processes import deepthread_stack
+
+    fake_web.slow_seconds = 40
+    fake_model.policy = SteadyPolicy(turns=50, slow_url=f"{fake_web.url}/slow")
+    with deepthread_stack(tmp_path, redis_url=redis_url, slack_url=fake_slack.url, model_url=fake_model.url,
+                          web_url=fake_web.url, DEEPTHREAD_PROGRESS="stream") as stack:
+        thread, _, report_ts = start(stack, fake_slack, QUESTION)
+        wait_for(lambda: statuses(fake_slack, thread) == ["processing"], 10, "the processing session")
+        wait_for(lambda: "Fees" in report(fake_slack, report_ts), 20, "the first section")
+        clicked = slack_sessions.press_stop(fake_slack, CHANNEL, thread, user="U0ANA")
+        assert clicked["event"]["streaming_message_ts"], "Slack stopped the run's live stream"
+        assert post_event(stack, clicked).status_code == 200
+        wait_for(lambda: "Stopped: stopped by" in report(fake_slack, report_ts), 20, "the report's stop line")
+
+        def ended() -> bool:
+            shown = slack_streaming.streams_in(fake_slack, CHANNEL, thread)
+            return bool(shown) and not shown[-1].streaming and "Stopped" in shown[-1].text
+
+        wait_for(ended, 30, "the end state shown below, in a stream of its own")
+        wait_for(lambda: statuses(fake_slack, thread)[-1:] == ["active"], 10, "the session moved on")
+    assert fake_web.slow_served == 0, "stopped during the slow page"
+    assert len([r for r in bot_replies(fake_slack, thread) if r.ts == report_ts]) == 1
