@@ -8,7 +8,7 @@ the digest of its Markdown and its canvas section id. A sync compares the render
 (canvas_render.py) with the record and makes one canvases.edit per difference, in reading order:
 
 - a new report section (write_section) is inserted before the first placed section that follows
-  it (the sources, usually), or at the end;
+  it (the sources, usually), or at the end; sections written in a burst go in with one insert;
 - a changed one (revise_section, a new footnote) replaces exactly its own section;
 - one the report no longer has is deleted.
 
@@ -255,28 +255,40 @@ class CanvasSync:
                 )
                 placed.remove(gone)
                 await save()
-            for index, part in enumerate(document.parts):
+            index = 0
+            while index < len(document.parts):
+                part = document.parts[index]
                 at = next((i for i, p in enumerate(placed) if p.key == part.key), None)
-                if at is not None and placed[at].digest == part.digest():
-                    continue
-                if at is not None:  # changed: replace exactly this section
+                if at is not None:
+                    index += 1
+                    if placed[at].digest == part.digest():
+                        continue
+                    # Changed: replace exactly this section.
                     section_id = await self._id_of(state, record, placed, placed[at])
-                    await self._change(state, record, _content("replace", part, section_id))
+                    await self._change(state, record, _content("replace", [part], section_id))
                     placed[at] = Placed(key=part.key, heading=part.heading, digest=part.digest())
-                else:  # new: before the first placed section that follows it, else at the end
-                    later = {p.key for p in document.parts[index + 1 :]}
-                    before = next((i for i, p in enumerate(placed) if p.key in later), None)
-                    if before is None:
-                        await self._change(state, record, _content("insert_at_end", part))
-                        at = len(placed)
-                    else:
-                        section_id = await self._id_of(state, record, placed, placed[before])
-                        await self._change(state, record, _content("insert_before", part, section_id))
-                        at = before
-                    placed.insert(at, Placed(key=part.key, heading=part.heading, digest=part.digest()))
-                placed[at] = placed[at].model_copy(
-                    update={"section_id": await self._lookup(state, record, placed, placed[at])}
-                )
+                    await self._find(state, record, placed, [placed[at]])
+                    await save()
+                    continue
+                # New, with the new ones right after it (a burst of sections): one insert for all,
+                # before the first placed section that follows them, else at the end.
+                batch = [part]
+                while index + len(batch) < len(document.parts) and not any(
+                    p.key == document.parts[index + len(batch)].key for p in placed
+                ):
+                    batch.append(document.parts[index + len(batch)])
+                index += len(batch)
+                later = {p.key for p in document.parts[index:]}
+                before = next((i for i, p in enumerate(placed) if p.key in later), None)
+                if before is None:
+                    await self._change(state, record, _content("insert_at_end", batch))
+                    before = len(placed)
+                else:
+                    section_id = await self._id_of(state, record, placed, placed[before])
+                    await self._change(state, record, _content("insert_before", batch, section_id))
+                new = [Placed(key=p.key, heading=p.heading, digest=p.digest()) for p in batch]
+                placed[before:before] = new
+                await self._find(state, record, placed, new)
                 await save()
         except _StaleSection:
             await self._rewrite(state, record, document)
@@ -309,6 +321,12 @@ class CanvasSync:
         candidates = [str(s.get("id")) for s in answer.get("sections") or [] if str(s.get("id")) not in known]
         return candidates[0] if len(candidates) == 1 else ""
 
+    async def _find(self, state: RunState, record: CanvasRecord, placed: list[Placed], written: list[Placed]) -> None:
+        """The ids of sections just written, longest heading first: a heading another contains is
+        looked up once that one is known (and so left out)."""
+        for section in sorted(written, key=lambda p: len(p.heading), reverse=True):
+            section.section_id = await self._lookup(state, record, placed, section)
+
     async def _rewrite(self, state: RunState, record: CanvasRecord, document: CanvasDocument) -> None:
         """The whole document at once (ids were lost), then every id looked up again, longest heading first:
         a heading another contains is looked up after that one is known."""
@@ -316,8 +334,7 @@ class CanvasSync:
         log.warning("run %s: canvas %s sections out of step; writing it whole", run.id, record.canvas_id)
         await self._change(state, record, {"operation": "replace", "document_content": _markdown(document.markdown())})
         placed = [Placed(key=p.key, heading=p.heading, digest=p.digest()) for p in document.parts]
-        for section in sorted(placed, key=lambda p: len(p.heading), reverse=True):
-            section.section_id = await self._lookup(state, record, placed, section)
+        await self._find(state, record, placed, placed)
         await self._save(run.channel or "", run.report_message or "", record.model_copy(update={"placed": placed}))
 
 
@@ -329,8 +346,9 @@ def _markdown(markdown: str) -> dict[str, str]:
     return {"type": "markdown", "markdown": markdown}
 
 
-def _content(operation: str, part: CanvasPart, section_id: str | None = None) -> dict[str, object]:
-    change: dict[str, object] = {"operation": operation, "document_content": _markdown(part.markdown)}
+def _content(operation: str, parts: list[CanvasPart], section_id: str | None = None) -> dict[str, object]:
+    markdown = "\n\n".join(part.markdown for part in parts)
+    change: dict[str, object] = {"operation": operation, "document_content": _markdown(markdown)}
     if section_id:
         change["section_id"] = section_id
     return change

@@ -65,6 +65,9 @@ class _Report:
 
     message: SlackMessage
     ok: bool = True
+    # The canvas exists and its link is in the message: its sections are brought up to date after
+    # the messages (a burst of canvas edits must not hold the pinned message back).
+    canvas_later: bool = False
 
 
 def _render_report(
@@ -119,7 +122,7 @@ class MessageSync:
         links = charts.links
         progress = await asyncio.to_thread(render_progress, state, self.stop_reaction)
         stored = await rendered.shown(self.redis, run.id)
-        report = await self._report(state, links)
+        report = await self._report(state, links, later=True)
         presence = True
         if not state.status.finished:
             presence = await self._presence(state)  # before routine messages, which may wait long for a slot
@@ -132,13 +135,15 @@ class MessageSync:
             if ts and stored.get(name) != message.digest():
                 done = await self._update(state, name, ts, message, rendered_at, stored.get(name), links)
                 ok, edited = ok and done.ok, edited or done.sent
+        if report.canvas_later and self.canvases is not None:
+            ok = await self._canvas(state, links) and ok
         ok = await self.file_notices.sync(state) and ok  # after the messages: the report comes first
         if state.status.finished:
             # The answer first, then the session moved on (or the status cleared).
             presence = await self._presence(state)
         return Synced(ok=ok and presence, sent=edited)
 
-    async def _report(self, state: RunState, chart_links: Mapping[str, str] | None) -> _Report:
+    async def _report(self, state: RunState, chart_links: Mapping[str, str] | None, *, later: bool = False) -> _Report:
         """Render the pinned report and bring what holds the full text up to date first: its canvas
         (created when the report outgrows the message, or always in canvas mode) or, where the
         workspace has no canvases, its file. The message is rendered again with what they came to
@@ -157,6 +162,8 @@ class MessageSync:
             )
         parts = await asyncio.to_thread(_render_report, state, None, chart_links, view)
         ok = True
+        if parts.canvas is not None and view is not None and view.permalink and view.refused is None and later:
+            return _Report(parts.message, canvas_later=True)
         if parts.canvas is not None and self.canvases is not None and view is not None:
             outcome = await self.canvases.sync(state, parts.canvas)
             ok = outcome.ok
@@ -175,6 +182,19 @@ class MessageSync:
         if spilled.error:
             parts = await asyncio.to_thread(_render_report, state, spilled.error, chart_links, view)
         return _Report(parts.message, ok=ok and spilled.ok)
+
+    async def _canvas(self, state: RunState, chart_links: Mapping[str, str] | None) -> bool:
+        """The canvas's sections, after the messages, from the newest state; False: sync again later
+        (also when the workspace just refused canvases: the next sync shows the file instead)."""
+        assert self.canvases is not None
+        fresh = await self.load(state.run.id) or state
+        link = await self.canvases.link(fresh)
+        view = CanvasView(always=True, permalink=link.permalink if link else "", title=link.title if link else "")
+        parts = await asyncio.to_thread(_render_report, fresh, None, chart_links, view)
+        if parts.canvas is None:
+            return True
+        outcome = await self.canvases.sync(fresh, parts.canvas)
+        return outcome.ok and outcome.refused is None
 
     async def _presence(self, state: RunState) -> bool:
         """The agent session shows that the run works (and its stop button); where the workspace or
