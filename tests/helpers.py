@@ -1,7 +1,10 @@
 """Helpers shared by test modules (imported from here, never from another test module)."""
 from __future__ import annotations
 
+import ast
 import asyncio
+import inspect
+import re
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -11,6 +14,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from agent import AgentConfig, FetchConfig, Outcome, ResearchTask, RunEvent, SearchConfig, research
 from jobs import Run, RunState, RunStore
+from tests.paths import ROOT
 
 if TYPE_CHECKING:
     from bot.publishing.publisher import Publisher
@@ -78,3 +82,36 @@ class Running:
     async def __aexit__(self, *_: object) -> None:
         self.stop.set()
         await asyncio.wait_for(asyncio.gather(*self.tasks), 10)
+
+
+# --- the Slack Web API calls the bot's code makes --------------------------------------------
+
+SDK_METHODS = {name for name, _ in inspect.getmembers(AsyncWebClient, inspect.iscoroutinefunction)
+               if not name.startswith("_")}
+
+
+def _api_methods(sdk_name: str, seen: frozenset[str] = frozenset()) -> set[str]:
+    """The Web API methods one SDK call makes (files_upload_v2 makes two)."""
+    source = inspect.getsource(getattr(AsyncWebClient, sdk_name))
+    methods = set(re.findall(r'api_call\(\s*"([^"]+)"', source))
+    for inner in set(re.findall(r"self\.(\w+)\(", source)) & SDK_METHODS - seen - {sdk_name}:
+        methods |= _api_methods(inner, seen | {sdk_name})
+    return methods
+
+
+def api_methods_of(sdk_name: str) -> set[str]:
+    """The Web API methods an entry of sdk_calls_in_code() makes."""
+    return {sdk_name.split(":", 1)[1]} if sdk_name.startswith("api_call:") else _api_methods(sdk_name)
+
+
+def sdk_calls_in_code() -> dict[str, set[str]]:
+    """SDK method name → the files that call it, over every module the bot runs (read from the code)."""
+    calls: dict[str, set[str]] = {}
+    for path in sorted((ROOT / "bot").rglob("*.py")) + sorted((ROOT / "jobs").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in SDK_METHODS:
+                calls.setdefault(node.func.attr, set()).add(str(path.relative_to(ROOT)))
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "api_call"
+                    and node.args and isinstance(node.args[0], ast.Constant)):
+                calls.setdefault(f"api_call:{node.args[0].value}", set()).add(str(path.relative_to(ROOT)))
+    return calls
