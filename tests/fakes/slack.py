@@ -33,6 +33,7 @@ from tests.fakes.slack_records import (
     MAX_TEXT_CHARS,
     TEAM_ID,
     TEAM_NAME,
+    TIERS,
     Ephemeral,
     Pin,
     SlackError,
@@ -277,6 +278,11 @@ class FakeSlack(WebApiMethods, SocketMode):
         with self._lock:
             self._limited_until = time.monotonic() + seconds
             self._limited_retry_after = int(retry_after)
+
+    def enforce_tiers(self, *, window: float = 60.0) -> None:
+        """Cap every method at its published tier (slack_records.TIERS): 429 with Retry-After past it."""
+        for method, per_minute in TIERS.items():
+            self.set_rate_limit(method, per_minute, window=window)
 
     def set_rate_limit(self, method: str, per_minute: int | None, *, window: float = 60.0) -> None:
         """Cap `method` at `per_minute` calls per sliding `window` seconds (None removes the cap)."""

@@ -7,6 +7,8 @@ suite's Slack traffic is checked; the tests here check the code statically and t
 """
 from __future__ import annotations
 
+import re
+
 import pytest
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
@@ -15,6 +17,7 @@ from bot.slack.scopes import REQUIRED_BOT_SCOPES
 from tests.fakes.scopes import APP_LEVEL_SCOPES, HISTORY_SCOPES, METHOD_SCOPES, manifest_bot_scopes
 from tests.fakes.slack import FakeSlack
 from tests.helpers import api_methods_of, sdk_calls_in_code
+from tests.paths import ROOT
 
 
 def test_every_slack_method_the_code_calls_is_granted_by_the_manifest() -> None:
@@ -69,3 +72,22 @@ async def test_history_scope_depends_on_the_kind_of_conversation(fake_slack: Fak
     with pytest.raises(SlackApiError) as refused:
         await client.conversations_replies(channel="G1", ts=private)
     assert refused.value.response["needed"] == "groups:history"
+
+
+def test_the_manifest_declares_the_agent_and_subscribes_to_its_stop_event() -> None:
+    """Without agent_view Slack makes no sessions; without the event, users get no stop button; and
+    every event the manifest subscribes to has a listener."""
+    import yaml
+
+    from tests.fakes.scopes import MANIFEST
+
+    manifest = yaml.safe_load(MANIFEST.read_text(encoding="utf-8"))
+    assert manifest["features"]["agent_view"]["agent_description"]
+    assert "assistant:write" in manifest["oauth_config"]["scopes"]["bot"], "declaring the agent adds it"
+    events = manifest["settings"]["event_subscriptions"]["bot_events"]
+    assert "agent_session_stopped" in events
+    listened = set()
+    for path in sorted((ROOT / "bot" / "surface" / "listeners").glob("*.py")):
+        listened |= set(re.findall(r'@app\.event\("([\w.]+)"\)', path.read_text(encoding="utf-8")))
+    subscribed = {e.split(".")[0] for e in events}  # message.channels … arrive as "message"
+    assert subscribed <= listened, f"subscribed without a listener: {subscribed - listened}"
