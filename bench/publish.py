@@ -254,6 +254,7 @@ class Figures:
     events: int
     updates_per_run: list[int]
     count_429: int
+    by_method_429: dict[str, int]
     other_calls: Counter[str]
     workload_seconds: float
     wall_seconds: float
@@ -334,7 +335,8 @@ async def one_pass(label: str, runs: int, seconds: float, publishers: int, *, ou
             others = Counter(m for m, _ in slack.calls if m not in ("chat.update", "chat.postMessage"))
             calls_per_run = per_run_calls(slack, finals)
             return Figures(label=label, events=sum(n for n, _, _ in outcomes), updates_per_run=per_run,
-                           count_429=sum(slack.count_429.values()), other_calls=others, workload_seconds=workload,
+                           count_429=sum(slack.count_429.values()), by_method_429=slack.count_429,
+                           other_calls=others, workload_seconds=workload,
                            wall_seconds=wall, latencies=[latency for _, latency, _ in outcomes],
                            exact_runs=sum(ok for _, _, ok in outcomes), runs=runs,
                            in_canvas=len(slack_canvases.canvases(slack)), calls_per_run=calls_per_run)
@@ -436,8 +438,8 @@ async def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
             return 1
         if ours.count_429:
-            print(f"\nFAIL ({ours.label}): our publisher received {ours.count_429} 429(s); the shared limiter "
-                  "should prevent them", file=sys.stderr)
+            print(f"\nFAIL ({ours.label}): our publisher received {ours.count_429} 429(s) {ours.by_method_429}; "
+                  "the shared limiter should prevent them", file=sys.stderr)
             return 1
     return 0
 

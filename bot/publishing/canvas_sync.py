@@ -23,8 +23,8 @@ The canvas is created with canvases.create (a standalone canvas, tabbed in the c
 the workspace's plan requires it), opened to the channel for reading (canvases.access.set), and
 its link read from files.info. A workspace where canvases are off (`canvas_disabled_user_team`) or
 whose token lacks the scope is remembered (refusals.py, logged once) and its long reports spill
-into a file as before, with a notice saying why. Every write goes through the shared limiter
-(create Tier 2, edit and access.set Tier 3), a final state's urgently.
+into a file as before, with a notice saying why. Every call goes through the shared limiter
+(create Tier 2; edit, access.set and the lookups Tier 3), a final state's urgently.
 """
 
 from __future__ import annotations
@@ -314,7 +314,7 @@ class CanvasSync:
 
     async def _lookup(self, state: RunState, record: CanvasRecord, placed: list[Placed], section: Placed) -> str:
         """The id of the section with this heading: the one a lookup finds that no other placed section has."""
-        answer = await self.client.canvases_sections_lookup(  # a read: not counted by the limiter
+        answer = await self.client.canvases_sections_lookup(  # a read, counted at its tier by the client
             canvas_id=record.canvas_id, criteria={"section_types": ["h2"], "contains_text": section.heading}
         )
         known = {p.section_id for p in placed if p is not section and p.key != section.key and p.section_id}
