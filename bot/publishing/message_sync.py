@@ -226,7 +226,7 @@ class MessageSync:
                 if fresh is not None:
                     if name == "report":
                         # The newer report may have outgrown the message: its canvas or file goes first.
-                        message = (await self._report(fresh, chart_links)).message
+                        message = (await self._report(fresh, chart_links, later=True)).message
                     else:
                         message = await asyncio.to_thread(render_progress, fresh, self.stop_reaction)
                     if message.digest() == sent:
