@@ -14,6 +14,7 @@ __all__ = [
     "charts",
     "charts_stale",
     "last_sync",
+    "plan_first",
     "ratelimit_pause",
     "ratelimit_window",
     "refused",
@@ -72,6 +73,11 @@ def ratelimit_window(team: str | None, method: str) -> str:
 def refused(feature: str, team: str | None) -> str:
     """A workspace that refused an optional Slack feature (bot/publishing/refusals.py)."""
     return f"{PREFIX}:refused:{feature}:{workspace(team)}"
+
+
+def plan_first(team: str | None) -> str:
+    """Hash: channel id -> "1" where an admin turned plan first on (bot/desk/plan_first.py)."""
+    return f"{PREFIX}:plan-first:{workspace(team)}"
 
 
 def rendered(run_id: str) -> str:

@@ -22,6 +22,7 @@ from agent.events import (
     ConstraintsFound,
     Disagreement,
     FileUnreadable,
+    Notice,
     SearchDegraded,
     utcnow,
 )
@@ -45,13 +46,13 @@ def apply_in_place(state: RunState, event: RunEvent) -> RunState:
     if isinstance(event, Progress):
         state.phase, state.activity = event.phase, event.activity
         _add_step(state, event)
-        if state.status == RunStatus.queued:
+        if state.status in (RunStatus.queued, RunStatus.planned):  # an approved plan's research has begun
             state.status = RunStatus.running
     elif isinstance(event, Disagreement):
         state.checking = event.text
     elif isinstance(event, ConflictSettled):
         state.checking = ""  # settled: the resolution is in the report, not on the progress line
-    elif isinstance(event, SearchDegraded):
+    elif isinstance(event, (SearchDegraded, Notice)):
         if event.text not in state.notices:
             state.notices = [*state.notices, event.text]
     elif isinstance(event, ConstraintsFound):

@@ -17,7 +17,8 @@ EXPORTS = {
         "SourceAdded", "SourceRegistry", "ThreadMessage", "ThreadWorkspace", "Usage", "UsageRecorded",
         "WorkspaceError", "assemble", "cost_usd", "describe_api_error", "domain_of", "figure_line", "figures_in",
         "load_png", "research", "search_providers", "search_web", "sentences", "shorten", "to_markdown", "too_large",
-        "usage_by_model", "utcnow",
+        "usage_by_model", "utcnow", "SearchUnavailable", "WorkspaceHit", "WorkspaceSearch", "WorkspaceSearchMode",
+        "private_sources_allowed", "McpServerConfig",
     },
     "jobs": {
         "AsyncRuns", "Continuation", "JobRuntime", "Run", "RunNotFound", "RunState", "RunStatus", "RunStore", "Runs",
