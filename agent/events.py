@@ -127,6 +127,17 @@ class SearchDegraded(BaseModel):
     text: str  # "Search degraded: DuckDuckGo is rate-limiting searches; Brave answered instead. …"
 
 
+class FileUnreadable(BaseModel):
+    """A file shared in the thread cannot be read for a reason a person there can fix (deleted,
+    shared where the bot is not a member, a scope the app lacks, too large): `notice` says it in
+    their words, for the thread. Emitted once per run per file; the thread is told once per file."""
+
+    type: Literal["file_unreadable"] = "file_unreadable"
+    file_id: str
+    name: str
+    notice: str  # "I can't open board-minutes-q3.docx: it was shared where I'm not a member. …"
+
+
 class Notice(BaseModel):
     """Something the team should know about how the run works (a tool source it could not use, a
     missing Slack permission); emitted once per run per condition, shown on the progress message."""
@@ -155,6 +166,7 @@ RunEvent = Annotated[
     | ConstraintsFound
     | ConflictSettled
     | ChartDrawn
+    | FileUnreadable
     | Notice,
     Field(discriminator="type"),
 ]

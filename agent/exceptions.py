@@ -75,7 +75,12 @@ class WorkspaceError(Exception):
 
 
 class FileUnavailable(WorkspaceError):
-    """One file cannot be read (gone, not shared here, too large, no access)."""
+    """One file cannot be read (gone, not shared here, too large, no access). The message is for
+    the model; `for_people`, when a person in the thread can fix it, says so in their words."""
+
+    def __init__(self, message: str, *, for_people: str = "") -> None:
+        super().__init__(message)
+        self.for_people = for_people
 
 
 class NoWorkspace(WorkspaceError):

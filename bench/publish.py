@@ -9,15 +9,15 @@ one every 100–300 ms per run, each run in its own thread. Real Publisher insta
 with its own Redis connection and Slack client, as separate processes would have) follow
 the updates stream and write to the fake Slack Web API over HTTP, which answers a 429 with
 Retry-After past 50 chat.update calls per minute. A few runs grow reports too big for one
-message, so the full report is spilled into a file in the thread.
+message, so the full report lives in a canvas in the thread, edited section by section.
 
 All runs end at about the same moment, the worst case for "final states first": ours keeps
 two chat.update slots of the window for every run still owed its final state and spaces
 routine syncs by each run's fair share of the rest, so the finals go out at once.
 
 When every run has ended, the bench waits for Slack to settle and checks that every report
-and progress message is exactly the rendering of its run's final state (and every spilled
-report's file exactly its full text). The same workload then runs against the baseline:
+and progress message is exactly the rendering of its run's final state (and every canvas
+exactly its report's sections). The same workload then runs against the baseline:
 no coalescing and no shared limiter (429s left to the client's retry handler, as a naive
 publisher would). Exit 1 when our publisher's final Slack state is not exact, or when it
 received a 429.
@@ -25,8 +25,10 @@ received a 429.
 Both progress modes run (DEEPTHREAD_PROGRESS): `message` edits a progress message, `stream`
 shows progress as Slack's native stream (bot/publishing/stream_sync.py; the fake caps chat.appendStream
 at Tier 4 and chat.startStream/stopStream at Tier 2). The table reports Slack calls per run by
-method for each; in stream mode "exact" means the report is exact and the run's last stream
-was closed with its end state.
+method for each. "Final state shown" is when a person sees the run's end: both messages exact in
+message mode; in stream mode the report exact and the end state appended to the run's last
+stream (at chat.appendStream's Tier 4); "exact" at the end also wants that stream stopped
+(chat.stopStream, Tier 2, which may trail).
 """
 from __future__ import annotations
 
@@ -47,9 +49,12 @@ from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetry
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent import Finished, Progress, SectionRevised, SectionWritten, Source, SourceAdded, UsageRecorded
+from bot import keys
 from bot.cli.local_redis import LocalRedis
+from bot.publishing.canvas_render import render_canvas
+from bot.publishing.canvas_sync import CanvasRecord
 from bot.publishing.publisher import Publisher, remember_rendered
-from bot.publishing.render import render_progress, render_report, render_report_parts
+from bot.publishing.render import CanvasView, render_progress, render_report, render_report_parts
 from bot.publishing.stream_records import StreamRecords
 from bot.publishing.stream_render import end_text
 from bot.publishing.stream_sync import open_stream
@@ -58,7 +63,7 @@ from bot.slack.client import LimitedWebClient
 from bot.slack.ratelimit import SlackRateLimiter
 from bot.surface.app import SLACK_429_RETRIES
 from jobs import Run, RunState, RunStore
-from tests.fakes import slack_streaming
+from tests.fakes import slack_canvases, slack_streaming
 from tests.fakes.server import ServerThread
 from tests.fakes.slack import TEAM_ID, FakeSlack
 
@@ -70,7 +75,7 @@ MODES = ("message", "stream")
 DEFAULT_RUNS = 20
 DEFAULT_SECONDS = 30.0
 EVENT_GAP_SECONDS = (0.1, 0.3)  # between two events of one run
-BIG_RUN_EVERY = 7  # every 7th run writes long sections: its report spills into a file
+BIG_RUN_EVERY = 7  # every 7th run writes long sections: its report moves into a canvas
 MAX_SECTIONS_SMALL = 6
 # After the workload, how long Slack may take to show every final state.
 SETTLE_TIMEOUT_SECONDS = 300.0
@@ -187,35 +192,60 @@ def drive(redis_url: str, state: RunState, plan: Script, stop: threading.Event) 
 
 @dataclass(frozen=True)
 class Expected:
-    """What Slack must show for a run's final state: both messages, and the file if it spilled."""
+    """What Slack must show for a run's final state: both messages, and the canvas if it has one."""
 
     state: RunState
     report: tuple[str, object]
     progress: tuple[str, object]
-    file: bytes | None
+    canvas: list[str] | None  # each canvas section's Markdown, in order
     streamed: bool = False
 
     @classmethod
-    def of(cls, state: RunState, streamed: bool = False) -> Expected:
-        parts, progress = render_report_parts(state), render_progress(state)
-        return cls(state, (parts.message.text, parts.message.blocks), (progress.text, progress.blocks),
-                   parts.attachment.content.encode() if parts.attachment else None, streamed)
+    def of(cls, state: RunState, redis_url: str, streamed: bool = False) -> Expected:
+        redis = Redis.from_url(redis_url)
+        try:
+            raw = redis.get(keys.canvas(CHANNEL, state.run.report_message or ""))
+        finally:
+            redis.close()
+        record = CanvasRecord.model_validate_json(raw) if raw else None
+        view = CanvasView(always=record is not None, permalink=record.permalink if record else "",
+                          title=record.title if record else "")
+        parts, progress = render_report_parts(state, canvas=view), render_progress(state)
+        canvas = [p.markdown for p in render_canvas(state).parts] if parts.canvas is not None else None
+        return cls(state, (parts.message.text, parts.message.blocks), (progress.text, progress.blocks), canvas,
+                   streamed)
 
     def shown_by(self, slack: FakeSlack) -> bool:
+        """A person sees the run's end: the report (and its canvas), and the progress's end state."""
         run = self.state.run
         report = slack.message(CHANNEL, run.report_message or "")
         if report is None or (report.text, report.blocks) != self.report:
             return False
         if self.streamed:
             streams = slack_streaming.streams_in(slack, CHANNEL, run.thread_ts or "")
-            if not streams or streams[-1].streaming or not streams[-1].text.rstrip().endswith(end_text(self.state)):
+            if not streams or not streams[-1].text.rstrip().endswith(end_text(self.state)):
                 return False
         else:
             progress = slack.message(CHANNEL, run.progress_message or "")
             if progress is None or (progress.text, progress.blocks) != self.progress:
                 return False
-        files = [f.content for f in slack.files() if f.thread_ts == run.thread_ts]
-        return files == ([] if self.file is None else [self.file])
+        canvases = [c for c in slack_canvases.canvases(slack) if c.title.endswith(f"question {_number(run)}: "
+                                                                                  "compare the fees of funds A, B and C")]
+        shown = [s.markdown for s in canvases[0].sections] if canvases else None
+        return shown == self.canvas and not [f for f in slack.files() if f.thread_ts == run.thread_ts]
+
+    def settled_in(self, slack: FakeSlack) -> bool:
+        """Shown, and nothing left to do: a streamed run's last stream stopped too."""
+        if not self.shown_by(slack):
+            return False
+        if self.streamed:
+            streams = slack_streaming.streams_in(slack, CHANNEL, self.state.run.thread_ts or "")
+            return not streams[-1].streaming
+        return True
+
+
+def _number(run: Run) -> int:
+    return int(run.question.split(":", 1)[0].rsplit(" ", 1)[1])
 
 
 @dataclass
@@ -224,26 +254,36 @@ class Figures:
     events: int
     updates_per_run: list[int]
     count_429: int
+    by_method_429: dict[str, int]
     other_calls: Counter[str]
     workload_seconds: float
     wall_seconds: float
     latencies: list[float]  # per run: from its last event until Slack showed its final state exactly
     exact_runs: int
     runs: int
-    spilled: int
+    in_canvas: int
     calls_per_run: list[Counter[str]] = field(default_factory=list)  # every Slack write of each run, by method
 
 
 async def follow(slack: FakeSlack, pool: ThreadPoolExecutor, run: asyncio.Future[tuple[int, float, RunState]],
-                 deadline: float, streamed: bool = False) -> tuple[int, float, bool]:
-    """Wait for a run's last event, then for Slack to show its final state; (events, latency, exact)."""
+                 deadline: float, redis_url: str, streamed: bool = False) -> tuple[int, float, bool]:
+    """Wait for a run's last event, then for Slack to show its final state, then for nothing to be
+    left to do; (events, latency until shown, exact at the end)."""
     applied, finished_at, state = await run
-    expected = await asyncio.get_running_loop().run_in_executor(pool, Expected.of, state, streamed)
+    loop = asyncio.get_running_loop()
+    expected = await loop.run_in_executor(pool, Expected.of, state, redis_url, streamed)
     while not expected.shown_by(slack):
         if time.monotonic() > deadline:
             return applied, time.monotonic() - finished_at, False
         await asyncio.sleep(POLL_SECONDS)
-    return applied, time.monotonic() - finished_at, True
+        # The canvas's link is known once it exists: what the report should show follows it.
+        expected = await loop.run_in_executor(pool, Expected.of, state, redis_url, streamed)
+    latency = time.monotonic() - finished_at
+    while not expected.settled_in(slack):
+        if time.monotonic() > deadline:
+            return applied, latency, False
+        await asyncio.sleep(POLL_SECONDS)
+    return applied, latency, True
 
 
 async def one_pass(label: str, runs: int, seconds: float, publishers: int, *, ours: bool,
@@ -275,7 +315,8 @@ async def one_pass(label: str, runs: int, seconds: float, publishers: int, *, ou
             with ThreadPoolExecutor(max_workers=runs + 2, thread_name_prefix="run") as pool:
                 drivers = [loop.run_in_executor(pool, drive, local.url, s, p, stop_drivers)
                            for s, p in zip(states, plans, strict=True)]
-                outcomes = await asyncio.gather(*(follow(slack, pool, d, deadline, streamed) for d in drivers))
+                outcomes = await asyncio.gather(*(follow(slack, pool, d, deadline, local.url, streamed)
+                                                  for d in drivers))
                 workload = max(finished for _, finished, _ in await asyncio.gather(*drivers)) - started
                 finals = [state for _, _, state in await asyncio.gather(*drivers)]
             wall = time.monotonic() - started
@@ -294,11 +335,11 @@ async def one_pass(label: str, runs: int, seconds: float, publishers: int, *, ou
             others = Counter(m for m, _ in slack.calls if m not in ("chat.update", "chat.postMessage"))
             calls_per_run = per_run_calls(slack, finals)
             return Figures(label=label, events=sum(n for n, _, _ in outcomes), updates_per_run=per_run,
-                           count_429=sum(slack.count_429.values()), other_calls=others, workload_seconds=workload,
+                           count_429=sum(slack.count_429.values()), by_method_429=slack.count_429,
+                           other_calls=others, workload_seconds=workload,
                            wall_seconds=wall, latencies=[latency for _, latency, _ in outcomes],
                            exact_runs=sum(ok for _, _, ok in outcomes), runs=runs,
-                           spilled=sum(render_report_parts(f).attachment is not None for f in finals),
-                           calls_per_run=calls_per_run)
+                           in_canvas=len(slack_canvases.canvases(slack)), calls_per_run=calls_per_run)
     finally:
         local.stop()
 
@@ -313,12 +354,21 @@ def per_run_calls(slack: FakeSlack, finals: list[RunState]) -> list[Counter[str]
             by_key[f"ts:{ts}"] = i
         for stream in slack_streaming.streams_in(slack, CHANNEL, f.run.thread_ts or ""):
             by_key[f"ts:{stream.ts}"] = i
+    for canvas in slack_canvases.canvases(slack):
+        for i, f in enumerate(finals):
+            if canvas.title.endswith(f"question {_number(f.run)}: compare the fees of funds A, B and C"):
+                by_key[f"canvas:{canvas.id}"] = i
+                by_key[f"title:{canvas.title}"] = i
     counts: list[Counter[str]] = [Counter() for _ in finals]
     for method, params in slack.calls:
         if method in ("chat.startStream", "chat.postMessage") or method.startswith("files."):
             key = f"thread:{params.get('thread_ts')}"
-        elif method == "assistant.threads.setStatus":
+        elif method in ("assistant.threads.setStatus", "agents.sessions.setStatus"):
             key = f"thread:{params.get('thread_ts')}"
+        elif method == "canvases.create":
+            key = f"title:{params.get('title')}"
+        elif method.startswith("canvases."):
+            key = f"canvas:{params.get('canvas_id')}"
         else:
             key = f"ts:{params.get('ts') or params.get('timestamp')}"
         if key in by_key:
@@ -343,7 +393,7 @@ def show(figures: list[Figures]) -> None:
         ("Slack writes per run, median", lambda f: f"{statistics.median(sum(c.values()) for c in f.calls_per_run):g}"),
         ("429s received", lambda f: f"{f.count_429:,}"),
         ("other Slack calls", lambda f: ", ".join(f"{m} {n}" for m, n in sorted(f.other_calls.items())) or "none"),
-        ("reports spilled into a file", lambda f: f"{f.spilled}"),
+        ("reports in a canvas", lambda f: f"{f.in_canvas}"),
         ("workload (events) s", lambda f: f"{f.workload_seconds:.1f}"),
         ("final state shown after last event, median/max s", lambda f: f"{statistics.median(f.latencies):.1f} / "
          f"{max(f.latencies):.1f}"),
@@ -388,8 +438,8 @@ async def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
             return 1
         if ours.count_429:
-            print(f"\nFAIL ({ours.label}): our publisher received {ours.count_429} 429(s); the shared limiter "
-                  "should prevent them", file=sys.stderr)
+            print(f"\nFAIL ({ours.label}): our publisher received {ours.count_429} 429(s) {ours.by_method_429}; "
+                  "the shared limiter should prevent them", file=sys.stderr)
             return 1
     return 0
 

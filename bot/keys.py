@@ -13,7 +13,9 @@ from jobs.keys import team_part
 __all__ = [
     "DEFAULT_WORKSPACE",
     "INSTALLATIONS",
+    "IDLE_SESSIONS",
     "PUBLISHER_CURSOR",
+    "canvas",
     "charts",
     "charts_stale",
     "installation",
@@ -25,7 +27,10 @@ __all__ = [
     "posts",
     "ratelimit_pause",
     "ratelimit_window",
+    "refused",
     "rendered",
+    "session",
+    "session_lease",
     "spill",
     "spill_stale",
     "status_lease",
@@ -33,6 +38,7 @@ __all__ = [
     "stream",
     "stream_refused",
     "sync_lease",
+    "told_files",
     "workspace",
 ]
 
@@ -42,6 +48,7 @@ DEFAULT_WORKSPACE = "default"
 if TYPE_CHECKING:
     PUBLISHER_CURSOR: str  # the last updates-stream id whose runs are all shown in Slack
     INSTALLATIONS: str  # Set: the key of every installation record (multi-workspace mode; bot/slack/installations.py)
+    IDLE_SESSIONS: str  # Sorted set: threads whose agent session waits for the team, by when it is closed (epoch s)
 else:
 
     def __getattr__(name: str) -> str:  # read at each use: the prefix is a setting (jobs/keys.py)
@@ -49,6 +56,8 @@ else:
             return f"{_jobs_keys.prefix()}:publisher:cursor"
         if name == "INSTALLATIONS":
             return f"{_jobs_keys.prefix()}:installations"
+        if name == "IDLE_SESSIONS":
+            return f"{_jobs_keys.prefix()}:sessions:idle"
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -64,6 +73,11 @@ def oauth_state(nonce: str) -> str:
 
 def workspace(team: str | None) -> str:
     return team or DEFAULT_WORKSPACE
+
+
+def canvas(team: str | None, channel: str, report_ts: str) -> str:
+    """The canvas that holds a pinned report's sections (one per pinned report, like the spilled file)."""
+    return f"{_jobs_keys.prefix()}:canvas:{team_part(team)}:{channel}:{report_ts}"
 
 
 def charts(team: str | None, channel: str, report_ts: str) -> str:
@@ -98,6 +112,11 @@ def ratelimit_window(team: str | None, method: str) -> str:
     return f"{_jobs_keys.prefix()}:ratelimit:{workspace(team)}:{method}"
 
 
+def refused(feature: str, team: str | None) -> str:
+    """A workspace that refused an optional Slack feature (bot/publishing/refusals.py)."""
+    return f"{_jobs_keys.prefix()}:refused:{feature}:{workspace(team)}"
+
+
 def plan_first(team: str | None) -> str:
     """Hash: channel id -> "1" where an admin turned plan first on (bot/desk/plan_first.py)."""
     return f"{_jobs_keys.prefix()}:plan-first:{workspace(team)}"
@@ -105,6 +124,15 @@ def plan_first(team: str | None) -> str:
 
 def rendered(run_id: str) -> str:
     return f"{_jobs_keys.prefix()}:rendered:{run_id}"
+
+
+def session(team: str | None, channel: str, thread_ts: str) -> str:
+    """What Slack shows of a thread's agent session (one session per thread, whichever run is in it)."""
+    return f"{_jobs_keys.prefix()}:session:{team_part(team)}:{channel}:{thread_ts}"
+
+
+def session_lease(team: str | None, channel: str, thread_ts: str) -> str:
+    return f"{_jobs_keys.prefix()}:publisher:session-lease:{team_part(team)}:{channel}:{thread_ts}"
 
 
 def spill(team: str | None, channel: str, report_ts: str) -> str:
@@ -140,3 +168,8 @@ def stream_refused(team: str | None) -> str:
 
 def sync_lease(run_id: str) -> str:
     return f"{_jobs_keys.prefix()}:publisher:lease:{run_id}"
+
+
+def told_files(team: str | None, channel: str, thread_ts: str) -> str:
+    """Files of a thread the thread was already told the bot cannot open (each said once)."""
+    return f"{_jobs_keys.prefix()}:told-files:{team_part(team)}:{channel}:{thread_ts}"

@@ -40,8 +40,9 @@ STREAM_MAX_CHARS = 10_000
 
 # --- Web API rate tiers, per workspace and method ---------------------------------------
 
-TIER_2_PER_MINUTE = 20  # pins.add, chat.startStream, chat.stopStream
-TIER_3_PER_MINUTE = 50  # chat.update, files.delete
+TIER_2_PER_MINUTE = 20  # pins.add, chat.startStream, chat.stopStream, canvases.create
+# chat.update, files.delete, agents.sessions.setStatus, canvases.edit, canvases.access.set
+TIER_3_PER_MINUTE = 50
 TIER_4_PER_MINUTE = 100  # files.getUploadURLExternal, files.completeUploadExternal, chat.appendStream
 # Share of a tier we allow ourselves: Slack's window and ours never line up exactly.
 RATE_HEADROOM = 0.9

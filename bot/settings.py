@@ -9,7 +9,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from pydantic import AliasChoices, Field, SecretStr, TypeAdapter, ValidationError, ValidationInfo, field_validator
+from pydantic import (
+    AliasChoices,
+    Field,
+    SecretStr,
+    TypeAdapter,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 from pydantic_core import PydanticUseDefault
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -44,6 +52,11 @@ def _env(name: str) -> AliasChoices:
 DEFAULT_STOP_REACTION = "octagonal_sign"
 
 ProgressMode = Literal["stream", "message"]
+# Where the pinned report's full text lives: in the message while it fits, then in a canvas
+# ("message"), or in a canvas from the start ("canvas"); a workspace without canvases gets a file.
+ReportMode = Literal["message", "canvas"]
+# A session whose report waits this long for the team (no new run in its thread) is closed.
+DEFAULT_SESSION_IDLE_HOURS = 24.0
 DATA_DIR_VARIABLE = "DEEPTHREAD_DATA_DIR"
 
 
@@ -129,6 +142,12 @@ class Settings(BaseSettings):
     # …or once it holds this many task cards.
     stream_max_tasks: int = Field(
         default=limits.STREAM_MAX_TASKS, ge=1, validation_alias=_env("DEEPTHREAD_STREAM_MAX_TASKS")
+    )
+    # Where the pinned report's full text lives (ReportMode).
+    report: ReportMode = Field(default="message", validation_alias=_env("DEEPTHREAD_REPORT"))
+    # A thread's agent session is closed after its report waited this long without a new run.
+    session_idle_hours: float = Field(
+        default=DEFAULT_SESSION_IDLE_HOURS, gt=0, validation_alias=_env("DEEPTHREAD_SESSION_IDLE_HOURS")
     )
     # Operator caps: they win over every profile, zero included.
     max_requests: int | None = Field(default=None, ge=0, validation_alias=_env("DEEPTHREAD_MAX_REQUESTS"))

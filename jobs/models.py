@@ -97,6 +97,13 @@ class Step(BaseModel):
     sources: list[str] = Field(default_factory=list)  # markers, in the order they were found
 
 
+class FileNotice(BaseModel):
+    """A thread file the run could not read, in words the thread is told once (bot/publishing/file_notices.py)."""
+
+    file_id: str
+    text: str
+
+
 class RunState(BaseModel):
     """Everything needed to render a run from scratch (restarts re-render from this)."""
 
@@ -113,6 +120,11 @@ class RunState(BaseModel):
     context_summaries: list[str] = Field(default_factory=list)  # compaction handoffs, for continuations
     # What the team should know about how the run works (search degraded, …), shown once each.
     notices: list[str] = Field(default_factory=list)
+    # Thread files the run could not read, each with what the thread is told about it.
+    file_notices: list[FileNotice] = Field(default_factory=list)
+    # The constraints changed in this run (a first run's, or a follow-up's corrections): only then
+    # does its progress message show them (each run of a long thread need not repeat them).
+    constraints_changed: bool = False
     thread_summary: ThreadSummary | None = None  # the thread's rolling memory after this run
     usage: Usage = Field(default_factory=Usage)
     budget_left: BudgetLeft | None = None

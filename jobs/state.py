@@ -16,10 +16,19 @@ from agent import (
     SourceAdded,
     UsageRecorded,
 )
-from agent.events import ChartDrawn, ConflictSettled, ConstraintsFound, Disagreement, Notice, SearchDegraded, utcnow
+from agent.events import (
+    ChartDrawn,
+    ConflictSettled,
+    ConstraintsFound,
+    Disagreement,
+    FileUnreadable,
+    Notice,
+    SearchDegraded,
+    utcnow,
+)
 from agent.report import Revision
 
-from .models import SOURCES_PER_STEP, STEPS_KEPT, BudgetLeft, RunState, RunStatus, Step, Usage
+from .models import SOURCES_PER_STEP, STEPS_KEPT, BudgetLeft, FileNotice, RunState, RunStatus, Step, Usage
 
 __all__ = ["apply_event", "apply_in_place"]
 
@@ -48,6 +57,10 @@ def apply_in_place(state: RunState, event: RunEvent) -> RunState:
             state.notices = [*state.notices, event.text]
     elif isinstance(event, ConstraintsFound):
         state.run = state.run.model_copy(update={"constraints": event.constraints})
+        state.constraints_changed = True
+    elif isinstance(event, FileUnreadable):
+        if all(n.file_id != event.file_id for n in state.file_notices):
+            state.file_notices = [*state.file_notices, FileNotice(file_id=event.file_id, text=event.notice)]
     elif isinstance(event, SourceAdded):
         state.sources[event.source.marker] = event.source
         if state.steps and len(state.steps[-1].sources) < SOURCES_PER_STEP:

@@ -43,7 +43,7 @@ from agent import (
     SourceAdded,
 )
 from agent.charts import Chart
-from agent.events import ChartDrawn, ConstraintsFound, Notice, SearchDegraded, utcnow
+from agent.events import ChartDrawn, ConstraintsFound, FileUnreadable, Notice, SearchDegraded, utcnow
 from agent.planning import Plan
 from agent.thread_memory import ThreadSummary
 
@@ -207,6 +207,9 @@ def write_for(state: RunState, event: RunEvent, before_steps: int | None = None)
         )
     elif isinstance(event, ConstraintsFound):
         change.fields["run"] = state.run.model_dump_json(exclude=set(MESSAGE_FIELDS))
+        change.fields["constraints_changed"] = "1" if state.constraints_changed else ""
+    elif isinstance(event, FileUnreadable):
+        change.fields["file_notices"] = _file_notices(state)
     elif isinstance(event, (SearchDegraded, Notice)):
         change.fields["notices"] = json.dumps(state.notices)
     elif isinstance(event, ChartDrawn):
@@ -321,6 +324,8 @@ class RunStore:
             "report_updated_at": _time(state.report_updated_at),
             "finished_at": _time(state.finished_at),
             "notices": json.dumps(state.notices),
+            "file_notices": _file_notices(state),
+            "constraints_changed": "1" if state.constraints_changed else "",
             "charts": _charts(state),
             "thread_summary": _thread_summary(state),
             "next_check": _time(state.next_check),
@@ -606,6 +611,8 @@ def _assemble(
             "report_updated_at": h.get("report_updated_at") or None,
             "finished_at": h.get("finished_at") or None,
             "notices": json.loads(h.get("notices") or "[]"),
+            "file_notices": json.loads(h.get("file_notices") or "[]"),
+            "constraints_changed": bool(h.get("constraints_changed")),
             "charts": [Chart.model_validate(c) for c in json.loads(h.get("charts") or "[]")],
             # Runs written before steps had a list of their own kept them in the hash.
             "steps": [json.loads(step) for step in steps] if steps else json.loads(h.get("steps") or "[]"),
@@ -618,6 +625,10 @@ def _assemble(
             else None,
         }
     )
+
+
+def _file_notices(state: RunState) -> str:
+    return json.dumps([notice.model_dump() for notice in state.file_notices])
 
 
 def _charts(state: RunState) -> str:

@@ -1,14 +1,26 @@
 """Helpers shared by test modules (imported from here, never from another test module)."""
 from __future__ import annotations
 
+import ast
+import asyncio
+import inspect
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from anthropic import AsyncAnthropic
+from slack_sdk.web.async_client import AsyncWebClient
 
 from agent import AgentConfig, FetchConfig, Outcome, ResearchTask, RunEvent, SearchConfig, research
+from jobs import Run, RunState, RunStore
+from tests.paths import ROOT
+
+if TYPE_CHECKING:
+    from bot.publishing.publisher import Publisher
+
+CHANNEL = "C0TEST"
 
 
 def web_config(web_url: str) -> AgentConfig:
@@ -35,6 +47,8 @@ def seen(ctx, url: str) -> str:  # noqa: ANN001 - an agent ToolContext
     """The URL as the run saw it (a search result, a link in the question): read_page opens only such URLs."""
     ctx.seen.add(url)
     return url
+
+
 # --- every Redis key builder as a pattern (jobs/keys.py, bot/keys.py) ----------------------------
 
 # Builders whose key has neither a team nor a run id, each with why that is safe. A new builder
@@ -105,3 +119,78 @@ def constant_keys() -> dict[str, str]:
              for module in (job_keys, bot_keys)}
     return {value: name for module, found in names.items() for name in found if name.isupper()
             for value in [getattr(module, name, None)] if isinstance(value, str) and value.startswith(prefix)}
+
+
+# --- the publisher against the fake Slack ---------------------------------------------------
+
+_thread = iter(range(1, 10_000))
+
+
+async def posted_run(store: RunStore, client: AsyncWebClient, team: str | None = None,
+                     question: str = "fees of VTI?") -> RunState:
+    """A run whose progress and report messages are posted in a thread of their own, as the mention flow leaves it."""
+    thread_ts = f"1700000000.{next(_thread):06d}"
+    state = store.create(Run(channel=CHANNEL, thread_ts=thread_ts, requester="U0ANA", question=question,
+                             team=team))
+    progress = await client.chat_postMessage(channel=CHANNEL, thread_ts=thread_ts, text="…")
+    report = await client.chat_postMessage(channel=CHANNEL, thread_ts=thread_ts, text="…")
+    return store.set_messages(state.run.id, progress=progress["ts"], report=report["ts"])
+
+
+async def eventually(check: Callable[[], bool], seconds: float = 20.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.05)
+
+
+
+class Running:
+    """Publisher.run loops in the background for the length of a `with` block."""
+
+    def __init__(self, *publishers: Publisher) -> None:
+        self.publishers = publishers
+        self.stop = asyncio.Event()
+        self.tasks: list[asyncio.Task[None]] = []
+
+    async def __aenter__(self) -> Running:
+        self.tasks = [asyncio.create_task(p.run(self.stop)) for p in self.publishers]
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        self.stop.set()
+        await asyncio.wait_for(asyncio.gather(*self.tasks), 10)
+
+
+# --- the Slack Web API calls the bot's code makes --------------------------------------------
+
+SDK_METHODS = {name for name, _ in inspect.getmembers(AsyncWebClient, inspect.iscoroutinefunction)
+               if not name.startswith("_")}
+
+
+def _api_methods(sdk_name: str, seen: frozenset[str] = frozenset()) -> set[str]:
+    """The Web API methods one SDK call makes (files_upload_v2 makes two)."""
+    source = inspect.getsource(getattr(AsyncWebClient, sdk_name))
+    methods = set(re.findall(r'api_call\(\s*"([^"]+)"', source))
+    for inner in set(re.findall(r"self\.(\w+)\(", source)) & SDK_METHODS - seen - {sdk_name}:
+        methods |= _api_methods(inner, seen | {sdk_name})
+    return methods
+
+
+def api_methods_of(sdk_name: str) -> set[str]:
+    """The Web API methods an entry of sdk_calls_in_code() makes."""
+    return {sdk_name.split(":", 1)[1]} if sdk_name.startswith("api_call:") else _api_methods(sdk_name)
+
+
+def sdk_calls_in_code() -> dict[str, set[str]]:
+    """SDK method name → the files that call it, over every module the bot runs (read from the code)."""
+    calls: dict[str, set[str]] = {}
+    for path in sorted((ROOT / "bot").rglob("*.py")) + sorted((ROOT / "jobs").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in SDK_METHODS:
+                calls.setdefault(node.func.attr, set()).add(str(path.relative_to(ROOT)))
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "api_call"
+                    and node.args and isinstance(node.args[0], ast.Constant)):
+                calls.setdefault(f"api_call:{node.args[0].value}", set()).add(str(path.relative_to(ROOT)))
+    return calls

@@ -6,9 +6,10 @@ from __future__ import annotations
 import asyncio
 import re
 
+from ..events import Emit, FileUnreadable
 from ..exceptions import NoWorkspace
 from ..results import FileRefusals, MemoryFileRefusals
-from ..workspace import FileInfo, FileUnavailable, ThreadWorkspace
+from ..workspace import FileInfo, FileUnavailable, ThreadWorkspace, WorkspaceError
 from .file_index import FileIndex
 from .file_text import FileText, UnsupportedFile, convert, kind_of, unsupported
 
@@ -37,6 +38,16 @@ class FileLibrary:
         self._locks: dict[str, asyncio.Lock] = {}
         self.index = FileIndex()  # find_in_files' chunks, built from the same converted texts
         self._memory: FileRefusals = MemoryFileRefusals()  # when the caller keeps no refusals of its own
+        self._told: set[str] = set()  # files whose refusal the thread was told of in this run
+
+    async def tell_people(self, emit: Emit, info: FileInfo, exc: WorkspaceError) -> None:
+        """A refusal a person in the thread can fix is said to them too (once per run per file), not
+        only to the model: the publisher posts it in the thread, once per file."""
+        people = getattr(exc, "for_people", "")
+        if not people or info.id in self._told:
+            return
+        self._told.add(info.id)
+        await emit(FileUnreadable(file_id=info.id, name=display_name(info), notice=people))
 
     async def resolve(self, workspace: ThreadWorkspace | None, ref: str) -> FileInfo:
         """The thread's file named by id (F0123…) or by its exact name."""

@@ -106,6 +106,7 @@ class ReadFile(Tool):
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
         assert isinstance(args, ReadFileInput)
+        info: FileInfo | None = None
         try:
             info = await self.library.resolve(ctx.workspace, args.file)
             key = (info.id, " ".join(args.goal.lower().split()), args.near.strip().lower())
@@ -122,6 +123,8 @@ class ReadFile(Tool):
             return ToolResult(f"Could not read this file: {exc}.", is_error=True)
         except WorkspaceError as exc:
             counters().file_refused("unavailable")
+            if info is not None:  # a file of the thread that cannot be read: the people there are told too
+                await self.library.tell_people(ctx.emit, info, exc)
             return ToolResult(f"Could not read this file: {exc}.", is_error=True)
         self._seen.add(key)
         return await self._read(ctx, info, text, args.goal, args.near.strip())

@@ -17,6 +17,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 import jobs
 from bot.desk.recheck import RECHECK_CHECK_SECONDS, post_recheck_news
 from bot.exceptions import UNVERIFIED_HTTP_MODE
+from bot.publishing.agent_sessions import SessionConfig
 from bot.publishing.orphans import ORPHAN_CHECK_SECONDS, post_orphans
 from bot.publishing.publisher import Publisher
 from bot.services import Services
@@ -105,7 +106,14 @@ async def serve(settings: Settings) -> int:
     stop = asyncio.Event()  # SIGTERM: stop taking events
     done = asyncio.Event()  # then, once in-flight events are handled: stop the background work
     publisher = Publisher(
-        redis, async_redis, store, client, stop_reaction=settings.stop_reaction, streams=services.streams
+        redis,
+        async_redis,
+        store,
+        client,
+        stop_reaction=settings.stop_reaction,
+        streams=services.streams,
+        sessions=SessionConfig(idle_seconds=settings.session_idle_hours * 3600),
+        report_mode=settings.report,
     )
     background = {
         "publisher": asyncio.create_task(publisher.run(done), name="publisher"),

@@ -3,7 +3,8 @@ lets it lapse (~2 minutes without a message), cleared when it ends.
 
 A status is a nicety, the messages are the product: nothing here fails a sync. A workspace
 that refuses statuses (`not_allowed`, `missing_scope`, …) is not asked again for a day,
-whichever process found out.
+whichever process found out (refusals.py). Where the workspace takes agent sessions, the
+session shows that the run works (agent_sessions.py) and this status is not set.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from jobs import RunState
 
 from . import rendered
 from .leases import Leases
+from .refusals import STATUSES, AsyncRefusals
 from .render import render_status
 
 __all__ = ["STATUS_REFRESH_SECONDS", "AssistantStatus"]
@@ -44,8 +46,6 @@ LEASED_RETRY_SECONDS = 0.5
 # After a failed attempt (Slack or network trouble, a 429), try again this much later: a status
 # never waits out a rate limit in front of the messages, which are the product.
 RETRY_SECONDS = 2.0
-# A workspace that refused assistant statuses is not asked again for this long.
-STATUS_OFF_SECONDS = 24 * 3600
 # Answers to assistant.threads.setStatus that mean this workspace or app cannot have one.
 STATUS_UNSUPPORTED = frozenset(
     {
@@ -110,7 +110,7 @@ class AssistantStatus:
         have, set_at = await rendered.status_shown(self.redis, run.id)
         if self._to_set(state, have, set_at, time.time()) is None:
             return
-        if await self.redis.exists(keys.status_off(run.team)):
+        if await AsyncRefusals(self.redis).refused(STATUSES, run.team) is not None:
             return
         # One status writer per run at a time, acting on the newest state: a refresh that read
         # an older state can never land after the status was cleared.
@@ -150,14 +150,7 @@ class AssistantStatus:
         except SlackApiError as exc:
             error = str(exc.response.get("error"))
             if error in STATUS_UNSUPPORTED:
-                # The first process to find out says so; every process stops asking.
-                if await self.redis.set(keys.status_off(team), error, nx=True, ex=STATUS_OFF_SECONDS):
-                    log.warning(
-                        "workspace %s does not take assistant thread statuses (%s); not asking again for %d h",
-                        keys.workspace(team),
-                        error,
-                        STATUS_OFF_SECONDS // 3600,
-                    )
+                await AsyncRefusals(self.redis).refuse(STATUSES, team, error)  # every process stops asking
                 return
             log.info("run %s: setting the assistant status failed (%s); will retry", run.id, error)
             self.wake(run.id, now + RETRY_SECONDS)

@@ -18,15 +18,18 @@ from redis.asyncio import Redis as AsyncRedis
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.settings import DEFAULT_STOP_REACTION
+from bot.settings import DEFAULT_STOP_REACTION, ReportMode
 from bot.slack.client import take_slots
 from bot.slack.ratelimit import Urgency
 from jobs import RunState
 
 from . import rendered
+from .agent_sessions import AgentSessions
 from .assistant_status import AssistantStatus, Load, Wake
+from .canvas_sync import CanvasSync
 from .chart_sync import ChartFiles, ChartsOutcome
-from .render import Attachment, SlackMessage, render_progress, render_report_parts
+from .file_notices import FileNotices
+from .render import CanvasView, ReportRendering, SlackMessage, render_progress, render_report_parts
 from .spill import SpillFiles
 
 __all__ = ["MessageSync", "Synced"]
@@ -56,21 +59,24 @@ class Synced:
     sent: bool  # a message was edited (the run's coalescing interval starts again)
 
 
-@dataclass
-class _Rendering:
-    progress: SlackMessage
-    report: SlackMessage
-    attachment: Attachment | None
+@dataclass(frozen=True)
+class _Report:
+    """The pinned report as it should be now, with its canvas and file brought up to date first."""
+
+    message: SlackMessage
+    ok: bool = True
+    # The canvas exists and its link is in the message: its sections are brought up to date after
+    # the messages (a burst of canvas edits must not hold the pinned message back).
+    canvas_later: bool = False
 
 
-def _render(
+def _render_report(
     state: RunState,
-    attachment_error: str | None = None,
-    stop_reaction: str = DEFAULT_STOP_REACTION,
-    chart_links: Mapping[str, str] | None = None,
-) -> _Rendering:
-    parts = render_report_parts(state, attachment_error=attachment_error, chart_links=chart_links)
-    return _Rendering(render_progress(state, stop_reaction), parts.message, parts.attachment)
+    attachment_error: str | None,
+    chart_links: Mapping[str, str] | None,
+    canvas: CanvasView | None,
+) -> ReportRendering:
+    return render_report_parts(state, attachment_error=attachment_error, chart_links=chart_links, canvas=canvas)
 
 
 class MessageSync:
@@ -86,8 +92,15 @@ class MessageSync:
         is_active: Callable[[str], Awaitable[bool]],
         stop_reaction: str = DEFAULT_STOP_REACTION,
         charts: ChartFiles | None = None,
+        sessions: AgentSessions | None = None,
+        canvases: CanvasSync | None = None,
+        report_mode: ReportMode = "message",
     ) -> None:
         self.redis = redis
+        self.sessions = sessions  # the thread as an agent session; where there is none, the assistant status
+        self.canvases = canvases  # a report too long for one message lives in a canvas (canvas_sync.py)
+        self.report_mode = report_mode  # DEEPTHREAD_REPORT: "canvas" puts every report in its canvas
+        self.file_notices = FileNotices(redis, client)  # a file the bot cannot open, said in the thread once
         self.client = client
         self.spill = spill
         self.charts = charts  # the run's charts as files in the thread (chart_sync.py)
@@ -107,28 +120,91 @@ class MessageSync:
         if charts.wake_at is not None:
             self.wake(run.id, charts.wake_at)
         links = charts.links
-        rendering = await asyncio.to_thread(_render, state, None, self.stop_reaction, links)
+        progress = await asyncio.to_thread(render_progress, state, self.stop_reaction)
         stored = await rendered.shown(self.redis, run.id)
-        outcome = await self.spill.sync(state, rendering.attachment, time.time())
-        if outcome.wake_at is not None:
-            self.wake(run.id, outcome.wake_at)
+        report = await self._report(state, links, later=True)
+        presence = True
         if not state.status.finished:
-            await self.status.sync(state)  # before routine messages, which may wait long for a slot
-        error = outcome.error
-        if error:
-            rendering.report = (await asyncio.to_thread(_render, state, error, self.stop_reaction, links)).report
-        ok, edited = outcome.ok and charts.ok, False
+            presence = await self._presence(state)  # before routine messages, which may wait long for a slot
+        ok, edited = report.ok and charts.ok, False
         rendered_at = time.monotonic()
         for name, ts, message in (
-            ("progress", run.progress_message, rendering.progress),
-            ("report", run.report_message, rendering.report),
+            ("progress", run.progress_message, progress),
+            ("report", run.report_message, report.message),
         ):
             if ts and stored.get(name) != message.digest():
-                done = await self._update(state, name, ts, message, rendered_at, stored.get(name), error, links)
+                done = await self._update(state, name, ts, message, rendered_at, stored.get(name), links)
                 ok, edited = ok and done.ok, edited or done.sent
+        if report.canvas_later and self.canvases is not None:
+            ok = await self._canvas(state, links) and ok
+        ok = await self.file_notices.sync(state) and ok  # after the messages: the report comes first
         if state.status.finished:
-            await self.status.sync(state)  # the answer first, then the status cleared
-        return Synced(ok=ok, sent=edited)
+            # The answer first, then the session moved on (or the status cleared).
+            presence = await self._presence(state)
+        return Synced(ok=ok and presence, sent=edited)
+
+    async def _report(self, state: RunState, chart_links: Mapping[str, str] | None, *, later: bool = False) -> _Report:
+        """Render the pinned report and bring what holds the full text up to date first: its canvas
+        (created when the report outgrows the message, or always in canvas mode) or, where the
+        workspace has no canvases, its file. The message is rendered again with what they came to
+        (the canvas's link, the file's error)."""
+        run = state.run
+        view: CanvasView | None = None
+        if self.canvases is not None:
+            refused = await self.canvases.refused(run.team)
+            link = await self.canvases.link(state)
+            always = self.report_mode == "canvas" or link is not None  # a report that has a canvas keeps it
+            view = CanvasView(
+                always=always,
+                permalink=link.permalink if link else "",
+                title=link.title if link else "",
+                refused=refused,
+            )
+        parts = await asyncio.to_thread(_render_report, state, None, chart_links, view)
+        ok = True
+        if parts.canvas is not None and view is not None and view.permalink and view.refused is None and later:
+            return _Report(parts.message, canvas_later=True)
+        if parts.canvas is not None and self.canvases is not None and view is not None:
+            outcome = await self.canvases.sync(state, parts.canvas)
+            ok = outcome.ok
+            shown = CanvasView(
+                always=view.always,
+                permalink=outcome.link.permalink if outcome.link else view.permalink,
+                title=outcome.link.title if outcome.link else view.title,
+                refused=outcome.refused,
+            )
+            if shown != view:
+                parts = await asyncio.to_thread(_render_report, state, None, chart_links, shown)
+                view = shown
+        spilled = await self.spill.sync(state, parts.attachment, time.time())
+        if spilled.wake_at is not None:
+            self.wake(run.id, spilled.wake_at)
+        if spilled.error:
+            parts = await asyncio.to_thread(_render_report, state, spilled.error, chart_links, view)
+        return _Report(parts.message, ok=ok and spilled.ok)
+
+    async def _canvas(self, state: RunState, chart_links: Mapping[str, str] | None) -> bool:
+        """The canvas's sections, after the messages, from the newest state; False: sync again later
+        (also when the workspace just refused canvases: the next sync shows the file instead)."""
+        assert self.canvases is not None
+        fresh = await self.load(state.run.id) or state
+        link = await self.canvases.link(fresh)
+        view = CanvasView(always=True, permalink=link.permalink if link else "", title=link.title if link else "")
+        parts = await asyncio.to_thread(_render_report, fresh, None, chart_links, view)
+        if parts.canvas is None:
+            return True
+        outcome = await self.canvases.sync(fresh, parts.canvas)
+        return outcome.ok and outcome.refused is None
+
+    async def _presence(self, state: RunState) -> bool:
+        """The agent session shows that the run works (and its stop button); where the workspace or
+        thread has none, the assistant thread status does. False: try again later."""
+        if self.sessions is not None:
+            shown = await self.sessions.sync(state)
+            if shown.by_session:
+                return shown.ok
+        await self.status.sync(state)
+        return True
 
     async def _update(
         self,
@@ -138,7 +214,6 @@ class MessageSync:
         message: SlackMessage,
         rendered_at: float,
         sent: str | None,
-        attachment_error: str | None,
         chart_links: Mapping[str, str] | None = None,
     ) -> Synced:
         run = state.run
@@ -149,18 +224,11 @@ class MessageSync:
             if time.monotonic() - rendered_at >= STALE_AFTER_SECONDS:  # waited for a slot: the run moved on
                 fresh = await self.load(run.id)
                 if fresh is not None:
-                    rendering = await asyncio.to_thread(
-                        _render, fresh, attachment_error, self.stop_reaction, chart_links
-                    )
-                    message = rendering.progress
                     if name == "report":
-                        # The newer report may have outgrown the message: its file goes first.
-                        outcome = await self.spill.sync(fresh, rendering.attachment, time.time())
-                        if outcome.error != attachment_error:
-                            rendering = await asyncio.to_thread(
-                                _render, fresh, outcome.error, self.stop_reaction, chart_links
-                            )
-                        message = rendering.report
+                        # The newer report may have outgrown the message: its canvas or file goes first.
+                        message = (await self._report(fresh, chart_links, later=True)).message
+                    else:
+                        message = await asyncio.to_thread(render_progress, fresh, self.stop_reaction)
                     if message.digest() == sent:
                         return None
             await self.client.chat_update(channel=channel, ts=ts, text=message.text, blocks=message.blocks)

@@ -13,8 +13,11 @@ state and calls chat.update only when the rendering changed.
 - Final states first: the limiter keeps two chat.update slots free for every run still owed
   its final state, and routine syncs of a run are spaced by its fair share of what is left
   (adaptive coalescing), so a busy workspace shows fewer progress edits, never a late answer.
-- A report too big for one message puts its full text in a file in the thread (spill.py).
-- Slack's assistant thread status follows the run and is refreshed before it lapses
+- A report too big for one message lives in a canvas shared in the thread, edited section by
+  section (canvas_sync.py); where the workspace has no canvases, its full text goes in a file in
+  the thread (spill.py).
+- The thread is a Slack agent session that follows the run (agent_sessions.py); where the
+  workspace has none, Slack's assistant thread status does, refreshed before it lapses
   (assistant_status.py).
 
 It remembers how far it has read only once everything read was synced, and resumes from
@@ -37,18 +40,20 @@ from slack_sdk.web.async_client import AsyncWebClient
 from agent import utcnow
 from bot import keys
 from bot.exceptions import NotInstalled
-from bot.settings import DEFAULT_STOP_REACTION, StreamConfig
+from bot.settings import DEFAULT_STOP_REACTION, ReportMode, StreamConfig
 from bot.slack.client import LimitedWebClient
 from bot.slack.ratelimit import FINAL_CALLS_PER_RUN, SlackRateLimiter
 from bot.slack.tenancy import Tenant, acting_for
-from jobs import RunNotFound, RunState, RunStore
+from jobs import RunNotFound, Runs, RunState, RunStore
 from jobs import keys as run_keys
 from jobs.connection import text
 from jobs.logcontext import log_context
 from jobs.metrics import metrics
 
 from . import chart_sync, spill
+from .agent_sessions import AgentSessions, SessionConfig
 from .assistant_status import STATUS_REFRESH_SECONDS, AssistantStatus
+from .canvas_sync import CanvasSync
 from .leases import Leases
 from .message_sync import MessageSync, Synced
 from .rendered import remember_rendered
@@ -101,10 +106,13 @@ class Publisher:
         status_refresh_seconds: float = STATUS_REFRESH_SECONDS,
         stop_reaction: str = DEFAULT_STOP_REACTION,
         streams: StreamConfig | None = None,
+        sessions: SessionConfig | None = None,
+        report_mode: ReportMode = "message",
     ) -> None:
         self.redis = redis
         self.async_redis = async_redis
         self.store = store
+        self._runs = Runs(store)
         self.limiter: SlackRateLimiter | None = None
         if not shared_limiter:
             self.client = client  # the baseline: 429s are left to the client's own retry handler
@@ -123,6 +131,8 @@ class Publisher:
             wake=self._wake,
             refresh_seconds=status_refresh_seconds,
         )
+        # Each thread is an agent session (processing, active, closed) where the workspace has them.
+        self.sessions = AgentSessions(async_redis, self.client, self.leases, latest=self._latest, config=sessions)
         self.messages = MessageSync(
             async_redis,
             self.client,
@@ -133,6 +143,9 @@ class Publisher:
             is_active=self._is_active,
             stop_reaction=stop_reaction,
             charts=chart_sync.ChartFiles(async_redis, self.client),  # uploaded before the report links them
+            sessions=self.sessions,
+            canvases=CanvasSync(async_redis, self.client),  # a report too long for one message, by section
+            report_mode=report_mode,
         )
         # A run whose progress is a native stream (DEEPTHREAD_PROGRESS=stream) is synced here;
         # message_sync.py then keeps only its report, file and status.
@@ -144,12 +157,14 @@ class Publisher:
             wake=self._wake,
             is_active=self._is_active,
             stop_reaction=stop_reaction,
+            stop_by_event=self.sessions.stop_button,
         )
         self._due: dict[str, float] = {}  # run id -> monotonic time its next sync may start
         self._dirty: set[str] = set()  # runs with announced changes not yet synced
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._semaphore = asyncio.Semaphore(CONCURRENT_SYNCS)
         self._active: set[str] = set()  # runs active at the last look
+        self._streaming: set[str] = set()  # runs whose progress is a stream, at their last sync
         self._owed: dict[str, float] = {}  # ended runs not yet shown final -> monotonic time we stop counting them
         self._finals_checked = 0.0
         # For health checks (bot/cli/health.py): when the loop last went round, and how far it has read.
@@ -176,7 +191,12 @@ class Publisher:
     async def _sync_messages(self, state: RunState) -> Synced:
         """The run's progress stream, if it has one (then message_sync.py keeps only the report,
         file and status), else its messages. A final report goes before the stream's end state."""
-        if state.status.finished and await self.streams.streaming(state.run.id):
+        streaming = await self.streams.streaming(state.run.id)
+        if streaming and not state.status.finished:
+            self._streaming.add(state.run.id)  # paced by its stream's own tier (_sync_interval)
+        else:
+            self._streaming.discard(state.run.id)
+        if state.status.finished and streaming:
             messages = await self.messages.sync(_without_progress(state))
             shown = await self.streams.sync(state)
             if shown is None:  # streaming was refused meanwhile: the progress message shows the end
@@ -200,6 +220,7 @@ class Publisher:
         for run_id in await self._count_finals():  # re-render whatever was in flight
             self._mark(run_id)
         statuses = asyncio.create_task(self.status.keep_alive(stop, self._active_ids), name="publisher-statuses")
+        closing = asyncio.create_task(self.sessions.keep_closing(stop), name="publisher-sessions")
         try:
             while not stop.is_set():
                 try:
@@ -217,10 +238,11 @@ class Publisher:
                     await asyncio.sleep(1)
         finally:
             statuses.cancel()
+            closing.cancel()
             syncing = list(self._tasks.values())
             if syncing:  # let syncs under way land (and release their leases) rather than cut them off
                 await asyncio.wait(syncing, timeout=FLUSH_SECONDS)
-            tasks = [statuses, *self._tasks.values()]
+            tasks = [statuses, closing, *self._tasks.values()]
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
@@ -269,14 +291,19 @@ class Publisher:
         if self._owed.pop(run_id, None) is not None and self.limiter is not None:
             self.limiter.expect_finals(len(self._active) + len(self._owed))
 
-    def _sync_interval(self) -> float:
+    def _sync_interval(self, run_id: str) -> float:
         """Seconds between two routine syncs of one run: the coalescing interval, or, when the
-        workspace is busy, this run's fair share of the chat.update calls routine syncs may make."""
+        workspace is busy, this run's fair share of what routine syncs may call: a streamed run's
+        progress is one chat.appendStream (Tier 4) among the streamed runs, any other run's two
+        chat.update (Tier 3) among the others."""
         if self.limiter is None or self.update_interval <= 0:
             return self.update_interval
-        calls = FINAL_CALLS_PER_RUN["chat.update"]  # a sync edits both messages
-        runs = max(1, len(self._active))
-        fair = self.limiter.window_seconds * calls * runs / max(1, self.limiter.routine_share("chat.update"))
+        streamed = run_id in self._streaming
+        method = "chat.appendStream" if streamed else "chat.update"
+        calls = 1 if streamed else FINAL_CALLS_PER_RUN["chat.update"]  # a message sync edits both messages
+        sharing = self._active & self._streaming if streamed else self._active - self._streaming
+        runs = max(1, len(sharing))
+        fair = self.limiter.window_seconds * calls * runs / max(1, self.limiter.routine_share(method))
         return max(self.update_interval, fair)
 
     def _start_due(self) -> None:
@@ -339,7 +366,7 @@ class Publisher:
 
     async def _try_lease(self, run_id: str, *, force: bool) -> float:
         """0.0: leased; -1.0: another process is syncing it; else seconds until it may be synced."""
-        return await self.leases.claim(run_id, interval=self._sync_interval(), force=force)
+        return await self.leases.claim(run_id, interval=self._sync_interval(run_id), force=force)
 
     async def _load(self, run_id: str) -> RunState | None:
         try:
@@ -348,6 +375,9 @@ class Publisher:
         except RunNotFound:
             self._dirty.discard(run_id)
             return None
+
+    async def _latest(self, team: str | None, channel: str, thread_ts: str) -> RunState | None:
+        return await asyncio.to_thread(self._runs.latest_in_thread, team, channel, thread_ts)
 
     async def _active_ids(self) -> set[str]:
         return set(await asyncio.to_thread(self.store.active_ids))

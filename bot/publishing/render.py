@@ -21,8 +21,11 @@ from bot.settings import DEFAULT_STOP_REACTION
 from bot.slack.mrkdwn import escape_text, link, paragraph_texts, shorten_mrkdwn, split_text, to_mrkdwn
 from jobs import RunState, RunStatus
 
+from .canvas_render import CanvasDocument, canvas_assembly, render_canvas
+
 __all__ = [
     "Attachment",
+    "CanvasView",
     "ReportRendering",
     "SlackMessage",
     "render_help",
@@ -30,6 +33,7 @@ __all__ = [
     "render_report",
     "render_report_parts",
     "render_status",
+    "shows_constraints",
 ]
 
 TITLE_CHARS = 250  # the question as the report's title
@@ -101,10 +105,23 @@ class Attachment:
         return hashlib.sha256(raw.encode()).hexdigest()
 
 
+@dataclass(frozen=True)
+class CanvasView:
+    """What the report's canvas is, for the renderer: whether the report lives there whatever its
+    length (DEEPTHREAD_REPORT=canvas, or it has a canvas already), its link once it exists, and why
+    the workspace has none (then a long report spills into a file instead)."""
+
+    always: bool = False
+    permalink: str = ""
+    title: str = ""
+    refused: str | None = None
+
+
 @dataclass
 class ReportRendering:
     message: SlackMessage
-    attachment: Attachment | None  # None: the whole report is in the message
+    attachment: Attachment | None  # None: the whole report is in the message (or its canvas)
+    canvas: CanvasDocument | None = None  # the report's sections in its canvas, when it lives there
 
 
 # --- small pieces ------------------------------------------------------------------------
@@ -273,11 +290,17 @@ def _standing_lines(state: RunState) -> list[str]:
     """What stays on the progress message once said: the pinned constraints (so the requester can
     correct them) and notices such as degraded search."""
     lines = []
-    if state.run.constraints:
+    if shows_constraints(state):
         listed = " · ".join(shorten(c, CONSTRAINT_CHARS) for c in state.run.constraints[:MAX_CONSTRAINTS_SHOWN])
         lines.append(f"Constraints: {escape_text(listed)} _(reply to correct them)_")
     lines += [f"⚠️ {escape_text(shorten(notice, NOTICE_CHARS))}" for notice in state.notices[:MAX_NOTICES_SHOWN]]
     return lines
+
+
+def shows_constraints(state: RunState) -> bool:
+    """A run shows the thread's constraints where they changed: a first run's, and a follow-up's
+    that added or corrected some. A long thread's other runs need not repeat them."""
+    return bool(state.run.constraints) and (state.constraints_changed or state.run.parent_run_id is None)
 
 
 def render_status(state: RunState) -> str:
@@ -486,7 +509,7 @@ def first_sentence(markdown: str, limit: int) -> str:
     return ""
 
 
-def _index(report: AssembledReport, sentence_chars: int, count: int) -> str:
+def _index(report: AssembledReport, sentence_chars: int, count: int, holder: str = "file") -> str:
     lines = ["*Sections*"]
     for number, (section, body) in enumerate(report.sections[:count], 1):
         line = f"{number}. {_bold(section.title) or '_untitled_'}{_revised(len(section.revisions))}"
@@ -496,11 +519,11 @@ def _index(report: AssembledReport, sentence_chars: int, count: int) -> str:
         lines.append(line)
     hidden = len(report.sections) - count
     if hidden:
-        lines.append(f"… and {_plural(hidden, 'more section')}, in the file")
+        lines.append(f"… and {_plural(hidden, 'more section')}, in the {holder}")
     return "\n".join(lines)
 
 
-def _fit_index(report: AssembledReport, room_chars: int, room_blocks: int) -> _Blocks:
+def _fit_index(report: AssembledReport, room_chars: int, room_blocks: int, holder: str = "file") -> _Blocks:
     """The richest index that fits: shorter first sentences first, then fewer titles."""
 
     def fits(candidate: _Blocks) -> bool:
@@ -508,42 +531,68 @@ def _fit_index(report: AssembledReport, room_chars: int, room_blocks: int) -> _B
 
     total = len(report.sections)
     for sentence_chars in INDEX_SENTENCE_STEPS:
-        candidate = _measure(_index(report, sentence_chars, total))
+        candidate = _measure(_index(report, sentence_chars, total, holder))
         if fits(candidate):
             return candidate
     low, high = 0, total  # titles only: the longest prefix that fits (binary search)
     while low < high:
         mid = (low + high + 1) // 2
-        if fits(_measure(_index(report, 0, mid))):
+        if fits(_measure(_index(report, 0, mid, holder))):
             low = mid
         else:
             high = mid - 1
-    return _measure(_index(report, 0, low))
+    return _measure(_index(report, 0, low, holder))
 
 
-def _spill_notice(state: RunState, report: AssembledReport, attachment: Attachment, error: str | None) -> str:
-    size = f"{_plural(len(report.sections), 'section')}, {_plural(len(report.footnotes), 'source')}"
+def _size(report: AssembledReport) -> str:
+    return f"{_plural(len(report.sections), 'section')}, {_plural(len(report.footnotes), 'source')}"
+
+
+def _spill_notice(
+    state: RunState,
+    report: AssembledReport,
+    attachment: Attachment,
+    error: str | None,
+    canvas_refused: str | None = None,
+) -> str:
+    size = _size(report)
+    why = (
+        f" (Canvases are not available in this workspace: Slack answered `{escape_text(canvas_refused)}`.)"
+        if canvas_refused
+        else ""
+    )
     if error:
         return (
             f"⚠️ This report ({size}) is too long for one Slack message and the full text could not be "
-            f"attached (Slack answered `{escape_text(error)}`). Below: the summary and an index of the sections."
+            f"attached (Slack answered `{escape_text(error)}`). Below: the summary and an index of the sections.{why}"
         )
     when = " It is refreshed as the research goes on." if not state.status.finished else ""
     return (
         f"📎 *The full report ({size}) is in the attached file* `{escape_text(attachment.filename)}` "
         f"in this thread: it is too long for one Slack message, so below are the summary and an index "
-        f"of the sections.{when}"
+        f"of the sections.{when}{why}"
+    )
+
+
+def _canvas_notice(state: RunState, report: AssembledReport, view: CanvasView) -> str:
+    size = _size(report)
+    if not view.permalink:
+        return f"📄 *The full report ({size}) is being written to a canvas in this thread.* Below: the summary and an index."
+    when = " Each section is kept up to date there as the research goes on." if not state.status.finished else ""
+    return (
+        f"📄 *The full report ({size}) is in the canvas* {link(view.permalink, view.title or 'the report')}."
+        f"{when} Below: the summary and an index of the sections."
     )
 
 
 def _spill_layout(
-    state: RunState, report: AssembledReport, urls: dict[int, str], attachment: Attachment, error: str | None
+    state: RunState, report: AssembledReport, urls: dict[int, str], notice: str, where: str, holder: str = "file"
 ) -> _Blocks:
+    """The summary and an index in the message; the full report in its `holder` (a file or a canvas)."""
     head = _head(state)
-    head.text(_spill_notice(state, report, attachment, error))
+    head.text(notice)
     footer = _Blocks()
     footer.context(_footer(state))
-    where = "" if error else ", listed in the file"
     sources_total = f"*Sources*: {_plural(len(report.footnotes), 'source')} in all{where}."
     fixed_chars = head.chars + footer.chars + len(sources_total)
     fixed_blocks = len(head.blocks) + len(footer.blocks) + 1
@@ -554,8 +603,8 @@ def _spill_layout(
     room = limits.BLOCK_TEXT_BUDGET - fixed_chars
     if summary.chars > room - MIN_INDEX_CHARS:  # only a pathological summary gets here
         cut = split_text(_summary_text(report, urls, link_policy(state)), max(room - MIN_INDEX_CHARS - 80, 200))[0]
-        summary = _measure(f"{cut}\n… _the summary continues in the file_")
-    index = _fit_index(report, room - summary.chars, limits.MAX_BLOCKS - fixed_blocks - len(summary.blocks))
+        summary = _measure(f"{cut}\n… _the summary continues in the {holder}_")
+    index = _fit_index(report, room - summary.chars, limits.MAX_BLOCKS - fixed_blocks - len(summary.blocks), holder)
 
     out = head
     out.extend(summary)
@@ -593,28 +642,44 @@ def _attachment(state: RunState, report: AssembledReport) -> Attachment:
 
 
 def render_report_parts(
-    state: RunState, *, attachment_error: str | None = None, chart_links: Mapping[str, str] | None = None
+    state: RunState,
+    *,
+    attachment_error: str | None = None,
+    chart_links: Mapping[str, str] | None = None,
+    canvas: CanvasView | None = None,
 ) -> ReportRendering:
-    """The pinned report, and the file that holds the full report when the message cannot.
+    """The pinned report, and where the full report lives when the message cannot hold it.
 
-    Tried in order: everything; everything with shorter source lines; the summary and a
-    section index in the message with the full report in the file. `attachment_error`
-    (what Slack answered when the file could not be uploaded) changes the notice. `chart_links`
-    (chart id → the permalink of its file in the thread) links each chart from its section.
+    Tried in order: everything; everything with shorter source lines; then the summary and a
+    section index in the message, with the full report in its canvas (`canvas` given and the
+    workspace has canvases) or else in a file. With `canvas.always` the report goes to its canvas
+    at once. `attachment_error` (what Slack answered when the file could not be uploaded) changes
+    the file's notice. `chart_links` (chart id → the permalink of its file in the thread) links
+    each chart from its section.
     """
     # What may be cited where is held here again: a private source is a footnote only in the requester's DM.
     report = assemble(state.summary, state.sections, state.sources, private_allowed=state.run.cites_private)
     urls = {note.number: note.source.url for note in report.footnotes}
-    attachment = None
-    for compact in (False, True):
-        layout = _full_layout(state, report, urls, compact, chart_links)
-        if layout.fits():
-            break
-    else:
-        attachment = _attachment(state, report)
-        layout = _spill_layout(state, report, urls, attachment, attachment_error)
     # The notification text is mrkdwn too: the question is escaped like everywhere else.
     fallback = escape_text(shorten(f"Report: {state.run.question}", limits.FALLBACK_TEXT_CHARS))
+    has_canvas = canvas is not None and canvas.refused is None
+    if not (has_canvas and canvas is not None and canvas.always):
+        for compact in (False, True):
+            layout = _full_layout(state, report, urls, compact, chart_links)
+            if layout.fits():
+                return ReportRendering(SlackMessage(text=fallback, blocks=layout.blocks), None)
+    if has_canvas and canvas is not None:
+        # Numbered as the canvas reads (sections first), so the summary's [n] are the canvas's.
+        ordered = canvas_assembly(state)
+        ordered_urls = {note.number: note.source.url for note in ordered.footnotes}
+        layout = _spill_layout(
+            state, ordered, ordered_urls, _canvas_notice(state, ordered, canvas), ", listed in the canvas", "canvas"
+        )
+        document = render_canvas(state, chart_links)
+        return ReportRendering(SlackMessage(text=fallback, blocks=layout.blocks), None, document)
+    attachment = _attachment(state, report)
+    notice = _spill_notice(state, report, attachment, attachment_error, canvas.refused if canvas else None)
+    layout = _spill_layout(state, report, urls, notice, "" if attachment_error else ", listed in the file")
     return ReportRendering(SlackMessage(text=fallback, blocks=layout.blocks), attachment)
 
 

@@ -8,12 +8,11 @@ attached), so a restarted publisher reads where the stream stood and resumes or 
 
 `deepthread:stream-refused:{team}` marks a workspace whose Slack refused chat.startStream;
 its runs show progress as an edited message until the mark lapses (the feature may be turned
-on later). Setting it is also how exactly one process logs the refusal.
+on later). The mark is the one refusal mechanism every optional feature shares (refusals.py):
+setting it is also how exactly one process logs the refusal.
 """
 
 from __future__ import annotations
-
-import logging
 
 from pydantic import BaseModel, Field
 from redis import Redis
@@ -21,6 +20,7 @@ from redis import Redis
 from bot import keys
 from jobs.connection import text
 
+from .refusals import REFUSAL_TTL_SECONDS, STREAMS, Refusals
 from .rendered import RENDERED_TTL_SECONDS
 
 __all__ = [
@@ -28,11 +28,6 @@ __all__ = [
     "StreamRecord",
     "StreamRecords",
 ]
-
-log = logging.getLogger("bot.publisher.streams")
-
-# A workspace that refused streaming is asked again after this long (an admin may turn it on).
-REFUSAL_TTL_SECONDS = 24 * 3600
 
 
 class StreamRecord(BaseModel):
@@ -47,6 +42,7 @@ class StreamRecord(BaseModel):
     tasks: dict[str, str] = Field(default_factory=dict)  # card id -> digest, in this stream
     texts: list[str] = Field(default_factory=list)  # text lines shown (by key), in any stream of the run
     chars: int = 0  # text characters sent to this stream
+    end_shown: bool = False  # the run's end state was appended (Tier 4); the stop (Tier 2) may follow later
     closed: bool = False  # the run's end state was shown and the stream stopped
     fallback: bool = False  # streaming was refused mid-run: progress continues as an edited message
 
@@ -65,13 +61,8 @@ class StreamRecords:
         self.redis.set(keys.stream(run_id), record.model_dump_json(), ex=RENDERED_TTL_SECONDS)
 
     def refused(self, team: str | None) -> bool:
-        return bool(self.redis.exists(keys.stream_refused(team)))
+        return Refusals(self.redis).refused(STREAMS, team) is not None
 
     def refuse(self, team: str | None, error: str) -> None:
         """Remember that this workspace refused streaming; the first to notice logs it."""
-        if self.redis.set(keys.stream_refused(team), error, nx=True, ex=REFUSAL_TTL_SECONDS):
-            log.warning(
-                "workspace %s refused chat.startStream (%s): its runs show progress as an edited message",
-                keys.workspace(team),
-                error,
-            )
+        Refusals(self.redis).refuse(STREAMS, team, error)

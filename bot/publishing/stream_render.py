@@ -27,7 +27,7 @@ from bot.slack.mrkdwn import escape_markdown, escape_text
 from jobs import RunState, RunStatus
 from jobs.models import Step
 
-from .render import _STOPPED_BY, GO_DEEPER_ACTION, PHASES, _budget_left, _minutes, _plural
+from .render import _STOPPED_BY, GO_DEEPER_ACTION, PHASES, _budget_left, _minutes, _plural, shows_constraints
 
 __all__ = [
     "Chunk",
@@ -180,7 +180,7 @@ def _texts(state: RunState) -> dict[str, str]:
     """Text lines worth a line of their own, keyed so each is sent once per run."""
     texts: dict[str, str] = {}
     # The team's constraints and the model's "Checking:" lines are text: escaped, never markup.
-    if state.run.constraints:
+    if shows_constraints(state):
         listed = " · ".join(shorten(c, 120) for c in state.run.constraints[:8])
         texts["constraints:" + digest(listed)] = f"Constraints: {escape_markdown(listed)} _(reply to correct them)_"
     for notice in state.notices:

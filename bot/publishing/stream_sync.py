@@ -60,8 +60,10 @@ REFUSALS = frozenset(
 )
 # The stream takes no more appends (Slack closed it, or someone stopped it): continue in a new one.
 ENDED = frozenset({"message_not_in_streaming_state", "message_not_found", "stopped_by_user"})
-# Someone pressed stop on the stream in Slack (only its recipient, the requester, sees it): the
-# run stops as a stop reaction would stop it, and its end state is shown in a new stream.
+# Someone pressed stop on the stream in Slack. Where the thread is an agent session the click
+# arrives as agent_session_stopped, which stops the run by the stop rules; elsewhere (only the
+# stream's recipient, the requester, sees its stop) the run stops as a stop reaction would stop it.
+# Either way its end state is shown in a new stream.
 STOPPED_IN_SLACK = "stopped_by_user"
 # Slack refused what we sent; a retry of the same chunks cannot help (a bug to log loudly).
 REJECTED = frozenset({"invalid_chunks", "invalid_blocks", "msg_too_long", "msg_blocks_too_long", "msg_blocks_too_many"})
@@ -155,8 +157,12 @@ class StreamSync:
         wake: Wake,
         is_active: Callable[[str], Awaitable[bool]],
         stop_reaction: str = DEFAULT_STOP_REACTION,
+        stop_by_event: Callable[[str | None], Awaitable[bool]] | None = None,
     ) -> None:
         self.records = records
+        # Whether a workspace's stops arrive as the agent session's stop event (its listener applies
+        # the stop rules); else a stream stopped in Slack stops the run on the requester's behalf.
+        self.stop_by_event = stop_by_event
         self.client = client
         self.runs = Runs(store)  # to register each new stream message as the run's progress message
         self.config = config
@@ -240,6 +246,10 @@ class StreamSync:
     async def _stop_run(self, state: RunState) -> None:
         if state.status.finished:
             return
+        if self.stop_by_event is not None and await self.stop_by_event(state.run.team):
+            # The session's stop button stopped the stream; its event (and the authority rules) decide.
+            log.info("run %s: its stream was stopped in Slack; the session stop event decides", state.run.id)
+            return
         by = f"<@{state.run.requester}>" if state.run.requester else "someone in Slack"
         if await asyncio.to_thread(self.runs.request_stop, state.run.id, by):
             log.info("run %s: stopped from its progress stream by %s", state.run.id, by)
@@ -270,26 +280,43 @@ class StreamSync:
         )
 
     async def _finish(self, state: RunState, record: StreamRecord, pending: list[Chunk]) -> bool | None:
-        """The end state: every card settled, the outcome as the last words, the stream stopped."""
-        chunks = [*pending, _markdown_chunk(end_text(state))]
+        """The end state: every card settled and the outcome as the last words, appended first
+        (chat.appendStream, Tier 4: twenty runs ending at once all show their end within seconds),
+        then the stream stopped (chat.stopStream, Tier 2: those may trail by a minute)."""
+        if not record.end_shown:
+            try:
+                await self._call(
+                    state,
+                    "chat.appendStream",
+                    channel=record.channel,
+                    ts=record.ts,
+                    chunks=[*pending, _markdown_chunk(end_text(state))],
+                )
+            except SlackApiError as exc:
+                if str(exc.response.get("error")) not in ENDED:
+                    raise
+                return await self._end_in_new_stream(state, record)
+            record = record.model_copy(update={"end_shown": True})
+            await self._save(state.run.id, record)
         try:
-            await self._call(state, "chat.stopStream", channel=record.channel, ts=record.ts, chunks=chunks)
+            await self._call(state, "chat.stopStream", channel=record.channel, ts=record.ts)
         except SlackApiError as exc:
             if str(exc.response.get("error")) not in ENDED:
-                raise
-            # Closed by Slack before the end (a publisher that was down, say): show the end in a new one.
-            view = render_view(state, after_step=record.after_step)
-            record = await self._open(state, record, view, after_step=record.after_step)
-            if record.fallback:
-                return None
-            await self._call(
-                state,
-                "chat.stopStream",
-                channel=record.channel,
-                ts=record.ts,
-                chunks=[_markdown_chunk(end_text(state))],
-            )
+                raise  # the end is shown; the stop is tried again on a later sync
         await self._save(state.run.id, record.model_copy(update={"closed": True}))
+        log.info("run %s: progress stream %d closed (%s)", state.run.id, record.number, state.status.value)
+        return True
+
+    async def _end_in_new_stream(self, state: RunState, record: StreamRecord) -> bool | None:
+        """Closed by Slack before the end (a publisher that was down, say): show the end in a new one."""
+        view = render_view(state, after_step=record.after_step)
+        record = await self._open(state, record, view, after_step=record.after_step)
+        if record.fallback:
+            return None
+        await self._call(
+            state, "chat.stopStream", channel=record.channel, ts=record.ts, chunks=[_markdown_chunk(end_text(state))]
+        )
+        await self._save(state.run.id, record.model_copy(update={"end_shown": True, "closed": True}))
         log.info("run %s: progress stream %d closed (%s)", state.run.id, record.number, state.status.value)
         return True
 

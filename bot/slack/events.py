@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 
 def action_token_of(event: dict[str, Any]) -> SecretStr | None:
@@ -79,3 +79,17 @@ class ReactionEvent(BaseModel):
     user: str
     reaction: str
     item: ReactionItem
+
+
+class SessionStoppedEvent(BaseModel):
+    """agent_session_stopped: someone clicked the stop button of a thread's agent session. Slack has
+    stopped the app's streams it lists (`streaming_message_ts`, empty when none was streaming)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    type: str
+    channel: str
+    thread_ts: str
+    user: str
+    event_ts: str | None = None
+    streaming_message_ts: list[str] = Field(default_factory=list)

@@ -53,6 +53,14 @@ CALLS_PER_WINDOW: Mapping[str, int] = {
     "chat.startStream": _ours(limits.TIER_2_PER_MINUTE),
     "chat.appendStream": _ours(limits.TIER_4_PER_MINUTE),
     "chat.stopStream": _ours(limits.TIER_2_PER_MINUTE),
+    # The thread as an agent session (bot/publishing/agent_sessions.py): Tier 3, from its page.
+    "agents.sessions.setStatus": _ours(limits.TIER_3_PER_MINUTE),
+    # The report as a canvas (bot/publishing/canvas_sync.py): create Tier 2, edit and access.set Tier 3.
+    "canvases.create": _ours(limits.TIER_2_PER_MINUTE),
+    "canvases.edit": _ours(limits.TIER_3_PER_MINUTE),
+    "canvases.access.set": _ours(limits.TIER_3_PER_MINUTE),
+    # A read, counted all the same: a burst of sections written at once looks up one id each.
+    "canvases.sections.lookup": _ours(limits.TIER_3_PER_MINUTE),
 }
 # A method missing from the table, when a caller counts it anyway, gets the strictest tier we use.
 DEFAULT_CALLS_PER_WINDOW = _ours(limits.TIER_3_PER_MINUTE)
@@ -69,13 +77,21 @@ URGENT_METHODS = frozenset(
         "files.getUploadURLExternal",
         "files.completeUploadExternal",
         "files.delete",
-        "chat.stopStream",  # a streamed run's end state
+        "chat.appendStream",  # a streamed run's end state is appended first (Tier 4)…
+        "chat.stopStream",  # …then its stream is stopped (Tier 2)
+        "agents.sessions.setStatus",  # the session moved on when the run ends
+        "canvases.edit",  # the final report's sections
     }
 )
 # Final states first: calls of these methods a run's final state needs (its progress and
 # report messages, and clearing its assistant status). Routine calls leave that many slots
 # per run still owed a final state.
-FINAL_CALLS_PER_RUN: Mapping[str, int] = {"chat.update": 2, "assistant.threads.setStatus": 1}
+FINAL_CALLS_PER_RUN: Mapping[str, int] = {
+    "chat.update": 2,
+    "assistant.threads.setStatus": 1,
+    "agents.sessions.setStatus": 1,
+    "chat.appendStream": 1,
+}
 # However many runs are owed a final state, routine calls (progress) keep this share of the
 # window, so no run's progress stops altogether.
 ROUTINE_FLOOR_SHARE = 0.1

@@ -8,9 +8,13 @@ from __future__ import annotations
 
 REQUIRED_BOT_SCOPES: dict[str, str] = {
     "app_mentions:read": "app_mention events: the questions",
+    "assistant:write": "added by declaring the app an agent (agent_view in manifest.yml): agent sessions",
+    "canvases:read": "canvases.sections.lookup: a report section found in its canvas",
+    "canvases:write": "canvases.create, canvases.edit, canvases.access.set: a report too long for one message, by section",
     "chat:write": (
         "chat.postMessage, chat.update, chat.postEphemeral, assistant.threads.setStatus, "
-        "chat.startStream, chat.appendStream, chat.stopStream (streamed progress)"
+        "chat.startStream, chat.appendStream, chat.stopStream (streamed progress), "
+        "agents.sessions.setStatus (the thread as an agent session)"
     ),
     "pins:write": "pins.add: the report is pinned",
     "reactions:read": "reaction_added events: a stop reaction",
@@ -25,7 +29,7 @@ REQUIRED_BOT_SCOPES: dict[str, str] = {
     "channels:history": "message.channels events and thread replies in public channels",
     "groups:history": "message.groups events and thread replies in private channels",
     "im:history": "message.im events: direct messages",
-    "files:read": "files shared in the thread",
+    "files:read": "files shared in the thread (files.info), and a canvas's link",
     "files:write": "files.upload (v2) and files.delete: a report too long for one message, and charts",
     "commands": "the /deepthread slash command: usage and budgets",
     "search:read.public": "assistant.search.context: search_workspace finds public-channel messages the requester can see",

@@ -20,6 +20,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from agent import MAX_FILE_BYTES, FileInfo, FileUnavailable, ThreadMessage, WorkspaceError, too_large
 
+from .mrkdwn import escape_text
+
 __all__ = ["SLACK_FILES_ORIGIN", "SlackWorkspace", "files_origin_for"]
 
 SLACK_FILES_ORIGIN = "https://files.slack.com"
@@ -43,20 +45,30 @@ def files_origin_for(api_url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
-def _refusal(exc: SlackApiError, what: str) -> WorkspaceError:
+def _refusal(exc: SlackApiError, what: str, name: str = "") -> WorkspaceError:
+    """Slack's refusal as the model is told it, and, when a person in the thread can fix it, as they are."""
     error = str(exc.response.get("error", "unknown_error"))
+    shown = escape_text(name or what)
     if error == "missing_scope":
         needed = exc.response.get("needed", "files:read")
         return FileUnavailable(
             f"the bot's Slack token lacks the {needed} scope, so it cannot read {what}. Ask a "
             f"workspace admin to reinstall Deepthread with {needed} (it is in manifest.yml); "
-            "meanwhile ask the requester to paste the relevant part into the thread"
+            "meanwhile ask the requester to paste the relevant part into the thread",
+            for_people=(
+                f"I can't open {shown}: my Slack app lacks the {escape_text(needed)} permission. A workspace "
+                "admin can reinstall Deepthread to add it; meanwhile paste the part that matters into this thread."
+            ),
         )
     if error in ("file_not_found", "file_deleted"):
         return FileUnavailable(
             f"Slack says {what} does not exist or the bot cannot see it ({error}): it was "
             "deleted or shared where the bot is not a member. Ask the requester to share it "
-            "again in this thread"
+            "again in this thread",
+            for_people=(
+                f"I can't open {shown}: it was deleted, or shared where I'm not a member. "
+                "Share it again in this thread."
+            ),
         )
     if error in ("not_in_channel", "channel_not_found"):
         return WorkspaceError(
@@ -64,6 +76,16 @@ def _refusal(exc: SlackApiError, what: str) -> WorkspaceError:
             "ask the requester to invite it"
         )
     return WorkspaceError(f"Slack refused to give {what} ({error}); try again later")
+
+
+def _too_large(name: str, size: int, cap: int) -> FileUnavailable:
+    return FileUnavailable(
+        too_large(name, size, cap),
+        for_people=(
+            f"I can't open {escape_text(name)}: it is {size / 1_048_576:.1f} MB, over my {cap / 1_048_576:.0f} MB "
+            "limit. Share a smaller export (one sheet, or the pages that matter) in this thread."
+        ),
+    )
 
 
 class SlackWorkspace:
@@ -88,6 +110,9 @@ class SlackWorkspace:
         self._replies: list[dict[str, Any]] = []
         self._read_at = float("-inf")
         self._infos: dict[str, FileInfo] = {}
+        # Files Slack refused for good (gone, not shared with us, a scope we lack): asked once,
+        # however many tools and turns ask again.
+        self._refused: dict[str, FileUnavailable] = {}
 
     # ------------------------------------------------------------ messages
 
@@ -140,7 +165,7 @@ class SlackWorkspace:
                 if file_id not in self._infos:
                     # Messages carry full file objects on Slack; when one is thin, ask files.info.
                     self._infos[file_id] = (
-                        self._info_of(item, raw) if item.get("name") else await self._files_info(file_id, raw)
+                        self._info_of(item, raw) if item.get("name") else await self._listed(file_id, item, raw)
                     )
                 shared.append(self._infos[file_id])
         return shared
@@ -159,15 +184,26 @@ class SlackWorkspace:
             version=str(item.get("updated") or item.get("created") or item.get("timestamp") or ""),
         )
 
-    async def _files_info(self, file_id: str, message: dict[str, Any] | None = None) -> FileInfo:
-        raw = await self._file_object(file_id)
-        return self._info_of(raw, message or {})
+    async def _listed(self, file_id: str, item: dict[str, Any], message: dict[str, Any]) -> FileInfo:
+        """A thin file object, described by files.info; one Slack refuses is still listed (so the
+        model can name it and the thread be told), and reading it answers the refusal."""
+        try:
+            return self._info_of(await self._file_object(file_id), message)
+        except FileUnavailable:
+            return self._info_of({**item, "name": item.get("title") or file_id}, message)
 
     async def _file_object(self, file_id: str) -> dict[str, Any]:
+        refused = self._refused.get(file_id)
+        if refused is not None:
+            raise refused
         try:
             response = await self._client.files_info(file=file_id)
         except SlackApiError as exc:
-            raise _refusal(exc, f"file {file_id}") from None
+            known = self._infos.get(file_id)
+            refusal = _refusal(exc, f"file {file_id}", known.name if known else "")
+            if isinstance(refusal, FileUnavailable):
+                self._refused[file_id] = refusal  # for good: Slack is not asked again in this run
+            raise refusal from None
         return dict(response.get("file") or {})
 
     async def download(self, file_id: str, max_bytes: int = MAX_FILE_BYTES) -> bytes:
@@ -175,16 +211,29 @@ class SlackWorkspace:
             raise FileUnavailable(
                 f"file {file_id} was not shared in this thread; read_file opens only this thread's files"
             )
-        raw = await self._file_object(file_id)  # fresh: access may have changed since the file was listed
+        try:
+            return await self._download(file_id, max_bytes)
+        except FileUnavailable as exc:
+            if exc.for_people:  # a refusal only a person can fix: not asked again in this run
+                self._refused[file_id] = exc
+            raise
+
+    async def _download(self, file_id: str, max_bytes: int) -> bytes:
+        # Fresh (not the listing's object): access may have changed since the file was listed.
+        raw = await self._file_object(file_id)
         info = self._info_of(raw, {})
         if info.size > max_bytes:
-            raise FileUnavailable(too_large(info.name, info.size, max_bytes))
+            raise _too_large(info.name, info.size, max_bytes)
         url = str(raw.get("url_private_download") or raw.get("url_private") or "")
         if not url.startswith(self._files_origin + "/"):
             # Never follow a download address that is not Slack's file host.
             raise FileUnavailable(
                 f"Slack gave no downloadable address for {info.name} (it may be an external "
-                "link or a Slack post); ask the requester to upload the file itself"
+                "link or a Slack post); ask the requester to upload the file itself",
+                for_people=(
+                    f"I can't open {escape_text(info.name)}: it is a link to a file outside Slack, or a Slack "
+                    "post. Upload the file itself to this thread."
+                ),
             )
         return await self._fetch(url, info, max_bytes)
 
@@ -207,13 +256,17 @@ class SlackWorkspace:
                     raise FileUnavailable(
                         f"Slack sent its sign-in page instead of {info.name}: the bot's token may not download "
                         "files. Ask a workspace admin to check that Deepthread has the files:read scope and "
-                        "reinstall it"
+                        "reinstall it",
+                        for_people=(
+                            f"I can't open {escape_text(info.name)}: Slack won't let my app download files. A "
+                            "workspace admin can check that Deepthread has the files:read permission and reinstall it."
+                        ),
                     )
                 body = bytearray()
                 async for chunk in response.aiter_bytes():
                     body += chunk
                     if len(body) > max_bytes:
-                        raise FileUnavailable(too_large(info.name, len(body), max_bytes))
+                        raise _too_large(info.name, len(body), max_bytes)
                 return bytes(body)
         except httpx.HTTPError as exc:
             raise FileUnavailable(f"downloading {info.name} failed ({type(exc).__name__}); try again later") from None

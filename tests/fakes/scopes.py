@@ -34,6 +34,13 @@ METHOD_SCOPES: dict[str, tuple[str, ...]] = {
     "reactions.remove": ("reactions:write",),
     "users.info": ("users:read",),
     "assistant.threads.setStatus": ("chat:write", "assistant:write"),
+    # Agent sessions: "chat:write is required to manage thread-based sessions" (the Agent sessions guide).
+    "agents.sessions.setStatus": ("chat:write",),
+    "agents.sessions.rename": ("chat:write",),
+    "canvases.create": ("canvases:write",),
+    "canvases.edit": ("canvases:write",),
+    "canvases.access.set": ("canvases:write",),
+    "canvases.sections.lookup": ("canvases:read",),
     "files.getUploadURLExternal": ("files:write",),
     "files.completeUploadExternal": ("files:write",),
     "files.delete": ("files:write",),

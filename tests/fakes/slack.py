@@ -27,7 +27,7 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.fakes import scopes, slack_files, slack_search, slack_streaming
+from tests.fakes import scopes, slack_canvases, slack_files, slack_search, slack_sessions, slack_streaming
 from tests.fakes.slack_events import (
     app_mention_event,
     app_uninstalled_event,
@@ -43,6 +43,7 @@ from tests.fakes.slack_records import (
     MAX_TEXT_CHARS,
     TEAM_ID,
     TEAM_NAME,
+    TIERS,
     Ephemeral,
     Pin,
     SlackError,
@@ -175,6 +176,7 @@ class FakeSlack(WebApiMethods, SocketMode, Workspaces):
         self.scopes: set[str] = scopes.manifest_bot_scopes()
         self.scope_refusals: list[tuple[str, str]] = []  # (method, needed) answered missing_scope
         slack_streaming.register(self)  # chat.startStream / appendStream / stopStream
+        slack_sessions.register(self)  # agents.sessions.setStatus / rename, the stop button
         slack_search.register(self)  # assistant.search.context, as the acting user
         self._init_workspaces(team_id, TEAM_NAME, bot_user_id, bot_id)
 
@@ -187,6 +189,7 @@ class FakeSlack(WebApiMethods, SocketMode, Workspaces):
         app.router.add_get("/socket/{ticket}", self._handle_socket)
         slack_files.register(self, app)  # files shared in threads: files.info and the private download
         self._register_oauth(app)  # /oauth/v2/authorize and oauth.v2.access
+        slack_canvases.register(self)  # canvases.create / edit / sections.lookup / access.set (files.info too)
         app.on_shutdown.append(self._close_sockets_on_shutdown)
         return app
 
@@ -361,6 +364,11 @@ class FakeSlack(WebApiMethods, SocketMode, Workspaces):
         with self._lock:
             self._limited_until = time.monotonic() + seconds
             self._limited_retry_after = int(retry_after)
+
+    def enforce_tiers(self, *, window: float = 60.0) -> None:
+        """Cap every method at its published tier (slack_records.TIERS): 429 with Retry-After past it."""
+        for method, per_minute in TIERS.items():
+            self.set_rate_limit(method, per_minute, window=window)
 
     def set_rate_limit(self, method: str, per_minute: int | None, *, window: float = 60.0) -> None:
         """Cap `method` at `per_minute` calls per sliding `window` seconds (None removes the cap)."""

@@ -169,6 +169,28 @@ def reaction_added_event(
     return _envelope(event, event_id=event_id, team_id=team_id, bot_user_id=bot_user_id)
 
 
+def agent_session_stopped_event(
+    *,
+    channel: str = "C0TEST",
+    thread_ts: str,
+    user: str = "U0ANA",
+    streaming_message_ts: list[str] | None = None,
+    event_id: str | None = None,
+    bot_user_id: str = "UBOT",
+    team_id: str = TEAM_ID,
+) -> dict[str, Any]:
+    """An `event_callback` envelope for agent_session_stopped: someone clicked a session's stop button."""
+    event = {
+        "type": "agent_session_stopped",
+        "channel": channel,
+        "thread_ts": thread_ts,
+        "user": user,
+        "event_ts": new_ts(),
+        "streaming_message_ts": list(streaming_message_ts or []),
+    }
+    return _envelope(event, event_id=event_id, team_id=team_id, bot_user_id=bot_user_id)
+
+
 def block_action(action_id: str, *, user: str, channel: str, message_ts: str, team_id: str = TEAM_ID) -> dict[str, Any]:
     """The `block_actions` payload Slack sends when `user` presses a button on a message."""
     return {

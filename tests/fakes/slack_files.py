@@ -2,6 +2,7 @@
 
 `share_file` posts a person's message carrying a file into a thread, as Slack stores it; the
 message carries the full file object (a tombstone once the file is deleted), as on Slack.
+`require_sign_in(fake)` makes every download answer that page (a token that may not download).
 `files.info` answers with Slack's file object (`url_private_download` on the fake's origin,
 under /files-pri/, as Slack serves them from files.slack.com/files-pri/…). The download needs
 the bot token as a Bearer header and the `files:read` scope; without them Slack does not
@@ -37,6 +38,10 @@ class SharedFile:
     ts: str
     deleted: bool = False
     external: bool = False  # a link to Google Drive etc.: no Slack download address
+    # Shared from a conversation the bot is not a member of: the message shows it, but files.info
+    # answers file_not_found for the bot's token (ASSUMED: Slack's docs do not spell this case out).
+    not_member: bool = False
+    thin: bool = False  # the message carries only the file's id (a client must ask files.info)
 
 
 def _shared(fake: FakeSlack) -> dict[str, SharedFile]:
@@ -55,7 +60,8 @@ def register(fake: FakeSlack, app: web.Application) -> None:
 
 
 def share_file(fake: FakeSlack, channel: str, thread_ts: str, name: str, content: bytes, *, user: str = "UANA",
-               text: str = "", mimetype: str | None = None, external: bool = False) -> str:
+               text: str = "", mimetype: str | None = None, external: bool = False, not_member: bool = False,
+               thin: bool = False) -> str:
     """A person shares a file in the thread (one message carrying it); returns the file id."""
     from tests.fakes.slack_records import SlackMessage
 
@@ -63,9 +69,16 @@ def share_file(fake: FakeSlack, channel: str, thread_ts: str, name: str, content
         file_id = f"F{next(fake._file_counter):08d}"
         ts = fake._next_ts()
         kind = mimetype or mimetypes.guess_type(name)[0] or "application/octet-stream"
-        _shared(fake)[file_id] = SharedFile(file_id, name, content, kind, user, channel, ts, external=external)
+        _shared(fake)[file_id] = SharedFile(file_id, name, content, kind, user, channel, ts, external=external,
+                                            not_member=not_member, thin=thin)
         fake._store(SlackMessage(channel=channel, ts=ts, text=text, thread_ts=thread_ts, user=user, files=[file_id]))
     return file_id
+
+
+def require_sign_in(fake: FakeSlack) -> None:
+    """Every download answers Slack's sign-in page, as for a token that may not download files."""
+    with fake._lock:
+        fake.__dict__["downloads_need_sign_in"] = True
 
 
 def delete_file(fake: FakeSlack, file_id: str) -> None:
@@ -80,6 +93,8 @@ def message_file(fake: FakeSlack, file_id: str) -> dict[str, Any]:
         return {"id": file_id}  # a file the bot uploaded (files.upload_v2): the fake keeps it thin
     if f.deleted:
         return {"id": file_id, "mode": "tombstone"}
+    if f.thin:
+        return {"id": file_id}
     return _file_object(fake, f)
 
 
@@ -87,7 +102,7 @@ def files_info(fake: FakeSlack, p: dict[str, Any]) -> dict[str, Any]:
     from tests.fakes.slack_records import SlackError
 
     f = _shared(fake).get(str(p.get("file", "")))
-    if f is None or f.deleted or fake.team_of_channel(f.channel) != fake._caller.team_id:
+    if f is None or f.deleted or f.not_member or fake.team_of_channel(f.channel) != fake._caller.team_id:
         raise SlackError("file_not_found")  # another workspace's file does not exist for this token
     return {"file": _file_object(fake, f)}
 
@@ -121,7 +136,8 @@ async def _download(fake: FakeSlack, request: web.Request) -> web.StreamResponse
         downloads = fake.__dict__.setdefault("file_downloads", [])
         downloads.append((file_id, token))
         f = _shared(fake).get(file_id)
-        allowed = bool(token and token.startswith("xoxb-")) and "files:read" in fake.scopes
+        allowed = (bool(token and token.startswith("xoxb-")) and "files:read" in fake.scopes
+                   and not fake.__dict__.get("downloads_need_sign_in"))
         if allowed and f is not None:
             try:  # a token of another workspace (or a revoked one) is not signed in here
                 acting = fake._workspace_of_token(str(token), {"channel": f.channel})

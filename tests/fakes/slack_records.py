@@ -27,6 +27,18 @@ MAX_METADATA_EVENT_TYPE_CHARS = 255
 MAX_METADATA_PAYLOAD_BYTES = 8_192
 
 
+# Each method's rate tier, calls a minute per workspace, from its page (Tier 2: 20+, Tier 3: 50+,
+# Tier 4: 100+); FakeSlack.enforce_tiers() answers 429 past them. chat.postMessage is Slack's
+# "about one a second" per channel (not modelled per channel here).
+TIERS: dict[str, int] = {
+    "chat.update": 50, "chat.delete": 50, "chat.postEphemeral": 100, "pins.add": 20, "pins.remove": 20,
+    "reactions.add": 50, "reactions.remove": 50, "files.delete": 50, "files.getUploadURLExternal": 100,
+    "files.completeUploadExternal": 100, "files.info": 100, "conversations.replies": 50, "users.info": 100,
+    "chat.startStream": 20, "chat.appendStream": 100, "chat.stopStream": 20,
+    "agents.sessions.setStatus": 50, "agents.sessions.rename": 50,
+    "canvases.create": 20, "canvases.edit": 50, "canvases.sections.lookup": 50, "canvases.access.set": 50,
+}
+
 TEAM_ID = "T0TEST"
 TEAM_NAME = "Deepthread Test"
 BOT_ID = "BBOT"

@@ -58,6 +58,7 @@ class Stream:
     last_call_at: float
     streaming: bool = True
     expired: bool = False  # closed by the (fake) platform, not by the app
+    stopped_by_user: bool = False  # stopped by a person's click on the session's stop button
     title: str = ""  # the plan title as last sent
     tasks: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> the card as last sent
     text: str = ""  # every markdown text appended, in order
@@ -167,7 +168,7 @@ class _Methods:
         if stream is None or stream.channel != channel:
             raise SlackError("message_not_found")
         if not self.live(stream):
-            raise SlackError("message_not_in_streaming_state")
+            raise SlackError("stopped_by_user" if stream.stopped_by_user else "message_not_in_streaming_state")
         return stream
 
     def _apply(self, stream: Stream, markdown: str | None, chunks: list[dict[str, Any]] | None) -> None:

@@ -178,3 +178,18 @@ def test_a_run_stored_before_the_rename_keeps_its_follow_up() -> None:
     old["request"] = "Now add ITOT"
     assert Run.model_validate(old).follow_up == "Now add ITOT"
     assert Run.model_validate_json(Run(question="q", follow_up="and SCHB").model_dump_json()).follow_up == "and SCHB"
+
+
+def test_an_unreadable_file_is_noted_once_and_survives_the_store(redis) -> None:
+    """FileUnreadable lands in run state once per file, and reads back from Redis as it was written."""
+    from agent.events import FileUnreadable
+    from jobs import Run, RunStore
+
+    store = RunStore(redis)
+    state = store.create(Run(channel="C1", thread_ts="1.0", question="what did the board decide?"))
+    event = FileUnreadable(file_id="F1", name="minutes.docx", notice="I can't open minutes.docx: share it again.")
+    for _ in range(3):
+        state = store.apply(state, event)
+    state = store.apply(state, FileUnreadable(file_id="F2", name="b.pdf", notice="I can't open b.pdf: too large."))
+    assert [n.file_id for n in state.file_notices] == ["F1", "F2"]
+    assert store.get(state.run.id).file_notices == state.file_notices

@@ -7,13 +7,14 @@ from slack_sdk.oauth.installation_store.async_installation_store import AsyncIns
 
 from bot.services import Services
 
-from . import actions, commands, mentions, messages, reactions, uninstall
+from . import actions, commands, mentions, messages, reactions, sessions, uninstall
 
 
 def register(app: AsyncApp, services: Services, installations: AsyncInstallationStore | None = None) -> None:
     mentions.register(app, services)
     messages.register(app, services)
     reactions.register(app, services)
+    sessions.register(app, services)
     actions.register(app, services)
     commands.register(app, services)
     uninstall.register(app, services, installations)

@@ -413,6 +413,33 @@ async def test_slack_thread_messages_have_authors_times_and_new_files_appear(mod
     assert "0.03%" not in opening, "markers, never content"
 
 
+async def test_a_file_the_bot_cannot_open_is_told_to_the_people_once_per_run_not_only_to_the_model(
+        model, http, slack) -> None:
+    """read_file twice and find_in_files meet the same refused file: the model gets what to do each
+    time, the thread's people one FileUnreadable (the publisher says it in the thread), and Slack is
+    asked about the file once."""
+    fake, client, thread_ts = slack
+    hidden = share_file(fake, CHANNEL, thread_ts, "board-minutes-q3.docx", b"minutes", not_member=True)
+    told: list[object] = []
+
+    async def emit(event: object) -> None:
+        told.append(event)
+
+    ctx = context(model, http, SlackWorkspace(client, CHANNEL, thread_ts, http=http))
+    ctx.emit = emit  # type: ignore[assignment]
+    library = FileLibrary()
+    for goal in ("what the board decided", "the budget vote"):
+        result = await read_file(ctx, hidden, goal, tool=ReadFile(library))
+        assert result.is_error and "share it again in this thread" in result.text
+    found = await FindInFiles(library).run(FindInFilesInput(query="board decision"), ctx)
+    assert "Not searched" in found.text
+    unreadable = [e for e in told if getattr(e, "type", "") == "file_unreadable"]
+    assert len(unreadable) == 1
+    assert unreadable[0].notice == ("I can't open board-minutes-q3.docx: it was deleted, or shared where I'm "  # type: ignore[attr-defined]
+                                    "not a member. Share it again in this thread.")
+    assert [c["file"] for c in fake.calls_of("files.info")] == [hidden]
+
+
 # ------------------------------------------------------------------ generated: locations never drift
 
 _CELL = st.text(alphabet=st.characters(whitelist_categories=("L", "N"), whitelist_characters=" .%-"),

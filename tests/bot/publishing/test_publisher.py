@@ -7,7 +7,7 @@ import asyncio
 import logging
 import math
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 
 import pytest
 from redis import Redis
@@ -18,10 +18,13 @@ from slack_sdk.web.async_client import AsyncWebClient
 from agent import Finished, Progress, SectionRevised, SectionWritten, Source, SourceAdded, UsageRecorded
 from bot import keys
 from bot.publishing.publisher import UPDATE_INTERVAL_SECONDS, Publisher
-from bot.publishing.render import render_progress, render_report, render_report_parts
+from bot.publishing.render import CanvasView, render_progress, render_report_parts
 from bot.slack.ratelimit import SlackRateLimiter
-from jobs import Run, RunState, RunStore
+from jobs import RunState, RunStore
+from tests.fakes import slack_canvases
 from tests.fakes.slack import TEAM_ID, FakeSlack
+from tests.fakes.slack_sessions import refuse_sessions
+from tests.helpers import Running, eventually, posted_run
 
 CHANNEL = "C0TEST"
 
@@ -31,18 +34,6 @@ async def client(fake_slack: FakeSlack) -> AsyncIterator[AsyncWebClient]:
     yield AsyncWebClient(token="xoxb-test", base_url=f"{fake_slack.url}/api/",
                          retry_handlers=[AsyncRateLimitErrorRetryHandler(max_retry_count=2)])
 
-
-
-_thread = iter(range(1, 10_000))
-
-
-async def posted_run(store: RunStore, client: AsyncWebClient, team: str | None = None) -> RunState:
-    thread_ts = f"1700000000.{next(_thread):06d}"
-    state = store.create(Run(channel=CHANNEL, thread_ts=thread_ts, requester="U0ANA", question="fees of VTI?",
-                             team=team))
-    progress = await client.chat_postMessage(channel=CHANNEL, thread_ts=thread_ts, text="…")
-    report = await client.chat_postMessage(channel=CHANNEL, thread_ts=thread_ts, text="…")
-    return store.set_messages(state.run.id, progress=progress["ts"], report=report["ts"])
 
 
 def source(n: int) -> Source:
@@ -58,39 +49,18 @@ def big_report(store: RunStore, state: RunState, sections: int = 60, sources: in
     return state
 
 
-async def eventually(check: Callable[[], bool], seconds: float = 20.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + seconds
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
+# How the publisher renders a report in a workspace without canvases (disable_canvases).
+CANVASES_OFF = CanvasView(refused="canvas_disabled_user_team")
 
 
-def shows(fake_slack: FakeSlack, state: RunState) -> bool:
+def shows(fake_slack: FakeSlack, state: RunState, canvas: CanvasView | None = None) -> bool:
     """Slack shows exactly the rendering of this state, both messages."""
     report = fake_slack.message(CHANNEL, state.run.report_message or "")
     progress = fake_slack.message(CHANNEL, state.run.progress_message or "")
-    want_report, want_progress = render_report(state), render_progress(state)
+    want_report, want_progress = render_report_parts(state, canvas=canvas).message, render_progress(state)
     return (report is not None and progress is not None
             and report.blocks == want_report.blocks and report.text == want_report.text
             and progress.blocks == want_progress.blocks)
-
-
-class Running:
-    """Publisher.run loops in the background for the length of a `with` block."""
-
-    def __init__(self, *publishers: Publisher) -> None:
-        self.publishers = publishers
-        self.stop = asyncio.Event()
-        self.tasks: list[asyncio.Task[None]] = []
-
-    async def __aenter__(self) -> Running:
-        self.tasks = [asyncio.create_task(p.run(self.stop)) for p in self.publishers]
-        return self
-
-    async def __aexit__(self, *_: object) -> None:
-        self.stop.set()
-        await asyncio.wait_for(asyncio.gather(*self.tasks), 10)
 
 
 # --- only changes are sent ----------------------------------------------------------------
@@ -242,6 +212,7 @@ async def test_a_429_pauses_every_publisher_of_the_workspace(redis: Redis, redis
 
 async def test_sixty_sections_and_two_hundred_sources_are_accepted_and_spilled_into_a_file(
         redis: Redis, async_redis, client, fake_slack: FakeSlack) -> None:
+    slack_canvases.disable_canvases(fake_slack)  # the file is where a workspace without canvases keeps it
     store = RunStore(redis)
     state = big_report(store, await posted_run(store, client))
     state = store.apply(state, Finished(status="completed", summary="All cheap [s5].", reason=""))
@@ -250,7 +221,7 @@ async def test_sixty_sections_and_two_hundred_sources_are_accepted_and_spilled_i
 
     report = fake_slack.message(CHANNEL, state.run.report_message or "")
     assert report is not None and report.edits == 1, "Slack accepted the message"
-    assert shows(fake_slack, state)
+    assert shows(fake_slack, state, CANVASES_OFF)
     files = fake_slack.files()
     assert len(files) == 1
     upload = files[0]
@@ -269,6 +240,7 @@ async def test_sixty_sections_and_two_hundred_sources_are_accepted_and_spilled_i
 
 async def test_a_changed_spilled_report_replaces_the_file_and_deletes_the_old_one(
         redis: Redis, async_redis, client, fake_slack: FakeSlack) -> None:
+    slack_canvases.disable_canvases(fake_slack)  # the file is where a workspace without canvases keeps it
     store = RunStore(redis)
     state = big_report(store, await posted_run(store, client))
     publisher = Publisher(redis, async_redis, store, client)
@@ -285,11 +257,12 @@ async def test_a_changed_spilled_report_replaces_the_file_and_deletes_the_old_on
     assert len(files) == 1 and files[0].id != old.id, "one current file in the thread"
     assert [c["file"] for c in fake_slack.calls_of("files.delete")] == [old.id]
     assert "Corrected claim" in files[0].content.decode() and "revised ×1" in files[0].content.decode()
-    assert shows(fake_slack, state)
+    assert shows(fake_slack, state, CANVASES_OFF)
 
 
 async def test_a_running_reports_file_is_replaced_at_most_every_refresh_interval(
         redis: Redis, async_redis, client, fake_slack: FakeSlack) -> None:
+    slack_canvases.disable_canvases(fake_slack)  # the file is where a workspace without canvases keeps it
     store = RunStore(redis)
     state = big_report(store, await posted_run(store, client))
     state = store.apply(state, Progress(phase="researching", activity="more"))
@@ -306,6 +279,7 @@ async def test_a_running_reports_file_is_replaced_at_most_every_refresh_interval
 
 
 async def test_report_that_fits_again_takes_its_file_away(redis: Redis, async_redis, client, fake_slack) -> None:
+    slack_canvases.disable_canvases(fake_slack)  # the file is where a workspace without canvases keeps it
     store = RunStore(redis)
     state = await posted_run(store, client)
     for i in range(12):
@@ -322,6 +296,7 @@ async def test_report_that_fits_again_takes_its_file_away(redis: Redis, async_re
 
 async def test_upload_refused_for_a_missing_scope_is_said_in_the_report(
         redis: Redis, async_redis, client, fake_slack) -> None:
+    slack_canvases.disable_canvases(fake_slack)  # the file is where a workspace without canvases keeps it
     store = RunStore(redis)
     state = big_report(store, await posted_run(store, client))
     fake_slack.fail_next("files.getUploadURLExternal", error="missing_scope")
@@ -334,10 +309,11 @@ async def test_upload_refused_for_a_missing_scope_is_said_in_the_report(
     assert len(fake_slack.calls_of("files.getUploadURLExternal")) == 1, "not retried at every change"
 
 
-# --- assistant thread status --------------------------------------------------------------
+# --- assistant thread status (a workspace without agent sessions) -------------------------
 
 
 async def test_assistant_status_is_set_refreshed_and_cleared(redis: Redis, async_redis, client, fake_slack) -> None:
+    refuse_sessions(fake_slack)  # where the thread is an agent session, the session shows the run instead
     store = RunStore(redis)
     state = await posted_run(store, client, team=TEAM_ID)
     thread = state.run.thread_ts or ""
@@ -357,6 +333,7 @@ async def test_assistant_status_is_set_refreshed_and_cleared(redis: Redis, async
 
 async def test_status_stays_alive_while_the_messages_wait_for_the_rate_limiter(
         redis: Redis, async_redis, client, fake_slack) -> None:
+    refuse_sessions(fake_slack)
     store = RunStore(redis)
     state = await posted_run(store, client, team=TEAM_ID)
     thread = state.run.thread_ts or ""
@@ -378,6 +355,7 @@ async def test_status_stays_alive_while_the_messages_wait_for_the_rate_limiter(
 
 async def test_status_errors_stop_further_attempts_for_the_workspace(
         redis: Redis, async_redis, client, fake_slack, caplog: pytest.LogCaptureFixture) -> None:
+    refuse_sessions(fake_slack)
     store = RunStore(redis)
     one, two = await posted_run(store, client, team=TEAM_ID), await posted_run(store, client, team=TEAM_ID)
     fake_slack.fail_next("assistant.threads.setStatus", error="not_allowed")

@@ -4,6 +4,8 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from agent import Finished, Progress, SectionRevised, SectionWritten, Source, SourceAdded, UsageRecorded
 from bot import limits
 from bot.publishing.render import ASTERISK_LOOKALIKE, render_progress, render_report, render_report_parts, render_status
@@ -308,6 +310,32 @@ def test_progress_shows_the_pinned_constraints_and_a_degraded_search_notice() ->
     assert "⚠️ Search degraded: DuckDuckGo is rate-limiting searches" in text
     done = apply(state, Finished(status="completed", summary="x"))
     assert "Constraints: Only sources after 2020" in render_progress(done).text, "still visible when done"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_follow_up_shows_the_constraints_only_where_it_changed_them(stream: bool) -> None:
+    """Run 1 states them; run 2 of the thread inherits them unchanged and does not repeat them; run 3
+    corrects one and shows the list again (the progress message and the stream alike)."""
+    from agent.events import ConstraintsFound
+    from bot.publishing.stream_render import render_view
+    from jobs import Run, RunState
+
+    def shown(state: RunState) -> str:
+        return "\n".join(render_view(state).texts.values()) if stream else render_progress(state).text
+
+    first = apply(new_state(), Progress(phase="researching", activity="Searching"),
+                  ConstraintsFound(constraints=["Only sources after 2020"], added=["Only sources after 2020"]))
+    assert "Constraints: Only sources after 2020" in shown(first)
+
+    def follow_up(n: int) -> RunState:
+        run = Run(team=first.run.team, channel=first.run.channel, thread_ts=first.run.thread_ts, requester="U0ANA",
+                  question=first.run.question, constraints=first.run.constraints, parent_run_id=f"parent{n}")
+        return apply(RunState(run=run), Progress(phase="researching", activity="Searching more"))
+
+    assert "Constraints:" not in shown(follow_up(2)), "unchanged: not repeated on every run of the thread"
+    corrected = apply(follow_up(3), ConstraintsFound(constraints=["Only sources after 2020", "No ETFs"],
+                                                     added=["No ETFs"]))
+    assert "Constraints: Only sources after 2020 · No ETFs" in shown(corrected)
 
 
 def test_the_footer_shows_the_runs_cost_so_far_while_it_runs() -> None:

@@ -3,6 +3,7 @@ publisher's stream sync (plan, task cards with sources, text, end state, rollove
 restart) against it. Real slack_sdk client, fake Slack over HTTP, real Redis."""
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 
@@ -14,14 +15,17 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from agent import Caps, Finished, Progress, SectionWritten, Source, SourceAdded, UsageRecorded
 from agent.events import Disagreement
+from bot import keys
 from bot.publishing.publisher import Publisher
 from bot.publishing.stream_records import StreamRecords
+from bot.publishing.stream_render import end_text
 from bot.publishing.stream_sync import open_stream
 from bot.settings import StreamConfig
 from jobs import Run, RunState, RunStore
 from jobs.control import RedisRunControl
-from tests.fakes import slack_streaming
+from tests.fakes import slack_sessions, slack_streaming
 from tests.fakes.slack import TEAM_ID, FakeSlack
+from tests.helpers import eventually
 
 CHANNEL = "C0TEST"
 STREAM = StreamConfig(mode="stream")
@@ -285,8 +289,10 @@ def test_a_task_agent_board_is_one_card_listing_every_branch() -> None:
 
 async def test_stopping_the_stream_in_slack_stops_the_run_and_its_end_shows_below(
         fake_slack: FakeSlack, client: AsyncWebClient, redis: Redis, async_redis: AsyncRedis) -> None:
-    """The requester pressed stop on the progress stream: the run is asked to stop, as the stop
-    reaction would ask it, and the stream's place is taken by a new one."""
+    """In a workspace without agent sessions the requester (the stream's recipient) pressed stop on
+    the progress stream: the run is asked to stop, as the stop reaction would ask it, and the
+    stream's place is taken by a new one."""
+    slack_sessions.refuse_sessions(fake_slack)
     store = RunStore(redis)
     state = await started_run(redis, client)
     pub = publisher(redis, async_redis, client)
@@ -298,3 +304,51 @@ async def test_stopping_the_stream_in_slack_stops_the_run_and_its_end_shows_belo
     stop = await RedisRunControl(async_redis, state.run.id, Caps()).stop_requested()
     assert stop is not None and stop.by == "<@U0ANA>", "the loop is asked to stop, on the requester's behalf"
     assert len(streams(fake_slack, state)) == 2, "the run's progress goes on in a new stream"
+
+
+async def test_where_the_thread_is_a_session_a_stream_stopped_in_slack_leaves_the_stop_to_its_event(
+        fake_slack: FakeSlack, client: AsyncWebClient, redis: Redis, async_redis: AsyncRedis) -> None:
+    """The session's stop button stops the thread's streams and sends agent_session_stopped, whose
+    listener applies the stop rules (a stranger's click must not stop the run): the stream alone does
+    not stop it, and the progress goes on in a new stream."""
+    store = RunStore(redis)
+    state = await started_run(redis, client)
+    pub = publisher(redis, async_redis, client)
+    state = step(store, state, "Searching the web for: one", source(1))
+    assert await pub.sync(state)
+    fake_slack.fail_next("chat.appendStream", error="stopped_by_user")
+    state = step(store, state, "Searching the web for: two", source(2))
+    assert await pub.sync(state)
+    assert await RedisRunControl(async_redis, state.run.id, Caps()).stop_requested() is None
+    assert len(streams(fake_slack, state)) == 2, "the run's progress goes on in a new stream"
+
+
+async def test_the_end_state_is_appended_at_appendstreams_tier_before_the_stream_is_stopped(
+        fake_slack: FakeSlack, client: AsyncWebClient, redis: Redis, async_redis: AsyncRedis) -> None:
+    """chat.stopStream is Tier 2 (about 18 a minute for the whole workspace with our headroom): twenty
+    runs ending at once would show their ends over a minute. The end goes out as an append (Tier 4)
+    first, so a stop that waits for its slot does not hold it back; the stop follows."""
+    store = RunStore(redis)
+    state = await started_run(redis, client)
+    pub = Publisher(redis, async_redis, RunStore(redis), client, update_interval=0, streams=STREAM)
+    state = step(store, state, "Searching the web for: fees", source(1))
+    assert await pub.sync(state)
+    assert pub.limiter is not None
+    await pub.limiter.pause(TEAM_ID, "chat.stopStream", 600)  # no stop slot in the workspace for now
+    state = store.apply(state, Finished(status="completed", summary="All cheap [s1].", reason=""))
+    syncing = asyncio.create_task(pub.sync(state))
+
+    def shows_end() -> bool:
+        [stream] = streams(fake_slack, state)
+        return stream.text.rstrip().endswith(end_text(state))
+
+    await eventually(shows_end, what="the end shown while the stop waits for its slot")
+    [stream] = streams(fake_slack, state)
+    assert stream.streaming and all(c["status"] == "complete" for c in stream.tasks.values())
+    assert not fake_slack.calls_of("chat.stopStream") and not syncing.done()
+    await async_redis.delete(keys.ratelimit_pause(TEAM_ID, "chat.stopStream"))  # the slot frees up
+    assert await syncing
+    [stream] = streams(fake_slack, state)
+    assert not stream.streaming, "then stopped"
+    calls = [m for m, _ in fake_slack.calls if m in ("chat.appendStream", "chat.stopStream")]
+    assert calls[-2:] == ["chat.appendStream", "chat.stopStream"]

@@ -252,3 +252,20 @@ def test_when_slack_rate_limits_every_method_for_a_while_nothing_is_lost_and_the
     for thread in (first, second):
         assert len(bot_replies(fake_slack, thread)) == 2, "nothing posted twice: progress is edited in place"
     assert len(fake_slack.pins(CHANNEL)) == 2
+
+
+# Methods the bot reads with: not counted (their 429s are waited out per call, see client.py).
+READS = frozenset({"auth.test", "conversations.replies", "conversations.history", "users.info", "files.info",
+                   "canvases.sections.lookup", "apps.connections.open", "chat.getPermalink", "pins.list",
+                   "assistant.search.context"})  # a read as the requester (the agent's tool), not a publisher write
+
+
+def test_every_slack_write_the_code_makes_is_counted_at_its_tier() -> None:
+    """Read from the code: a write method missing from the limiter's table would go out uncounted."""
+    from bot.slack.ratelimit import CALLS_PER_WINDOW
+    from tests.helpers import api_methods_of, sdk_calls_in_code
+
+    methods = {m for name in sdk_calls_in_code() for m in api_methods_of(name)}
+    assert {"agents.sessions.setStatus", "canvases.edit", "chat.startStream"} <= methods, "the scan finds them"
+    uncounted = sorted(methods - READS - set(CALLS_PER_WINDOW))
+    assert not uncounted, f"writes the limiter does not count: {uncounted}"

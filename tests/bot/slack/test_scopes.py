@@ -7,8 +7,6 @@ suite's Slack traffic is checked; the tests here check the code statically and t
 """
 from __future__ import annotations
 
-import ast
-import inspect
 import re
 
 import pytest
@@ -18,32 +16,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.slack.scopes import REQUIRED_BOT_SCOPES
 from tests.fakes.scopes import APP_LEVEL_SCOPES, HISTORY_SCOPES, METHOD_SCOPES, manifest_bot_scopes
 from tests.fakes.slack import FakeSlack
+from tests.helpers import api_methods_of, sdk_calls_in_code
 from tests.paths import ROOT
-
-SDK_METHODS = {name for name, _ in inspect.getmembers(AsyncWebClient, inspect.iscoroutinefunction)
-               if not name.startswith("_")}
-
-
-def _api_methods(sdk_name: str, seen: frozenset[str] = frozenset()) -> set[str]:
-    """The Web API methods one SDK call makes (files_upload_v2 makes two)."""
-    source = inspect.getsource(getattr(AsyncWebClient, sdk_name))
-    methods = set(re.findall(r'api_call\(\s*"([^"]+)"', source))
-    for inner in set(re.findall(r"self\.(\w+)\(", source)) & SDK_METHODS - seen - {sdk_name}:
-        methods |= _api_methods(inner, seen | {sdk_name})
-    return methods
-
-
-def sdk_calls_in_code() -> dict[str, set[str]]:
-    """SDK method name → the files that call it, over every module the bot runs."""
-    calls: dict[str, set[str]] = {}
-    for path in sorted((ROOT / "bot").rglob("*.py")) + sorted((ROOT / "jobs").rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in SDK_METHODS:
-                calls.setdefault(node.func.attr, set()).add(str(path.relative_to(ROOT)))
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "api_call"
-                    and node.args and isinstance(node.args[0], ast.Constant)):
-                calls.setdefault(f"api_call:{node.args[0].value}", set()).add(str(path.relative_to(ROOT)))
-    return calls
 
 
 def test_every_slack_method_the_code_calls_is_granted_by_the_manifest() -> None:
@@ -52,8 +26,7 @@ def test_every_slack_method_the_code_calls_is_granted_by_the_manifest() -> None:
     assert "chat_update" in calls and "pins_add" in calls, "the scan finds the calls we know of"
     problems = []
     for sdk_name, files in sorted(calls.items()):
-        methods = ({sdk_name.split(":", 1)[1]} if sdk_name.startswith("api_call:")
-                   else _api_methods(sdk_name))
+        methods = api_methods_of(sdk_name)
         for method in sorted(methods):
             if method in APP_LEVEL_SCOPES:
                 continue  # the app-level token's scope (Socket Mode), not a bot scope
@@ -99,3 +72,22 @@ async def test_history_scope_depends_on_the_kind_of_conversation(fake_slack: Fak
     with pytest.raises(SlackApiError) as refused:
         await client.conversations_replies(channel="G1", ts=private)
     assert refused.value.response["needed"] == "groups:history"
+
+
+def test_the_manifest_declares_the_agent_and_subscribes_to_its_stop_event() -> None:
+    """Without agent_view Slack makes no sessions; without the event, users get no stop button; and
+    every event the manifest subscribes to has a listener."""
+    import yaml
+
+    from tests.fakes.scopes import MANIFEST
+
+    manifest = yaml.safe_load(MANIFEST.read_text(encoding="utf-8"))
+    assert manifest["features"]["agent_view"]["agent_description"]
+    assert "assistant:write" in manifest["oauth_config"]["scopes"]["bot"], "declaring the agent adds it"
+    events = manifest["settings"]["event_subscriptions"]["bot_events"]
+    assert "agent_session_stopped" in events
+    listened = set()
+    for path in sorted((ROOT / "bot" / "surface" / "listeners").glob("*.py")):
+        listened |= set(re.findall(r'@app\.event\("([\w.]+)"\)', path.read_text(encoding="utf-8")))
+    subscribed = {e.split(".")[0] for e in events}  # message.channels … arrive as "message"
+    assert subscribed <= listened, f"subscribed without a listener: {subscribed - listened}"
