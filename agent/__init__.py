@@ -9,6 +9,7 @@ mode, tests), and kept in Redis by `jobs`. What the bot and jobs use is exported
 
 from __future__ import annotations
 
+from .capabilities import MODELS, Capabilities, capabilities, unknown_model_notice
 from .charts import Chart
 from .charts.blobs import load_png
 from .citations import SourceRegistry
@@ -32,6 +33,7 @@ from .final_turn import Outcome
 from .loop import research
 from .markers import MARKER_RE
 from .model import describe_api_error
+from .model_provider import ModelAPI, ProviderConfig, ProviderUnavailable, model_api
 from .pricing import cost_usd
 from .report import SNIPPET_NOTE, AssembledReport, Footnote, Section, assemble, figure_line, to_markdown
 from .task import ResearchTask
@@ -50,9 +52,11 @@ from .workspace import (
 )
 
 __all__ = [
+    "MODELS",
     "AgentConfig",
     "AssembledReport",
     "Budget",
+    "Capabilities",
     "Caps",
     "Chart",
     "DDGSFactory",
@@ -66,9 +70,12 @@ __all__ = [
     "MARKER_RE",
     "MAX_FILE_BYTES",
     "MAX_QUESTION_CHARS",
+    "ModelAPI",
     "Outcome",
     "PROFILES",
     "Progress",
+    "ProviderConfig",
+    "ProviderUnavailable",
     "RequestRecord",
     "ResearchTask",
     "RunEvent",
@@ -87,12 +94,14 @@ __all__ = [
     "UsageRecorded",
     "WorkspaceError",
     "assemble",
+    "capabilities",
     "cost_usd",
     "describe_api_error",
     "domain_of",
     "figure_line",
     "figures_in",
     "load_png",
+    "model_api",
     "research",
     "search_providers",
     "search_web",
@@ -100,6 +109,7 @@ __all__ = [
     "shorten",
     "to_markdown",
     "too_large",
+    "unknown_model_notice",
     "usage_by_model",
     "utcnow",
 ]

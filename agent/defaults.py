@@ -8,6 +8,10 @@ SMALL_MODEL = "claude-haiku-5-5"
 
 # Output room per main-model turn: enough for a long section, small enough to stream quickly.
 MAIN_MAX_TOKENS = 8_000
+# Thinking on models that take a budget (not adaptive): half the turn's output room at most,
+# this much at most, and the API's minimum of 1,024 at least.
+THINKING_BUDGET_TOKENS = 4_000
+THINKING_MIN_BUDGET = 1_024
 # Extraction answers are a handful of verbatim passages.
 EXTRACT_MAX_TOKENS = 2_000
 
@@ -59,6 +63,12 @@ MAX_EXCERPTS = 8
 # Search.
 SEARCH_RESULTS = 8
 SEARCH_TIMEOUT_SECONDS = 15.0
+# The anthropic provider: searches one web_search call may run server-side (each is billed), and
+# the small model's output room for saying which results matter (the results come back whole).
+SERVER_SEARCH_MAX_USES = 1
+SERVER_SEARCH_MAX_TOKENS = 1_500
+# Its request waits longer than a search API: a model turn runs around the search.
+SERVER_SEARCH_TIMEOUT_SECONDS = 60.0
 USER_AGENT = "Deepthread/0.1 (research bot)"
 
 # A question longer than this is refused with advice (long material goes in a file).

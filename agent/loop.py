@@ -15,7 +15,6 @@ from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 import httpx
-from anthropic import AsyncAnthropic
 from anthropic.types import ToolUseBlock
 
 from . import defaults
@@ -33,6 +32,7 @@ from .final_turn import FinalTurn, Outcome, text_of
 from .guard import guarded
 from .intake import Intake
 from .model import ModelClient, ModelUnavailable, Patience
+from .model_provider import ModelAPI
 from .opening import with_markers, with_stated_constraints
 from .prompts import load
 from .report import Section
@@ -287,7 +287,7 @@ async def research(
     task: ResearchTask,
     config: AgentConfig,
     *,
-    anthropic: AsyncAnthropic,
+    anthropic: ModelAPI,
     emit: Emit,
     backend: RunBackend | None = None,
     tools: list[Tool] | None = None,
@@ -322,6 +322,8 @@ async def research(
         log=numbered,
         on_usage=charge,
         patience=Patience(seconds=config.model_patience_seconds),
+        provider=config.provider,
+        thinking=config.thinking,
     )
     timeout = httpx.Timeout(config.fetch.read_timeout, connect=config.fetch.connect_timeout)
     async with httpx.AsyncClient(timeout=timeout, headers={"User-Agent": defaults.USER_AGENT}) as http:

@@ -12,7 +12,6 @@ import logging
 import time
 from datetime import date
 
-from anthropic import AsyncAnthropic
 from redis import Redis
 from redis.asyncio import Redis as AsyncRedis
 from rq import get_current_job
@@ -20,6 +19,7 @@ from rq import get_current_job
 from agent import Finished, ResearchTask, RunEvent, SourceRegistry, research
 from agent.backend import RunBackend
 from agent.config import Caps, budget_for
+from agent.model_provider import ModelAPI, model_api
 from agent.task import PriorRun
 
 from . import keys
@@ -63,8 +63,9 @@ def task_for(
     )
 
 
-def anthropic_client(runtime: JobRuntime) -> AsyncAnthropic:
-    return AsyncAnthropic(api_key=runtime.anthropic_api_key, base_url=runtime.anthropic_base_url)
+def anthropic_client(runtime: JobRuntime) -> ModelAPI:
+    """The SDK client of the configured provider (the Anthropic API, Bedrock or Vertex)."""
+    return model_api(runtime.provider_config())
 
 
 async def _heartbeat(redis: AsyncRedis, run_id: str, token: str, ttl: float) -> None:

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agent import AgentConfig
+from agent.model_provider import ProviderConfig
 from agent.workspace import ThreadWorkspace
 
 from .models import Run
@@ -20,6 +21,8 @@ class JobRuntime:
     agent: AgentConfig = field(default_factory=AgentConfig)
     anthropic_api_key: str | None = field(default=None, repr=False)
     anthropic_base_url: str | None = None
+    # Bedrock or Vertex (DEEPTHREAD_MODEL_PROVIDER); None: the Anthropic API with the key and URL above.
+    model_provider: ProviderConfig | None = field(default=None, repr=False)
     # The async side of the agent (result store) opens its own connection to the same Redis.
     redis_url: str | None = None
     # A job holds its run's lock this long between heartbeats; a dead worker's run is
@@ -28,6 +31,12 @@ class JobRuntime:
     # The run's thread (files, earlier messages), given by the surface that knows where runs live
     # (the Slack app); None in the terminal or without a thread.
     workspace_for: Callable[[Run], ThreadWorkspace | None] | None = field(default=None, repr=False)
+
+    def provider_config(self) -> ProviderConfig:
+        """Where the models are bought, with what credentials."""
+        if self.model_provider is not None:
+            return self.model_provider
+        return ProviderConfig(api_key=self.anthropic_api_key, base_url=self.anthropic_base_url)
 
 
 _runtime: JobRuntime | None = None

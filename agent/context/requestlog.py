@@ -31,6 +31,8 @@ class RequestRecord(BaseModel):
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_creation_tokens: int = 0
+    thinking_tokens: int = 0  # of output_tokens
+    web_search_requests: int = 0  # server-side searches (the anthropic search provider)
     stop_reason: str | None = None
     error: str | None = None
     stubs: list[str] = Field(default_factory=list)

@@ -9,7 +9,8 @@ import httpx
 from redis import Redis
 from redis.exceptions import RedisError
 
-from agent import DDGSFactory
+from agent import DDGSFactory, ProviderUnavailable, capabilities, model_api, unknown_model_notice
+from agent import defaults as agent_defaults
 from agent import search_providers as providers
 from agent import search_web as search
 from bot.settings import SEARCH_PROVIDERS, Settings
@@ -54,9 +55,40 @@ def slack_problems(settings: Settings) -> list[str]:
 
 
 def model_problems(settings: Settings) -> list[str]:
-    if not settings.secret("anthropic_api_key"):
-        return ["ANTHROPIC_API_KEY is not set: create a key in the Anthropic console and export it"]
-    return []
+    """The provider's own settings (DEEPTHREAD_MODEL_PROVIDER), then what it makes of the model ids."""
+    provider = settings.model_provider
+    problems: list[str] = []
+    if provider == "anthropic":
+        if not settings.secret("anthropic_api_key"):
+            problems.append("ANTHROPIC_API_KEY is not set: create a key in the Anthropic console and export it")
+    else:
+        try:
+            model_api(settings.provider_config())
+        except ProviderUnavailable as exc:
+            problems.append(str(exc))
+        for variable, value, default in (
+            ("DEEPTHREAD_MODEL", settings.model, agent_defaults.MAIN_MODEL),
+            ("DEEPTHREAD_SMALL_MODEL", settings.small_model, agent_defaults.SMALL_MODEL),
+        ):
+            if value == default:
+                problems.append(
+                    f"{variable} is not set: DEEPTHREAD_MODEL_PROVIDER={provider} needs the model id in "
+                    f"{PROVIDER_ID_FORMS[provider]}"
+                )
+    return problems
+
+
+# How each provider spells a model id, for the line that asks for one.
+PROVIDER_ID_FORMS = {
+    "bedrock": "Bedrock's form (e.g. anthropic.claude-sonnet-5-5-v1:0, or an inference profile us.anthropic.…)",
+    "vertex": "Vertex's form (e.g. claude-sonnet-5-5, or a dated claude-sonnet-5-5@YYYYMMDD)",
+}
+
+
+def model_notices(settings: Settings) -> list[str]:
+    """Not problems: what the capability table makes of ids it does not know (doctor prints them)."""
+    models = dict.fromkeys((settings.model, settings.small_model))
+    return [unknown_model_notice(m) for m in models if not capabilities(m, settings.model_provider).known]
 
 
 def search_problems(settings: Settings) -> list[str]:

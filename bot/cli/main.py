@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from agent import MAX_QUESTION_CHARS
 from bot.settings import DATA_DIR_VARIABLE, Settings
 
-from .doctor import check
+from .doctor import check, model_notices
 
 log = logging.getLogger("deepthread")
 
@@ -48,10 +48,13 @@ def cmd_doctor(settings: Settings, args: argparse.Namespace) -> int:
         problems += asyncio.run(live_problems(settings))
     for problem in problems:
         print(problem)
+    for notice in model_notices(settings):
+        print(f"note: {notice}")
     if not problems:
         mode = "Socket Mode" if settings.slack_app_token else f"HTTP mode on port {settings.port}"
         checked = "checked live" if args.live else "looks complete"
-        print(f"Configuration {checked}: {mode}, search via {settings.search}, model {settings.model}.")
+        via = "" if settings.model_provider == "anthropic" else f" on {settings.provider_config().label}"
+        print(f"Configuration {checked}: {mode}, search via {settings.search}, model {settings.model}{via}.")
     return 1 if problems else 0
 
 

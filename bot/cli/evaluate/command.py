@@ -8,9 +8,9 @@ import sys
 import time
 from pathlib import Path
 
-from anthropic import AsyncAnthropic
 from pydantic import BaseModel
 
+from agent import model_api
 from jobs import JobRuntime
 
 from .bench_export import BenchArticle, bench_id, write_bench_jsonl
@@ -69,7 +69,7 @@ async def run_eval(questions: list[EvalQuestion], runtime: JobRuntime, options: 
             totals=totals_of(results),
         )
 
-    async with AsyncAnthropic(api_key=runtime.anthropic_api_key, base_url=runtime.anthropic_base_url) as client:
+    async with model_api(runtime.provider_config()) as client:
 
         async def one(index: int, question: EvalQuestion) -> None:
             async with gate:

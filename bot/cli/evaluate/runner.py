@@ -5,9 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from anthropic import AsyncAnthropic
-
-from agent import cost_usd
+from agent import ModelAPI, cost_usd
 from bot.cli.terminal import report_markdown
 from bot.exceptions import JudgeFailed
 from jobs import JobRuntime, Run, RunState, run_inline
@@ -30,7 +28,7 @@ def research_cost(state: RunState, main_model: str) -> float:
 async def measure(
     question: EvalQuestion,
     runtime: JobRuntime,
-    judge_client: AsyncAnthropic,
+    judge_client: ModelAPI,
     judge_model: str,
     reports_dir: Path,
     progress: ProgressBar,
