@@ -10,6 +10,8 @@ mode, tests), and kept in Redis by `jobs`. What the bot and jobs use is exported
 from __future__ import annotations
 
 from .capabilities import MODELS, Capabilities, capabilities, unknown_model_notice
+from .capabilities import WEB_SEARCH as WEB_SEARCH_TYPE
+from .capabilities import WEB_SEARCH_BASIC as WEB_SEARCH_BASIC_TYPE
 from .charts import Chart
 from .charts.blobs import load_png
 from .citations import SourceRegistry
@@ -32,7 +34,7 @@ from .figures import Figure, FigureFlag, figures_in, sentences
 from .final_turn import Outcome
 from .loop import research
 from .markers import MARKER_RE
-from .model import describe_api_error
+from .model import describe_api_error, search_model
 from .model_provider import ModelAPI, ProviderConfig, ProviderUnavailable, model_api
 from .pricing import cost_usd
 from .report import SNIPPET_NOTE, AssembledReport, Footnote, Section, assemble, figure_line, to_markdown
@@ -53,6 +55,8 @@ from .workspace import (
 
 __all__ = [
     "MODELS",
+    "WEB_SEARCH_BASIC_TYPE",
+    "WEB_SEARCH_TYPE",
     "AgentConfig",
     "AssembledReport",
     "Budget",
@@ -103,6 +107,7 @@ __all__ = [
     "load_png",
     "model_api",
     "research",
+    "search_model",
     "search_providers",
     "search_web",
     "sentences",

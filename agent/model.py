@@ -291,3 +291,15 @@ class ModelClient:
             **(describe(body) if kind == "turn" or kind == "summary" else {}),
         )
         await self._log.record(record, body)
+
+
+def search_model(client: ModelAPI, settings: Any) -> ModelClient:
+    """A model client for one search outside a run (`doctor --live`): `settings` names the models
+    and the provider (bot.settings.Settings, duck-typed: the engine imports nothing from the bot)."""
+    return ModelClient(
+        client,
+        main_model=settings.model,
+        small_model=settings.small_model,
+        timeout=defaults.SERVER_SEARCH_TIMEOUT_SECONDS,
+        provider=settings.model_provider,
+    )

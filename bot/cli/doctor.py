@@ -4,12 +4,23 @@ from __future__ import annotations
 
 import ipaddress
 import shutil
+from contextlib import AsyncExitStack
 
 import httpx
+from ddgs import DDGS
 from redis import Redis
 from redis.exceptions import RedisError
 
-from agent import DDGSFactory, ProviderUnavailable, capabilities, model_api, unknown_model_notice
+from agent import (
+    WEB_SEARCH_BASIC_TYPE,
+    WEB_SEARCH_TYPE,
+    DDGSFactory,
+    ProviderUnavailable,
+    capabilities,
+    model_api,
+    search_model,
+    unknown_model_notice,
+)
 from agent import defaults as agent_defaults
 from agent import search_providers as providers
 from agent import search_web as search
@@ -107,9 +118,17 @@ def search_problems(settings: Settings) -> list[str]:
         where = f"DEEPTHREAD_SEARCH={provider}" if single else f"DEEPTHREAD_SEARCH={','.join(chain)}: {provider}"
         if provider not in SEARCH_PROVIDERS:
             problems.append(
-                f"{where} is not a known provider: use duckduckgo (default, no key), searxng, brave or "
-                "tavily, alone or as a fallback list in order (e.g. brave,duckduckgo)"
+                f"{where} is not a known provider: use duckduckgo (default, no key), searxng, brave, "
+                "tavily or anthropic, alone or as a fallback list in order (e.g. brave,duckduckgo)"
             )
+        elif provider == "anthropic":
+            small = capabilities(settings.small_model, settings.model_provider)
+            if not small.server_tools & {WEB_SEARCH_TYPE, WEB_SEARCH_BASIC_TYPE}:
+                problems.append(
+                    f"{where}: DEEPTHREAD_SMALL_MODEL={settings.small_model} cannot run Anthropic's web search on "
+                    f"{settings.provider_config().label} (the capability table lists no web search tool for it); "
+                    f"use a model that has it, {instead}"
+                )
         elif provider == "searxng" and not settings.searxng_url:
             problems.append(f"{where} needs SEARXNG_URL, e.g. SEARXNG_URL=http://localhost:8888, {instead}")
         elif provider in PROVIDER_KEYS:
@@ -124,8 +143,17 @@ async def live_search_problems(settings: Settings, *, ddgs: DDGSFactory | None =
     failed it, and one if nothing came back. `ddgs` replaces the keyless provider's library in tests."""
     config = settings.agent_config().search
     chain = "DEEPTHREAD_SEARCH=" + ",".join(config.providers)
-    async with httpx.AsyncClient() as http:
-        answer = await search(http, config, LIVE_SEARCH_QUERY, registry=providers(ddgs) if ddgs else None)
+    async with httpx.AsyncClient() as http, AsyncExitStack() as stack:
+        model = None
+        if "anthropic" in config.providers:  # Anthropic's own search runs through a model client
+            try:
+                api = model_api(settings.provider_config(), max_retries=1)
+            except ProviderUnavailable:
+                return []  # the model check already says what to set
+            await stack.enter_async_context(api)
+            model = search_model(api, settings)
+        registry = providers(ddgs or DDGS, model) if ddgs or model else None
+        answer = await search(http, config, LIVE_SEARCH_QUERY, registry=registry)
     covered = f" ({answer.label} answered instead)" if answer.hits else ""
     problems = [f"{chain}: {f.label} failed a test search{covered}: {f.message}" for f in answer.failures]
     if answer.answered and not answer.hits:

@@ -184,6 +184,9 @@ class FakeAnthropic:
         # Server-side web search (web_search_* tools): what the index answers a query with, and
         # error codes to answer the next searches with (too_many_requests, unavailable, …).
         self.web_index: Callable[[str], list[dict[str, Any]]] = default_web_index
+        # Requests that carry a web_search server tool are answered by this policy (the small model
+        # running a search: it writes the search, then quotes the results with citations).
+        self.search_policy: Policy = scripted_search_model
         self._search_errors: list[str] = []
         self._searches: list[str] = []
         # (cloud, path, headers, body) of every request that came through the Bedrock or Vertex routes.
@@ -371,8 +374,9 @@ class FakeAnthropic:
             return fail(400, "invalid_request_error", message)
         with self._lock:
             self._requests.append(body)
+        policy = self.search_policy if _has_search_tool(body) else self.policy
         try:
-            reply = self.policy(copy.deepcopy(body))
+            reply = policy(copy.deepcopy(body))
             if isinstance(reply, str):
                 reply = text_reply(reply)
             if not isinstance(reply, Reply):
@@ -524,7 +528,7 @@ class FakeAnthropic:
                         "content": self._search(tool, query, over=max_uses is not None and used > max_uses)})
         partial = copy.deepcopy(body)
         partial["messages"] = [*partial["messages"], {"role": "assistant", "content": out}]
-        more = self.policy(partial)
+        more = self.search_policy(partial)
         more = text_reply(more) if isinstance(more, str) else more
         return out + [b for b in more.content if b.get("type") == "text"]
 
@@ -993,3 +997,35 @@ def stream_events(message: dict[str, Any], failure: _Failure | None = None) -> l
     if failure is not None:
         events = events[:2] + [{"type": "error", "error": {"type": failure.error_type, "message": failure.message}}]
     return events
+
+
+def _has_search_tool(body: dict[str, Any]) -> bool:
+    return any(str(t.get("type", "")).startswith("web_search_") for t in body.get("tools") or [] if isinstance(t, dict))
+
+
+def scripted_search_model(body: dict[str, Any]) -> Reply:
+    """The small model with the web_search server tool: it searches the query in <query> once,
+    then (asked again with its results, see _run_server_tools) quotes each result's first
+    sentence, cited with a web_search_result_location as the API does."""
+    last = body["messages"][-1]
+    if last["role"] == "user":
+        text = last["content"] if isinstance(last["content"], str) else " ".join(
+            b.get("text", "") for b in last["content"] if b.get("type") == "text")
+        found = re.search(r"<query>(.*?)</query>", text, re.S)
+        query = found.group(1).strip() if found else text.strip()[:200]
+        return Reply([{"type": "text", "text": "I'll search for that."},
+                      {"type": "server_tool_use", "name": "web_search", "input": {"query": query}}], "end_turn")
+    blocks: list[dict[str, Any]] = []
+    for block in last["content"]:
+        if block.get("type") != "web_search_tool_result":
+            continue
+        if not isinstance(block["content"], list):
+            blocks.append({"type": "text", "text": "The search returned an error."})
+            continue
+        for i, result in enumerate(block["content"]):
+            sentence = re.split(r"(?<=[.!?])\s+", unseal(result["encrypted_content"]).strip())[0]
+            if sentence:
+                blocks.append({"type": "text", "text": sentence, "citations": [{
+                    "type": "web_search_result_location", "url": result["url"], "title": result["title"],
+                    "encrypted_index": base64.b64encode(f"idx{i}".encode()).decode(), "cited_text": sentence}]})
+    return Reply(blocks or [{"type": "text", "text": "Nothing relevant was found."}], "end_turn")

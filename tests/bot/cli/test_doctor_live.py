@@ -122,3 +122,19 @@ def test_a_cloud_missing_a_setting_is_named_before_anything_is_asked(env, says, 
     done = doctor_live(fake_slack, fake_model, fake_web, redis_url, **env)
     assert done.returncode != 0 and says in done.stdout + done.stderr, done.stdout + done.stderr
     assert fake_model.requests == [] and fake_model.cloud_requests == []
+
+
+def test_the_live_check_searches_through_anthropics_own_web_search(fake_slack, fake_model, fake_web,
+                                                                   redis_url) -> None:
+    fake_model.policy = lambda request: text_reply("p")
+    done = doctor_live(fake_slack, fake_model, fake_web, redis_url, DEEPTHREAD_SEARCH="anthropic")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert fake_model.searches == ["index fund expense ratio"]
+
+
+def test_anthropic_search_on_bedrock_is_refused_by_the_static_check(fake_slack, fake_model, fake_web,
+                                                                    redis_url) -> None:
+    done = doctor_live(fake_slack, fake_model, fake_web, redis_url, DEEPTHREAD_SEARCH="anthropic",
+                       **_cloud_env("bedrock", fake_model))
+    assert done.returncode == 1
+    assert "cannot run Anthropic's web search on AWS Bedrock" in done.stdout, done.stdout
