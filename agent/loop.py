@@ -197,7 +197,13 @@ class ResearchLoop:
                 )
             self.history.add_text(
                 self.ledger.block(
-                    self.clock(), len(self.ctx.registry), self._sections(), finalize, **self._wrap_up_advice()
+                    self.clock(),
+                    len(self.ctx.registry),
+                    self._sections(),
+                    finalize,
+                    **self._wrap_up_advice(),
+                    context=(self.context.tokens(), self.context.budget),
+                    thinking=self.ctx.model.thinking,
                 )
             )
             if finalize:
