@@ -144,7 +144,16 @@ def cmd_inspect(settings: Settings, args: argparse.Namespace) -> int:
 def cmd_eval(settings: Settings, args: argparse.Namespace) -> int:
     from datetime import datetime
 
-    from .evaluate import SHIPPED_QUESTIONS, BaselineError, EvalOptions, QuestionFileError, load_questions, run_eval
+    from .evaluate import (
+        SHIPPED_QUESTIONS,
+        THINKING_DIRS,
+        BaselineError,
+        EvalOptions,
+        QuestionFileError,
+        compare_thinking,
+        load_questions,
+        run_eval,
+    )
     from .runtime import job_runtime
 
     if args.concurrency < 1:
@@ -167,9 +176,17 @@ def cmd_eval(settings: Settings, args: argparse.Namespace) -> int:
         baseline=Path(args.baseline) if args.baseline else None,
         deepresearch_bench=Path(args.deepresearch_bench) if args.deepresearch_bench else None,
     )
+    if args.compare_thinking and args.baseline:
+        print("--compare-thinking compares with its own thinking-off run: leave out --baseline.", file=sys.stderr)
+        return 2
     gc.freeze()
     try:
-        card = asyncio.run(run_eval(questions, job_runtime(settings), options))
+        if args.compare_thinking:
+            card = asyncio.run(compare_thinking(questions, job_runtime(settings), options))
+            on = out_dir / THINKING_DIRS[True] / "scorecard.md"
+            print(f"Thinking on against off, question by question: {on}", file=sys.stderr)
+        else:
+            card = asyncio.run(run_eval(questions, job_runtime(settings), options))
     except BaselineError as exc:
         print(exc, file=sys.stderr)
         return 2
@@ -211,6 +228,11 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument("--only", help="comma-separated question ids to run")
     e.add_argument("--baseline", help="output directory of an earlier eval: add a side-by-side comparison")
     e.add_argument("--deepresearch-bench", help="also write the reports as DeepResearch Bench JSONL to this file")
+    e.add_argument(
+        "--compare-thinking",
+        action="store_true",
+        help="research the set twice, thinking off then on, and compare the two scorecards (OUT/thinking-on)",
+    )
     return p
 
 

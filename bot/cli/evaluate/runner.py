@@ -55,6 +55,7 @@ async def measure(
             "reason": state.reason,
             "seconds": round(seconds, 3),
             "requests": state.usage.requests,
+            "thinking_tokens": state.usage.thinking_tokens,
             "cost_usd": round(research_cost(state, runtime.agent.main_model), 4),
             "sections": len(state.sections),
             "sources": len(state.sources),
