@@ -108,9 +108,23 @@ MODELS: dict[str, Capabilities] = {
     # Sonnet 5: refuses non-default temperature/top_p/top_k; prices assumed from Sonnet 4.6.
     "claude-sonnet-5": _current(model="claude-sonnet-5", context_window=1_000_000, input_usd=3.0, output_usd=15.0),
     "claude-opus-5": _current(model="claude-opus-5", input_usd=5.0, output_usd=25.0, min_cacheable_tokens=4096),
-    "claude-opus-4-8": _current(model="claude-opus-4-8", input_usd=5.0, output_usd=25.0, min_cacheable_tokens=4096),
-    "claude-opus-4-6": _current(model="claude-opus-4-6", input_usd=5.0, output_usd=25.0, min_cacheable_tokens=4096),
-    # Sonnet 4.6 still takes forced tool choice and sampling parameters.
+    # The 4.x generation still takes forced tool choice and sampling parameters.
+    "claude-opus-4-8": _current(
+        model="claude-opus-4-8",
+        input_usd=5.0,
+        output_usd=25.0,
+        min_cacheable_tokens=4096,
+        forced_tool_choice=True,
+        sampling_parameters=True,
+    ),
+    "claude-opus-4-6": _current(
+        model="claude-opus-4-6",
+        input_usd=5.0,
+        output_usd=25.0,
+        min_cacheable_tokens=4096,
+        forced_tool_choice=True,
+        sampling_parameters=True,
+    ),
     "claude-sonnet-4-6": _current(
         model="claude-sonnet-4-6", input_usd=3.0, output_usd=15.0, forced_tool_choice=True, sampling_parameters=True
     ),

@@ -389,6 +389,7 @@ class FakeAnthropic:
             return fail(500, "api_error", f"policy raised {type(e).__name__}: {e}")
         content = self._sign_thinking(body, reply.content)
         content = self._run_server_tools(body, content)
+        stop_reason = "tool_use" if any(b.get("type") == "tool_use" for b in content) else reply.stop_reason
         output_tokens = max(1, _tokens(len(json.dumps(content))))
         message = {
             "id": _random_id("msg_01"),
@@ -396,7 +397,7 @@ class FakeAnthropic:
             "role": "assistant",
             "model": body["model"],
             "content": content,
-            "stop_reason": reply.stop_reason,
+            "stop_reason": stop_reason,
             "stop_sequence": None,
             "usage": usage.as_dict(output_tokens),
         }
@@ -530,7 +531,8 @@ class FakeAnthropic:
         partial["messages"] = [*partial["messages"], {"role": "assistant", "content": out}]
         more = self.search_policy(partial)
         more = text_reply(more) if isinstance(more, str) else more
-        return out + [b for b in more.content if b.get("type") == "text"]
+        # The model goes on in the same response: text citing the results, possibly a client tool call.
+        return out + [b for b in more.content if b.get("type") in ("text", "tool_use")]
 
     def _search(self, tool: dict[str, Any], query: str, *, over: bool) -> Any:
         if over:
