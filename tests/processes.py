@@ -26,6 +26,10 @@ OUR_VARIABLES = (
 )
 
 T = TypeVar("T")
+# How long a process may take to start: it imports the whole stack, which takes seconds alone and
+# several times that on a machine shared with other test runs. A failure still fails fast: the
+# waits below raise at once when the process exits.
+STARTUP_SECONDS = 60.0
 
 
 def wait_for(condition: Callable[[], T], timeout: float = 20.0, what: str = "condition") -> T:
@@ -77,7 +81,7 @@ def running(args: list[str], env: dict[str, str], log: Path, grace: float = 10.0
 
 
 def wait_listening(port: int, serve: subprocess.Popen[bytes], log: Path, *, command: str = "serve",
-                   timeout: float = 20) -> str:
+                   timeout: float = STARTUP_SECONDS) -> str:
     """Wait until `deepthread serve` (or `up`) answers its health check; returns its base URL."""
     base = f"http://127.0.0.1:{port}"
 
@@ -139,7 +143,7 @@ class RedisWithAOF:
             except RedisError:
                 return False
 
-        wait_for(answers, 20, "redis-server to answer")
+        wait_for(answers, STARTUP_SECONDS, "redis-server to answer")
         return self
 
     def stop(self) -> None:

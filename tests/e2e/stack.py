@@ -13,7 +13,16 @@ import httpx
 
 from tests.fakes.policies import is_extraction
 from tests.fakes.slack import FakeSlack, app_mention_event, sign
-from tests.processes import SIGNING_SECRET, Stack, environment, free_port, running, wait_for, wait_listening
+from tests.processes import (
+    SIGNING_SECRET,
+    STARTUP_SECONDS,
+    Stack,
+    environment,
+    free_port,
+    running,
+    wait_for,
+    wait_listening,
+)
 
 APP_TOKEN = "xapp-test"  # Socket Mode's app-level token
 BOT_TOKEN = "xoxb-test"
@@ -115,7 +124,7 @@ def socket_mode_stack(tmp: Path, fake_slack: FakeSlack, *, redis_url: str, model
             return fake_slack.socket_connections == 1
 
         try:
-            wait_for(connected, 20, "deepthread serve to open a Socket Mode connection")
+            wait_for(connected, STARTUP_SECONDS, "deepthread serve to open a Socket Mode connection")
         except AssertionError as exc:
             raise AssertionError(f"{exc}\nserve.log:\n{(tmp / 'serve.log').read_text()}") from None
         yield Stack(events_url="", env=env, logs=tmp)

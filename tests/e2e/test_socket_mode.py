@@ -29,7 +29,7 @@ from tests.e2e.stack import (
 )
 from tests.fakes.server import ServerThread, free_port
 from tests.fakes.slack import APP_ID, FakeSlack, app_mention_event
-from tests.processes import Stack, environment, running, wait_for
+from tests.processes import STARTUP_SECONDS, Stack, environment, running, wait_for
 
 # ------------------------------------------------------------ the fake itself
 
@@ -177,7 +177,7 @@ def test_a_rejected_app_token_stops_serve_with_a_clear_error(tmp_path: Path, fak
                                                               redis_url: str) -> None:
     fake_slack.fail_next("apps.connections.open", times=1000, error="invalid_auth")  # a revoked xapp- token
     with serve_alone(tmp_path, fake_slack, redis_url) as serve:
-        wait_for(lambda: serve.poll() is not None, 30, "serve to give up on a rejected SLACK_APP_TOKEN")
+        wait_for(lambda: serve.poll() is not None, STARTUP_SECONDS, "serve to give up on a rejected SLACK_APP_TOKEN")
         assert serve.returncode == 2
         assert "SLACK_APP_TOKEN" in (tmp_path / "serve.log").read_text()
 
