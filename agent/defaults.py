@@ -45,6 +45,9 @@ MODEL_MAX_RETRIES = 2
 # An overloaded model service (529) is waited out this long before the run writes its answer
 # from what it has (agent/model.py spaces the retries; agent/salvage.py writes without the model).
 MODEL_PATIENCE_SECONDS = 180.0
+# A turn with no tool call and no <summary> is reflection, not an answer: the run goes on, this many
+# times in a row at most (a model that insists is taken at its word, so a run cannot loop on it).
+REFLECTION_TURNS = 2
 # A final answer citing unknown markers is sent back for a rewrite at most this often.
 FINAL_ANSWER_REWRITES = 1
 # The budget block warns this close to the final turn (requests or seconds before the reserve).

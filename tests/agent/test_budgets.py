@@ -138,7 +138,7 @@ async def test_correction_capacity_is_enforced_with_advice(fake_model, fake_web)
         tool_reply(("web_search", {"query": "vti expense ratio"})),
         tool_reply(("write_section", {"title": "Fees", "body": body})),
         *[tool_reply(("revise_section", {"section_id": "sec1", "body": body, "reason": f"check {i}"})) for i in range(3)],
-        text_reply("Done [s1]."),
+        text_reply("<summary>Done [s1].</summary>"),
     ])
     fake_model.policy = lambda request: next(calls)
     events, _ = await run(fake_model, fake_web)
@@ -154,7 +154,7 @@ async def test_correction_capacity_counts_the_revisions_earlier_runs_of_the_thre
     calls = iter([
         tool_reply(("web_search", {"query": "vti expense ratio"})),
         tool_reply(("revise_section", {"section_id": "sec1", "body": "VTI is cheapest [s1].", "reason": "again"})),
-        text_reply("Done [s1]."),
+        text_reply("<summary>Done [s1].</summary>"),
     ])
     fake_model.policy = lambda request: next(calls)
     events, _ = await run(fake_model, fake_web, sections=[inherited])
