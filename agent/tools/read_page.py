@@ -175,13 +175,22 @@ class ReadPage(Tool):
                 "Read another source, follow one of its links, or ask for something different.",
                 is_error=True,
             )
+        # Held while the read runs (a parallel duplicate is refused), kept only when it succeeded: a
+        # page that timed out or failed for a while may be read again.
         self._seen.add(key)
         try:
             page = await fetch(ctx.http, url, ctx.config.fetch)
             extracted = await extract_text(page, ctx.links)
         except (FetchError, UnreadableContent) as exc:
+            self._seen.discard(key)
             return ToolResult(f"Could not read this page: {exc}.", is_error=True)
-        return await self._read(ctx, args.goal, page.url, page.truncated, extracted)
+        except BaseException:
+            self._seen.discard(key)  # cut short (a deadline, a stop): it was never read
+            raise
+        result = await self._read(ctx, args.goal, page.url, page.truncated, extracted)
+        if result.is_error:
+            self._seen.discard(key)
+        return result
 
     def _resolve(self, value: str, ctx: ToolContext) -> str | ToolResult:
         link_id = parse_link_id(value)

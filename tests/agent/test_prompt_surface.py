@@ -4,12 +4,22 @@ page is read, each HTTP failure class gets its own advice, read_page cites past 
 from __future__ import annotations
 
 import re
+from collections.abc import AsyncIterator
 from typing import Any
 
+import httpx
+import pytest
 from anthropic import AsyncAnthropic
+from hypothesis import given
+from hypothesis import strategies as st
 
-from agent import AgentConfig, Budget, FetchConfig, ResearchTask, RunEvent, SearchConfig, research
+from agent import AgentConfig, Budget, FetchConfig, ResearchTask, RunEvent, SearchConfig, SourceRegistry, research
 from agent.loop import REFLECTION_NUDGE
+from agent.model import ModelClient
+from agent.tools import fetch
+from agent.tools.base import ToolContext
+from agent.tools.read_page import ReadPage, ReadPageInput
+from tests.fakes.web import FakeWeb
 from tests.fakes.anthropic import FakeAnthropic, Reply, text_reply, tool_reply
 from tests.fakes.policies import (
     URL,
@@ -111,3 +121,81 @@ async def test_a_model_that_keeps_reflecting_is_taken_at_its_word(fake_model: Fa
     assert outcome.status == "completed" and "read the fee table" in outcome.summary.lower()
     nudges = [r for r in main_turns(fake_model) if REFLECTION_NUDGE in _text(r["messages"][-1])]
     assert len(nudges) == 2, "at most REFLECTION_TURNS nudges in a row, then the text is the answer"
+
+
+# ------------------------------------------------ read_page: retries and HTTP failure classes
+
+@pytest.fixture
+async def page_ctx(fake_model: FakeAnthropic) -> AsyncIterator[ToolContext]:
+    fake_model.policy = extract
+
+    async def emit(_: object) -> None:
+        return None
+
+    async with httpx.AsyncClient() as http, AsyncAnthropic(api_key="k", base_url=fake_model.url,
+                                                           max_retries=0) as client:
+        model = ModelClient(client, main_model="m", small_model="s", timeout=30)
+        yield ToolContext(config=AgentConfig(fetch=FetchConfig(allow=["127.0.0.1"])), registry=SourceRegistry(),
+                          http=http, model=model, emit=emit, goal_question="q")
+
+
+GOAL = "the expense ratio of VTI"
+
+
+@pytest.mark.parametrize("status", [503, 429, 500])
+async def test_a_page_that_failed_for_a_while_is_read_when_retried(status: int, fake_web: FakeWeb,
+                                                                   page_ctx: ToolContext) -> None:
+    fake_web.page_fail_next("/pages/etf-fees.html", status)
+    tool, url = ReadPage(), f"{fake_web.url}/pages/etf-fees.html"
+    first = await tool.run(ReadPageInput(url=url, goal=GOAL), page_ctx)
+    assert first.is_error and f"HTTP {status}" in first.text
+    again = await tool.run(ReadPageInput(url=url, goal=GOAL), page_ctx)
+    assert not again.is_error and "Excerpts:" in again.text, again.text
+    third = await tool.run(ReadPageInput(url=url, goal=GOAL), page_ctx)
+    assert third.is_error and "You already read this page" in third.text, "a page read once is not read twice"
+
+
+async def test_a_page_whose_extraction_failed_is_read_when_retried(fake_web: FakeWeb, fake_model: FakeAnthropic,
+                                                                   page_ctx: ToolContext) -> None:
+    fake_model.fail_next(500, times=2)  # both extraction attempts fail
+    tool, url = ReadPage(), f"{fake_web.url}/pages/etf-fees.html"
+    first = await tool.run(ReadPageInput(url=url, goal=GOAL), page_ctx)
+    assert first.is_error and "Could not read this page" in first.text
+    fake_model.clear_failures()
+    again = await tool.run(ReadPageInput(url=url, goal=GOAL), page_ctx)
+    assert not again.is_error, again.text
+
+
+# Every failure class and the advice it must carry; a code of each class is tried.
+CLASSES = {
+    "denied": ((401, 402, 403, 407), fetch.DENIED),
+    "gone": ((404, 410), fetch.GONE),
+    "legal": ((451,), fetch.LEGAL),
+    "limited": ((429,), fetch.LIMITED),
+    "broken": ((408, 500, 502, 503, 504, 599), fetch.BROKEN),
+    "refused": ((400, 405, 418, 422), fetch.REFUSED),
+}
+
+
+@pytest.mark.parametrize(("status", "advice"), [(code, advice) for codes, advice in CLASSES.values()
+                                                for code in codes])
+async def test_each_http_failure_class_gets_its_own_advice(status: int, advice: str, fake_web: FakeWeb,
+                                                           page_ctx: ToolContext) -> None:
+    fake_web.page_fail_next("/pages/etf-fees.html", status)
+    result = await ReadPage().run(ReadPageInput(url=f"{fake_web.url}/pages/etf-fees.html", goal=GOAL), page_ctx)
+    assert result.is_error and f"answered HTTP {status}: {advice}" in result.text
+
+
+def test_the_advice_of_the_classes_is_distinct_and_says_what_to_do() -> None:
+    advice = [a for _, a in CLASSES.values()]
+    assert len(set(advice)) == len(advice)
+    assert all(re.search(r"\b(read it again once|do not read|read this one again at most once)", a, re.I)
+               for a in advice), "each says whether a retry can help"
+    assert "ask them to share the document in the thread" in fetch.DENIED, "what no tool can do goes to the requester"
+
+
+@given(st.integers(min_value=400, max_value=599))
+def test_every_http_failure_gets_one_of_the_classes(status: int) -> None:
+    text = fetch.status_advice("https://example.org/p", status)
+    assert text.startswith(f"https://example.org/p answered HTTP {status}: ")
+    assert text.split(": ", 1)[1] in {a for _, a in CLASSES.values()}
