@@ -114,6 +114,9 @@ MANIFEST_MAX_ITEMS = 120
 # At most this many run at once: a comparison rarely has more independent parts, and each
 # one costs several requests of the run's budget.
 MAX_TASK_AGENTS = 3
+# …and at most this many in a whole run (two full batches): past a second round, more delegation
+# only repeats ground; the lead researches the rest itself.
+MAX_TASK_AGENTS_PER_RUN = 6
 # spawn_tasks is offered only with a context budget this large: a task agent needs room for
 # several 3–4k-token page reads before compacting, and the lead for up to three 1–2k-token
 # reports beside its own work. Below it, the tool's schema would only crowd the lead's context.

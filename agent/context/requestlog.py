@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 from ..events import utcnow
 
 STUB_RE = re.compile(r"\[(r_[0-9a-f]+) \| ")
-SUMMARY_RE = re.compile(r"^<summary of steps (\d+)–(\d+)>")
+SUMMARY_RE = re.compile(r'^<handoff_notes steps="(\d+)–(\d+)">')
 
 
 class RequestRecord(BaseModel):

@@ -199,3 +199,51 @@ def test_every_http_failure_gets_one_of_the_classes(status: int) -> None:
     text = fetch.status_advice("https://example.org/p", status)
     assert text.startswith(f"https://example.org/p answered HTTP {status}: ")
     assert text.split(": ", 1)[1] in {a for _, a in CLASSES.values()}
+
+
+# ------------------------------------------------ read_page cites past its first ~190k characters
+
+def long_page(late: str) -> str:
+    filler = "".join(f"<h2>Chapter {c}</h2>" + "".join(
+        f"<p>Chapter {c} paragraph {i} discusses unrelated history of index funds at length, year {1990 + i}.</p>"
+        for i in range(60)) for c in range(60))
+    return f"<html><body><h1>Annual report</h1>{filler}<h2>Fees</h2><p>{late}</p></body></html>"
+
+
+async def test_read_page_reads_on_from_near_and_cites_what_lies_past_its_first_parts(
+        fake_web: FakeWeb, page_ctx: ToolContext) -> None:
+    late = "The expense ratio of VTI was 0.03 percent for the fiscal year 2026."
+    fake_web.add_page("/pages/long-report.html", long_page(late))
+    tool, url = ReadPage(), f"{fake_web.url}/pages/long-report.html"
+    first = await tool.run(ReadPageInput(url=url, goal=GOAL), page_ctx)
+    assert not first.is_error and late not in first.text
+    near = re.search(r"read on with near='([^']+)'", first.text)
+    assert near, first.text
+    second = await tool.run(ReadPageInput(url=url, goal=GOAL, near="the expense ratio of"), page_ctx)
+    assert not second.is_error and f'"{late}"' in second.text, second.text
+    cited = next(s for s in page_ctx.registry.all() if s.passage == late)
+    assert f"[{cited.marker}]" in second.text
+    onward = await tool.run(ReadPageInput(url=url, goal=GOAL, near=near.group(1)), page_ctx)
+    assert not onward.is_error and "from '" in onward.text
+
+
+async def test_a_near_that_is_not_on_the_page_names_its_headings(fake_web: FakeWeb, page_ctx: ToolContext) -> None:
+    result = await ReadPage().run(ReadPageInput(url=f"{fake_web.url}/pages/etf-fees.html", goal=GOAL,
+                                                near="Chapter 99 appendix"), page_ctx)
+    assert result.is_error and "There is no 'Chapter 99 appendix' on this page. Its headings:" in result.text
+
+
+# ------------------------------------------------ the delegation cap
+
+async def test_a_run_past_its_task_agent_cap_is_told_to_research_the_rest_itself(page_ctx: ToolContext) -> None:
+    from agent import defaults
+    from agent.tools.spawn_tasks import SpawnTasks, SpawnTasksInput
+
+    brief = {"objective": "SCHB fees", "output": "the fee", "background": "", "key_questions": ["the fee?"],
+             "boundaries": "not VTI", "sources": "fact sheets", "call_budget": 5}
+    tool = SpawnTasks()
+    tool.restore({"spawned": defaults.MAX_TASK_AGENTS_PER_RUN})  # two full batches already ran
+    page_ctx.tasks = object()  # type: ignore[assignment]  # never reached: the cap refuses first
+    result = await tool.run(SpawnTasksInput.model_validate({"tasks": [brief]}), page_ctx)
+    assert result.is_error and f"already used 6 of its {defaults.MAX_TASK_AGENTS_PER_RUN} task agents" in result.text
+    assert "Research what is left yourself" in result.text
