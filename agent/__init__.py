@@ -32,6 +32,7 @@ from .events import (
 )
 from .figures import Figure, FigureFlag, figures_in, sentences
 from .final_turn import Outcome
+from .language import detect as detect_language
 from .loop import research
 from .markers import MARKER_RE
 from .model import describe_api_error, search_model
@@ -101,6 +102,7 @@ __all__ = [
     "capabilities",
     "cost_usd",
     "describe_api_error",
+    "detect_language",
     "domain_of",
     "figure_line",
     "figures_in",

@@ -362,6 +362,7 @@ async def research(
             announced=Announced(len(registry)),
             workspace=workspace,
             results=backend.results,
+            language=task.language.code,
         )
         offer = tools if tools is not None else default_tools() + (thread_tools() if workspace is not None else [])
         chosen = [tool for tool in offer if tool.name != SpawnTasks.name or offered(config)]

@@ -69,6 +69,7 @@ class ToolContext:
     # The thread's files and earlier messages (thread tools); None outside Slack.
     workspace: ThreadWorkspace | None = None
     files_seen: set[str] = field(default_factory=set)  # thread files already announced to the model
+    language: str = "en"  # the question's language (agent/language.py): how the report writes numbers
 
     def snapshot(self) -> dict[str, Any]:
         """The run-wide memory tools share (ids issued, links, files and figures seen)."""
