@@ -232,3 +232,16 @@ async def test_progress_counts_requests_with_the_counter_the_budget_enforces(fak
     usage = [e for e in events if isinstance(e, UsageRecorded)]
     assert usage and all(u.requests + u.requests_left == Budget().max_requests for u in usage)
     assert usage[-1].requests < len(fake_model.requests), "page reading is not a model request of the budget"
+
+
+def test_the_budget_block_says_what_the_model_spends() -> None:
+    from agent.budget import Ledger
+    from agent.usage import Usage
+
+    ledger = Ledger.start(Budget(max_input_tokens=500_000), lambda: 0.0)
+    ledger.charge("claude-sonnet-5-5", Usage(input_tokens=40_000, output_tokens=3_100, thinking_tokens=1_900))
+    block = ledger.block(60.0, 12, ["sec1 Fees"], None, context=(61_200, 200_000), thinking=True)
+    assert "Tokens: 40,000 of 500,000 input used, 3,100 output (1,900 of them thinking)." in block
+    assert "Context: 61,200 of 200,000 tokens (31%); older notes are compacted into a summary at 75%." in block
+    plain = Ledger.start(Budget(), lambda: 0.0).block(0.0, 0, [], None)
+    assert "Tokens: 0 input used, 0 output." in plain and "thinking" not in plain and "Context:" not in plain

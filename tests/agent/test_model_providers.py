@@ -143,3 +143,71 @@ def test_a_provider_missing_a_setting_says_which(config: ProviderConfig, says: s
         return
     with pytest.raises(ProviderUnavailable, match=says):
         model_api(config)
+
+
+# ------------------------------------------------ the capability table decides what is sent
+
+@pytest.mark.parametrize(("model", "sent"), [("claude-sonnet-5-5", False), ("claude-sonnet-4-6", True),
+                                             ("anthropic.claude-sonnet-5-5-v1:0", False), ("my-gateway", False)])
+async def test_a_forced_tool_choice_is_sent_only_to_models_that_take_it(model: str, sent: bool,
+                                                                        fake_model: FakeAnthropic) -> None:
+    from anthropic import AsyncAnthropic
+
+    from tests.fakes.anthropic import tool_reply
+
+    fake_model.policy = lambda request: tool_reply(("web_search", {"query": "q"}))
+    tools = [{"name": "web_search", "description": "search", "input_schema": {"type": "object"}}]
+    async with AsyncAnthropic(api_key="k", base_url=fake_model.url, max_retries=0) as client:
+        model_client = ModelClient(client, main_model=model, small_model="s", timeout=10, thinking=False)
+        await model_client.turn(system="s", tools=tools, messages=[{"role": "user", "content": "hi"}],
+                                max_tokens=100, tool_choice={"type": "any"})
+    assert ("tool_choice" in fake_model.requests[0]) is sent and fake_model.rejected == []
+
+
+def test_the_fake_refuses_what_recent_models_refuse(fake_model: FakeAnthropic) -> None:
+    import anthropic
+
+    client = anthropic.Anthropic(api_key="k", base_url=fake_model.url, max_retries=0)
+    with pytest.raises(anthropic.BadRequestError, match="temperature: not supported by claude-sonnet-5"):
+        client.messages.create(model="claude-sonnet-5", max_tokens=5, extra_body={"temperature": 0.2},
+                               messages=[{"role": "user", "content": "hi"}])
+    with pytest.raises(anthropic.BadRequestError, match="`any` is not supported by claude-sonnet-5-5"):
+        client.messages.create(model="claude-sonnet-5-5", max_tokens=5, tool_choice={"type": "any"},
+                               tools=[{"name": "t", "description": "d", "input_schema": {"type": "object"}}],
+                               messages=[{"role": "user", "content": "hi"}])
+
+
+@pytest.mark.parametrize(("model", "canonical"), [
+    ("claude-sonnet-5-5", "claude-sonnet-5-5"),
+    ("anthropic.claude-sonnet-5-5-v1:0", "claude-sonnet-5-5"),
+    ("us.anthropic.claude-sonnet-5-5-v1:0", "claude-sonnet-5-5"),
+    ("global.anthropic.claude-opus-4-8-v1", "claude-opus-4-8"),
+    ("claude-haiku-4-5@20251001", "claude-haiku-4-5"),
+    ("claude-haiku-4-5-20251001", "claude-haiku-4-5"),
+    ("arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.anthropic.claude-sonnet-5-5-v1:0",
+     "claude-sonnet-5-5"),
+])
+def test_every_providers_form_of_an_id_finds_its_row(model: str, canonical: str) -> None:
+    from agent.capabilities import canonical_id, capabilities
+
+    assert canonical_id(model) == canonical and capabilities(model).known
+
+
+def test_prices_follow_the_model_and_an_unknown_id_is_priced_high_and_noticed(caplog) -> None:
+    import logging
+
+    from agent import Usage, cost_usd
+    from agent.capabilities import capabilities
+
+    million = Usage(input_tokens=1_000_000, output_tokens=1_000_000)
+    assert cost_usd("claude-sonnet-5-5", million) == pytest.approx(12.0)  # $2 + $10
+    assert cost_usd("claude-haiku-4-5-20251001", million) == pytest.approx(6.0)
+    with caplog.at_level(logging.INFO, logger="agent.capabilities"):
+        unknown = capabilities("some-new-model-x")
+        capabilities("some-new-model-x")
+    assert not unknown.known and unknown.thinking == "none" and not unknown.server_tools
+    assert cost_usd("some-new-model-x", million) == pytest.approx(30.0)  # the highest known: never low
+    notices = [r.message for r in caplog.records if "some-new-model-x" in r.message]
+    assert len(notices) == 1 and "conservative defaults" in notices[0]
+    assert capabilities("claude-sonnet-5-5", "bedrock").server_tools == frozenset()
+    assert not capabilities("claude-sonnet-5-5", "bedrock").counts_tokens

@@ -724,6 +724,7 @@ def _validate(body: dict[str, Any], *, need_max_tokens: bool) -> None:
         raise _Invalid("messages: at least one message is required")
     if "stream" in body and not isinstance(body["stream"], bool):
         raise _Invalid("stream: Input should be a valid boolean")
+    _validate_model_rules(body)
     temperature = body.get("temperature")
     if temperature is not None and not (isinstance(temperature, (int, float)) and 0 <= temperature <= 1):
         raise _Invalid("temperature: Input should be a number between 0 and 1")
@@ -735,6 +736,22 @@ def _validate(body: dict[str, Any], *, need_max_tokens: bool) -> None:
     if count > MAX_CACHE_BREAKPOINTS:
         raise _Invalid(f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. "
                        f"Found {count}.")
+
+
+# What recent models refuse (PLATFORM-NOTES, December 2026), by model id as the first-party API names it.
+REFUSES_FORCED_TOOL_CHOICE = {"claude-sonnet-5-5", "claude-haiku-5-5", "claude-sonnet-5", "claude-opus-5"}
+REFUSES_SAMPLING = {"claude-sonnet-5", "claude-sonnet-5-5", "claude-haiku-5-5", "claude-opus-5"}
+
+
+def _validate_model_rules(body: dict[str, Any]) -> None:
+    model = body.get("model")
+    choice = body.get("tool_choice")
+    if model in REFUSES_FORCED_TOOL_CHOICE and isinstance(choice, dict) and choice.get("type") in ("any", "tool"):
+        raise _Invalid(f"tool_choice: `{choice.get('type')}` is not supported by {model}; use `auto` or `none`")
+    if model in REFUSES_SAMPLING:
+        for name in ("temperature", "top_p", "top_k"):
+            if name in body:
+                raise _Invalid(f"{name}: not supported by {model}; remove it to use the model's default sampling")
 
 
 def _validate_cache_control(block: dict[str, Any], where: str) -> None:

@@ -116,6 +116,7 @@ def test_refused_cloud_credentials_get_one_line_saying_what_to_fix(provider, wro
     ({"DEEPTHREAD_MODEL_PROVIDER": "vertex", "CLOUD_ML_REGION": "us-east5", "DEEPTHREAD_VERTEX_ACCESS_TOKEN": "t"},
      "needs a project: set ANTHROPIC_VERTEX_PROJECT_ID"),
     ({"DEEPTHREAD_MODEL_PROVIDER": "azure"}, "DEEPTHREAD_MODEL_PROVIDER"),
+    ({"DEEPTHREAD_THINKING": "sometimes"}, "DEEPTHREAD_THINKING: Input should be 'on' or 'off'"),
 ])
 def test_a_cloud_missing_a_setting_is_named_before_anything_is_asked(env, says, fake_slack, fake_model, fake_web,
                                                                      redis_url) -> None:

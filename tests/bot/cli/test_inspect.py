@@ -57,3 +57,17 @@ def test_inspect_lists_requests_and_prints_one_in_full(redis: Redis, redis_url: 
     excerpt = next(s for s in stored.sources.values() if s.kind == "excerpt")
     assert excerpt.passage in evidence.stdout and f"page text sha256 {excerpt.page_sha256}" in evidence.stdout
     assert "-- around it" in evidence.stdout and "fetched " in evidence.stdout
+
+
+def test_inspect_shows_thinking_tokens_and_web_searches_per_request_and_per_model() -> None:
+    from agent import RequestRecord
+    from bot.cli.inspect import summary_table, totals
+
+    records = [RequestRecord(n=1, kind="turn", model="claude-sonnet-5-5", input_tokens=1000, output_tokens=800,
+                             thinking_tokens=600),
+               RequestRecord(n=2, kind="search", model="claude-haiku-5-5", input_tokens=3000, output_tokens=100,
+                             web_search_requests=1)]
+    table = summary_table(records)
+    assert "think" in table[0] and "600" in table[1]
+    lines = totals(records)
+    assert "output 800 (600 thinking)" in lines[0] and "1 web searches" in lines[1]
