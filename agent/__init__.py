@@ -15,7 +15,7 @@ from .capabilities import WEB_SEARCH_BASIC as WEB_SEARCH_BASIC_TYPE
 from .charts import Chart
 from .charts.blobs import load_png
 from .citations import SourceRegistry
-from .config import PROFILES, AgentConfig, Budget, Caps, FetchConfig, SearchConfig, SearchProvider
+from .config import PROFILES, AgentConfig, Budget, Caps, FetchConfig, McpServerConfig, SearchConfig, SearchProvider
 from .context.requestlog import RequestRecord
 from .defaults import MAX_QUESTION_CHARS
 from .display import domain_of, shorten
@@ -44,6 +44,7 @@ from .tools.search import DDGSFactory
 from .tools.search import providers as search_providers
 from .tools.search import search as search_web
 from .usage import Usage, usage_by_model
+from .visibility import WorkspaceSearchMode, private_sources_allowed
 from .workspace import (
     MAX_FILE_BYTES,
     FileInfo,
@@ -53,11 +54,18 @@ from .workspace import (
     WorkspaceError,
     too_large,
 )
+from .workspace_search import SearchUnavailable, WorkspaceHit, WorkspaceSearch
 
 __all__ = [
     "MODELS",
     "WEB_SEARCH_BASIC_TYPE",
     "WEB_SEARCH_TYPE",
+    "McpServerConfig",
+    "private_sources_allowed",
+    "WorkspaceSearchMode",
+    "WorkspaceSearch",
+    "WorkspaceHit",
+    "SearchUnavailable",
     "AgentConfig",
     "AssembledReport",
     "Budget",

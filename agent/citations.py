@@ -34,7 +34,16 @@ class SourceRegistry:
         return list(self._by_marker.values())
 
     def add(
-        self, url: str, title: str, passage: str, kind: str = "excerpt", *, context: str = "", page_sha256: str = ""
+        self,
+        url: str,
+        title: str,
+        passage: str,
+        kind: str = "excerpt",
+        *,
+        context: str = "",
+        page_sha256: str = "",
+        origin: str = "",
+        private: bool = False,
     ) -> tuple[Source, bool]:
         """Register a passage; returns (source, is_new)."""
         existing = self._by_key.get((url, passage))
@@ -48,6 +57,8 @@ class SourceRegistry:
             kind=kind,  # type: ignore[arg-type]
             context=context,
             page_sha256=page_sha256,
+            origin=origin,
+            private=private,
         )
         self._remember(source)
         return source, True

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import AliasChoices, BaseModel, Field, field_validator, model_validator
+from pydantic import AliasChoices, BaseModel, Field, SecretStr, field_validator, model_validator
 
 from . import defaults
 from .capabilities import Provider, capabilities
@@ -134,6 +134,18 @@ def budget_for(profile: str, caps: Caps | None = None) -> Budget:
     return (caps or Caps()).apply(budget)
 
 
+class McpServerConfig(BaseModel):
+    """One of the team's remote MCP servers (DEEPTHREAD_MCP_SERVERS): its tools join the research tools."""
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_-]{0,30}$")  # prefixes its tools: wiki__lookup
+    url: str = Field(pattern=r"^https?://")  # the streamable HTTP endpoint, e.g. https://wiki.example.com/mcp
+    headers: dict[str, SecretStr] = Field(default_factory=dict, repr=False)  # auth; secrets, never logged
+    allow: list[str] = Field(default_factory=list)  # tool names or globs offered (empty: every listed tool)
+    # Only tools the server marks read-only (readOnlyHint) are offered unless the operator allows more.
+    allow_writes: bool = False
+    timeout_seconds: float = Field(default=defaults.MCP_CALL_SECONDS, gt=0)
+
+
 class AgentConfig(BaseModel):
     main_model: str = defaults.MAIN_MODEL
     small_model: str = defaults.SMALL_MODEL
@@ -156,6 +168,7 @@ class AgentConfig(BaseModel):
     caps: Caps = Field(default_factory=Caps)
     search: SearchConfig = Field(default_factory=SearchConfig)
     fetch: FetchConfig = Field(default_factory=FetchConfig)
+    mcp_servers: list[McpServerConfig] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _context_from_window(self) -> AgentConfig:

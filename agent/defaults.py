@@ -141,3 +141,11 @@ TASK_MIN_SECONDS = 60
 TASK_FAILED_LEADS = 10
 # The thread's progress line names each branch with at most this much of its objective.
 TASK_LABEL_CHARS = 40
+
+# The team's MCP servers: listing one's tools at run start may take this long before the server is
+# called unreachable and its tools left out; one tool call this long before it is abandoned.
+MCP_START_SECONDS = 10.0
+MCP_CALL_SECONDS = 30.0
+MCP_RESULT_CHARS = 20_000  # a tool result's text kept (the result store has it all up to this)
+MCP_PASSAGE_CHARS = 2_000  # each text part registered as a citable passage
+MCP_DESCRIPTION_CHARS = 1_000  # a server's own description of a tool, shown inside ours

@@ -33,6 +33,12 @@ class Source(BaseModel):
     # whole page text it was verified against (empty for search snippets).
     context: str = ""
     page_sha256: str = ""
+    # Where the passage came from beyond its URL: "" for the web and the thread's files, "slack" for a
+    # message or file found in the team's Slack (search_workspace), "mcp:<server>/<tool>" for a result of
+    # the team's MCP server. `private`: found in a private channel or a DM; such a source becomes a
+    # footnote only in a DM with the requester (agent/visibility.py), whatever the model cites.
+    origin: str = ""
+    private: bool = False
 
 
 class Progress(BaseModel):
@@ -123,6 +129,14 @@ class SearchDegraded(BaseModel):
     text: str  # "Search degraded: DuckDuckGo is rate-limiting searches; Brave answered instead. …"
 
 
+class Notice(BaseModel):
+    """Something the team should know about how the run works (a tool source it could not use, a
+    missing Slack permission); emitted once per run per condition, shown on the progress message."""
+
+    type: Literal["notice"] = "notice"
+    text: str
+
+
 class ChartDrawn(BaseModel):
     """A chart was drawn (or redrawn: same chart_id, next version, replacing the previous one).
     Its PNG is in the run's result store under chart.blob_id; the publisher uploads it."""
@@ -142,7 +156,8 @@ RunEvent = Annotated[
     | SearchDegraded
     | ConstraintsFound
     | ConflictSettled
-    | ChartDrawn,
+    | ChartDrawn
+    | Notice,
     Field(discriminator="type"),
 ]
 

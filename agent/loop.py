@@ -26,7 +26,7 @@ from .config import AgentConfig
 from .context.history import History
 from .context.manager import ContextManager
 from .control import RunControl, StopRequest
-from .events import Emit, Finished, Progress
+from .events import Emit, Finished, Notice, Progress
 from .exceptions import Interrupted
 from .final_turn import FinalTurn, Outcome, has_answer, text_of
 from .guard import guarded
@@ -40,12 +40,14 @@ from .task import ResearchTask, first_message
 from .task_agents import NumberedLog, TaskTeam
 from .thread_memory import roll
 from .tool_runner import ToolRunner
-from .tools import Tool, ToolContext, default_tools, thread_tools
+from .tools import Tool, ToolContext, default_tools, thread_tools, workspace_tools
 from .tools.base import Announced
+from .tools.mcp import list_mcp_tools
 from .tools.spawn_tasks import SpawnTasks, offered
 from .turn import Turn
 from .usage import Usage
 from .workspace import ThreadWorkspace
+from .workspace_search import WorkspaceSearch
 
 __all__ = ["Outcome", "ResearchLoop", "research"]
 
@@ -87,6 +89,8 @@ class ResearchLoop:
         system = load(prompt)
         if SpawnTasks.name in self.tools:  # the delegation rules, only where delegation is offered
             system += "\n\n" + load("delegation")
+        if "search_workspace" in self.tools or any("__" in name for name in self.tools):
+            system += "\n\n" + load("team_sources")  # only where the team's own sources are offered
         self.turn = Turn(
             ctx.model,
             ctx.emit,
@@ -318,6 +322,7 @@ async def research(
     registry: SourceRegistry | None = None,
     sections: list[Section] | None = None,
     workspace: ThreadWorkspace | None = None,
+    workspace_search: WorkspaceSearch | None = None,
     ledger: Ledger | None = None,
     clock: Clock = time.time,
     active_until: float | None = None,
@@ -363,8 +368,27 @@ async def research(
             workspace=workspace,
             results=backend.results,
             language=task.language.code,
+            workspace_search=workspace_search,
+            private_sources=task.private_sources,
         )
         offer = tools if tools is not None else default_tools() + (thread_tools() if workspace is not None else [])
+        if tools is None and workspace_search is not None:
+            offer += workspace_tools()
+        if tools is None and config.mcp_servers:  # the team's own tools, listed now (agent/tools/mcp.py)
+            listing = await list_mcp_tools(config.mcp_servers)
+            offer += listing.tools
+            for server, why in listing.unreachable:
+                await emit(
+                    Notice(text=f"MCP server {server} is unreachable ({why}): its tools are left out of this run.")
+                )
+            if listing.unreachable:
+                named = "; ".join(f"{server} ({why})" for server, why in listing.unreachable)
+                task = task.model_copy(
+                    update={
+                        "tool_notes": f"The team's MCP servers that could not be reached, so their tools are not "
+                        f"offered in this run: {named}."
+                    }
+                )
         chosen = [tool for tool in offer if tool.name != SpawnTasks.name or offered(config)]
         checkpointer = Checkpointer(backend.checkpoints) if backend.checkpoints is not None else None
         saved = await checkpointer.load() if checkpointer is not None else None

@@ -40,9 +40,17 @@ class AssembledReport(BaseModel):
     footnotes: list[Footnote]
 
 
-def assemble(summary: str, sections: Sequence[Section], sources: Mapping[str, Source]) -> AssembledReport:
-    """Number sources in order of first citation: summary first, then sections in order."""
+def assemble(
+    summary: str, sections: Sequence[Section], sources: Mapping[str, Source], *, private_allowed: bool = False
+) -> AssembledReport:
+    """Number sources in order of first citation: summary first, then sections in order.
+
+    A private source (a private channel's or a DM's message, agent/visibility.py) becomes a footnote
+    only when `private_allowed` (a DM with the requester): elsewhere its marker is dropped like an
+    unknown one, whatever the model wrote."""
     numbers: dict[str, int] = {}
+    if not private_allowed:
+        sources = {marker: source for marker, source in sources.items() if not source.private}
 
     def renumber(text: str) -> str:
         def repl(match: re.Match[str]) -> str:

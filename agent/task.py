@@ -10,7 +10,7 @@ from .config import Budget
 from .events import Source
 from .language import Language, detect
 from .report import Section
-from .thread_memory import OutlineEntry, ThreadMemory, ThreadSummary, first_sentence, render, roll
+from .thread_memory import OutlineEntry, ThreadMemory, ThreadSummary, first_sentence, render, roll, source_index
 
 
 class PriorRun(BaseModel):
@@ -46,6 +46,10 @@ class PriorRun(BaseModel):
             outline=outline,
             summary=summary,
             sources=len(self.sources),
+            source_index=source_index(
+                self.sources,
+                [self.summary, *(s.body for s in self.sections), *(f.claim for f in summary.facts)],
+            ),
         )
 
 
@@ -67,6 +71,14 @@ class ResearchTask(BaseModel):
     # research() before the run starts: ids to open with tools, never content.
     thread_markers: str = ""
     link_markers: str = ""
+    # May this run search, register and cite private channels and DMs of the team's Slack? Only in a
+    # DM with the requester and with DEEPTHREAD_WORKSPACE_SEARCH=dm (agent/visibility.py).
+    private_sources: bool = False
+    # What the opening says about tools that could not be offered (an unreachable MCP server), filled
+    # in by research() before the run starts.
+    tool_notes: str = ""
+    # Plan first: the plan the team approved before the research began (agent/planning.py).
+    approved_plan: str = ""
 
     @property
     def language(self) -> Language:
@@ -90,6 +102,8 @@ def first_message(task: ResearchTask) -> str:
     constraints = "\n".join(f"- {c}" for c in task.constraints) or "- none stated beyond the question"
     earlier = "\n".join(f"- {r}" for r in task.earlier_runs) or "- none"
     follow_up = f"<follow_up>\n{task.follow_up.strip()}\n</follow_up>\n" if task.follow_up else ""
+    if task.approved_plan:  # the team approved this plan: research along it
+        follow_up += f"<approved_plan>\n{task.approved_plan.strip()}\n</approved_plan>\n"
     prior = f"\n{render(task.prior.memory())}" if task.prior else ""
     return (
         "<task>\n"
@@ -107,6 +121,7 @@ def first_message(task: ResearchTask) -> str:
         f"Earlier runs in this thread:\n{earlier}\n"
         + (f"{task.thread_markers}\n" if task.thread_markers else "")
         + (f"{task.link_markers}\n" if task.link_markers else "")
+        + (f"{task.tool_notes}\n" if task.tool_notes else "")
         + "</context>"
         f"{prior}"
     )

@@ -68,6 +68,24 @@ class OutlineEntry(BaseModel):
     revisions: int = 0
 
 
+# The opening's index of the thread's sources: at most this many, most-cited first (the rest are
+# counted, and every marker stays citable and opens with open_source); what each supports, cut.
+MAX_SOURCES_LISTED = 30
+SUPPORTS_CHARS = 90
+SOURCE_TITLE_CHARS = 70
+
+
+class SourceEntry(BaseModel):
+    """One line of the opening's source index: a marker says what it points at."""
+
+    marker: str
+    title: str
+    domain: str
+    date: str  # when it was read, YYYY-MM-DD
+    supports: str  # a few words of what it supports: the sentence citing it, or the passage's start
+    cited: int = 0  # how often the report, the answer and the thread's memory cite it
+
+
 class ThreadMemory(BaseModel):
     """Everything a continuation's opening says about the thread's earlier runs."""
 
@@ -78,6 +96,7 @@ class ThreadMemory(BaseModel):
     outline: list[OutlineEntry] = Field(default_factory=list)
     summary: ThreadSummary = Field(default_factory=ThreadSummary)
     sources: int = 0  # how many passages are registered: all stay citable by marker
+    source_index: list[SourceEntry] = Field(default_factory=list)  # most-cited first, bounded
 
 
 def first_sentence(body: str) -> str:
@@ -108,6 +127,8 @@ def _trim_once(memory: ThreadMemory) -> bool:
     elif len(memory.follow_ups) > 3:
         dropped = memory.follow_ups.pop(0)
         memory.follow_ups[0] = f"(an earlier follow-up, shortened) {_cut(dropped, 200)}"
+    elif len(memory.source_index) > MAX_SOURCES_LISTED // 3:
+        memory.source_index = memory.source_index[:-1]  # the least-cited first
     elif any(len(e.first_sentence) > 60 for e in memory.outline):
         for entry in memory.outline:
             entry.first_sentence = _cut(entry.first_sentence, 60)
@@ -146,9 +167,21 @@ def _render(memory: ThreadMemory) -> str:
         lines += [f"- {q}" for q in summary.open_questions]
     if memory.last_answer.strip():
         lines += ["The last run's answer:", _cut(memory.last_answer.strip(), LAST_ANSWER_CHARS)]
-    if memory.sources:
+    if memory.source_index:
         lines.append(
-            f"{memory.sources} passages are registered, [s1]–[s{memory.sources}]: cite them by marker; "
+            "The thread's sources, most-cited first (marker · title · site · read on · what it supports); "
+            "open_source opens one's passage and the evidence around it:"
+        )
+        lines += [
+            f"- [{e.marker}] {_cut(e.title, SOURCE_TITLE_CHARS)} · {e.domain} · {e.date} · “{_cut(e.supports, SUPPORTS_CHARS)}”"
+            + (f" (cited ×{e.cited})" if e.cited > 1 else "")
+            for e in memory.source_index
+        ]
+    if memory.sources:
+        more = memory.sources - len(memory.source_index)
+        lines.append(
+            (f"… and {more} more " if memory.source_index and more > 0 else f"{memory.sources} ")
+            + f"passages are registered, [s1]–[s{memory.sources}]: cite any by marker; open_source opens any, "
             "open_section shows which passages a section cites."
         )
     lines.append("</thread>")
@@ -215,3 +248,31 @@ def _with_markers(fact: ThreadFact) -> str:
 def _cut(text: str, limit: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def source_index(sources: list[Any], texts: list[str], *, limit: int = MAX_SOURCES_LISTED) -> list[SourceEntry]:
+    """The thread's sources for the opening, most-cited first (ties: first registered first), each
+    with the first sentence of `texts` (report, answer, memory) that cites it as what it supports."""
+    from .display import domain_of
+
+    counts: dict[str, int] = {}
+    supports: dict[str, str] = {}
+    for text in texts:
+        for sentence in sentences(text):
+            for number in MARKER_RE.findall(sentence):
+                marker = f"s{number}"
+                counts[marker] = counts.get(marker, 0) + 1
+                supports.setdefault(marker, " ".join(MARKER_RE.sub("", sentence).split()))
+    order = {source.marker: n for n, source in enumerate(sources)}
+    ranked = sorted(sources, key=lambda s: (-counts.get(s.marker, 0), order[s.marker]))
+    return [
+        SourceEntry(
+            marker=s.marker,
+            title=s.title or domain_of(s.url),
+            domain=domain_of(s.url),
+            date=f"{s.retrieved_at:%Y-%m-%d}",
+            supports=supports.get(s.marker) or " ".join(s.passage.split()),
+            cited=counts.get(s.marker, 0),
+        )
+        for s in ranked[:limit]
+    ]

@@ -12,6 +12,7 @@ __all__ = [
     "charts",
     "charts_stale",
     "last_sync",
+    "plan_first",
     "ratelimit_pause",
     "ratelimit_window",
     "rendered",
@@ -54,6 +55,11 @@ def ratelimit_pause(team: str | None, method: str) -> str:
 
 def ratelimit_window(team: str | None, method: str) -> str:
     return f"{PREFIX}:ratelimit:{workspace(team)}:{method}"
+
+
+def plan_first(team: str | None) -> str:
+    """Hash: channel id -> "1" where an admin turned plan first on (bot/desk/plan_first.py)."""
+    return f"{PREFIX}:plan-first:{workspace(team)}"
 
 
 def rendered(run_id: str) -> str:

@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationInfo, field_validator
+from pydantic import AliasChoices, Field, SecretStr, TypeAdapter, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from agent import AgentConfig, Caps, FetchConfig, ProviderConfig, SearchConfig, SearchProvider
+from agent import (
+    AgentConfig,
+    Caps,
+    FetchConfig,
+    McpServerConfig,
+    ProviderConfig,
+    SearchConfig,
+    SearchProvider,
+    WorkspaceSearchMode,
+)
 from agent import defaults as agent_defaults
 from jobs.hard_stop import HARD_STOP_SECONDS
 from jobs.spend import BudgetDefaults
@@ -67,6 +77,9 @@ class StreamConfig:
     max_seconds: float = limits.STREAM_MAX_SECONDS
     max_tasks: int = limits.STREAM_MAX_TASKS
     max_chars: int = limits.STREAM_MAX_CHARS
+
+
+MCP_SERVERS = TypeAdapter(list[McpServerConfig])
 
 
 class Settings(BaseSettings):
@@ -148,6 +161,16 @@ class Settings(BaseSettings):
     hard_stop_seconds: float = Field(
         default=HARD_STOP_SECONDS, gt=0, validation_alias=_env("DEEPTHREAD_HARD_STOP_SECONDS")
     )
+    # Where results from the team's own Slack may be searched and cited (agent/visibility.py): public
+    # channels only (default), also private channels and DMs in a DM with the requester, or not at all.
+    workspace_search: WorkspaceSearchMode = Field(
+        default="public", validation_alias=_env("DEEPTHREAD_WORKSPACE_SEARCH")
+    )
+    # The team's remote MCP servers, as JSON: [{"name": "wiki", "url": "https://…/mcp", "headers": {…},
+    # "allow": ["search_*"], "allow_writes": false}] (see mcp_servers()).
+    mcp: str = Field(default="", validation_alias=_env("DEEPTHREAD_MCP_SERVERS"))
+    # Plan first: how long a posted plan waits for approval before its run ends unresearched.
+    plan_expiry_minutes: float = Field(default=120.0, gt=0, validation_alias=_env("DEEPTHREAD_PLAN_EXPIRY_MINUTES"))
     # Where `deepthread up` keeps its embedded Redis (append-only file), so a restart keeps every run.
     data_dir: Path = Field(default_factory=default_data_dir, validation_alias=_env(DATA_DIR_VARIABLE))
 
@@ -184,6 +207,41 @@ class Settings(BaseSettings):
             vertex_project=self.vertex_project,
             vertex_access_token=self.secret("vertex_access_token"),
         )
+
+    @field_validator("workspace_search", mode="before")
+    @classmethod
+    def _workspace_search_mode(cls, value: object) -> object:
+        """An empty or whitespace-only value means unset; names are read in any case."""
+        if isinstance(value, str):
+            return value.strip().lower() or "public"
+        return value
+
+    def mcp_servers(self) -> list[McpServerConfig]:
+        """DEEPTHREAD_MCP_SERVERS parsed; ValueError with one line saying what to fix (doctor prints it)."""
+        if not self.mcp.strip():
+            return []
+        try:
+            raw = json.loads(self.mcp)
+        except json.JSONDecodeError as exc:
+            raise ValueError(
+                f"DEEPTHREAD_MCP_SERVERS is not JSON ({exc.msg} at character {exc.pos}): write a list such as "
+                '[{"name": "wiki", "url": "https://wiki.example.com/mcp", "headers": {"Authorization": "Bearer …"}}]'
+            ) from None
+        if isinstance(raw, dict):  # {"wiki": {"url": …}} is accepted too
+            raw = [{"name": name, **(value if isinstance(value, dict) else {})} for name, value in raw.items()]
+        try:
+            servers = MCP_SERVERS.validate_python(raw)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise ValueError(
+                f"DEEPTHREAD_MCP_SERVERS: {where}: {first['msg']} (each server needs a name of lower-case letters, "
+                "digits, - or _ and an http(s) url)"
+            ) from None
+        names = [s.name for s in servers]
+        if len(set(names)) != len(names):
+            raise ValueError("DEEPTHREAD_MCP_SERVERS names a server twice: give each server its own name")
+        return servers
 
     @staticmethod
     def id_set(value: str) -> frozenset[str]:
@@ -223,6 +281,10 @@ class Settings(BaseSettings):
             max_cost_usd=self.max_cost_usd,
             max_input_tokens=self.max_input_tokens,
         )
+        try:
+            extra["mcp_servers"] = self.mcp_servers()
+        except ValueError:
+            pass  # `deepthread doctor` and the worker's start-up say what to fix; research goes on without them
         return AgentConfig(
             main_model=self.model,
             small_model=self.small_model,

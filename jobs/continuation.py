@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pydantic import SecretStr
+
 from agent.control import Note
 from agent.task import PriorRun
 
@@ -18,7 +20,9 @@ def notes_of(store: RunStore, run_id: str) -> list[str]:
     return [f"{n.author}: {n.text}" for n in (Note.model_validate_json(r) for r in raw)]
 
 
-def successor(store: RunStore, parent: RunState, request: str, requester: str | None) -> Run:
+def successor(
+    store: RunStore, parent: RunState, request: str, requester: str | None, action_token: SecretStr | None = None
+) -> Run:
     """The next run in the thread: the original question and constraints (with the notes
     given along the way), the new request verbatim, the same pinned report."""
     run = parent.run
@@ -35,6 +39,8 @@ def successor(store: RunStore, parent: RunState, request: str, requester: str | 
         parent_run_id=run.id,
         follow_up=request,
         report_message=run.report_message,
+        private_sources=run.private_sources,  # the same thread, the same audience
+        action_token=action_token,  # the reply's own: the parent's has expired or will soon
     )
 
 

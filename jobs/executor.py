@@ -21,6 +21,7 @@ from agent.backend import RunBackend
 from agent.config import Caps, budget_for
 from agent.model_provider import ModelAPI, model_api
 from agent.task import PriorRun
+from agent.visibility import is_requester_dm
 
 from . import keys
 from .connection import connect_async
@@ -59,6 +60,9 @@ def task_for(
         requester=f"<@{run.requester}>" if run.requester else "",
         where=where,
         today=date.today(),
+        # Held again here, whatever the surface decided: only a DM with the requester (agent/visibility.py).
+        private_sources=run.private_sources and is_requester_dm(run.channel),
+        approved_plan=state.plan.text() if state.plan is not None and state.approved_by else "",
         budget=budget_for(profile or run.profile, caps or (runtime.agent.caps if runtime else None)),
     )
 
@@ -116,6 +120,7 @@ async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime, token
                 sections=state.sections,
                 active_until=float(alive) if alive else None,
                 workspace=runtime.workspace_for(state.run) if runtime.workspace_for else None,
+                workspace_search=runtime.search_for(state.run) if runtime.search_for else None,
             )
         await RedisCheckpointStore(async_redis, run_id).clear()
     finally:
@@ -144,6 +149,18 @@ def execute(run_id: str) -> str:
     # collector's view, so a full collection mid-run scans only the run's own objects
     # (measured: max event-loop pause 150 ms → 33 ms over 1,000 turns, bench/loop_lag.py).
     gc.freeze()
+    if state.run.plan_first and not state.approved_by:  # plan first: draft the plan, spend nothing more
+        from .planning import plan_run
+
+        try:
+            return plan_run(store, state, runtime).status.value
+        except Exception:
+            log.exception("run %s: drafting its plan crashed", run_id)
+            failed = store.mark_failed(run_id, "drafting the plan failed; ask again")
+            record_spend(redis, failed)
+            return failed.status.value
+        finally:
+            redis.delete(keys.lock(run_id))
     try:
         state = asyncio.run(run_agent(store, state, runtime, token))
     except Exception as exc:

@@ -10,6 +10,8 @@ ACTIVE_RUNS = f"{PREFIX}:runs:active"  # runs not yet finished, re-rendered on p
 UPDATES_MAXLEN = 10_000
 HARD_STOPS = f"{PREFIX}:hard-stops"  # sorted set: run id -> when its stop is forced (epoch s)
 HARD_STOP_REASONS = f"{PREFIX}:hard-stops:reasons"  # hash: run id -> the reason the forced stop records
+# Sorted set: run id -> when its plan expires (epoch s), for plan-first runs awaiting approval.
+PLANS_DUE = f"{PREFIX}:plans:due"
 # Sorted set: run id -> when it was created (epoch s), for runs whose messages are not posted yet.
 UNPOSTED = f"{PREFIX}:runs:unposted"
 
@@ -107,6 +109,11 @@ def notes(run_id: str) -> str:
     return f"{PREFIX}:run:{run_id}:notes"
 
 
+def plan_drafts(run_id: str) -> str:
+    """Counter: plans redrafted for a plan-first run (each a job of its own)."""
+    return f"{PREFIX}:run:{run_id}:plan-drafts"
+
+
 def lock(run_id: str) -> str:
     """Held by the one job running this run; refreshed by its heartbeat."""
     return f"{PREFIX}:run:{run_id}:lock"
@@ -145,6 +152,11 @@ def result(run_id: str, result_id: str) -> str:
     return f"{PREFIX}:result:{run_id}:{result_id}"
 
 
+def action_token(run_id: str) -> str:
+    """String: the triggering event's action token (a secret), for as long as Slack honours it."""
+    return f"{PREFIX}:run:{run_id}:action-token"
+
+
 def checkpoint(run_id: str) -> str:
     """Hash: `meta` -> the loop's snapshot, `step:{i}` -> one history step (jobs.stores)."""
     return f"{PREFIX}:checkpoint:{run_id}"
@@ -171,5 +183,8 @@ CHECKPOINT_TTL_SECONDS = 7 * 24 * 3600
 CONTROL_TTL_SECONDS = 7 * 24 * 3600
 RUN_ALIVE_TTL_SECONDS = 7 * 24 * 3600
 CURRENT_JOB_TTL_SECONDS = 7 * 24 * 3600
+# Slack's action tokens are short-lived ("ephemeral"; the docs give no figure): kept no longer than
+# a run's first quarter hour, after which search_workspace says the permission has run out.
+ACTION_TOKEN_TTL_SECONDS = 15 * 60
 # RQ's own record of a finished or failed job (the run's outcome is in run state, not here).
 JOB_RESULT_TTL_SECONDS = 24 * 3600

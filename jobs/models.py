@@ -6,17 +6,20 @@ import secrets
 from datetime import datetime
 from enum import Enum
 
-from pydantic import AliasChoices, BaseModel, Field
+from pydantic import AliasChoices, BaseModel, Field, SecretStr
 
 from agent import Section, Source
 from agent.charts import Chart
 from agent.events import utcnow
+from agent.planning import Plan
 from agent.thread_memory import ThreadSummary
 from agent.usage import Usage
+from agent.visibility import is_requester_dm
 
 
 class RunStatus(str, Enum):
     queued = "queued"
+    planned = "planned"  # plan first: the plan is posted and awaits approval; nothing more is spent
     running = "running"
     completed = "completed"
     failed = "failed"
@@ -46,10 +49,25 @@ class Run(BaseModel):
     # A continuation's new request, verbatim (ResearchTask.follow_up). Stored as "request" before.
     follow_up: str | None = Field(default=None, validation_alias=AliasChoices("follow_up", "request"))
     recheck: bool = False  # a scheduled re-check (jobs/recheck.py): its request is the fixed brief
+    # Plan first: a plan is drafted and posted, and the research starts only once someone approves it.
+    plan_first: bool = False
     created_at: datetime = Field(default_factory=utcnow)
     # Where the surface shows this run (Slack message ts); opaque to jobs/.
     progress_message: str | None = None
     report_message: str | None = None
+    # May the run search, register and cite the team's private channels and DMs (agent/visibility.py)?
+    # Decided when the run is created (DEEPTHREAD_WORKSPACE_SEARCH and where it was asked), fixed after.
+    private_sources: bool = False
+    # The triggering Slack event's action token (Real-time Search acts as the requester with it): a
+    # secret with a short life. Never part of the stored record, its repr or a log line; RunStore keeps
+    # it under its own key for keys.ACTION_TOKEN_TTL_SECONDS and hands it back while it lives.
+    action_token: SecretStr | None = Field(default=None, exclude=True, repr=False)
+
+    @property
+    def cites_private(self) -> bool:
+        """Whether private-channel and DM sources may become footnotes of this run's report: only when
+        the run was allowed them and its report is in a DM with the requester (agent/visibility.py)."""
+        return self.private_sources and is_requester_dm(self.channel)
 
 
 class BudgetLeft(BaseModel):
@@ -102,6 +120,10 @@ class RunState(BaseModel):
     finished_at: datetime | None = None
     # When the thread's report is re-checked next (jobs/recheck.py); shown in the report footer.
     next_check: datetime | None = None
+    # Plan first (jobs/planning.py): the plan awaiting approval, when it expires, and who approved it.
+    plan: Plan | None = None
+    plan_expires_at: datetime | None = None
+    approved_by: str | None = None
 
     def section(self, section_id: str) -> Section | None:
         return next((s for s in self.sections if s.section_id == section_id), None)

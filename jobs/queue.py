@@ -21,10 +21,11 @@ def job_timeout_for(run: Run) -> int:
     return int(max(budget_for(run.profile).wall_seconds, budget_for("deep").wall_seconds)) + JOB_TIMEOUT_GRACE_SECONDS
 
 
-def enqueue(redis: Redis, run: Run, attempt: int = 0) -> Job:
-    """Queue the run (again, after a crash, with attempt > 0: it resumes from its checkpoint)."""
+def enqueue(redis: Redis, run: Run, attempt: int = 0, *, stage: str = "") -> Job:
+    """Queue the run (again, after a crash, with attempt > 0: it resumes from its checkpoint). `stage`
+    names a later job of the same run (plan first: a redrafted plan, the approved research)."""
     queue = Queue(keys.QUEUE, connection=redis)
-    job_id = keys.job_id(run.id) + (f"-r{attempt}" if attempt else "")
+    job_id = keys.job_id(run.id) + (f"-{stage}" if stage else "") + (f"-r{attempt}" if attempt else "")
     redis.set(keys.current_job(run.id), job_id, ex=keys.CURRENT_JOB_TTL_SECONDS)
     return queue.enqueue(
         execute,

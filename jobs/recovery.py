@@ -22,7 +22,7 @@ from agent.events import utcnow
 from . import keys
 from .connection import text
 from .exceptions import RunNotFound
-from .models import RunState
+from .models import RunState, RunStatus
 from .queue import enqueue
 from .spend import record_spend
 from .store import RunStore
@@ -66,6 +66,8 @@ def sweep(redis: Redis) -> list[str]:
             continue
         if state.status.finished or _being_set_up(state):
             continue
+        if state.status == RunStatus.planned and not state.approved_by:
+            continue  # waiting on a person's approval, not on a worker
         # Only one sweeper re-queues a given orphan.
         if not redis.set(keys.dedupe(f"recover:{run_id}"), "1", nx=True, ex=30):
             continue

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import cast
 
+from pydantic import SecretStr
 from redis import Redis
 from rq.command import send_stop_job_command
 from rq.exceptions import InvalidJobOperation, NoSuchJobError
@@ -147,7 +148,14 @@ class Runs:
         enqueue(self._redis, run)
 
     def continue_from(
-        self, parent: RunState, request: str, *, requester: str, author: str, event_id: str
+        self,
+        parent: RunState,
+        request: str,
+        *,
+        requester: str,
+        author: str,
+        event_id: str,
+        action_token: SecretStr | None = None,
     ) -> Continuation | None:
         """A reply after `parent` ended. Exactly one of several replies racing each other starts
         the continuation (a compare-and-set on the thread); the others become its notes.
@@ -155,7 +163,7 @@ class Runs:
         if not self.store.claim_event(f"continue:{event_id}", CONTINUE_DEDUPE_TTL_SECONDS):
             return None
         for _ in range(MAX_CONTINUE_TRIES):
-            run = successor(self.store, parent, request, requester)
+            run = successor(self.store, parent, request, requester, action_token)
             self._mark_unposted(run)
             try:
                 return Continuation(create_successor(self.store, parent, run), started=True)
@@ -219,6 +227,30 @@ class Runs:
         """A note for the running loop's next step, once per event id. True when new."""
         return add_note(self._redis, run_id, event_id, author, text)
 
+    # --- plan first ----------------------------------------------------------------
+
+    def approve_plan(self, run_id: str, by: str) -> RunState | None:
+        """Approve a plan awaiting approval and queue the research (None: it was not awaiting approval)."""
+        from .planning import approve
+
+        return approve(self._redis, run_id, by)
+
+    def change_plan(self, run_id: str, event_id: str, author: str, text: str) -> bool:
+        """A change asked for before approval: a new plan is drafted with it. False for a retry of the
+        same event, or when the plan is no longer awaiting approval."""
+        state = self.store.get(run_id)
+        if state.status != RunStatus.planned or state.approved_by:
+            return False
+        if not add_note(self._redis, run_id, event_id, author, text):
+            return False
+        enqueue(self._redis, state.run, stage=f"plan{int(self._redis.incr(keys.plan_drafts(run_id)))}")
+        return True
+
+    def expire_plans(self) -> list[str]:
+        from .planning import expire_due
+
+        return expire_due(self._redis)
+
     def fail(self, run_id: str, reason: str) -> RunState:
         """End the run as failed; it is no longer waiting to be posted (the surface gave up on it)."""
         state = self.store.mark_failed(run_id, reason)
@@ -258,10 +290,19 @@ class AsyncRuns:
         await asyncio.to_thread(self.sync.launch, run)
 
     async def continue_from(
-        self, parent: RunState, request: str, *, requester: str, author: str, event_id: str
+        self,
+        parent: RunState,
+        request: str,
+        *,
+        requester: str,
+        author: str,
+        event_id: str,
+        action_token: SecretStr | None = None,
     ) -> Continuation | None:
         return await asyncio.to_thread(
-            lambda: self.sync.continue_from(parent, request, requester=requester, author=author, event_id=event_id)
+            lambda: self.sync.continue_from(
+                parent, request, requester=requester, author=author, event_id=event_id, action_token=action_token
+            )
         )
 
     async def request_stop(self, run_id: str, by: str) -> bool:
@@ -278,6 +319,15 @@ class AsyncRuns:
 
     async def add_note(self, run_id: str, event_id: str, author: str, text: str) -> bool:
         return await asyncio.to_thread(self.sync.add_note, run_id, event_id, author, text)
+
+    async def approve_plan(self, run_id: str, by: str) -> RunState | None:
+        return await asyncio.to_thread(self.sync.approve_plan, run_id, by)
+
+    async def change_plan(self, run_id: str, event_id: str, author: str, text: str) -> bool:
+        return await asyncio.to_thread(self.sync.change_plan, run_id, event_id, author, text)
+
+    async def expire_plans(self) -> list[str]:
+        return await asyncio.to_thread(self.sync.expire_plans)
 
     async def fail(self, run_id: str, reason: str) -> RunState:
         return await asyncio.to_thread(self.sync.fail, run_id, reason)

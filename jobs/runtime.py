@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from agent import AgentConfig
 from agent.model_provider import ProviderConfig
 from agent.workspace import ThreadWorkspace
+from agent.workspace_search import WorkspaceSearch
 
 from .models import Run
 
@@ -31,6 +32,11 @@ class JobRuntime:
     # The run's thread (files, earlier messages), given by the surface that knows where runs live
     # (the Slack app); None in the terminal or without a thread.
     workspace_for: Callable[[Run], ThreadWorkspace | None] | None = field(default=None, repr=False)
+    # The team's Slack as a search acting as the requester (the run's action token); None when
+    # DEEPTHREAD_WORKSPACE_SEARCH=off, in the terminal, or without a thread.
+    search_for: Callable[[Run], WorkspaceSearch | None] | None = field(default=None, repr=False)
+    # Plan first: how long a posted plan waits for approval before the run ends unresearched.
+    plan_expiry_seconds: float = 120 * 60
 
     def provider_config(self) -> ProviderConfig:
         """Where the models are bought, with what credentials."""

@@ -16,7 +16,7 @@ from agent import (
     SourceAdded,
     UsageRecorded,
 )
-from agent.events import ChartDrawn, ConflictSettled, ConstraintsFound, Disagreement, SearchDegraded, utcnow
+from agent.events import ChartDrawn, ConflictSettled, ConstraintsFound, Disagreement, Notice, SearchDegraded, utcnow
 from agent.report import Revision
 
 from .models import SOURCES_PER_STEP, STEPS_KEPT, BudgetLeft, RunState, RunStatus, Step, Usage
@@ -37,13 +37,13 @@ def apply_in_place(state: RunState, event: RunEvent) -> RunState:
     if isinstance(event, Progress):
         state.phase, state.activity = event.phase, event.activity
         _add_step(state, event)
-        if state.status == RunStatus.queued:
+        if state.status in (RunStatus.queued, RunStatus.planned):  # an approved plan's research has begun
             state.status = RunStatus.running
     elif isinstance(event, Disagreement):
         state.checking = event.text
     elif isinstance(event, ConflictSettled):
         state.checking = ""  # settled: the resolution is in the report, not on the progress line
-    elif isinstance(event, SearchDegraded):
+    elif isinstance(event, (SearchDegraded, Notice)):
         if event.text not in state.notices:
             state.notices = [*state.notices, event.text]
     elif isinstance(event, ConstraintsFound):

@@ -25,6 +25,7 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
+from pydantic import SecretStr
 from redis import Redis
 from redis.typing import EncodableT, FieldT
 
@@ -39,7 +40,8 @@ from agent import (
     SourceAdded,
 )
 from agent.charts import Chart
-from agent.events import ChartDrawn, ConstraintsFound, SearchDegraded, utcnow
+from agent.events import ChartDrawn, ConstraintsFound, Notice, SearchDegraded, utcnow
+from agent.planning import Plan
 from agent.thread_memory import ThreadSummary
 
 from . import keys
@@ -72,11 +74,11 @@ _WRITE = """
 -- KEYS: state, sections, section-order, sources, source-order, active set, updates stream
 -- ARGV: run id, ttl, expected version or '', allowed after finish '1'/'0', new status or '',
 --       stream maxlen, then: n, n field/value pairs; n, n id/json/move-to-end triples; n, n marker/json pairs
-local rank = {queued=0, running=1, completed=2, failed=2, stopped=2}
+local rank = {queued=0, planned=1, running=2, completed=3, failed=3, stopped=3}
 local current = redis.call('HGET', KEYS[1], 'status')
 if not current then return {0, 0, ''} end
 local version = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
-if rank[current] == 2 and ARGV[4] ~= '1' then return {-1, version, current} end
+if rank[current] == 3 and ARGV[4] ~= '1' then return {-1, version, current} end
 if ARGV[3] ~= '' and tonumber(ARGV[3]) ~= version then return {-2, version, current} end
 local status = current
 if ARGV[5] ~= '' and rank[ARGV[5]] > rank[current] then
@@ -100,7 +102,7 @@ for _ = 1, n do
   i = i + 2
 end
 version = redis.call('HINCRBY', KEYS[1], 'version', 1)
-if rank[status] == 2 then redis.call('SREM', KEYS[6], ARGV[1]) end
+if rank[status] == 3 then redis.call('SREM', KEYS[6], ARGV[1]) end
 redis.call('XADD', KEYS[7], 'MAXLEN', '~', ARGV[6], '*', 'run_id', ARGV[1], 'version', version)
 for k = 1, 5 do redis.call('EXPIRE', KEYS[k], ARGV[2]) end
 return {1, version, status}
@@ -177,7 +179,7 @@ def write_for(state: RunState, event: RunEvent) -> Write:
         )
     elif isinstance(event, ConstraintsFound):
         change.fields["run"] = state.run.model_dump_json(exclude=set(MESSAGE_FIELDS))
-    elif isinstance(event, SearchDegraded):
+    elif isinstance(event, (SearchDegraded, Notice)):
         change.fields["notices"] = json.dumps(state.notices)
     elif isinstance(event, ChartDrawn):
         change.fields["charts"] = _charts(state)
@@ -259,6 +261,10 @@ class RunStore:
             pipe.rpush(source_order_key, *state.sources)
         for key in self._keys(run_id)[:5]:
             pipe.expire(key, RUN_TTL_SECONDS)
+        if state.run.action_token is not None:  # a secret: its own key and a short life, never the record
+            pipe.set(
+                keys.action_token(run_id), state.run.action_token.get_secret_value(), ex=keys.ACTION_TOKEN_TTL_SECONDS
+            )
         pipe.execute()
 
     @staticmethod
@@ -287,6 +293,9 @@ class RunStore:
             "thread_summary": _thread_summary(state),
             "steps": _steps(state),
             "next_check": _time(state.next_check),
+            "plan": state.plan.model_dump_json() if state.plan is not None else "",
+            "plan_expires_at": _time(state.plan_expires_at),
+            "approved_by": state.approved_by or "",
         }
 
     @staticmethod
@@ -311,10 +320,14 @@ class RunStore:
         pipe.zrange(order_key, 0, -1)
         pipe.hgetall(sources_key)
         pipe.lrange(source_order_key, 0, -1)
-        hot, sections, order, sources, source_order = pipe.execute()
+        pipe.get(keys.action_token(run_id))
+        hot, sections, order, sources, source_order, token = pipe.execute()
         if not hot:
             return self._legacy(run_id)
-        return _assemble(run_id, hot, sections, order, sources, source_order)
+        state = _assemble(run_id, hot, sections, order, sources, source_order)
+        if token:
+            state.run = state.run.model_copy(update={"action_token": SecretStr(text(token))})
+        return state
 
     def _legacy(self, run_id: str) -> RunState:
         """A run stored whole by an earlier version: move it to the incremental layout once."""
@@ -435,6 +448,51 @@ class RunStore:
             raise RunNotFound(run_id)
         return self.get(run_id)
 
+    def propose_plan(self, run_id: str, plan: Plan, expires_at: datetime) -> RunState:
+        """Plan first: the (new) plan awaits approval; the run moves to planned (never back). A draft that
+        arrives after approval (or after the run moved on) changes nothing (compare-and-set)."""
+        for _ in range(MAX_CAS_RETRIES):
+            state = self.get(run_id)
+            if state.status not in (RunStatus.queued, RunStatus.planned) or state.approved_by:
+                return state
+            result = self._propose(run_id, plan, expires_at, state.version)
+            if result.outcome != WriteOutcome.conflict:
+                break
+        if result.outcome == WriteOutcome.not_found:
+            raise RunNotFound(run_id)
+        return self.get(run_id)
+
+    def _propose(self, run_id: str, plan: Plan, expires_at: datetime, version: int) -> WriteResult:
+        return self.write(
+            run_id,
+            Write(
+                status=RunStatus.planned,
+                fields={
+                    "plan": plan.model_dump_json(),
+                    "plan_expires_at": _time(expires_at),
+                    "phase": RunStatus.planned.value,
+                    "activity": "",
+                    "usage": plan.usage.model_dump_json(),
+                    "updated_at": _time(utcnow()),
+                },
+            ),
+            expected_version=version,
+        )
+
+    def approve(self, run_id: str, by: str) -> RunState | None:
+        """Record who approved the plan: only while it awaits approval (compare-and-set); None otherwise."""
+        for _ in range(MAX_CAS_RETRIES):
+            state = self.get(run_id)
+            if state.status != RunStatus.planned or state.approved_by:
+                return None
+            change = Write(fields={"approved_by": by, "updated_at": _time(utcnow())})
+            result = self.write(run_id, change, expected_version=state.version)
+            if result.outcome == WriteOutcome.written:
+                return self.get(run_id)
+            if result.outcome != WriteOutcome.conflict:
+                return None
+        return None
+
     def mark_failed(self, run_id: str, reason: str) -> RunState:
         return self.finish(run_id, RunStatus.failed, reason)
 
@@ -473,6 +531,9 @@ def _assemble(
             "charts": [Chart.model_validate(c) for c in json.loads(h.get("charts") or "[]")],
             "steps": json.loads(h.get("steps") or "[]"),
             "next_check": h.get("next_check") or None,
+            "plan": Plan.model_validate_json(h["plan"]) if h.get("plan") else None,
+            "plan_expires_at": h.get("plan_expires_at") or None,
+            "approved_by": h.get("approved_by") or None,
             "thread_summary": ThreadSummary.model_validate_json(h["thread_summary"])
             if h.get("thread_summary")
             else None,

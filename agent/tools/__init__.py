@@ -13,12 +13,13 @@ from .calculator import Calculator
 from .chart import ChartTool
 from .fetch_result import FetchResult
 from .open_section import OpenSection
+from .open_source import OpenSource
 from .read_page import ReadPage
 from .report_tools import ReviseSection, WriteSection
 from .spawn_tasks import SpawnTasks
 from .web_search import WebSearch
 
-__all__ = ["Tool", "ToolContext", "ToolResult", "default_tools", "thread_tools"]
+__all__ = ["Tool", "ToolContext", "ToolResult", "default_tools", "thread_tools", "workspace_tools"]
 
 
 def default_tools() -> list[Tool]:
@@ -32,6 +33,7 @@ def default_tools() -> list[Tool]:
         WriteSection(),
         ReviseSection(),
         OpenSection(),
+        OpenSource(),
         ChartTool(),
     ]
 
@@ -46,3 +48,10 @@ def thread_tools() -> list[Tool]:
 
     library = FileLibrary()
     return [ReadFile(library), FindInFiles(library), ReadThread()]
+
+
+def workspace_tools() -> list[Tool]:
+    """search_workspace, for a run given the team's Slack (ToolContext.workspace_search)."""
+    from .search_workspace import SearchWorkspace
+
+    return [SearchWorkspace()]

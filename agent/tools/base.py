@@ -23,6 +23,7 @@ from .links import LinkTable
 if TYPE_CHECKING:
     from ..task_agents.team import TaskTeam
     from ..workspace import ThreadWorkspace
+    from ..workspace_search import WorkspaceSearch
 
 # The id of the tool_use being answered, set by the loop for each call: a tool whose work
 # outlives a crash keys what it saves by it.
@@ -70,6 +71,11 @@ class ToolContext:
     workspace: ThreadWorkspace | None = None
     files_seen: set[str] = field(default_factory=set)  # thread files already announced to the model
     language: str = "en"  # the question's language (agent/language.py): how the report writes numbers
+    # The team's Slack (search_workspace), and whether this run may search and cite its private
+    # channels and DMs (agent/visibility.py); messages it found, by permalink, for read_thread.
+    workspace_search: WorkspaceSearch | None = None
+    private_sources: bool = False
+    found_messages: dict[str, tuple[str, str, bool]] = field(default_factory=dict)
 
     def snapshot(self) -> dict[str, Any]:
         """The run-wide memory tools share (ids issued, links, files and figures seen)."""
@@ -77,6 +83,7 @@ class ToolContext:
             "result_ids": self.result_ids.issued,
             "links": self.links.snapshot(),
             "files_seen": sorted(self.files_seen),
+            "found_messages": {k: list(v) for k, v in self.found_messages.items()},
             "figures": {
                 "calculations": [[c.expression, c.result] for c in self.calculations],
                 "refused": [[key, list(markers)] for key, markers in sorted(self.figure_refusals)],
@@ -87,6 +94,7 @@ class ToolContext:
         self.result_ids.issued = snapshot["result_ids"]
         self.links.restore(snapshot["links"])
         self.files_seen = set(snapshot.get("files_seen", []))
+        self.found_messages = {k: (v[0], v[1], bool(v[2])) for k, v in snapshot.get("found_messages", {}).items()}
         figures = snapshot.get("figures", {})  # absent in checkpoints written before the figure check
         self.calculations = [Calculation(expression, result) for expression, result in figures.get("calculations", [])]
         self.figure_refusals = {(key, tuple(markers)) for key, markers in figures.get("refused", [])}

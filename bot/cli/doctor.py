@@ -206,6 +206,15 @@ def _redact(url: str) -> str:
     return url
 
 
+def mcp_problems(settings: Settings) -> list[str]:
+    """DEEPTHREAD_MCP_SERVERS that cannot be read (whether each server answers is seen at each run's start)."""
+    try:
+        settings.mcp_servers()
+    except ValueError as exc:
+        return [str(exc)]
+    return []
+
+
 def check(settings: Settings, command: str) -> list[str]:
     """Problems that stop `command` from working."""
     if command == "serve":
@@ -215,15 +224,17 @@ def check(settings: Settings, command: str) -> list[str]:
             model_problems(settings)
             + search_problems(settings)
             + fetch_problems(settings)
+            + mcp_problems(settings)
             + redis_problems(settings, can_start_local=False)
         )
     if command == "ask":
-        return model_problems(settings) + search_problems(settings) + fetch_problems(settings)
+        return model_problems(settings) + search_problems(settings) + fetch_problems(settings) + mcp_problems(settings)
     # up and doctor need everything
     return (
         slack_problems(settings)
         + model_problems(settings)
         + search_problems(settings)
         + fetch_problems(settings)
+        + mcp_problems(settings)
         + redis_problems(settings, can_start_local=True)
     )

@@ -134,6 +134,22 @@ def inspect(redis: Redis, run_id: str, request: int | None, out: TextIO) -> int:
         print(f"Run {run_id} · {state.status.value} · {state.run.question[:80]!r}", file=out)
     except RunNotFound:
         print(f"Run {run_id}: its run state has expired; the request log follows", file=out)
-    for line in summary_table(records) + [""] + totals(records):
+    for line in summary_table(records) + [""] + totals(records) + mcp_tools(redis, run_id, records):
         print(line, file=out)
     return 0
+
+
+# The team's MCP tools are named server__tool (agent/tools/mcp.py).
+MCP_TOOL_SEPARATOR = "__"
+
+
+def mcp_tools(redis: Redis, run_id: str, records: list[RequestRecord]) -> list[str]:
+    """The MCP servers' tools the run was offered, each with its description as the model read it
+    (the server's own words inside ours): the first request that offered any shows them."""
+    for record in records:
+        tools = load_request_body(redis, run_id, record).get("tools") or []
+        offered = [t for t in tools if MCP_TOOL_SEPARATOR in str(t.get("name", ""))]
+        if offered:
+            lines = ["", "Tools of the team's MCP servers offered to the model, with their descriptions:"]
+            return lines + [f"- {t['name']}: {t.get('description', '')}" for t in offered]
+    return []

@@ -32,6 +32,8 @@ log = logging.getLogger(__name__)
 
 # How often serve looks for stops whose grace ran out (one sorted-set read; idle workers check too).
 HARD_STOP_CHECK_SECONDS = 2.0
+# How often serve ends runs whose plan expired unapproved: the note lands within seconds of the deadline.
+PLAN_CHECK_SECONDS = 2.0
 
 
 async def _every(seconds: float, check: Callable[[], Awaitable[object]], stop: asyncio.Event, what: str) -> None:
@@ -79,6 +81,7 @@ async def serve(settings: Settings) -> int:
         streams=StreamConfig(
             mode=settings.progress, max_seconds=settings.stream_max_seconds, max_tasks=settings.stream_max_tasks
         ),
+        workspace_search=settings.workspace_search,
     )
     services.runs = AsyncRuns(Runs(store, hard_stop_seconds=settings.hard_stop_seconds))
     app = build_app(settings, services, client, identity)
@@ -92,6 +95,10 @@ async def serve(settings: Settings) -> int:
     # Work recorded in Redis by a process that may have died: forced stops, runs never posted.
     hard_stops = asyncio.create_task(
         _every(HARD_STOP_CHECK_SECONDS, services.runs.force_due_stops, stop, "hard-stop check"), name="hard-stops"
+    )
+    # Plan first: plans nobody approved in time end their runs (the deadline is in Redis, set by the worker).
+    plans = asyncio.create_task(
+        _every(PLAN_CHECK_SECONDS, services.runs.expire_plans, stop, "plan expiry check"), name="plans"
     )
     orphans = asyncio.create_task(
         _every(ORPHAN_CHECK_SECONDS, lambda: post_orphans(services, client), stop, "orphan check"), name="orphans"
@@ -118,7 +125,7 @@ async def serve(settings: Settings) -> int:
         await stop.wait()
         await runner.cleanup()
     stop.set()
-    await asyncio.gather(publisher, hard_stops, orphans, rechecks, return_exceptions=True)
+    await asyncio.gather(publisher, hard_stops, plans, orphans, rechecks, return_exceptions=True)
     await async_redis.aclose()
     return code
 

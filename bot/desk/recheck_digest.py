@@ -69,7 +69,11 @@ def _change_line(state: RunState, title: str, old_body: str, new_body: str, reas
     changes = figure_changes(old_body, new_body)[:FIGURES_SHOWN_PER_SECTION]
     parts = []
     for change in changes:
-        cited = [_source_link(state, m) for m in change.sources if m in state.sources]
+        cited = [
+            _source_link(state, m)
+            for m in change.sources
+            if m in state.sources and (state.run.cites_private or not state.sources[m].private)
+        ]
         where = f" ({', '.join(cited)})" if cited else ""
         parts.append(f"{escape_text(change.old)} → {escape_text(change.new)}{where}")
     what = "; ".join(parts) if parts else "revised"

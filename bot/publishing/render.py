@@ -162,6 +162,53 @@ def _budget_left(state: RunState) -> str:
 
 
 GO_DEEPER_ACTION = "go_deeper"  # bot/surface/listeners/actions.py answers this button
+APPROVE_PLAN_ACTION = "approve_plan"  # plan first: the requester or an admin approves the plan
+CHANGE_PLAN_ACTION = "change_plan"  # plan first: how to ask for a different plan
+PLAN_ITEM_CHARS = 200
+
+
+def _button(action_id: str, text: str, style: str | None = None) -> dict[str, Any]:
+    button: dict[str, Any] = {"type": "button", "action_id": action_id, "text": {"type": "plain_text", "text": text}}
+    if style:
+        button["style"] = style
+    return button
+
+
+def _render_plan(state: RunState) -> SlackMessage:
+    """Plan first: the plan awaiting approval, with Approve and Change; nothing is researched before."""
+    plan = state.plan
+    assert plan is not None
+    if state.approved_by:
+        who = (
+            f"<@{state.approved_by}>" if _SLACK_USER_ID.fullmatch(state.approved_by) else escape_text(state.approved_by)
+        )
+        lines = [f"✅ Plan approved by {who} · research starts as soon as a worker is free"]
+    else:
+        lines = ["📝 *Plan for approval* · nothing is researched until the requester or an admin approves it"]
+    lines.append("*Key questions*")
+    lines += [f"• {escape_text(shorten(q, PLAN_ITEM_CHARS))}" for q in plan.key_questions]
+    if plan.outline:
+        lines.append("*Outline*")
+        lines += [f"{n}. {escape_text(shorten(o, PLAN_ITEM_CHARS))}" for n, o in enumerate(plan.outline, 1)]
+    lines.append(
+        f"*Expected budget*: about {_plural(plan.expected_requests, 'model request')} and {plan.expected_minutes} min "
+        f"({escape_text(state.run.profile)} profile)"
+    )
+    if plan.changes:
+        lines.append(f"_Redrafted for {_plural(len(plan.changes), 'requested change')}._")
+    if state.approved_by:
+        text = "\n".join(lines)
+        return SlackMessage(text=text, blocks=[_section(text)])
+    if state.plan_expires_at is not None:
+        lines.append(
+            f"Expires unapproved at {state.plan_expires_at:%H:%M} UTC · reply in the thread to change the plan"
+        )
+    text = "\n".join(lines)
+    buttons = {
+        "type": "actions",
+        "elements": [_button(APPROVE_PLAN_ACTION, "Approve", "primary"), _button(CHANGE_PLAN_ACTION, "Change")],
+    }
+    return SlackMessage(text=text, blocks=[_section(text), buttons])
 
 
 # The one mention our own reasons write ("stopped by <@U…>", see agent/loop.py and bot/surface/steering.py);
@@ -184,7 +231,11 @@ def render_progress(state: RunState, stop_reaction: str = DEFAULT_STOP_REACTION)
     )
     status = state.status
     budget = _budget_left(state)
-    if status == RunStatus.queued:
+    if status == RunStatus.planned and state.plan is not None:
+        return _render_plan(state)
+    if status == RunStatus.queued and state.run.plan_first and not state.approved_by:
+        lines = ["📝 Drafting a plan first: nothing is researched until it is approved"]
+    elif status == RunStatus.queued:
         lines = [w("queued")]
     elif status == RunStatus.running:
         icon, phase_words = PHASES.get(state.phase, ("🔎", ""))
@@ -242,6 +293,8 @@ def render_status(state: RunState) -> str:
         return ""
     if state.status == RunStatus.queued:
         return "is waiting for a worker…"
+    if state.status == RunStatus.planned:
+        return "is waiting for the plan's approval…"
     return STATUS_BY_PHASE.get(state.phase) or shorten(f"is {state.phase or 'researching'}…", STATUS_CHARS)
 
 
@@ -253,6 +306,8 @@ def _status_plain(state: RunState) -> str:
     w = words_for(state.run.question)
     if state.status == RunStatus.queued:
         return "Queued"
+    if state.status == RunStatus.planned:
+        return "Plan awaiting approval: nothing researched yet"
     if state.status == RunStatus.running:
         updated = w("updated", time=f"{state.report_updated_at:%H:%M}") if state.report_updated_at else ""
         return w("in_progress", sections=plural(n, "section", w), updated=updated)
@@ -362,7 +417,7 @@ def _chart_lines(state: RunState, report: AssembledReport, section_id: str, link
         sources = []
         for marker in chart.sources:
             source = state.sources.get(marker)
-            if source is None:
+            if source is None or (source.private and not state.run.cites_private):
                 continue
             number = numbers.get(marker)  # cited in the report: its footnote; else a link of its own
             sources.append(f"[{number}]" if number else link(source.url, _domain(source.url)))
@@ -527,7 +582,8 @@ def render_report_parts(
     (what Slack answered when the file could not be uploaded) changes the notice. `chart_links`
     (chart id → the permalink of its file in the thread) links each chart from its section.
     """
-    report = assemble(state.summary, state.sections, state.sources)
+    # What may be cited where is held here again: a private source is a footnote only in the requester's DM.
+    report = assemble(state.summary, state.sections, state.sources, private_allowed=state.run.cites_private)
     urls = {note.number: note.source.url for note in report.footnotes}
     attachment = None
     for compact in (False, True):

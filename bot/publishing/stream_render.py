@@ -103,6 +103,8 @@ def _sources(state: RunState, markers: list[str]) -> list[Chunk]:
         source = state.sources.get(marker)
         if source is None or source.url in seen or not source.url.startswith(("http://", "https://")):
             continue
+        if source.private and not state.run.cites_private:
+            continue  # a private message's link never shows outside the requester's DM
         label = shorten(source.title or domain_of(source.url), SOURCE_TEXT_CHARS) or domain_of(source.url)
         seen[source.url] = {"type": "url", "url": source.url, "text": label}
     return list(seen.values())[:SOURCES_PER_TASK]

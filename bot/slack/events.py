@@ -3,8 +3,21 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, SecretStr
+
+
+def action_token_of(event: dict[str, Any]) -> SecretStr | None:
+    """The Real-time Search action token a message or mention event carries: Slack documents it as
+    "received in a message event" without naming the field's place; we read `action_token` on the
+    event and, for assistant threads, under `assistant_thread` (docs/slack-app.md). A secret: wrapped
+    at once so no log line or repr shows it."""
+    raw = event.get("action_token")
+    if not raw and isinstance(event.get("assistant_thread"), dict):
+        raw = event["assistant_thread"].get("action_token")
+    return SecretStr(raw) if isinstance(raw, str) and raw.strip() else None
+
 
 _LEADING_MENTION = re.compile(r"^\s*(<@[A-Z0-9]+(?:\|[^>]*)?>[\s,:]*)+")
 

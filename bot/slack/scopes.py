@@ -22,4 +22,14 @@ REQUIRED_BOT_SCOPES: dict[str, str] = {
     "files:read": "files shared in the thread",
     "files:write": "files.upload (v2) and files.delete: a report too long for one message, and charts",
     "commands": "the /deepthread slash command: usage and budgets",
+    "search:read.public": "assistant.search.context: search_workspace finds public-channel messages the requester can see",
+    "search:read.files": "assistant.search.context: search_workspace finds files the requester can see",
+    "search:read.users": "assistant.search.context: search results name their authors",
+}
+# Asked for only with DEEPTHREAD_WORKSPACE_SEARCH=dm (add them to manifest.yml then; each user consents
+# in Slack): private channels, group DMs and DMs, cited only in a DM with the requester.
+OPTIONAL_BOT_SCOPES: dict[str, str] = {
+    "search:read.private": "search_workspace in private channels (DEEPTHREAD_WORKSPACE_SEARCH=dm)",
+    "search:read.mpim": "search_workspace in group DMs (DEEPTHREAD_WORKSPACE_SEARCH=dm)",
+    "search:read.im": "search_workspace in DMs (DEEPTHREAD_WORKSPACE_SEARCH=dm)",
 }

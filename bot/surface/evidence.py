@@ -23,7 +23,7 @@ TITLE_CHARS = 90
 
 
 def _report(state: RunState) -> AssembledReport:
-    return assemble(state.summary, state.sections, state.sources)
+    return assemble(state.summary, state.sections, state.sources, private_allowed=state.run.cites_private)
 
 
 def _quote(text: str) -> str:

@@ -9,6 +9,7 @@ import asyncio
 import logging
 import re
 
+from pydantic import SecretStr
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -18,7 +19,7 @@ from bot.publishing.lifecycle import launch_and_post
 from bot.services import Services
 from bot.slack.mrkdwn import escape_text, shorten_mrkdwn, to_mrkdwn
 from bot.slack.replies import reply, reply_privately
-from jobs import RunState, Upgrade
+from jobs import RunState, RunStatus, Upgrade
 
 from .evidence import SOURCE_COMMAND, SOURCES_COMMAND, source_reply, sources_reply
 
@@ -30,6 +31,8 @@ HISTORY = re.compile(r"^\s*(?:<@\w+>\s*)?history(?:\s+(sec\d+))?\s*$", re.IGNORE
 HISTORY_REVISIONS_SHOWN = 5
 NOTE_ACK_REACTION = "memo"
 NOTED = "Noted: I will take this into account from the next step on."
+PLAN_REDRAFTED = "Noted: I am redrafting the plan with this change; approve it once it fits."
+PLAN_CHANGE_HOW = "Reply in this thread with what to change (a question to add, a part to drop, a smaller budget), and I will post a new plan."
 
 
 async def may_stop(services: Services, client: AsyncWebClient, state: RunState, user: str) -> bool:
@@ -67,6 +70,7 @@ async def thread_message(
     user: str,
     text: str,
     event_id: str,
+    action_token: SecretStr | None = None,
 ) -> None:
     """A human's message in a thread that has runs: upgrade, steer, or continue."""
     latest = await services.runs.latest_in_thread(channel, thread_ts)
@@ -95,11 +99,15 @@ async def thread_message(
         answer = source_reply(latest, int(footnote.group(1))) if footnote else sources_reply(latest)
         await reply(client, channel, thread_ts, answer)
         return
+    if latest.status == RunStatus.planned and not latest.approved_by:  # plan first: a change to the plan
+        if await services.runs.change_plan(latest.run.id, event_id, f"<@{user}>", text):
+            await reply(client, channel, thread_ts, PLAN_REDRAFTED)
+        return
     if not latest.status.finished:
         if await services.runs.add_note(latest.run.id, event_id, f"<@{user}>", text):
             await _acknowledge(client, channel, ts, thread_ts, NOTED)
         return
-    await continue_thread(services, client, latest, text, user, event_id, ts)
+    await continue_thread(services, client, latest, text, user, event_id, ts, action_token)
 
 
 def section_history(state: RunState, section_id: str | None) -> str:
@@ -147,7 +155,14 @@ async def go_deeper(services: Services, client: AsyncWebClient, state: RunState,
 
 
 async def continue_thread(
-    services: Services, client: AsyncWebClient, parent: RunState, request: str, user: str, event_id: str, ts: str
+    services: Services,
+    client: AsyncWebClient,
+    parent: RunState,
+    request: str,
+    user: str,
+    event_id: str,
+    ts: str,
+    action_token: SecretStr | None = None,
 ) -> None:
     """Continue the research; a reply that lost the race to another becomes a note of its run."""
     run = parent.run
@@ -156,7 +171,7 @@ async def continue_thread(
         await reply(client, run.channel or "", run.thread_ts, over_budget)
         return
     continuation = await services.runs.continue_from(
-        parent, request, requester=user, author=f"<@{user}>", event_id=event_id
+        parent, request, requester=user, author=f"<@{user}>", event_id=event_id, action_token=action_token
     )
     if continuation is None:
         return  # a repeated delivery
@@ -172,3 +187,19 @@ async def _acknowledge(client: AsyncWebClient, channel: str, ts: str, thread_ts:
     except SlackApiError as exc:
         if exc.response.get("error") != "already_reacted":
             await reply(client, channel, thread_ts, fallback)
+
+
+async def approve_plan(services: Services, client: AsyncWebClient, state: RunState, user: str, channel: str) -> None:
+    """The Approve button: the requester or an admin starts the research the plan describes."""
+    run = state.run
+    if not await may_stop(services, client, state, user):
+        who = f"<@{run.requester}> (who asked)" if run.requester else "the person who asked"
+        await reply_privately(client, channel, user, f"Only {who} or a workspace admin can approve this plan.")
+        return
+    approved = await services.runs.approve_plan(run.id, user)
+    if approved is None:
+        await reply_privately(
+            client, channel, user, "This plan is no longer awaiting approval (it expired or was approved)."
+        )
+        return
+    await reply(client, channel, run.thread_ts, f"Plan approved by <@{user}>: researching now.")

@@ -95,7 +95,8 @@ def test_a_reply_after_the_end_continues_the_research_in_the_same_report(tmp_pat
         assert re.search(r'- sec1 "Fees": VTI charges the lowest fee \[s\d+\]', opening), \
             "3. the parent's sections, as an outline (open_section opens one)"
         assert re.search(r"passages are registered, \[s1\]–\[s\d+\]", opening), \
-            "4. the citation registry, markers unchanged (counted, not listed)"
+            "4. the citation registry, markers unchanged (named in the source index, every one citable)"
+        assert re.search(r"^- \[s1\] .+ · 127\.0\.0\.1 · \d{4}-\d\d-\d\d · “", opening, re.M), "the sources, named"
         assert re.search(r"What the thread has established.*\n- In short: the sources agree .*\[s\d+\]", opening), \
             "5. the rolling thread summary (the parent's cited findings; compaction facts: test_thread_memory.py)"
         assert "<follow_up>\nNow add ITOT's tracking difference\n</follow_up>" in opening, "and the new request"

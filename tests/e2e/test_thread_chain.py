@@ -14,6 +14,7 @@ from pathlib import Path
 
 from redis import Redis
 
+from agent import domain_of
 from agent.thread_memory import OPENING_BUDGET_CHARS
 from jobs.store import RunStore
 from tests.e2e.stack import CHANNEL, block_text, bot_replies, post_event
@@ -137,6 +138,15 @@ def test_a_ten_reply_thread_keeps_question_constraints_memory_and_correction_lim
     assert fact.group(1) in last.summary, "run 10's answer cites it"
     assert last.sources[marker].url == first.sources[marker].url and last.sources[marker].passage, \
         "the same passage behind the same marker"
+    # Run 10 names that source in its opening's index (title, site, date, what it supports) and
+    # opens it: the passage run 1 read comes back, though no run since read it.
+    source = first.sources[marker]
+    index_line = next(line for line in tenth.splitlines() if line.startswith(f"- [{marker}] "))
+    assert source.title[:30] in index_line and domain_of(source.url) in index_line and f"{source.retrieved_at:%Y-%m-%d}" in index_line
+    assert "open_source opens one's passage" in tenth
+    opened = [json.dumps(r["messages"][-1]) for r in runs[-1] if "The passage (cite it as" in json.dumps(r["messages"][-1])]
+    assert opened and json.dumps(source.passage)[1:40] in opened[0], "open_source gave run 10 the passage run 1 read"
+    assert [c for r in runs[1:-1] for c in re.findall(r'"name": "open_source"', json.dumps(r[-1]["messages"]))] == []
     report = block_text(fake_slack.message(CHANNEL, first.run.report_message or ""))
     assert FACT in report and first.sources[marker].url in report, "the published report cites it with its source"
 

@@ -357,7 +357,13 @@ class ThreadPolicy:
         outline = re.search(r'^- sec1 "[^"]*".*?(\[s\d+\])', opening, re.MULTILINE)
         marker = outline.group(1) if outline else ""
         word = RUN_WORDS[run] if run < len(RUN_WORDS) else str(run)
-        if not forced and not done and marker:
+        fact_line = next((line for line in opening.splitlines()
+                          if line.startswith("- ") and self.fact in line and MARKER.search(line)), "")
+        fact_marker = MARKER.search(fact_line).group(0)[1:-1] if fact_line else ""
+        if not forced and run == self.last_run and fact_marker and "open_source" not in done:
+            # The last run names the source run 1 read (from the opening's index) and opens it.
+            return tool_reply(("open_source", {"marker": fact_marker}))
+        if not forced and "revise_section" not in done and marker:
             body = f"VTI charges the lowest fee, as run {word} confirmed {marker}."
             return tool_reply(("revise_section", {"section_id": "sec1", "body": body,
                                                   "reason": f"follow-up {word} rechecked the fee"}))
@@ -425,3 +431,58 @@ class LanguagePolicy:
             return tool_reply(("write_section", {"title": "Fees" if lang == "English" else "Gebühren",
                                                  "body": section.format(figure=figure, marker=marker)}))
         return text_reply(f"<summary>{summary.format(figure=figure, marker=marker)}</summary>")
+
+
+# --- the team's own Slack and MCP servers (tests/e2e/test_workspace_search.py, test_mcp.py) ----------
+
+
+def calls_made(request: dict[str, Any]) -> list[dict[str, Any]]:
+    return [b for m in request["messages"] if m["role"] == "assistant" for b in _blocks(m) if b["type"] == "tool_use"]
+
+
+class CiteWhatOneToolFindsPolicy:
+    """Calls one tool (`tool`, `arguments`), writes a section citing every marker its result gave,
+    then answers citing them all: whatever the tool found, the model tries to cite. `before`, when
+    set, runs just before the call is made (a test stops a server there)."""
+
+    def __init__(self, tool: str, arguments: dict[str, Any], *, before: Any = None) -> None:
+        self.tool = tool
+        self.arguments = arguments
+        self.before = before
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        if is_extraction(request):
+            return extract(request)
+        done = [c["name"] for c in calls_made(request)]
+        forced = (request.get("tool_choice") or {}).get("type") == "none"
+        found = list(dict.fromkeys(MARKER.findall(_text(request["messages"][-1])))) if done else []
+        if not forced and self.tool not in done:
+            if self.before is not None:
+                self.before()
+            return tool_reply((self.tool, dict(self.arguments)))
+        if not forced and "write_section" not in done and found:
+            body = " ".join(f"The team's source says so {m}." for m in found)
+            return tool_reply(("write_section", {"title": "What the team has", "body": body}))
+        cited = " ".join(dict.fromkeys(m for m in MARKER.findall(json.dumps(request["messages"]))))
+        return text_reply(f"Found: what the tool gave. Missing: nothing.\n<summary>The team's sources: {cited}.</summary>")
+
+
+# --- plan first (tests/e2e/test_plan_first.py) ----------------------------------------------------
+
+
+def is_planning(request: dict[str, Any]) -> bool:
+    return "You draft a research plan" in _system_text(request)
+
+
+class PlanFirstPolicy(ResearchPolicy):
+    """Drafts a plan when asked for one (its key questions grow with each requested change), and
+    researches as ResearchPolicy once the research runs."""
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        if is_planning(request):
+            body = _text(request["messages"][-1])
+            changes = re.findall(r"^- (.+)$", body.split("<requested_changes>")[1], re.M) if "<requested_changes>" in body else []
+            plan = {"key_questions": ["What does each fund charge?", *[f"And: {c}" for c in changes]],
+                    "outline": ["Expense ratios", "Verdict"], "expected_requests": 12, "expected_minutes": 8}
+            return text_reply(json.dumps(plan))
+        return super().__call__(request)

@@ -38,6 +38,10 @@ METHOD_SCOPES: dict[str, tuple[str, ...]] = {
     "files.delete": ("files:write",),
     "files.info": ("files:read",),
     "conversations.replies": ("<history>",),
+    # Real-time Search: any one of the search scopes; which kinds of conversation it reaches is
+    # decided per channel type by the fake (tests/fakes/slack_search.py).
+    "assistant.search.context": ("search:read.public", "search:read.private", "search:read.mpim",
+                                 "search:read.im", "search:read.files"),
     "conversations.history": ("<history>",),
 }
 # Called with the app-level token (xapp-…), whose scope is set on the app, not in the bot list.

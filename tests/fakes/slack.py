@@ -25,7 +25,7 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.fakes import scopes, slack_files, slack_streaming
+from tests.fakes import scopes, slack_files, slack_search, slack_streaming
 from tests.fakes.slack_events import app_mention_event, message_event, reaction_added_event, sign
 from tests.fakes.slack_records import (
     APP_ID,
@@ -141,6 +141,7 @@ class FakeSlack(WebApiMethods, SocketMode):
         self.scopes: set[str] = scopes.manifest_bot_scopes()
         self.scope_refusals: list[tuple[str, str]] = []  # (method, needed) answered missing_scope
         slack_streaming.register(self)  # chat.startStream / appendStream / stopStream
+        slack_search.register(self)  # assistant.search.context, as the acting user
 
     # ---------------------------------------------------------------- server
 

@@ -61,8 +61,10 @@ def app_mention_event(
     event_id: str | None = None,
     bot_user_id: str = "UBOT",
     team_id: str = TEAM_ID,
+    action_token: str | None = None,
 ) -> dict[str, Any]:
-    """An `event_callback` envelope for an app_mention; text gets a leading `<@bot>` unless it has one."""
+    """An `event_callback` envelope for an app_mention; text gets a leading `<@bot>` unless it has one.
+    `action_token` (from slack_search.issue_action_token) is carried as Slack carries it for search."""
     ts = ts or new_ts()
     mention = f"<@{bot_user_id}>"
     full = text if mention in text else f"{mention} {text}"
@@ -78,6 +80,8 @@ def app_mention_event(
     }
     if thread_ts:
         event["thread_ts"] = thread_ts
+    if action_token:
+        event["action_token"] = action_token
     return _envelope(event, event_id=event_id, team_id=team_id, bot_user_id=bot_user_id)
 
 
@@ -94,6 +98,7 @@ def message_event(
     event_id: str | None = None,
     bot_user_id: str = "UBOT",
     team_id: str = TEAM_ID,
+    action_token: str | None = None,
 ) -> dict[str, Any]:
     """An `event_callback` envelope for a `message` event (a reply, a bot's message, a subtype…)."""
     ts = ts or new_ts()
@@ -116,6 +121,8 @@ def message_event(
         event["client_msg_id"] = secrets.token_hex(16)
     if thread_ts:
         event["thread_ts"] = thread_ts
+    if action_token:
+        event["action_token"] = action_token
     return _envelope(event, event_id=event_id, team_id=team_id, bot_user_id=bot_user_id)
 
 
@@ -140,3 +147,20 @@ def reaction_added_event(
         "event_ts": new_ts(),
     }
     return _envelope(event, event_id=event_id, team_id=team_id, bot_user_id=bot_user_id)
+
+
+def block_action(action_id: str, *, user: str, channel: str, message_ts: str, team_id: str = TEAM_ID) -> dict[str, Any]:
+    """The `block_actions` payload Slack sends when `user` presses a button on a message."""
+    return {
+        "type": "block_actions",
+        "user": {"id": user, "team_id": team_id},
+        "api_app_id": APP_ID,
+        "token": "verification-token",
+        "team": {"id": team_id},
+        "container": {"type": "message", "message_ts": message_ts, "channel_id": channel, "is_ephemeral": False},
+        "trigger_id": f"{secrets.randbelow(10**9)}.{secrets.token_hex(6)}",
+        "channel": {"id": channel},
+        "message": {"type": "message", "ts": message_ts},
+        "actions": [{"action_id": action_id, "block_id": secrets.token_hex(3), "type": "button",
+                     "action_ts": f"{time.time():.6f}"}],
+    }

@@ -125,8 +125,8 @@ events = st.one_of(
     st.builds(Finished, status=st.sampled_from(["completed", "failed", "stopped"]), summary=texts, reason=texts,
               context_summaries=st.lists(texts, max_size=2)),
 )
-RANK = {RunStatus.queued: 0, RunStatus.running: 1, RunStatus.completed: 2, RunStatus.failed: 2,
-        RunStatus.stopped: 2}
+RANK = {RunStatus.queued: 0, RunStatus.planned: 1, RunStatus.running: 2, RunStatus.completed: 3,
+        RunStatus.failed: 3, RunStatus.stopped: 3}
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 

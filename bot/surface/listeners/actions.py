@@ -7,9 +7,10 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.publishing.render import GO_DEEPER_ACTION
+from bot.publishing.render import APPROVE_PLAN_ACTION, CHANGE_PLAN_ACTION, GO_DEEPER_ACTION
 from bot.services import Services
-from bot.surface.steering import go_deeper
+from bot.slack.replies import reply
+from bot.surface.steering import PLAN_CHANGE_HOW, approve_plan, go_deeper
 
 
 def register(app: AsyncApp, services: Services) -> None:
@@ -25,3 +26,29 @@ def register(app: AsyncApp, services: Services) -> None:
             return
         action_ts = next((a.get("action_ts") for a in body.get("actions", [])), "") or body.get("trigger_id", "")
         await go_deeper(services, client, state, f"action:{ts}:{action_ts}", channel)
+
+    @app.action(APPROVE_PLAN_ACTION)
+    async def on_approve_plan(ack: Any, body: dict[str, Any], client: AsyncWebClient) -> None:
+        await ack()
+        found = await _run_of(services, body)
+        if found is not None:
+            state, channel = found
+            await approve_plan(services, client, state, (body.get("user") or {}).get("id", ""), channel)
+
+    @app.action(CHANGE_PLAN_ACTION)
+    async def on_change_plan(ack: Any, body: dict[str, Any], client: AsyncWebClient) -> None:
+        await ack()
+        found = await _run_of(services, body)
+        if found is not None:
+            state, channel = found
+            await reply(client, channel, state.run.thread_ts, PLAN_CHANGE_HOW)
+
+
+async def _run_of(services: Services, body: dict[str, Any]) -> tuple[Any, str] | None:
+    """The run whose progress message carries the pressed button, and its channel."""
+    channel = (body.get("channel") or {}).get("id")
+    ts = (body.get("container") or {}).get("message_ts") or (body.get("message") or {}).get("ts")
+    if not channel or not ts:
+        return None
+    state = await services.runs.run_of_message(channel, ts)
+    return (state, channel) if state is not None else None

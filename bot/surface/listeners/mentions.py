@@ -6,17 +6,18 @@ import asyncio
 import logging
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import SecretStr, ValidationError
 from redis.exceptions import RedisError
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from agent import MAX_QUESTION_CHARS
+from agent import MAX_QUESTION_CHARS, private_sources_allowed
 from bot.desk.commands import spend_command
+from bot.desk.plan_first import channel_plans_first, plan_first_command, plan_first_question
 from bot.publishing.lifecycle import launch_and_post
 from bot.publishing.render import render_help
 from bot.services import EVENT_DEDUPE_TTL_SECONDS, Services
-from bot.slack.events import MentionEvent, question_of
+from bot.slack.events import MentionEvent, action_token_of, question_of
 from bot.slack.replies import reply
 from bot.surface.steering import thread_message
 from jobs import Run
@@ -79,6 +80,7 @@ async def handle_mention(
             user=mention.user,
             text=question,
             event_id=event_id,
+            action_token=action_token_of(event),
         )
         return
     await handle_question(
@@ -89,6 +91,7 @@ async def handle_mention(
         user=mention.user,
         question=question,
         team=body.get("team_id"),
+        action_token=action_token_of(event),
     )
 
 
@@ -101,12 +104,18 @@ async def handle_question(
     user: str,
     question: str,
     team: str | None,
+    action_token: SecretStr | None = None,
 ) -> None:
     """A new question, from a mention or a direct message: help, refuse with advice, or start."""
     answer = await spend_command(services, client, team=team, channel=channel, user=user, text=question)
-    if answer is not None:  # `usage`, `budget …`: a command, not a question
+    if answer is None:
+        answer = await plan_first_command(services, client, team=team, channel=channel, user=user, text=question)
+    if answer is not None:  # `usage`, `budget …`, `plan first on|off`: a command, not a question
         await reply(client, channel, thread_ts, answer)
         return
+    planned = plan_first_question(question)
+    plan_first = planned is not None or await asyncio.to_thread(channel_plans_first, services, team, channel)
+    question = planned if planned is not None else question
     if services.channels and channel not in services.channels and not channel.startswith("D"):
         await reply(
             client,
@@ -133,6 +142,15 @@ async def handle_question(
         await reply(client, channel, thread_ts, over_budget)
         return
     state = await services.runs.start(
-        Run(team=team, channel=channel, thread_ts=thread_ts, requester=user, question=question)
+        Run(
+            team=team,
+            channel=channel,
+            thread_ts=thread_ts,
+            requester=user,
+            question=question,
+            private_sources=private_sources_allowed(services.workspace_search, channel),
+            action_token=action_token,
+            plan_first=plan_first,
+        )
     )
     await launch_and_post(services, client, state)

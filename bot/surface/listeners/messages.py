@@ -13,7 +13,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.services import EVENT_DEDUPE_TTL_SECONDS, Services
-from bot.slack.events import MessageEvent
+from bot.slack.events import MessageEvent, action_token_of
 from bot.surface.steering import thread_message
 
 from .mentions import handle_question, storage_down
@@ -54,6 +54,7 @@ async def handle_message(
             user=message.user,
             question=message.text.strip(),
             team=body.get("team_id"),
+            action_token=action_token_of(event),
         )
         return
     await thread_message(
@@ -65,4 +66,5 @@ async def handle_message(
         user=message.user,
         text=message.text,
         event_id=event_id,
+        action_token=action_token_of(event),
     )

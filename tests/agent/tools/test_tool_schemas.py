@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 
-from agent.tools import default_tools, thread_tools
+from agent.tools import default_tools, thread_tools, workspace_tools
 from tests.paths import SNAPSHOTS
 
 SNAPSHOT = SNAPSHOTS / "tool_schemas.json"
@@ -15,7 +15,7 @@ CONTRACT_NAMES = {"web_search", "read_page", "fetch_result", "write_section", "r
 
 
 def current() -> str:
-    return json.dumps([tool.schema() for tool in default_tools() + thread_tools()], indent=2, ensure_ascii=False) + "\n"
+    return json.dumps([tool.schema() for tool in default_tools() + thread_tools() + workspace_tools()], indent=2, ensure_ascii=False) + "\n"
 
 
 def test_tool_schemas_match_the_reviewed_snapshot() -> None:
@@ -30,5 +30,5 @@ def test_tool_names_keep_the_design_contract() -> None:
 
 
 def test_every_description_says_what_the_tool_is_not_for() -> None:
-    for tool in default_tools() + thread_tools():
+    for tool in default_tools() + thread_tools() + workspace_tools():
         assert "Not for" in tool.description or "not for" in tool.description, tool.name

@@ -60,9 +60,11 @@ def test_up_starts_its_own_redis_and_worker(tmp_path: Path, fake_slack: FakeSlac
         SLACK_BOT_TOKEN="xoxb-test", SLACK_SIGNING_SECRET=SIGNING_SECRET, SLACK_API_URL=f"{fake_slack.url}/api/",
         ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL=fake_model.url, DEEPTHREAD_SEARCH="searxng",
         SEARXNG_URL=fake_web.url, DEEPTHREAD_FETCH_ALLOW="127.0.0.1", PORT=str(port),
+        # Its own data directory: the default one belongs to whoever runs `deepthread up` on this machine.
+        DEEPTHREAD_DATA_DIR=str(tmp_path / "data"),
     )  # no REDIS_URL: the embedded default
     with running(["up"], env, tmp_path / "up.log") as process:
-        base = wait_listening(port, process, tmp_path / "up.log", command="up", timeout=30)
+        base = wait_listening(port, process, tmp_path / "up.log", command="up")
         stack = Stack(events_url=f"{base}/slack/events", env=env, logs=tmp_path)
         envelope = app_mention_event("expense ratio VTI SCHB ITOT")
         ts = fake_slack.seed_event(envelope)

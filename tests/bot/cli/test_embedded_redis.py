@@ -51,7 +51,7 @@ def test_without_a_data_directory_nothing_is_kept(tmp_path: Path) -> None:
 @contextmanager
 def up(env: dict[str, str], log: Path, port: int) -> Iterator[Stack]:
     with running(["up"], env, log, grace=40) as process:
-        base = wait_listening(port, process, log, command="up", timeout=60)
+        base = wait_listening(port, process, log, command="up")
         yield Stack(events_url=f"{base}/slack/events", env=env, logs=log.parent)
 
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from agent import Finished, Progress, SectionRevised, SectionWritten, Source, SourceAdded, UsageRecorded
 from bot import limits
@@ -11,7 +11,7 @@ from bot.slack.mrkdwn import ZERO_WIDTH_JOINER
 from jobs import Run, RunState
 from jobs.state import apply_event
 
-FETCHED = datetime(2026, 11, 30, 9, 15, tzinfo=timezone.utc)
+FETCHED = datetime(2026, 11, 30, 9, 15, tzinfo=UTC)
 
 
 def new_state(question: str = "Compare the fees of VTI, ITOT and SCHB", **run: object) -> RunState:
@@ -230,7 +230,7 @@ def test_upload_error_is_stated_instead_of_pointing_to_a_missing_file() -> None:
 
 
 def test_progress_shows_phase_activity_sources_requests_minutes_and_budget() -> None:
-    state = new_state(created_at=datetime(2026, 11, 30, 9, 0, tzinfo=timezone.utc))
+    state = new_state(created_at=datetime(2026, 11, 30, 9, 0, tzinfo=UTC))
     state = apply(state, Progress(phase="researching", activity="Reading schwab.com for the <2024> expense ratio"),
                   SourceAdded(source=source(1)), SourceAdded(source=source(2)),
                   UsageRecorded(requests=41, input_tokens=10, output_tokens=5))
