@@ -9,6 +9,9 @@ mode, tests), and kept in Redis by `jobs`. What the bot and jobs use is exported
 
 from __future__ import annotations
 
+from .capabilities import MODELS, Capabilities, capabilities, unknown_model_notice
+from .capabilities import WEB_SEARCH as WEB_SEARCH_TYPE
+from .capabilities import WEB_SEARCH_BASIC as WEB_SEARCH_BASIC_TYPE
 from .capacity import ModelLimits
 from .charts import Chart
 from .charts.blobs import load_png
@@ -30,9 +33,11 @@ from .events import (
 )
 from .figures import Figure, FigureFlag, figures_in, sentences
 from .final_turn import Outcome
+from .language import detect as detect_language
 from .loop import research
 from .markers import MARKER_RE
-from .model import describe_api_error
+from .model import describe_api_error, search_model
+from .model_provider import ModelAPI, ProviderConfig, ProviderUnavailable, model_api
 from .pricing import cost_usd
 from .report import SNIPPET_NOTE, AssembledReport, Footnote, Section, assemble, figure_line, to_markdown
 from .task import ResearchTask
@@ -53,6 +58,9 @@ from .workspace import (
 from .workspace_search import SearchUnavailable, WorkspaceHit, WorkspaceSearch
 
 __all__ = [
+    "MODELS",
+    "WEB_SEARCH_BASIC_TYPE",
+    "WEB_SEARCH_TYPE",
     "McpServerConfig",
     "private_sources_allowed",
     "WorkspaceSearchMode",
@@ -62,6 +70,7 @@ __all__ = [
     "AgentConfig",
     "AssembledReport",
     "Budget",
+    "Capabilities",
     "Caps",
     "Chart",
     "DDGSFactory",
@@ -76,9 +85,12 @@ __all__ = [
     "MAX_FILE_BYTES",
     "MAX_QUESTION_CHARS",
     "ModelLimits",
+    "ModelAPI",
     "Outcome",
     "PROFILES",
     "Progress",
+    "ProviderConfig",
+    "ProviderUnavailable",
     "RequestRecord",
     "ResearchTask",
     "RunEvent",
@@ -97,19 +109,24 @@ __all__ = [
     "UsageRecorded",
     "WorkspaceError",
     "assemble",
+    "capabilities",
     "cost_usd",
     "describe_api_error",
+    "detect_language",
     "domain_of",
     "figure_line",
     "figures_in",
     "load_png",
+    "model_api",
     "research",
+    "search_model",
     "search_providers",
     "search_web",
     "sentences",
     "shorten",
     "to_markdown",
     "too_large",
+    "unknown_model_notice",
     "usage_by_model",
     "utcnow",
 ]

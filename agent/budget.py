@@ -47,6 +47,7 @@ class Ledger(BaseModel):
     requests: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    thinking_tokens: int = 0  # of output_tokens: what the model spent thinking (counted, and billed, as output)
     cost_usd: float = 0.0
     active_closed: float = 0.0
     busy_since: float | None = None  # set while any model or tool interval is open
@@ -105,6 +106,7 @@ class Ledger(BaseModel):
                 self.last_turn_output, self.last_turn_cost = output_tokens, cost
         self.input_tokens += input_tokens
         self.output_tokens += output_tokens
+        self.thinking_tokens += usage.thinking_tokens
         self.cost_usd += cost
 
     def absorb(self, requests: int, input_tokens: int, output_tokens: int, cost: float) -> None:
@@ -265,19 +267,41 @@ class Ledger(BaseModel):
         )
 
     def block(
-        self, now: float, sources: int, sections: list[str], finalize: str | None, wrap_up_advice: str = WRITE_NOW
+        self,
+        now: float,
+        sources: int,
+        sections: list[str],
+        finalize: str | None,
+        wrap_up_advice: str = WRITE_NOW,
+        *,
+        context: tuple[int, int] | None = None,
+        thinking: bool = False,
     ) -> str:
+        """The budget block appended to every turn. `context` is (tokens in the context now, the
+        budget it is managed to): the model sees compaction coming; `thinking` adds its tokens."""
         b = self.budget
+        limit = f" of {b.max_input_tokens:,}" if b.max_input_tokens is not None else ""
+        tokens = f"Tokens: {self.input_tokens:,}{limit} input used, {self.output_tokens:,} output"
+        tokens += f" ({self.thinking_tokens:,} of them thinking)." if thinking else "."
         lines = [
             "<budget>",
             f"Model requests: {self.requests} of {b.max_requests} used, {b.max_requests - self.requests} left "
             f"({b.reserve_requests} kept for the final answer).",
             f"Time: {self.active(now) / 60:.0f} of {b.active_seconds / 60:.0f} min active, "
             f"{self.wall(now) / 60:.0f} of {b.wall_seconds / 60:.0f} min wall.",
+            tokens,
             f"Profile: {b.profile} (budget revision {self.revision}).",
             f"Sources registered: {sources}. Sections written: {len(sections)}"
             + (f" (latest: {sections[-1]})." if sections else "."),
         ]
+        if context is not None:
+            used, budget = context
+            share = used / budget if budget else 0.0
+            lines.insert(
+                4,
+                f"Context: {used:,} of {budget:,} tokens ({share:.0%}); older notes are compacted into a summary "
+                f"at {defaults.COMPACT_AT_SHARE:.0%}.",
+            )
         if b.max_cost_usd is not None:
             lines.insert(3, f"Estimated cost: ${self.cost_usd:.2f} of ${b.max_cost_usd:.2f}.")
         if finalize:

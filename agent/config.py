@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import AliasChoices, BaseModel, Field, SecretStr, field_validator
+from pydantic import AliasChoices, BaseModel, Field, SecretStr, field_validator, model_validator
 
 from . import defaults
+from .capabilities import Provider, capabilities
 
-SearchProvider = Literal["duckduckgo", "searxng", "brave", "tavily"]
+SearchProvider = Literal["duckduckgo", "searxng", "brave", "tavily", "anthropic"]
 DEFAULT_SEARCH_CHAIN: tuple[SearchProvider, ...] = ("duckduckgo",)  # keyless, so a fresh install can search
 # ddgs backends for the keyless provider: DuckDuckGo first among equals, then the other
 # general web indexes ddgs can reach without a key. "auto" would add grokipedia, an
@@ -31,6 +32,11 @@ class SearchConfig(BaseModel):
     # Endpoints are overridable so tests can point each provider at a local fake.
     brave_url: str = "https://api.search.brave.com/res/v1/web/search"
     tavily_url: str = "https://api.tavily.com/search"
+    # The anthropic provider: the server tool's domain filters (one of the two at most) and the
+    # searches one web_search call may run (agent/tools/search/anthropic.py).
+    anthropic_allowed_domains: list[str] = Field(default_factory=list)
+    anthropic_blocked_domains: list[str] = Field(default_factory=list)
+    anthropic_max_uses: int = Field(default=defaults.SERVER_SEARCH_MAX_USES, ge=1)
     results: int = defaults.SEARCH_RESULTS
     # Per provider: a chain of n providers may take n times this before it gives up.
     timeout_seconds: float = defaults.SEARCH_TIMEOUT_SECONDS
@@ -143,12 +149,17 @@ class McpServerConfig(BaseModel):
 class AgentConfig(BaseModel):
     main_model: str = defaults.MAIN_MODEL
     small_model: str = defaults.SMALL_MODEL
+    # Where the models are bought (DEEPTHREAD_MODEL_PROVIDER): the capability table reads it too.
+    provider: Provider = "anthropic"
+    # DEEPTHREAD_THINKING: the model thinks where the capability table allows it (off: never).
+    thinking: bool = True
     main_max_tokens: int = defaults.MAIN_MAX_TOKENS
     request_timeout: float = defaults.REQUEST_TIMEOUT_SECONDS
     tool_deadline: float = defaults.TOOL_DEADLINE_SECONDS
     model_max_retries: int = defaults.MODEL_MAX_RETRIES
     model_patience_seconds: float = Field(default=defaults.MODEL_PATIENCE_SECONDS, gt=0)
-    # The context budget the loop manages to (DEEPTHREAD_CONTEXT_TOKENS).
+    # The context budget the loop manages to (DEEPTHREAD_CONTEXT_TOKENS); unset, the model's
+    # window up to CONTEXT_TOKENS (see _context_from_window).
     context_tokens: int = defaults.CONTEXT_TOKENS
     # Elision and compaction; off only to measure what they save.
     manage_context: bool = True
@@ -158,3 +169,12 @@ class AgentConfig(BaseModel):
     search: SearchConfig = Field(default_factory=SearchConfig)
     fetch: FetchConfig = Field(default_factory=FetchConfig)
     mcp_servers: list[McpServerConfig] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _context_from_window(self) -> AgentConfig:
+        """Unset, the budget is the model's window, but no more than CONTEXT_TOKENS: a 1M window is
+        headroom, and every turn re-reads the whole context, so managing to 1M would cost 5× per turn."""
+        if "context_tokens" not in self.model_fields_set:
+            window = capabilities(self.main_model, self.provider).context_window
+            self.context_tokens = min(window, defaults.CONTEXT_TOKENS)
+        return self

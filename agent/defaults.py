@@ -8,6 +8,10 @@ SMALL_MODEL = "claude-haiku-5-5"
 
 # Output room per main-model turn: enough for a long section, small enough to stream quickly.
 MAIN_MAX_TOKENS = 8_000
+# Thinking on models that take a budget (not adaptive): half the turn's output room at most,
+# this much at most, and the API's minimum of 1,024 at least.
+THINKING_BUDGET_TOKENS = 4_000
+THINKING_MIN_BUDGET = 1_024
 # Extraction answers are a handful of verbatim passages.
 EXTRACT_MAX_TOKENS = 2_000
 
@@ -41,6 +45,9 @@ MODEL_MAX_RETRIES = 2
 # An overloaded model service (529) is waited out this long before the run writes its answer
 # from what it has (agent/model.py spaces the retries; agent/salvage.py writes without the model).
 MODEL_PATIENCE_SECONDS = 180.0
+# A turn with no tool call and no <summary> is reflection, not an answer: the run goes on, this many
+# times in a row at most (a model that insists is taken at its word, so a run cannot loop on it).
+REFLECTION_TURNS = 2
 # A final answer citing unknown markers is sent back for a rewrite at most this often.
 FINAL_ANSWER_REWRITES = 1
 # The budget block warns this close to the final turn (requests or seconds before the reserve).
@@ -59,6 +66,12 @@ MAX_EXCERPTS = 8
 # Search.
 SEARCH_RESULTS = 8
 SEARCH_TIMEOUT_SECONDS = 15.0
+# The anthropic provider: searches one web_search call may run server-side (each is billed), and
+# the small model's output room for saying which results matter (the results come back whole).
+SERVER_SEARCH_MAX_USES = 1
+SERVER_SEARCH_MAX_TOKENS = 1_500
+# Its request waits longer than a search API: a model turn runs around the search.
+SERVER_SEARCH_TIMEOUT_SECONDS = 60.0
 USER_AGENT = "Deepthread/0.1 (research bot)"
 
 # A question longer than this is refused with advice (long material goes in a file).
@@ -101,6 +114,9 @@ MANIFEST_MAX_ITEMS = 120
 # At most this many run at once: a comparison rarely has more independent parts, and each
 # one costs several requests of the run's budget.
 MAX_TASK_AGENTS = 3
+# …and at most this many in a whole run (two full batches): past a second round, more delegation
+# only repeats ground; the lead researches the rest itself.
+MAX_TASK_AGENTS_PER_RUN = 6
 # spawn_tasks is offered only with a context budget this large: a task agent needs room for
 # several 3–4k-token page reads before compacting, and the lead for up to three 1–2k-token
 # reports beside its own work. Below it, the tool's schema would only crowd the lead's context.

@@ -102,6 +102,8 @@ class UsageRecorded(BaseModel):
     output_tokens: int
     cache_read_tokens: int = 0
     cache_creation_tokens: int = 0
+    thinking_tokens: int = 0  # of output_tokens
+    web_search_requests: int = 0  # server-side searches (the anthropic search provider)
     cost_usd: float = 0.0  # the ledger's estimate so far, each call at its model's list price
     # Where the budget stands (the ledger's effective revision), for the progress message.
     profile: str | None = None

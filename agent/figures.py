@@ -17,6 +17,7 @@ from decimal import Decimal, InvalidOperation
 
 from pydantic import BaseModel
 
+from .language import detect
 from .markers import MARKER_RE
 
 # Bare whole numbers up to this are counts the writer makes ("3 funds", "2 sources"), not
@@ -26,17 +27,38 @@ SMALL_COUNT_MAX = 10
 FIGURES_SHOWN_PER_PASSAGE = 6
 
 _MAGNITUDE_WORDS = {"thousand": 3, "million": 6, "billion": 9, "trillion": 12, "mn": 6, "bn": 9, "tn": 12}
+# The same magnitudes as German and French reports write them ("1,2 Mio.", "3 milliards").
+_MAGNITUDE_WORDS |= {
+    "millions": 6,
+    "millionen": 6,
+    "mio": 6,
+    "milliards": 9,
+    "milliarden": 9,
+    "mrd": 9,
+    "tsd": 3,
+}
+_MAGNITUDES = "|".join(sorted(_MAGNITUDE_WORDS, key=len, reverse=True))
 # Single-letter magnitudes only after a currency sign ($5m is money; 5m may be metres).
 _MAGNITUDE_LETTERS = {"k": 3, "m": 6, "b": 9, "t": 12}
 _CURRENCY = r"(?:US\$|A\$|C\$|\$|€|£|¥|₹|USD\s?|EUR\s?|GBP\s?)"
 _NUMBER = r"\d{1,3}(?:[,\u2009\u202f'](?:\d{3}))+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+"
-_FIGURE_RE = re.compile(
-    rf"(?P<cur>{_CURRENCY})?\s?(?P<num>{_NUMBER})"
-    rf"(?:\s?(?P<pct>%|per\s?cent\b|percent\b)"
-    rf"|\s?(?P<word>thousand|million|billion|trillion|mn|bn|tn)\b"
-    rf"|(?P<letter>[kmbtKMBT])\b)?",
-    re.I,
-)
+# Languages that write a decimal comma (agent/language.py) group thousands with points or thin spaces.
+_NUMBER_COMMA = r"\d{1,3}(?:[.\u2009\u202f'](?:\d{3}))+(?:,\d+)?|\d+(?:,\d+)?|,\d+"
+_PERCENT = r"%|per\s?cent\b|percent\b|prozent\b|pour\s?cent\b|por\s?ciento\b|per\s?cento\b|procent\b"
+
+
+def _figure_re(number: str) -> re.Pattern[str]:
+    return re.compile(
+        rf"(?P<cur>{_CURRENCY})?\s?(?P<num>{number})"
+        rf"(?:\s?(?P<pct>{_PERCENT})"
+        rf"|\s?(?P<word>{_MAGNITUDES})\b"
+        rf"|(?P<letter>[kmbtKMBT])\b)?",
+        re.I,
+    )
+
+
+_FIGURE_RE = _figure_re(_NUMBER)
+_FIGURE_RE_COMMA = _figure_re(_NUMBER_COMMA)
 # Sentences end at . ! ? followed by space; a decimal point never does (no space after it).
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
 _LEADING_MARKERS = re.compile(r"^((?:\s*\[s\d+\])+)\s*")
@@ -78,22 +100,25 @@ class Calculation:
         return figures_in(self.result, checked_only=False)
 
 
-def _decimal(text: str) -> Decimal | None:
+def _decimal(text: str, decimal: str = ".") -> Decimal | None:
+    if decimal == ",":
+        text = re.sub(r"[.\u2009\u202f']", "", text).replace(",", ".")
     try:
         return Decimal(re.sub(r"[,\u2009\u202f']", "", text))
     except InvalidOperation:
         return None
 
 
-def figures_in(text: str, *, checked_only: bool = True) -> list[Figure]:
-    """The figures in `text` (markers removed first: [s12] is not a figure)."""
+def figures_in(text: str, *, checked_only: bool = True, decimal: str = ".") -> list[Figure]:
+    """The figures in `text` (markers removed first: [s12] is not a figure). `decimal` is how the
+    text's language writes a decimal point: "0,03 %" in German is 0.03 percent."""
     text = MARKER_RE.sub(" ", text)
     found: list[Figure] = []
-    for match in _FIGURE_RE.finditer(text):
+    for match in (_FIGURE_RE_COMMA if decimal == "," else _FIGURE_RE).finditer(text):
         start = match.start("num")
         if start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
             continue  # inside a word or code: "H2O", "v2", "sec3"
-        value = written = _decimal(match.group("num"))
+        value = written = _decimal(match.group("num"), decimal)
         if value is None:
             continue
         currency = bool(match.group("cur"))
@@ -111,7 +136,7 @@ def figures_in(text: str, *, checked_only: bool = True) -> list[Figure]:
 
 def _is_small_count(figure: Figure, match: re.Match[str]) -> bool:
     plain = not (figure.percent or figure.currency or match.group("word") or match.group("letter"))
-    return plain and "." not in match.group("num") and figure.value <= SMALL_COUNT_MAX
+    return plain and not re.search(r"[.,]", match.group("num")) and figure.value <= SMALL_COUNT_MAX
 
 
 def sentences(body: str) -> list[str]:
@@ -154,15 +179,21 @@ class SentenceVerdict:
 
 
 def check_sentence(
-    sentence: str, passages: dict[str, str], calculations: Sequence[Calculation], *, checked_only: bool = True
+    sentence: str,
+    passages: dict[str, str],
+    calculations: Sequence[Calculation],
+    *,
+    checked_only: bool = True,
+    decimal: str = ".",
 ) -> SentenceVerdict:
     """Which figures of `sentence` its cited passages (marker → passage) do not state.
-    `checked_only=False` checks small counts too (a chart's values: every bar is a claim)."""
+    `checked_only=False` checks small counts too (a chart's values: every bar is a claim).
+    `decimal` is the report language's decimal mark; each passage is read in its own language's."""
     markers = list(dict.fromkeys(f"s{m}" for m in MARKER_RE.findall(sentence)))
     verdict = SentenceVerdict(sentence, markers)
-    figures = figures_in(sentence, checked_only=checked_only)
+    figures = figures_in(sentence, checked_only=checked_only, decimal=decimal)
     verdict.checked = len(figures)
-    stated = [f for m in markers for f in figures_in(passages.get(m, ""), checked_only=False)]
+    stated = [f for m in markers for f in _stated(passages.get(m, ""))]
     for figure in figures:
         if any(_same(figure, s) for s in stated):
             continue
@@ -170,6 +201,10 @@ def check_sentence(
             continue
         verdict.missing.append(figure)
     return verdict
+
+
+def _stated(passage: str) -> list[Figure]:
+    return figures_in(passage, checked_only=False, decimal=detect(passage).decimal) if passage else []
 
 
 def _derived(figure: Figure, stated: list[Figure], calculations: Iterable[Calculation]) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -24,7 +25,7 @@ from .events import Emit, Progress
 from .model import ModelUnavailable
 from .turn import Turn
 
-__all__ = ["FinalTurn", "Outcome", "published", "text_of"]
+__all__ = ["FinalTurn", "Outcome", "findings", "has_answer", "published", "text_of"]
 
 # The loop's logger: what the final answer looked like is part of the loop's story.
 log = logging.getLogger("agent.loop")
@@ -41,6 +42,21 @@ def text_of(content: list[Any]) -> str:
     return "\n".join(block.text for block in content if block.type == "text").strip()
 
 
+def has_answer(text: str) -> bool:
+    """Whether a turn without tool calls wrote an answer (a `<summary>`, closed or cut off) rather
+    than only reflecting on what to do next."""
+    return final_answer(text).shape in ("tagged", "unclosed")
+
+
+def findings(text: str) -> str:
+    """A task agent's answer as the lead gets it: all of it, the tags taken out. Nothing of it is
+    published, and its "Still missing: …" or "Next: …" lines are what the lead needs most."""
+    return _STRAY_TAGS.sub("", text).strip()
+
+
+_STRAY_TAGS = re.compile(r"</?summary>", re.I)
+
+
 def published(text: str) -> str:
     """Only the answer is published; the model's reflection around it stays private."""
     answer = final_answer(text)
@@ -54,7 +70,11 @@ def published(text: str) -> str:
 
 
 class FinalTurn:
-    def __init__(self, turn: Turn, registry: SourceRegistry, emit: Emit, clock: Clock) -> None:
+    def __init__(
+        self, turn: Turn, registry: SourceRegistry, emit: Emit, clock: Clock, *, for_lead: bool = False
+    ) -> None:
+        """`for_lead`: the answer goes to the lead agent (a task agent's findings), kept whole."""
+        self.shape = findings if for_lead else published
         self.turn = turn
         self.registry = registry
         self.emit = emit
@@ -63,7 +83,7 @@ class FinalTurn:
 
     def accept(self, text: str, history: History, ledger: Ledger) -> str | None:
         """The answer to publish from a final turn's `text`, or None when it was sent back."""
-        answer = published(text)
+        answer = self.shape(text)
         try:
             self.registry.check(answer)
         except UnknownCitation as exc:
@@ -90,7 +110,7 @@ class FinalTurn:
         except (TimeoutError, ModelUnavailable):
             return Outcome("stopped", "", reason)
         await self.turn.record_usage(ledger)
-        return Outcome("stopped", self._known_markers_only(published(text_of(message.content))), reason)
+        return Outcome("stopped", self._known_markers_only(self.shape(text_of(message.content))), reason)
 
     def _known_markers_only(self, answer: str) -> str:
         return strip_unknown_markers(answer, {s.marker for s in self.registry.all()})

@@ -16,7 +16,6 @@ from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 import httpx
-from anthropic import AsyncAnthropic
 from anthropic.types import ToolUseBlock
 
 from . import defaults
@@ -31,10 +30,11 @@ from .context.manager import ContextManager
 from .control import RunControl, StopRequest
 from .events import Emit, Finished, Notice, Progress, RunEvent
 from .exceptions import Interrupted
-from .final_turn import FinalTurn, Outcome, text_of
+from .final_turn import FinalTurn, Outcome, has_answer, text_of
 from .guard import guarded
 from .intake import Intake
 from .model import ModelClient, ModelUnavailable, Patience
+from .model_provider import ModelAPI
 from .opening import with_markers, with_stated_constraints
 from .prompts import load
 from .report import Section
@@ -55,6 +55,13 @@ from .workspace_search import WorkspaceSearch
 __all__ = ["Outcome", "ResearchLoop", "research"]
 
 T = TypeVar("T")
+
+# The answer to a turn with neither tool calls nor a <summary>, while budget remains.
+REFLECTION_NUDGE = (
+    "Your last turn called no tool and wrote no <summary>, so the run goes on. Reflect in the same turn as "
+    "your next tool calls: call them now. If the research is done, write the final answer inside "
+    "<summary></summary>."
+)
 
 
 class LastProgress:
@@ -109,7 +116,9 @@ class ResearchLoop:
             system=[{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}],
             tool_schemas=[tool.schema() for tool in tools],
         )
-        self.final = FinalTurn(self.turn, ctx.registry, ctx.emit, clock)
+        self.final = FinalTurn(self.turn, ctx.registry, ctx.emit, clock, for_lead=prompt == "task_agent")
+        # Turns in a row that had no tool call and no <summary>: reflection, not an answer (see run).
+        self.reflections = 0
         self.intake = Intake(control, ctx.emit, ctx.workspace)
         self.context = ContextManager(
             History(opening if opening is not None else first_message(task)),
@@ -147,12 +156,14 @@ class ResearchLoop:
             "limit_note": self.limit_note,
             "last_stop": self.last_stop,
             "rewrites_left": self.final.rewrites_left,
+            "reflections": self.reflections,
         }
 
     def restore(self, snapshot: dict[str, Any]) -> None:
         self.intake.notes = list(snapshot["notes"])
         self.limit_note, self.last_stop = snapshot["limit_note"], snapshot["last_stop"]
         self.final.rewrites_left = snapshot["rewrites_left"]
+        self.reflections = snapshot.get("reflections", 0)  # checkpoints from before it was counted
 
     def child(
         self, opening: str, ctx: ToolContext, tools: list[Tool], ledger: Ledger, control: RunControl
@@ -249,7 +260,13 @@ class ResearchLoop:
                 )
             self.history.add_text(
                 self.ledger.block(
-                    self.clock(), len(self.ctx.registry), self._sections(), finalize, **self._wrap_up_advice()
+                    self.clock(),
+                    len(self.ctx.registry),
+                    self._sections(),
+                    finalize,
+                    **self._wrap_up_advice(),
+                    context=(self.context.tokens(), self.context.budget),
+                    thinking=self.ctx.model.thinking,
                 )
             )
             if finalize:
@@ -281,6 +298,7 @@ class ResearchLoop:
             if message.stop_reason == "refusal":
                 return Outcome("failed", "", "the model declined to continue with this request")
             if calls:
+                self.reflections = 0
                 if any(call.name in self.tools and self.tools[call.name].resumable for call in calls):
                     await self.save_checkpoint()  # long work ahead: a crash re-runs these calls, not the turn
                 outcome = await self._answer(calls)
@@ -296,7 +314,13 @@ class ResearchLoop:
                     "it now; if you were writing your answer, write it again, shorter."
                 )
                 continue
-            answer = self.final.accept(text_of(message.content), self.history, self.ledger)
+            text = text_of(message.content)
+            if not finalize and not has_answer(text) and self.reflections < defaults.REFLECTION_TURNS:
+                # Reflection without a call is not the end while budget remains: the run goes on.
+                self.reflections += 1
+                self.history.add_text(REFLECTION_NUDGE)
+                continue
+            answer = self.final.accept(text, self.history, self.ledger)
             if answer is None:  # it cited markers no tool issued: sent back for a rewrite
                 continue
             # An answer written under a limit says which one; a normal answer needs no note.
@@ -339,7 +363,7 @@ async def research(
     task: ResearchTask,
     config: AgentConfig,
     *,
-    anthropic: AsyncAnthropic,
+    anthropic: ModelAPI,
     emit: Emit,
     backend: RunBackend | None = None,
     tools: list[Tool] | None = None,
@@ -378,6 +402,8 @@ async def research(
         log=numbered,
         on_usage=charge,
         patience=Patience(seconds=config.model_patience_seconds),
+        provider=config.provider,
+        thinking=config.thinking,
     )
     timeout = httpx.Timeout(config.fetch.read_timeout, connect=config.fetch.connect_timeout)
     async with httpx.AsyncClient(timeout=timeout, headers={"User-Agent": defaults.USER_AGENT}) as http:
@@ -394,6 +420,7 @@ async def research(
             results=backend.results,
             refusals=backend.refusals,
             seen=SeenUrls(backend.seen_urls),
+            language=task.language.code,
             workspace_search=workspace_search,
             private_sources=task.private_sources,
         )

@@ -13,13 +13,15 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import anthropic
-from anthropic import AsyncAnthropic
 from anthropic.types import Message
 
 from . import defaults
+from .capabilities import Capabilities, Provider, capabilities
 from .capacity import CAPACITY_WAIT, is_spend_limit
 from .context.requestlog import RequestLog, RequestRecord, describe
+from .context.tokens import CHARS_PER_TOKEN, estimate_chars
 from .exceptions import ModelUnavailable
+from .model_provider import ModelAPI
 from .usage import Usage
 
 log = logging.getLogger(__name__)
@@ -68,8 +70,19 @@ def _retry_after(exc: anthropic.APIStatusError) -> float | None:
         return None
 
 
-def describe_api_error(exc: anthropic.APIError) -> str:
+# Bedrock and Vertex refuse credentials and model access with 401/403 of their own.
+_CLOUD_REFUSAL = {
+    "bedrock": "AWS Bedrock refused the request (check the AWS credentials, and that this model is enabled in "
+    "the region's Bedrock model access)",
+    "vertex": "Google Vertex AI refused the request (check the Google credentials, and that this model is enabled "
+    "in the project's Model Garden)",
+}
+
+
+def describe_api_error(exc: anthropic.APIError, provider: str = "anthropic") -> str:
     """Say what failed in words a Slack user can act on, without leaking request details."""
+    if provider in _CLOUD_REFUSAL and isinstance(exc, (anthropic.AuthenticationError, anthropic.PermissionDeniedError)):
+        return _CLOUD_REFUSAL[provider]
     if isinstance(exc, anthropic.APITimeoutError):
         return "the model did not answer in time, even after retries"
     if isinstance(exc, anthropic.APIConnectionError):
@@ -98,12 +111,21 @@ def _message_of(exc: anthropic.APIStatusError) -> str:
     return str(error.get("message", exc.message))[:200]
 
 
+def thinking_config(caps: Capabilities, max_tokens: int) -> dict[str, Any]:
+    """The `thinking` parameter the model takes: adaptive on current models, else a budget that
+    leaves room for the answer (the API requires budget_tokens < max_tokens)."""
+    if caps.thinking == "adaptive":
+        return {"type": "adaptive"}
+    budget = max(defaults.THINKING_MIN_BUDGET, min(defaults.THINKING_BUDGET_TOKENS, max_tokens // 2))
+    return {"type": "enabled", "budget_tokens": budget}
+
+
 class ModelClient:
     """Main-model turns (streamed) and small-model calls, with usage counted in one place."""
 
     def __init__(
         self,
-        client: AsyncAnthropic,
+        client: ModelAPI,
         *,
         main_model: str,
         small_model: str,
@@ -111,8 +133,16 @@ class ModelClient:
         log: RequestLog | None = None,
         on_usage: Callable[[Message, bool], None] | None = None,
         patience: Patience | None = None,
+        provider: Provider = "anthropic",
+        thinking: bool = True,
     ) -> None:
         self._client = client
+        self.provider: Provider = provider
+        # What the main model may be sent (thinking, tool choice): the capability table decides.
+        self.caps: Capabilities = capabilities(main_model, provider)
+        self.small_caps: Capabilities = capabilities(small_model, provider)
+        # DEEPTHREAD_THINKING: on where the table allows it, unless the operator turned it off.
+        self.thinking = thinking and self.caps.thinking != "none"
         self.patience = patience or Patience()
         # Told of every response: (message, is a main-model turn) — the ledger charges it.
         self._on_usage = on_usage
@@ -141,8 +171,10 @@ class ModelClient:
             "messages": messages,
             "max_tokens": max_tokens,
         }
-        if tool_choice is not None:
-            body["tool_choice"] = tool_choice
+        if tool_choice is not None and (tool_choice.get("type") in ("auto", "none") or self.caps.forced_tool_choice):
+            body["tool_choice"] = tool_choice  # a forced choice the model refuses is left to the model
+        if self.thinking and kind == "turn":
+            body["thinking"] = thinking_config(self.caps, max_tokens)
 
         async def streamed() -> Message:
             # Streamed: long outputs are refused without streaming, and a stream shows liveness.
@@ -153,8 +185,10 @@ class ModelClient:
         try:
             message = await self._patiently(streamed, kind)
         except anthropic.APIError as exc:
-            await self._record(kind, body, None, describe_api_error(exc), seconds=time.monotonic() - started)
-            raise ModelUnavailable(describe_api_error(exc)) from exc
+            await self._record(
+                kind, body, None, describe_api_error(exc, self.provider), seconds=time.monotonic() - started
+            )
+            raise ModelUnavailable(describe_api_error(exc, self.provider)) from exc
         self.usage.add(Usage.of(message))
         if self._on_usage:
             self._on_usage(message, kind == "turn")
@@ -174,8 +208,10 @@ class ModelClient:
                 lambda: self._client.messages.create(**body, timeout=self._timeout), "extract"
             )
         except anthropic.APIError as exc:
-            await self._record("extract", body, None, describe_api_error(exc), seconds=time.monotonic() - started)
-            raise ModelUnavailable(describe_api_error(exc)) from exc
+            await self._record(
+                "extract", body, None, describe_api_error(exc, self.provider), seconds=time.monotonic() - started
+            )
+            raise ModelUnavailable(describe_api_error(exc, self.provider)) from exc
         self.usage.add(Usage.of(message))
         if self._on_usage:
             self._on_usage(message, False)
@@ -219,8 +255,34 @@ class ModelClient:
                 await asyncio.sleep(wait)
                 attempt += 1
 
+    async def server_search(self, *, system: str, prompt: str, tool: dict[str, Any], max_tokens: int) -> Message:
+        """A small-model request that may run a server tool (the anthropic search provider): usage
+        and the per-search price reach the ledger like any extraction call's."""
+        body: dict[str, Any] = {
+            "model": self.small_model,
+            "system": system,
+            "max_tokens": max_tokens,
+            "tools": [tool],
+            "messages": [{"role": "user", "content": prompt}],
+        }
+        try:
+            message = await self._patiently(
+                lambda: self._client.messages.create(**body, timeout=self._timeout), "search"
+            )
+        except anthropic.APIError as exc:
+            await self._record("search", body, None, describe_api_error(exc, self.provider))
+            raise ModelUnavailable(describe_api_error(exc, self.provider)) from exc
+        self.usage.add(Usage.of(message))
+        if self._on_usage:
+            self._on_usage(message, False)
+        await self._record("search", body, message)
+        return message
+
     async def count_tokens(self, *, system: Any, tools: list[dict[str, Any]], messages: list[dict[str, Any]]) -> int:
-        """The real size of a request, asked of the API (no model call, no cost)."""
+        """The real size of a request, asked of the API (no model call, no cost); an estimate where
+        the provider does not count (Bedrock)."""
+        if not self.caps.counts_tokens:
+            return (estimate_chars(system) + estimate_chars(tools) + estimate_chars(messages)) // CHARS_PER_TOKEN
         try:
             counted = await self._client.messages.count_tokens(
                 model=self.main_model,
@@ -229,7 +291,7 @@ class ModelClient:
                 messages=messages,  # type: ignore[arg-type]
             )
         except anthropic.APIError as exc:
-            raise ModelUnavailable(describe_api_error(exc)) from exc
+            raise ModelUnavailable(describe_api_error(exc, self.provider)) from exc
         return counted.input_tokens
 
     async def _record(
@@ -253,9 +315,23 @@ class ModelClient:
             output_tokens=usage.output_tokens,
             cache_read_tokens=usage.cache_read_tokens,
             cache_creation_tokens=usage.cache_creation_tokens,
+            thinking_tokens=usage.thinking_tokens,
+            web_search_requests=usage.web_search_requests,
             stop_reason=message.stop_reason if message is not None else None,
             error=error,
             seconds=seconds,
             **(describe(body) if kind == "turn" or kind == "summary" else {}),
         )
         await self._log.record(record, body)
+
+
+def search_model(client: ModelAPI, settings: Any) -> ModelClient:
+    """A model client for one search outside a run (`doctor --live`): `settings` names the models
+    and the provider (bot.settings.Settings, duck-typed: the engine imports nothing from the bot)."""
+    return ModelClient(
+        client,
+        main_model=settings.model,
+        small_model=settings.small_model,
+        timeout=defaults.SERVER_SEARCH_TIMEOUT_SECONDS,
+        provider=settings.model_provider,
+    )

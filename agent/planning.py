@@ -8,11 +8,11 @@ from __future__ import annotations
 import json
 import re
 
-from anthropic import AsyncAnthropic
 from pydantic import BaseModel, Field, ValidationError
 
 from . import defaults
 from .config import AgentConfig, Budget
+from .model_provider import ModelAPI
 from .prompts import load
 from .usage import Usage
 
@@ -70,7 +70,7 @@ def _read(text: str, question: str, budget: Budget, changes: list[str]) -> Plan:
 
 
 async def draft_plan(
-    anthropic: AsyncAnthropic,
+    anthropic: ModelAPI,  # any provider's client (agent/model_provider.py)
     config: AgentConfig,
     *,
     question: str,

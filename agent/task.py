@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field
 
 from .config import Budget
 from .events import Source
+from .language import Language, detect
 from .report import Section
 from .thread_memory import OutlineEntry, ThreadMemory, ThreadSummary, first_sentence, render, roll, source_index
 
@@ -79,6 +80,21 @@ class ResearchTask(BaseModel):
     # Plan first: the plan the team approved before the research began (agent/planning.py).
     approved_plan: str = ""
 
+    @property
+    def language(self) -> Language:
+        """The language the run writes in: the question's (a continuation's question is the thread's first)."""
+        return detect(self.question)
+
+
+def language_line(lang: Language) -> str:
+    """What the opening says about the team's language (the system prompt refers to it)."""
+    if lang.code == "en":
+        return "Language: English"
+    return (
+        f"Language: {lang.name} ({lang.native}): write the report, the summary and your Checking: lines in "
+        f"{lang.name}, numbers with a decimal {'comma' if lang.decimal == ',' else 'point'} as {lang.name} writes them"
+    )
+
 
 def first_message(task: ResearchTask) -> str:
     """The opening user message: the task plus markers, never bulk content (a continuation
@@ -101,6 +117,7 @@ def first_message(task: ResearchTask) -> str:
         f"Today's date: {task.today.isoformat()}\n"
         f"Requested by: {task.requester or 'unknown'}\n"
         f"Where: {task.where or 'unknown'}\n"
+        f"{language_line(task.language)}\n"
         f"Earlier runs in this thread:\n{earlier}\n"
         + (f"{task.thread_markers}\n" if task.thread_markers else "")
         + (f"{task.link_markers}\n" if task.link_markers else "")

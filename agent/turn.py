@@ -67,6 +67,8 @@ class Turn:
                 output_tokens=u.output_tokens,
                 cache_read_tokens=u.cache_read_tokens,
                 cache_creation_tokens=u.cache_creation_tokens,
+                thinking_tokens=u.thinking_tokens,
+                web_search_requests=u.web_search_requests,
                 cost_usd=ledger.cost_usd,
                 profile=ledger.budget.profile,
                 requests_left=max(0, ledger.budget.max_requests - ledger.requests),

@@ -17,6 +17,10 @@ class Usage(BaseModel):
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_creation_tokens: int = 0
+    # Of output_tokens, those the model spent thinking (the API reports them; they are billed as output).
+    thinking_tokens: int = 0
+    # Server-side web searches the API ran (billed per search, agent/capabilities.py).
+    web_search_requests: int = 0
     # Estimated USD at list prices (agent/pricing.py) when someone priced it; 0 until then.
     cost_usd: float = 0.0
 
@@ -24,12 +28,16 @@ class Usage(BaseModel):
     def of(cls, message: Message) -> Usage:
         """One response's usage: the one place that reads the API's usage fields."""
         u = message.usage
+        details = u.output_tokens_details
+        server = u.server_tool_use
         return cls(
             requests=1,
             input_tokens=u.input_tokens or 0,
             output_tokens=u.output_tokens or 0,
             cache_read_tokens=u.cache_read_input_tokens or 0,
             cache_creation_tokens=u.cache_creation_input_tokens or 0,
+            thinking_tokens=(details.thinking_tokens or 0) if details is not None else 0,
+            web_search_requests=(server.web_search_requests or 0) if server is not None else 0,
         )
 
     @property
@@ -43,6 +51,8 @@ class Usage(BaseModel):
         self.output_tokens += other.output_tokens
         self.cache_read_tokens += other.cache_read_tokens
         self.cache_creation_tokens += other.cache_creation_tokens
+        self.thinking_tokens += getattr(other, "thinking_tokens", 0)
+        self.web_search_requests += getattr(other, "web_search_requests", 0)
         self.cost_usd += getattr(other, "cost_usd", 0.0)
 
 

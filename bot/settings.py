@@ -27,6 +27,7 @@ from agent import (
     FetchConfig,
     McpServerConfig,
     ModelLimits,
+    ProviderConfig,
     SearchConfig,
     SearchProvider,
     WorkspaceSearchMode,
@@ -44,8 +45,12 @@ SLACK_DEFAULT_API_URL = "https://slack.com/api/"
 SEARCH_PROVIDERS: tuple[str, ...] = get_args(SearchProvider)
 
 
-def _env(name: str) -> AliasChoices:
-    return AliasChoices(name)
+def _env(*names: str) -> AliasChoices:
+    return AliasChoices(*names)
+
+
+MODEL_PROVIDERS = ("anthropic", "bedrock", "vertex")
+ModelProvider = Literal["anthropic", "bedrock", "vertex"]
 
 
 # The reaction that stops a run unless DEEPTHREAD_STOP_REACTION names another (shown on the progress message).
@@ -112,6 +117,23 @@ class Settings(BaseSettings):
     anthropic_base_url: str | None = Field(default=None, validation_alias=_env("ANTHROPIC_BASE_URL"))
     model: str = Field(default=agent_defaults.MAIN_MODEL, validation_alias=_env("DEEPTHREAD_MODEL"))
     small_model: str = Field(default=agent_defaults.SMALL_MODEL, validation_alias=_env("DEEPTHREAD_SMALL_MODEL"))
+    # Where Claude is bought: the Anthropic API (or a compatible endpoint), AWS Bedrock, Google Vertex AI.
+    model_provider: ModelProvider = Field(default="anthropic", validation_alias=_env("DEEPTHREAD_MODEL_PROVIDER"))
+    # Bedrock: the region, and AWS credentials when not found by AWS's own chain (profile, instance role).
+    aws_region: str | None = Field(default=None, validation_alias=_env("AWS_REGION", "AWS_DEFAULT_REGION"))
+    aws_access_key_id: SecretStr | None = Field(default=None, validation_alias=_env("AWS_ACCESS_KEY_ID"))
+    aws_secret_access_key: SecretStr | None = Field(default=None, validation_alias=_env("AWS_SECRET_ACCESS_KEY"))
+    aws_session_token: SecretStr | None = Field(default=None, validation_alias=_env("AWS_SESSION_TOKEN"))
+    aws_profile: str | None = Field(default=None, validation_alias=_env("AWS_PROFILE"))
+    aws_bearer_token_bedrock: SecretStr | None = Field(default=None, validation_alias=_env("AWS_BEARER_TOKEN_BEDROCK"))
+    bedrock_base_url: str | None = Field(default=None, validation_alias=_env("ANTHROPIC_BEDROCK_BASE_URL"))
+    # Vertex: region and project; credentials are Google's application default credentials, or a token.
+    vertex_region: str | None = Field(default=None, validation_alias=_env("CLOUD_ML_REGION"))
+    vertex_project: str | None = Field(default=None, validation_alias=_env("ANTHROPIC_VERTEX_PROJECT_ID"))
+    vertex_base_url: str | None = Field(default=None, validation_alias=_env("ANTHROPIC_VERTEX_BASE_URL"))
+    vertex_access_token: SecretStr | None = Field(default=None, validation_alias=_env("DEEPTHREAD_VERTEX_ACCESS_TOKEN"))
+    # The model thinks where the capability table allows it; "off" never.
+    thinking: Literal["on", "off"] = Field(default="on", validation_alias=_env("DEEPTHREAD_THINKING"))
 
     redis_url: str | None = Field(default=None, validation_alias=_env("REDIS_URL"))
     # Every key's prefix and the RQ queue's name (default: the prefix), so deployments can share a Redis.
@@ -255,6 +277,35 @@ class Settings(BaseSettings):
         """Slack's OAuth install flow (SLACK_CLIENT_ID and SLACK_CLIENT_SECRET set) rather than one bot token."""
         return bool(self.slack_client_id) or self.slack_client_secret is not None
 
+    @field_validator("model_provider", "thinking", mode="before")
+    @classmethod
+    def _lower(cls, value: object, info: ValidationInfo) -> object:
+        if isinstance(value, str):
+            blank = "anthropic" if info.field_name == "model_provider" else "on"
+            return value.strip().lower() or blank
+        return value
+
+    def provider_config(self) -> ProviderConfig:
+        """DEEPTHREAD_MODEL_PROVIDER with the settings that provider reads."""
+        provider = self.model_provider
+        base_url = {"anthropic": self.anthropic_base_url, "bedrock": self.bedrock_base_url}.get(
+            provider, self.vertex_base_url
+        )
+        return ProviderConfig(
+            provider=provider,
+            api_key=self.secret("anthropic_api_key"),
+            base_url=base_url,
+            aws_region=self.aws_region,
+            aws_access_key=self.secret("aws_access_key_id"),
+            aws_secret_key=self.secret("aws_secret_access_key"),
+            aws_session_token=self.secret("aws_session_token"),
+            aws_profile=self.aws_profile,
+            bedrock_api_key=self.secret("aws_bearer_token_bedrock"),
+            vertex_region=self.vertex_region,
+            vertex_project=self.vertex_project,
+            vertex_access_token=self.secret("vertex_access_token"),
+        )
+
     @field_validator("workspace_search", mode="before")
     @classmethod
     def _workspace_search_name(cls, value: object) -> object:
@@ -335,6 +386,8 @@ class Settings(BaseSettings):
         return AgentConfig(
             main_model=self.model,
             small_model=self.small_model,
+            provider=self.model_provider,
+            thinking=self.thinking == "on",
             search=search,
             fetch=FetchConfig(allow=allow),
             caps=caps,

@@ -17,13 +17,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
 
-from anthropic import AsyncAnthropic
 from redis import Redis
 from rq import get_current_job
 
 from agent import Finished, ResearchTask, RunEvent, SourceRegistry, research
 from agent.backend import RunBackend
 from agent.config import Caps, budget_for
+from agent.model_provider import ModelAPI, model_api
 from agent.task import PriorRun
 from agent.visibility import is_requester_dm
 
@@ -76,8 +76,9 @@ def task_for(
     )
 
 
-def anthropic_client(runtime: JobRuntime) -> AsyncAnthropic:
-    return AsyncAnthropic(api_key=runtime.anthropic_api_key, base_url=runtime.anthropic_base_url)
+def anthropic_client(runtime: JobRuntime) -> ModelAPI:
+    """The SDK client of the configured provider (the Anthropic API, Bedrock or Vertex)."""
+    return model_api(runtime.provider_config())
 
 
 @dataclass

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from agent import AgentConfig
 from agent.capacity import ModelLimits
+from agent.model_provider import ProviderConfig
 from agent.workspace import ThreadWorkspace
 from agent.workspace_search import WorkspaceSearch
 
@@ -24,6 +25,8 @@ class JobRuntime:
     agent: AgentConfig = field(default_factory=AgentConfig)
     anthropic_api_key: str | None = field(default=None, repr=False)
     anthropic_base_url: str | None = None
+    # Bedrock or Vertex (DEEPTHREAD_MODEL_PROVIDER); None: the Anthropic API with the key and URL above.
+    model_provider: ProviderConfig | None = field(default=None, repr=False)
     # The async side of the agent (result store) opens its own connection to the same Redis.
     redis_url: str | None = None
     # A job's lease on its run (jobs/ownership.py), renewed every third of it; a dead worker's run
@@ -42,6 +45,12 @@ class JobRuntime:
     search_for: Callable[[Run], WorkspaceSearch | None] | None = field(default=None, repr=False)
     # Plan first: how long a posted plan waits for approval before the run ends unresearched.
     plan_expiry_seconds: float = 120 * 60
+
+    def provider_config(self) -> ProviderConfig:
+        """Where the models are bought, with what credentials."""
+        if self.model_provider is not None:
+            return self.model_provider
+        return ProviderConfig(api_key=self.anthropic_api_key, base_url=self.anthropic_base_url)
 
 
 _runtime: JobRuntime | None = None

@@ -19,6 +19,9 @@ EXPORTS = {
         "load_png", "research", "search_providers", "search_web", "sentences", "shorten", "to_markdown", "too_large",
         "usage_by_model", "utcnow", "SearchUnavailable", "WorkspaceHit", "WorkspaceSearch", "WorkspaceSearchMode",
         "private_sources_allowed", "McpServerConfig",
+        # The model's provider and capability table (issue 28).
+        "MODELS", "Capabilities", "ModelAPI", "ProviderConfig", "ProviderUnavailable", "capabilities", "model_api",
+        "unknown_model_notice", "search_model", "WEB_SEARCH_TYPE", "WEB_SEARCH_BASIC_TYPE", "detect_language",
     },
     "jobs": {
         "AsyncRuns", "Continuation", "JobRuntime", "Run", "RunNotFound", "RunState", "RunStatus", "RunStore", "Runs",

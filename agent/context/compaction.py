@@ -19,10 +19,11 @@ from ..prompts import load
 from .history import History
 
 REINJECTION = (
-    "<summary of steps {first}–{last}>\n"
+    # Its own tag: <summary> is the final answer's, and a model must never take notes for an answer.
+    '<handoff_notes steps="{first}–{last}">\n'
     "Your own handoff notes for steps {first}–{last}, which were removed to make room. Build on "
     "them: do not redo finished work and do not reopen settled questions. Every handle ([sN] "
-    "or r_…) stays valid; fetch_result brings back any result by id.\n{body}\n</summary>"
+    "or r_…) stays valid; fetch_result brings back any result by id.\n{body}\n</handoff_notes>"
 )
 
 

@@ -17,6 +17,7 @@ from ..citations import MARKER_RE
 from .tokens import CHARS_PER_TOKEN, estimate_chars
 
 EPHEMERAL = {"type": "ephemeral"}
+THINKING_BLOCKS = frozenset({"thinking", "redacted_thinking"})
 RESULT_ID_RE = re.compile(r"\br_[0-9a-f]{4,}\b")
 DOMAIN_RE = re.compile(r"https?://(?:www\.)?([^/\s:]+)")
 # What a resumed run shows for a result its store no longer has.
@@ -89,6 +90,17 @@ class Step:
     _user_message: dict[str, Any] | None = field(default=None, repr=False)
     _assistant_chars: int | None = field(default=None, repr=False)
     _user_chars: int | None = field(default=None, repr=False)
+
+    def drop_thinking(self) -> bool:
+        """Take this turn's thinking out (old thinking, as the API's clear_thinking does); False when
+        it had none, or nothing else to keep. The step must then be re-serialised and saved."""
+        kept = [b for b in self.assistant if b.get("type") not in THINKING_BLOCKS]
+        if len(kept) == len(self.assistant) or not kept:
+            return False
+        self.assistant = kept
+        self._assistant_message = None
+        self._assistant_chars = None
+        return True
 
     def recent(self, next_index: int) -> bool:
         """The elision rule's age half (DESIGN.md): the last ELIDE_AFTER_STEPS steps stay whole."""
@@ -239,6 +251,22 @@ class History:
                 self._steps_chars -= step.chars()
                 step.invalidate()
                 self._steps_chars += step.chars()
+        self._clear_thinking()
+
+    def _clear_thinking(self) -> None:
+        """Old thinking goes with an elision batch, as the API's clear_thinking does: every turn but
+        the recent ones (the current tool loop's thinking must go back unmodified) loses its
+        thinking blocks. Batched with the stubs, so it costs no cache rewrite of its own; the
+        cache anchor moves back to the first turn it changed."""
+        for position, step in enumerate(self.steps):
+            if step.recent(self._next_index):
+                break
+            before = step.chars()
+            if step.drop_thinking():
+                self._steps_chars += step.chars() - before
+                self._dirty.add(step.index)
+                hold = self._anchor_hold if self._anchor_hold is not None else position
+                self._anchor_hold = min(hold, position)
 
     def compacted(self, tail_start: int, summary: str, pinned: str) -> History:
         """A new history: steps[:tail_start] replaced by a summary, the pinned region rewritten.

@@ -20,7 +20,7 @@ from ..events import utcnow
 from ..usage import Usage
 
 STUB_RE = re.compile(r"\[(r_[0-9a-f]+) \| ")
-SUMMARY_RE = re.compile(r"^<summary of steps (\d+)–(\d+)>")
+SUMMARY_RE = re.compile(r'^<handoff_notes steps="(\d+)–(\d+)">')
 
 
 class RequestRecord(BaseModel):
@@ -32,6 +32,8 @@ class RequestRecord(BaseModel):
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_creation_tokens: int = 0
+    thinking_tokens: int = 0  # of output_tokens
+    web_search_requests: int = 0  # server-side searches (the anthropic search provider)
     stop_reason: str | None = None
     error: str | None = None
     seconds: float | None = None  # from asking to the whole answer (retries and waits included)

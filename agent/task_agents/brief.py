@@ -45,8 +45,9 @@ class TaskBrief(BaseModel):
         ge=1,
         le=defaults.TASK_MAX_CALL_BUDGET,
         description=(
-            f"Research steps it may take: under 5 for a simple lookup, about 10 for a hard question "
-            f"(at most {defaults.TASK_MAX_CALL_BUDGET}; the harness stops it there)."
+            f"Model requests it may make (one per turn, however many tools it calls at once): under 5 for a "
+            f"simple lookup, about 10 for a hard question (at most {defaults.TASK_MAX_CALL_BUDGET}; the harness "
+            "stops it there)."
         ),
     )
 
@@ -84,7 +85,10 @@ def opening(brief: TaskBrief, number: int, steps: int, today: date, constraints:
     lines.append(f"Out of scope (other task agents cover it): {brief.boundaries}")
     if brief.sources:
         lines.append(f"Sources to prefer: {brief.sources}")
-    lines.append(f"Call budget: {steps} research steps; the budget block counts them and the harness stops you there.")
+    lines.append(
+        f"Call budget: {steps} model requests (one per turn, however many tools you call at once); the budget "
+        "block counts them and the harness stops you there."
+    )
     lines += [
         "</task_brief>",
         "<context>",

@@ -15,12 +15,11 @@ import logging
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from anthropic import AsyncAnthropic
-
 from ..budget import Ledger
 from ..config import Budget
 from ..control import ControlUpdate, StopRequest
 from ..model import ModelClient, ModelUnavailable
+from ..model_provider import ModelAPI
 from ..usage import Usage
 from .board import Board
 from .brief import TaskBrief, opening
@@ -56,7 +55,7 @@ class Detached:
 
 
 class TaskTeam:
-    def __init__(self, lead: ResearchLoop, anthropic: AsyncAnthropic, log: NumberedLog | None) -> None:
+    def __init__(self, lead: ResearchLoop, anthropic: ModelAPI, log: NumberedLog | None) -> None:
         self.lead = lead
         self.anthropic = anthropic  # already configured with the run's retry policy
         self.log = log
@@ -117,6 +116,8 @@ class TaskTeam:
             on_usage=charge,
             patience=lead.ctx.model.patience,
             log=self.log.labelled(f"task:{number}") if self.log else None,
+            provider=config.provider,
+            thinking=config.thinking,
         )
         model.usage = lead.ctx.model.usage  # the run's usage totals include every task agent
         ctx = replace(lead.ctx, model=model, emit=board.emitter(number), tasks=None)

@@ -73,6 +73,7 @@ class ToolContext:
     files_seen: set[str] = field(default_factory=set)  # thread files already announced to the model
     refusals: FileRefusals = field(default_factory=MemoryFileRefusals)  # file versions that could not be read
     seen: SeenUrls = field(default_factory=SeenUrls)  # the URLs read_page may fetch (agent/tools/seen_urls.py)
+    language: str = "en"  # the question's language (agent/language.py): how the report writes numbers
     # The team's Slack (search_workspace), and whether this run may search and cite its private
     # channels and DMs (agent/visibility.py); messages it found, by permalink, for read_thread.
     workspace_search: WorkspaceSearch | None = None

@@ -85,6 +85,39 @@ class _Inflater:
             raise FetchError("the page's compressed body is corrupt; try another source") from None
 
 
+# What each class of HTTP failure means, and what to do instead (the model reads these).
+DENIED = (
+    "the site refused to serve it: a paywall, a login or a bot wall. Do not read it again; look for the same "
+    "facts in another source (the publisher's own release, an official filing or registry, another outlet). "
+    "If the requester has access, the final answer can ask them to share the document in the thread"
+)
+GONE = (
+    "the page is not there (moved or removed). Do not read the same URL again: search for its title or a "
+    "distinctive phrase with web_search, or start from the site's home page"
+)
+LEGAL = "the site may not serve it here for legal reasons. Do not read it again; use another source"
+LIMITED = "the site is rate-limiting us. Read other sources first; read this one again at most once, later in the run"
+BROKEN = "the site had a server error, which often passes. Read it again once; if it fails again, use another source"
+REFUSED = "the site refused the request. Do not read it again; try another source"
+
+
+def status_advice(url: str, status: int) -> str:
+    """The error text for a page that answered HTTP `status` (>= 400), by failure class."""
+    if status in (401, 402, 403, 407):
+        advice = DENIED
+    elif status in (404, 410):
+        advice = GONE
+    elif status == 451:
+        advice = LEGAL
+    elif status == 429:
+        advice = LIMITED
+    elif status == 408 or status >= 500:
+        advice = BROKEN
+    else:
+        advice = REFUSED
+    return f"{url} answered HTTP {status}: {advice}"
+
+
 async def fetch(client: httpx.AsyncClient, url: str, config: FetchConfig) -> Fetched:
     try:
         async with asyncio.timeout(config.total_seconds):
@@ -119,9 +152,7 @@ async def _fetch(client: httpx.AsyncClient, url: str, config: FetchConfig) -> Fe
                     url = _redirect_target(url, location)
                     continue
                 if response.status_code >= 400:
-                    raise FetchError(
-                        f"{url} answered HTTP {response.status_code}; try another result or the site's home page"
-                    )
+                    raise FetchError(status_advice(url, response.status_code))
                 media, charset = _media_type(response.headers.get("content-type", ""))
                 inflater = _Inflater(response.headers.get("content-encoding", ""))
                 chunks: list[bytes] = []
@@ -139,7 +170,9 @@ async def _fetch(client: httpx.AsyncClient, url: str, config: FetchConfig) -> Fe
             finally:
                 await response.aclose()
         except httpx.TimeoutException:
-            raise FetchError(f"{url} did not answer in time; try another source") from None
+            raise FetchError(
+                f"{url} did not answer in time; a timeout often passes: read it again once, then use another source"
+            ) from None
         except (httpx.InvalidURL, httpx.RemoteProtocolError) as exc:
             # httpx parses a redirect's Location itself even when not following it, and a
             # malformed one surfaces here (InvalidURL, or "Invalid URL in location header").

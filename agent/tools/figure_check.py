@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..figures import FigureFlag, check_sentence, figures_said, sentences
+from ..language import language
 from .base import ToolContext
 
 # A refusal quotes at most this many problems; the rest are counted.
@@ -57,7 +58,7 @@ def check_figures(body: str, ctx: ToolContext) -> FigureReport:
     checked = 0
     problems: list[Problem] = []
     for sentence in sentences(body):
-        verdict = check_sentence(sentence, passages, ctx.calculations)
+        verdict = check_sentence(sentence, passages, ctx.calculations, decimal=language(ctx.language).decimal)
         checked += verdict.checked
         for figure in verdict.missing:
             problems.append(

@@ -126,8 +126,16 @@ class ReadFile(Tool):
             if info is not None:  # a file of the thread that cannot be read: the people there are told too
                 await self.library.tell_people(ctx.emit, info, exc)
             return ToolResult(f"Could not read this file: {exc}.", is_error=True)
+        # Kept only when the read succeeded: a file whose extraction failed may be read again.
         self._seen.add(key)
-        return await self._read(ctx, info, text, args.goal, args.near.strip())
+        try:
+            result = await self._read(ctx, info, text, args.goal, args.near.strip())
+        except BaseException:
+            self._seen.discard(key)
+            raise
+        if result.is_error:
+            self._seen.discard(key)
+        return result
 
     async def _read(self, ctx: ToolContext, info: FileInfo, text: FileText, goal: str, near: str) -> ToolResult:
         name = display_name(info)

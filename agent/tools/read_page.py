@@ -48,6 +48,12 @@ class ReadPageInput(BaseModel):
         description="What you need from this page, as a specific question or list of facts "
         "(e.g. 'the 2024 expense ratio of SCHB and the date it took effect')."
     )
+    near: str = Field(
+        default="",
+        description="Optional: a heading or a few words of the page to start reading from, for a long page "
+        "whose first parts did not hold what you need (the result of a long page says what to pass). "
+        "Leave empty to read from the start.",
+    )
 
     @field_validator("goal")
     @classmethod
@@ -145,18 +151,19 @@ class ReadPage(Tool):
         "the same goal, and not for arithmetic (use calculator). Say precisely what you need in "
         "`goal`; a vague goal returns vague passages. Reads HTML, PDF, plain text and JSON; pages "
         "behind logins and binary files cannot be read. Long pages are read in parts (up to "
-        "~190,000 characters); the page's full text is stored and the result names its id for "
-        "fetch_result."
+        "~190,000 characters at a time); past that, the result says what to pass as `near` to read on "
+        "from there, and the page's full text is stored under the id the result names (fetch_result)."
     )
 
     def __init__(self) -> None:
-        self._seen: set[tuple[str, str]] = set()
+        self._seen: set[tuple[str, str, str]] = set()
 
     def snapshot(self) -> Any:
         return sorted(self._seen)
 
     def restore(self, state: Any) -> None:
-        self._seen = {(url, goal) for url, goal in state or []}
+        # Checkpoints from before `near` saved (url, goal) pairs.
+        self._seen = {(item[0], item[1], item[2] if len(item) > 2 else "") for item in state or []}
 
     def progress(self, args: BaseModel) -> str:
         assert isinstance(args, ReadPageInput)
@@ -170,20 +177,29 @@ class ReadPage(Tool):
             return url
         if not ctx.seen.allows(url, ctx):  # only URLs the run has seen (agent/tools/seen_urls.py)
             return await ctx.seen.refusal(url)
-        key = (url, " ".join(args.goal.lower().split()))
+        key = (url, " ".join(args.goal.lower().split()), " ".join(args.near.lower().split()))
         if key in self._seen:
             return ToolResult(
                 "You already read this page with this goal; its passages are in an earlier result. "
                 "Read another source, follow one of its links, or ask for something different.",
                 is_error=True,
             )
+        # Held while the read runs (a parallel duplicate is refused), kept only when it succeeded: a
+        # page that timed out or failed for a while may be read again.
         self._seen.add(key)
         try:
             page = await fetch(ctx.http, url, ctx.config.fetch)
             extracted = await extract_text(page, ctx.links)
         except (FetchError, UnreadableContent) as exc:
+            self._seen.discard(key)
             return ToolResult(f"Could not read this page: {exc}.", is_error=True)
-        return await self._read(ctx, args.goal, page.url, page.truncated, extracted)
+        except BaseException:
+            self._seen.discard(key)  # cut short (a deadline, a stop): it was never read
+            raise
+        result = await self._read(ctx, args.goal, page.url, page.truncated, extracted, args.near.strip())
+        if result.is_error:
+            self._seen.discard(key)
+        return result
 
     def _resolve(self, value: str, ctx: ToolContext) -> str | ToolResult:
         link_id = parse_link_id(value)
@@ -206,7 +222,9 @@ class ReadPage(Tool):
             )
         return value
 
-    async def _read(self, ctx: ToolContext, goal: str, url: str, truncated: bool, extracted: Extracted) -> ToolResult:
+    async def _read(
+        self, ctx: ToolContext, goal: str, url: str, truncated: bool, extracted: Extracted, near: str = ""
+    ) -> ToolResult:
         text = extracted.text
         title = extracted.title or domain_of(url)
         page_id = ctx.result_ids.next()
@@ -219,14 +237,29 @@ class ReadPage(Tool):
                 locator=Locator(what=url, start=0, end=len(text.plain), total=len(text.plain)),
             )
         )
-        if len(text.linked) <= DIRECT_CHARS:
-            parts, route = [text.linked], "direct"
+        body, start_note = text.linked, ""
+        if near:
+            at = start_of(text.linked, near)
+            if at is None:
+                return ToolResult(
+                    f"There is no {near!r} on this page. Its headings: {headings(text.linked)}. Pass one of them "
+                    "(or a few words that appear on the page) as `near`, or leave `near` empty to read from the start.",
+                    is_error=True,
+                )
+            body, start_note = text.linked[at:], f", from {near!r} (character {at:,})"
+        if len(body) <= DIRECT_CHARS:
+            parts, route = [body], "direct"
         else:
-            all_parts = split_parts(text.linked)
+            all_parts = split_parts(body)
             parts = all_parts[:MAX_PARTS]
             route = f"in {len(parts)} parts read in parallel"
             if len(all_parts) > MAX_PARTS:
-                route += f" (the first {len(parts)} of {len(all_parts)}; the rest is in fetch_result('{page_id}'))"
+                rest = opening_words(all_parts[MAX_PARTS])
+                route += (
+                    f" (the first {len(parts)} of {len(all_parts)}; read on with near='{rest}', or page through "
+                    f"fetch_result('{page_id}'))"
+                )
+        route += start_note
         try:
             extraction = await self._extract_parts(ctx, goal, parts)
         except ModelUnavailable as exc:
@@ -315,6 +348,35 @@ class ReadPage(Tool):
             except (ValueError, ValidationError) as exc:
                 last_error = exc
         raise ValueError(str(last_error))
+
+
+# `near` is matched on words, case and spacing aside; a page's headings are listed when it misses.
+NEAR_WORDS = 8
+HEADINGS_SHOWN = 12
+
+
+def start_of(text: str, near: str) -> int | None:
+    """Where the block holding `near` starts (a heading, or the paragraph the words are in)."""
+    words = near.lower().split()
+    if not words:
+        return None
+    pattern = re.compile(r"\s+".join(re.escape(w) for w in words), re.I)
+    found = pattern.search(text)
+    if found is None:
+        return None
+    block = text.rfind("\n\n", 0, found.start())
+    return 0 if block < 0 else block + 2
+
+
+def headings(text: str) -> str:
+    found = [line.lstrip("# ").strip() for line in text.splitlines() if line.startswith("#")]
+    return "; ".join(found[:HEADINGS_SHOWN]) or "none marked (pass a few words that appear on the page)"
+
+
+def opening_words(part: str) -> str:
+    """The first words of a part, as a `near` that reads on from it (quotes dropped, markers stripped)."""
+    words = strip_markers(part).replace("'", " ").replace("#", " ").split()
+    return " ".join(words[:NEAR_WORDS])
 
 
 def _anchor_of(link_id: int, ctx: ToolContext) -> str:

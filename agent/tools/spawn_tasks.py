@@ -62,11 +62,13 @@ class SpawnTasks(Tool):
         "the report as they are, weak evidence flagged, conflicts passed up; a task that fails or runs out "
         "of budget says so and hands back what it found. Use it when the question splits into parts that "
         "do not depend on each other: a comparison (one task per item or aspect, 2–4 in all) or a survey "
-        f"(one per theme); at most {defaults.MAX_TASK_AGENTS} per call, one call at a time. Not for a single "
+        f"(one per theme); at most {defaults.MAX_TASK_AGENTS} per call, one call at a time, "
+        f"{defaults.MAX_TASK_AGENTS_PER_RUN} in a run. Not for a single "
         "fact or a quick check (search and read yourself: a task agent costs several requests), not for "
         "writing the report (task agents cannot; you write the sections from their findings), and not for a "
         "direction a task already covered. Each brief stands alone: objective, output wanted, background, "
-        "key questions, boundaries naming what the other tasks cover, suggested sources, call budget."
+        "key questions, boundaries naming what the other tasks cover, suggested sources, and a call budget in "
+        "model requests."
     )
 
     def __init__(self) -> None:
@@ -113,6 +115,15 @@ class SpawnTasks(Tool):
             return ToolResult(
                 f"spawn_tasks takes at most {limit} tasks per call; you gave {len(args.tasks)}. Merge the closest "
                 f"directions, or run the {limit} most important now and the rest after their findings are in.",
+                is_error=True,
+            )
+        cap = defaults.MAX_TASK_AGENTS_PER_RUN
+        if self.spawned + len(args.tasks) > cap:
+            left = max(0, cap - self.spawned)
+            return ToolResult(
+                f"This run has already used {self.spawned} of its {cap} task agents, so {len(args.tasks)} more "
+                f"cannot start{f' (at most {left})' if left else ''}. Research what is left yourself with web_search "
+                "and read_page, or write up what the task agents found.",
                 is_error=True,
             )
         objectives = [" ".join(t.objective.lower().split()) for t in args.tasks]

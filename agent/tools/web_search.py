@@ -93,7 +93,10 @@ class WebSearch(Tool):
                 is_error=True,
             )
         chain = list(ctx.config.search.providers)
-        answer = await search(ctx.http, ctx.config.search, args.query, registry=self._providers, skip=self._health.dead)
+        registry = self._providers
+        if "anthropic" in chain:  # Anthropic's own search runs through this run's model client (and ledger)
+            registry = providers(self._ddgs, ctx.model)
+        answer = await search(ctx.http, ctx.config.search, args.query, registry=registry, skip=self._health.dead)
         if not answer.answered:
             self._seen.pop(key, None)  # nothing came back, so asking again later is no repeat
         for notice in self._health.observe(answer, chain):

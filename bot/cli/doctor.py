@@ -4,11 +4,23 @@ from __future__ import annotations
 
 import ipaddress
 import shutil
+from contextlib import AsyncExitStack
 
 import httpx
+from ddgs import DDGS
 from redis.exceptions import RedisError
 
-from agent import DDGSFactory
+from agent import (
+    WEB_SEARCH_BASIC_TYPE,
+    WEB_SEARCH_TYPE,
+    DDGSFactory,
+    ProviderUnavailable,
+    capabilities,
+    model_api,
+    search_model,
+    unknown_model_notice,
+)
+from agent import defaults as agent_defaults
 from agent import search_providers as providers
 from agent import search_web as search
 from bot.settings import SEARCH_PROVIDERS, Settings
@@ -108,9 +120,40 @@ def _bot_token_problems(settings: Settings) -> list[str]:
 
 
 def model_problems(settings: Settings) -> list[str]:
-    if not settings.secret("anthropic_api_key"):
-        return ["ANTHROPIC_API_KEY is not set: create a key in the Anthropic console and export it"]
-    return []
+    """The provider's own settings (DEEPTHREAD_MODEL_PROVIDER), then what it makes of the model ids."""
+    provider = settings.model_provider
+    problems: list[str] = []
+    if provider == "anthropic":
+        if not settings.secret("anthropic_api_key"):
+            problems.append("ANTHROPIC_API_KEY is not set: create a key in the Anthropic console and export it")
+    else:
+        try:
+            model_api(settings.provider_config())
+        except ProviderUnavailable as exc:
+            problems.append(str(exc))
+        for variable, value, default in (
+            ("DEEPTHREAD_MODEL", settings.model, agent_defaults.MAIN_MODEL),
+            ("DEEPTHREAD_SMALL_MODEL", settings.small_model, agent_defaults.SMALL_MODEL),
+        ):
+            if value == default:
+                problems.append(
+                    f"{variable} is not set: DEEPTHREAD_MODEL_PROVIDER={provider} needs the model id in "
+                    f"{PROVIDER_ID_FORMS[provider]}"
+                )
+    return problems
+
+
+# How each provider spells a model id, for the line that asks for one.
+PROVIDER_ID_FORMS = {
+    "bedrock": "Bedrock's form (e.g. anthropic.claude-sonnet-5-5-v1:0, or an inference profile us.anthropic.…)",
+    "vertex": "Vertex's form (e.g. claude-sonnet-5-5, or a dated claude-sonnet-5-5@YYYYMMDD)",
+}
+
+
+def model_notices(settings: Settings) -> list[str]:
+    """Not problems: what the capability table makes of ids it does not know (doctor prints them)."""
+    models = dict.fromkeys((settings.model, settings.small_model))
+    return [unknown_model_notice(m) for m in models if not capabilities(m, settings.model_provider).known]
 
 
 def search_problems(settings: Settings) -> list[str]:
@@ -129,9 +172,17 @@ def search_problems(settings: Settings) -> list[str]:
         where = f"DEEPTHREAD_SEARCH={provider}" if single else f"DEEPTHREAD_SEARCH={','.join(chain)}: {provider}"
         if provider not in SEARCH_PROVIDERS:
             problems.append(
-                f"{where} is not a known provider: use duckduckgo (default, no key), searxng, brave or "
-                "tavily, alone or as a fallback list in order (e.g. brave,duckduckgo)"
+                f"{where} is not a known provider: use duckduckgo (default, no key), searxng, brave, "
+                "tavily or anthropic, alone or as a fallback list in order (e.g. brave,duckduckgo)"
             )
+        elif provider == "anthropic":
+            small = capabilities(settings.small_model, settings.model_provider)
+            if not small.server_tools & {WEB_SEARCH_TYPE, WEB_SEARCH_BASIC_TYPE}:
+                problems.append(
+                    f"{where}: DEEPTHREAD_SMALL_MODEL={settings.small_model} cannot run Anthropic's web search on "
+                    f"{settings.provider_config().label} (the capability table lists no web search tool for it); "
+                    f"use a model that has it, {instead}"
+                )
         elif provider == "searxng" and not settings.searxng_url:
             problems.append(f"{where} needs SEARXNG_URL, e.g. SEARXNG_URL=http://localhost:8888, {instead}")
         elif provider in PROVIDER_KEYS:
@@ -146,8 +197,17 @@ async def live_search_problems(settings: Settings, *, ddgs: DDGSFactory | None =
     failed it, and one if nothing came back. `ddgs` replaces the keyless provider's library in tests."""
     config = settings.agent_config().search
     chain = "DEEPTHREAD_SEARCH=" + ",".join(config.providers)
-    async with httpx.AsyncClient() as http:
-        answer = await search(http, config, LIVE_SEARCH_QUERY, registry=providers(ddgs) if ddgs else None)
+    async with httpx.AsyncClient() as http, AsyncExitStack() as stack:
+        model = None
+        if "anthropic" in config.providers:  # Anthropic's own search runs through a model client
+            try:
+                api = model_api(settings.provider_config(), max_retries=1)
+            except ProviderUnavailable:
+                return []  # the model check already says what to set
+            await stack.enter_async_context(api)
+            model = search_model(api, settings)
+        registry = providers(ddgs or DDGS, model) if ddgs or model else None
+        answer = await search(http, config, LIVE_SEARCH_QUERY, registry=registry)
     covered = f" ({answer.label} answered instead)" if answer.hits else ""
     problems = [f"{chain}: {f.label} failed a test search{covered}: {f.message}" for f in answer.failures]
     if answer.answered and not answer.hits:

@@ -18,6 +18,7 @@ from redis.sentinel import SentinelConnectionPool
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from agent import ProviderUnavailable, model_api
 from bot.settings import Settings
 from bot.slack.scopes import REQUIRED_BOT_SCOPES
 from jobs.connection import RedisUrlError, connect, parse_redis_url, redact
@@ -66,41 +67,68 @@ async def slack_live_problems(settings: Settings) -> list[str]:
     ]
 
 
+# What to fix when the provider refuses the credentials, and which setting points elsewhere.
+CREDENTIAL_ADVICE = {
+    "anthropic": "ANTHROPIC_API_KEY was refused by the model service: create a new key in the Anthropic console "
+    "and export it",
+    "bedrock": "AWS Bedrock refused the AWS credentials: check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (or "
+    "AWS_PROFILE, or AWS_BEARER_TOKEN_BEDROCK) and that the identity may call bedrock:InvokeModel",
+    "vertex": "Google Vertex AI refused the credentials: run `gcloud auth application-default login` (or set "
+    "GOOGLE_APPLICATION_CREDENTIALS) for an identity with the Vertex AI User role",
+}
+# AWS answers 403 both for credentials it cannot verify and for a model the identity may not use.
+AWS_CREDENTIAL_ERRORS = frozenset(
+    {"InvalidSignatureException", "UnrecognizedClientException", "MissingAuthenticationTokenException"}
+)
+BASE_URL_SETTING = {"anthropic": "ANTHROPIC_BASE_URL", "bedrock": "AWS_REGION", "vertex": "CLOUD_ML_REGION"}
+MODEL_HELP = {
+    "anthropic": "a current model name from the Anthropic models overview",
+    "bedrock": "a model id enabled in this region's Bedrock model access page (anthropic.claude-…)",
+    "vertex": "a Claude model enabled in this project's Vertex AI Model Garden (claude-…)",
+}
+
+
 async def model_live_problems(settings: Settings) -> list[str]:
-    key = settings.secret("anthropic_api_key")
-    if not key:
-        return []
+    """A one-token request to each configured model, through the configured provider."""
+    provider = settings.model_provider
+    if provider == "anthropic" and not settings.secret("anthropic_api_key"):
+        return []  # the static check already said what to set
+    try:
+        client = model_api(settings.provider_config(), max_retries=1, timeout=PROBE_TIMEOUT_SECONDS)
+    except ProviderUnavailable:
+        return []  # the static check already said what to install or set
     problems: list[str] = []
-    async with anthropic.AsyncAnthropic(
-        api_key=key, base_url=settings.anthropic_base_url, max_retries=1, timeout=PROBE_TIMEOUT_SECONDS
-    ) as client:
+    where = "" if provider == "anthropic" else f" on {settings.provider_config().label}"
+    who = "this key" if provider == "anthropic" else "these credentials"
+    async with client:
         for variable, model in (("DEEPTHREAD_MODEL", settings.model), ("DEEPTHREAD_SMALL_MODEL", settings.small_model)):
             try:
                 await client.messages.create(model=model, max_tokens=1, messages=[{"role": "user", "content": "ping"}])
             except anthropic.AuthenticationError:
-                return [
-                    "ANTHROPIC_API_KEY was refused by the model service: create a new key in the Anthropic "
-                    "console and export it"
-                ]
+                return [CREDENTIAL_ADVICE[provider]]
+            except anthropic.PermissionDeniedError as exc:
+                if exc.response.headers.get("x-amzn-ErrorType", "") in AWS_CREDENTIAL_ERRORS:
+                    return [CREDENTIAL_ADVICE[provider]]  # a 403 about the signature, not about the model
+                problems.append(
+                    f"{variable}={model}: {who} may not use that model{where}; pick another (or enable it), "
+                    "or ask the account admin"
+                )
             except anthropic.NotFoundError:
                 problems.append(
-                    f"{variable}={model} is not a model this key can use: set it to a current model "
-                    "name from the Anthropic models overview"
-                )
-            except anthropic.PermissionDeniedError:
-                problems.append(
-                    f"{variable}={model}: this key may not use that model; pick another or ask the account admin"
+                    f"{variable}={model} is not a model {who} can use{where}: set it to {MODEL_HELP[provider]}"
                 )
             except anthropic.APIStatusError as exc:
                 problems.append(
-                    f"{variable}={model} answered {exc.status_code} ({_short(exc.message)}): "
+                    f"{variable}={model} answered {exc.status_code}{where} ({_short(exc.message)}): "
                     "try again later, or check the account's limits"
                 )
             except anthropic.APIConnectionError as exc:
                 return [
-                    f"the model service could not be reached ({type(exc).__name__}): check the network "
-                    "or ANTHROPIC_BASE_URL"
+                    f"the model service{where} could not be reached ({type(exc).__name__}): check the network "
+                    f"or {BASE_URL_SETTING[provider]}"
                 ]
+            except Exception as exc:  # credentials the SDK could not find or sign with (botocore, google-auth)
+                return [f"{CREDENTIAL_ADVICE[provider]} ({type(exc).__name__}: {_short(str(exc))})"]
     return problems
 
 

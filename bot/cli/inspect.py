@@ -17,7 +17,7 @@ def _k(n: int) -> str:
 
 
 def summary_table(records: list[RequestRecord]) -> list[str]:
-    header = f"{'#':>4}  {'kind':<14} {'context':>9} {'cached':>9} {'written':>8} {'new':>8} {'out':>6}  {'stubs':>5}  summaries / budget"
+    header = f"{'#':>4}  {'kind':<14} {'context':>9} {'cached':>9} {'written':>8} {'new':>8} {'out':>6} {'think':>6}  {'stubs':>5}  summaries / budget"
     lines = [header]
     for r in records:
         budget = r.budget_block.splitlines()[1] if r.budget_block.count("\n") >= 1 else ""
@@ -26,7 +26,8 @@ def summary_table(records: list[RequestRecord]) -> list[str]:
             extra = f"FAILED: {r.error}"
         lines.append(
             f"{r.n:>4}  {r.kind:<14} {_k(r.context_tokens):>9} {_k(r.cache_read_tokens):>9} "
-            f"{_k(r.cache_creation_tokens):>8} {_k(r.input_tokens):>8} {_k(r.output_tokens):>6}  "
+            f"{_k(r.cache_creation_tokens):>8} {_k(r.input_tokens):>8} {_k(r.output_tokens):>6} "
+            f"{_k(r.thinking_tokens):>6}  "
             f"{len(r.stubs):>5}  {extra[:110]}"
         )
     return lines
@@ -41,9 +42,11 @@ def totals(records: list[RequestRecord]) -> list[str]:
         share = c.cache_read_tokens / context if context else 0.0
         cost = cost_usd(model, c)
         total_cost += cost
+        thought = f" ({_k(c.thinking_tokens)} thinking)" if c.thinking_tokens else ""
+        searched = f" · {c.web_search_requests} web searches" if c.web_search_requests else ""
         lines.append(
             f"{model}: input {_k(context)} tokens ({share:.0%} from cache, {_k(c.cache_creation_tokens)} written, "
-            f"{_k(c.input_tokens)} uncached) · output {_k(c.output_tokens)} · est. ${cost:.2f}"
+            f"{_k(c.input_tokens)} uncached) · output {_k(c.output_tokens)}{thought}{searched} · est. ${cost:.2f}"
         )
     kinds = {k: sum(1 for r in records if r.kind == k) for k in dict.fromkeys(r.kind for r in records)}
     lines.append(

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from agent import MAX_QUESTION_CHARS
 from bot.settings import DATA_DIR_VARIABLE, Settings, blank_variables
 
-from .doctor import blank_problems, check
+from .doctor import blank_problems, check, model_notices
 from .observability import MULTIPROC_VARIABLE, metrics_directory, setup_logging
 
 log = logging.getLogger("deepthread")
@@ -57,12 +57,15 @@ def cmd_doctor(settings: Settings, args: argparse.Namespace) -> int:
         problems += live
     for problem in problems:
         print(problem)
+    for notice in model_notices(settings):
+        print(f"note: {notice}")
     if not problems:
         mode = "Socket Mode" if settings.socket_mode else f"HTTP mode on port {settings.port}"
         if settings.multi_workspace:
             mode += f", many workspaces (installs at /slack/install on port {settings.port})"
         checked = "checked live" if args.live else "looks complete"
-        print(f"Configuration {checked}: {mode}, search via {settings.search}, model {settings.model}.")
+        via = "" if settings.model_provider == "anthropic" else f" on {settings.provider_config().label}"
+        print(f"Configuration {checked}: {mode}, search via {settings.search}, model {settings.model}{via}.")
     return 1 if problems else 0
 
 
@@ -156,7 +159,16 @@ def cmd_inspect(settings: Settings, args: argparse.Namespace) -> int:
 def cmd_eval(settings: Settings, args: argparse.Namespace) -> int:
     from datetime import datetime
 
-    from .evaluate import SHIPPED_QUESTIONS, BaselineError, EvalOptions, QuestionFileError, load_questions, run_eval
+    from .evaluate import (
+        SHIPPED_QUESTIONS,
+        THINKING_DIRS,
+        BaselineError,
+        EvalOptions,
+        QuestionFileError,
+        compare_thinking,
+        load_questions,
+        run_eval,
+    )
     from .runtime import job_runtime
 
     if args.concurrency < 1:
@@ -179,9 +191,17 @@ def cmd_eval(settings: Settings, args: argparse.Namespace) -> int:
         baseline=Path(args.baseline) if args.baseline else None,
         deepresearch_bench=Path(args.deepresearch_bench) if args.deepresearch_bench else None,
     )
+    if args.compare_thinking and args.baseline:
+        print("--compare-thinking compares with its own thinking-off run: leave out --baseline.", file=sys.stderr)
+        return 2
     gc.freeze()
     try:
-        card = asyncio.run(run_eval(questions, job_runtime(settings), options))
+        if args.compare_thinking:
+            card = asyncio.run(compare_thinking(questions, job_runtime(settings), options))
+            on = out_dir / THINKING_DIRS[True] / "scorecard.md"
+            print(f"Thinking on against off, question by question: {on}", file=sys.stderr)
+        else:
+            card = asyncio.run(run_eval(questions, job_runtime(settings), options))
     except BaselineError as exc:
         print(exc, file=sys.stderr)
         return 2
@@ -223,6 +243,11 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument("--only", help="comma-separated question ids to run")
     e.add_argument("--baseline", help="output directory of an earlier eval: add a side-by-side comparison")
     e.add_argument("--deepresearch-bench", help="also write the reports as DeepResearch Bench JSONL to this file")
+    e.add_argument(
+        "--compare-thinking",
+        action="store_true",
+        help="research the set twice, thinking off then on, and compare the two scorecards (OUT/thinking-on)",
+    )
     return p
 
 

@@ -41,6 +41,7 @@ def job_runtime(settings: Settings) -> JobRuntime:
         agent=settings.agent_config(),
         anthropic_api_key=settings.secret("anthropic_api_key"),
         anthropic_base_url=settings.anthropic_base_url,
+        model_provider=settings.provider_config(),
         redis_url=settings.redis_url,
         lock_seconds=settings.run_lock_seconds,
         workspace_for=partial(_workspace_for, settings, token_for),

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 from agent import SNIPPET_NOTE, AssembledReport, Footnote, assemble, domain_of, figure_line, shorten, to_markdown
 from bot import limits
+from bot.catalogue import money, plural, words_for
 from bot.settings import DEFAULT_STOP_REACTION
 from bot.slack.mrkdwn import escape_text, link, paragraph_texts, shorten_mrkdwn, split_text, to_mrkdwn
 from jobs import RunState, RunStatus
@@ -173,8 +174,9 @@ def _budget_left(state: RunState) -> str:
     left = state.budget_left
     if left is None:
         return ""
-    parts = [f"{max(0, int(left.minutes_left))} min", _plural(max(0, left.requests_left), "model request")]
-    return f"{escape_text(left.profile)} budget · {' · '.join(parts)} left"
+    w = words_for(state.run.question)
+    parts = [f"{max(0, int(left.minutes_left))} {w('min')}", plural(max(0, left.requests_left), "model request", w)]
+    return w("budget_left", profile=escape_text(left.profile), parts=" · ".join(parts))
 
 
 GO_DEEPER_ACTION = "go_deeper"  # bot/surface/listeners/actions.py answers this button
@@ -240,9 +242,10 @@ def _with_mentions(text: str) -> str:
 def render_progress(state: RunState, stop_reaction: str = DEFAULT_STOP_REACTION) -> SlackMessage:
     """Phase, what is being checked now, sources so far, model requests, minutes, budget;
     while running, how to steer (stop reaction, go deeper, add a requirement) and a button."""
+    w = words_for(state.run.question)  # the bot's own words, in the question's language (bot/catalogue.py)
     facts = (
-        f"{_minutes(state)} min · {_plural(state.usage.requests, 'model request')} · "
-        f"{_plural(len(state.sources), 'source')}"
+        f"{_minutes(state)} {w('min')} · {plural(state.usage.requests, 'model request', w)} · "
+        f"{plural(len(state.sources), 'source', w)}"
     )
     status = state.status
     budget = _budget_left(state)
@@ -251,36 +254,41 @@ def render_progress(state: RunState, stop_reaction: str = DEFAULT_STOP_REACTION)
     if status == RunStatus.queued and state.run.plan_first and not state.approved_by:
         lines = ["📝 Drafting a plan first: nothing is researched until it is approved"]
     elif status == RunStatus.queued:
-        lines = ["⏳ Queued: research starts as soon as a worker is free"]
+        lines = [w("queued")]
     elif status == RunStatus.running:
-        icon, words = PHASES.get(state.phase, ("🔎", escape_text(state.phase.capitalize() or "Researching")))
-        lines = [f"{icon} {words} · {facts}" + (f" · {budget}" if budget else "")]
+        icon, phase_words = PHASES.get(state.phase, ("🔎", ""))
+        said = w(state.phase) if phase_words else escape_text(state.phase.capitalize() or w("researching"))
+        lines = [f"{icon} {said} · {facts}" + (f" · {budget}" if budget else "")]
         if state.activity:
-            lines.append(f"Now: {escape_text(shorten(state.activity, STATUS_LINE_CHARS))}")
+            lines.append(f"{w('now')}: {escape_text(shorten(state.activity, STATUS_LINE_CHARS))}")
         if state.checking:
-            lines.append(f"Checking: {escape_text(shorten(state.checking, STATUS_LINE_CHARS))}")
+            lines.append(f"{w('checking')}: {escape_text(shorten(state.checking, STATUS_LINE_CHARS))}")
         lines += _standing_lines(state)
         reaction = escape_text(stop_reaction.strip(":"))
-        lines.append(f":{reaction}: react to stop · reply “go deeper” for a longer budget · reply to add a requirement")
+        lines.append(f":{reaction}: {w('steer')}")
         text = "\n".join(lines)
         button = {
             "type": "actions",
             "elements": [
-                {"type": "button", "action_id": GO_DEEPER_ACTION, "text": {"type": "plain_text", "text": "Go deeper"}}
+                {
+                    "type": "button",
+                    "action_id": GO_DEEPER_ACTION,
+                    "text": {"type": "plain_text", "text": w("go_deeper")},
+                }
             ],
         }
         return SlackMessage(text=text, blocks=[_section(text), button])
     elif status == RunStatus.completed:
-        lines = [f"✅ Done · {facts} · the pinned report is final"]
+        lines = [f"✅ {w('done')} · {facts} · {w('final_report')}"]
         if state.reason:
-            lines.append(f"Note: {_with_mentions(shorten(state.reason, STATUS_LINE_CHARS))}")
+            lines.append(f"{w('note')}: {_with_mentions(shorten(state.reason, STATUS_LINE_CHARS))}")
         lines += _standing_lines(state)
     else:
-        word = "Stopped" if status == RunStatus.stopped else "Ended early"
+        word = w("stopped") if status == RunStatus.stopped else w("ended_early")
         lines = [
             f"⚠️ {word} · {facts}",
-            f"Why: {_with_mentions(shorten(state.reason or 'unknown', STATUS_LINE_CHARS))}",
-            "Sections written so far are kept in the pinned report.",
+            f"{w('why')}: {_with_mentions(shorten(state.reason or 'unknown', STATUS_LINE_CHARS))}",
+            w("kept"),
         ]
     text = "\n".join(lines)
     return SlackMessage(text=text, blocks=[_section(text)])
@@ -319,16 +327,17 @@ def render_status(state: RunState) -> str:
 
 def _status_plain(state: RunState) -> str:
     n = len(state.sections)
+    w = words_for(state.run.question)
     if state.status == RunStatus.queued:
         return "Queued"
     if state.status == RunStatus.planned:
         return "Plan awaiting approval: nothing researched yet"
     if state.status == RunStatus.running:
-        updated = f" · updated {state.report_updated_at:%H:%M} UTC" if state.report_updated_at else ""
-        return f"In progress · {_plural(n, 'section')} so far{updated}"
+        updated = w("updated", time=f"{state.report_updated_at:%H:%M}") if state.report_updated_at else ""
+        return w("in_progress", sections=plural(n, "section", w), updated=updated)
     if state.status == RunStatus.completed:
-        return f"Final · {_plural(n, 'section')} · finished {state.updated_at:%Y-%m-%d %H:%M} UTC"
-    word = "Stopped" if state.status == RunStatus.stopped else "Incomplete"
+        return w("final", sections=plural(n, "section", w), time=f"{state.updated_at:%Y-%m-%d %H:%M}")
+    word = w("stopped") if state.status == RunStatus.stopped else w("incomplete")
     return f"{word}: {shorten(state.reason, STATUS_LINE_CHARS)}"
 
 
@@ -337,13 +346,14 @@ def _status_line(state: RunState) -> str:
 
 
 def _footer(state: RunState) -> str:
-    parts = [f"Asked by {_requester(state)}"] if state.run.requester else []
-    parts += [f"{_minutes(state)} min", _plural(state.usage.requests, "model request")]
+    w = words_for(state.run.question)
+    parts = [w("asked_by", who=_requester(state))] if state.run.requester else []
+    parts += [f"{_minutes(state)} {w('min')}", plural(state.usage.requests, "model request", w)]
     if state.usage.cost_usd:  # the ledger's estimate while it runs; at the end as spend records it (= `inspect`)
-        parts.append(f"est. ${state.usage.cost_usd:,.2f}")
-    parts.append(f"run {state.run.id}")
+        parts.append(w("estimated", cost=money(state.usage.cost_usd, w)))
+    parts.append(w("run", id=state.run.id))
     if state.run.parent_run_id:
-        parts.append(f"continues run {escape_text(state.run.parent_run_id)}")
+        parts.append(w("continues", id=escape_text(state.run.parent_run_id)))
     figures = figure_line(state.sections)
     if figures:
         parts.append(escape_text(figures))
@@ -436,8 +446,13 @@ def link_policy(state: RunState) -> Callable[[str], bool]:
     return allowed
 
 
-def _summary_text(report: AssembledReport, urls: dict[int, str], allowed: Callable[[str], bool] | None = None) -> str:
-    return f"*Summary*\n{to_mrkdwn(report.summary, urls, allowed)}" if report.summary.strip() else ""
+def _summary_text(
+    report: AssembledReport,
+    urls: dict[int, str],
+    allowed: Callable[[str], bool] | None = None,
+    heading: str = "Summary",
+) -> str:
+    return f"*{heading}*\n{to_mrkdwn(report.summary, urls, allowed)}" if report.summary.strip() else ""
 
 
 def _chart_lines(state: RunState, report: AssembledReport, section_id: str, links: Mapping[str, str]) -> str:
@@ -475,7 +490,8 @@ def _full_layout(
 ) -> _Blocks:
     out = _head(state)
     allowed = link_policy(state)
-    summary = _summary_text(report, urls, allowed)
+    w = words_for(state.run.question)
+    summary = _summary_text(report, urls, allowed, w("summary"))
     if summary:
         out.text(summary)
     elif not report.sections:
@@ -491,7 +507,8 @@ def _full_layout(
         title_chars, passage_chars = (
             (COMPACT_SOURCE_TITLE_CHARS, COMPACT_PASSAGE_CHARS) if compact else (SOURCE_TITLE_CHARS, PASSAGE_CHARS)
         )
-        out.text("\n".join(["*Sources*", *(_source_line(n, title_chars, passage_chars) for n in report.footnotes)]))
+        lines = [_source_line(n, title_chars, passage_chars) for n in report.footnotes]
+        out.text("\n".join([f"*{w('sources')}*", *lines]))
     out.context(_footer(state))
     return out
 

@@ -85,8 +85,9 @@ async def test_each_limit_fires_names_itself_and_still_yields_a_report(fake_mode
 async def test_cost_and_token_limits_name_themselves(fake_model, fake_web) -> None:
     events, outcome = await run(fake_model, fake_web, budget=Budget(max_input_tokens=12_000))
     assert "input-token limit (12,000)" in events[-1].reason and outcome.summary
-    events, outcome = await run(fake_model, fake_web, budget=Budget(max_cost_usd=0.02))
-    assert "cost limit ($0.02)" in events[-1].reason and outcome.summary
+    # Priced at Sonnet 5.5's $2/$10 per MTok (the capability table), this run costs about $0.015.
+    events, outcome = await run(fake_model, fake_web, budget=Budget(max_cost_usd=0.01))
+    assert "cost limit ($0.01)" in events[-1].reason and outcome.summary
 
 
 async def test_operator_cap_of_zero_requests_wins_and_says_so(fake_model, fake_web) -> None:
@@ -137,7 +138,7 @@ async def test_correction_capacity_is_enforced_with_advice(fake_model, fake_web)
         tool_reply(("web_search", {"query": "vti expense ratio"})),
         tool_reply(("write_section", {"title": "Fees", "body": body})),
         *[tool_reply(("revise_section", {"section_id": "sec1", "body": body, "reason": f"check {i}"})) for i in range(3)],
-        text_reply("Done [s1]."),
+        text_reply("<summary>Done [s1].</summary>"),
     ])
     fake_model.policy = lambda request: next(calls)
     events, _ = await run(fake_model, fake_web)
@@ -153,7 +154,7 @@ async def test_correction_capacity_counts_the_revisions_earlier_runs_of_the_thre
     calls = iter([
         tool_reply(("web_search", {"query": "vti expense ratio"})),
         tool_reply(("revise_section", {"section_id": "sec1", "body": "VTI is cheapest [s1].", "reason": "again"})),
-        text_reply("Done [s1]."),
+        text_reply("<summary>Done [s1].</summary>"),
     ])
     fake_model.policy = lambda request: next(calls)
     events, _ = await run(fake_model, fake_web, sections=[inherited])
@@ -231,3 +232,16 @@ async def test_progress_counts_requests_with_the_counter_the_budget_enforces(fak
     usage = [e for e in events if isinstance(e, UsageRecorded)]
     assert usage and all(u.requests + u.requests_left == Budget().max_requests for u in usage)
     assert usage[-1].requests < len(fake_model.requests), "page reading is not a model request of the budget"
+
+
+def test_the_budget_block_says_what_the_model_spends() -> None:
+    from agent.budget import Ledger
+    from agent.usage import Usage
+
+    ledger = Ledger.start(Budget(max_input_tokens=500_000), lambda: 0.0)
+    ledger.charge("claude-sonnet-5-5", Usage(input_tokens=40_000, output_tokens=3_100, thinking_tokens=1_900))
+    block = ledger.block(60.0, 12, ["sec1 Fees"], None, context=(61_200, 200_000), thinking=True)
+    assert "Tokens: 40,000 of 500,000 input used, 3,100 output (1,900 of them thinking)." in block
+    assert "Context: 61,200 of 200,000 tokens (31%); older notes are compacted into a summary at 75%." in block
+    plain = Ledger.start(Budget(), lambda: 0.0).block(0.0, 0, [], None)
+    assert "Tokens: 0 input used, 0 output." in plain and "thinking" not in plain and "Context:" not in plain

@@ -20,8 +20,10 @@ messages. Prompt caching is modelled as an exact prefix match, as the real API d
 from __future__ import annotations
 
 import asyncio
+import base64
 import copy
 import hashlib
+import hmac
 import json
 import math
 import re
@@ -36,6 +38,8 @@ from typing import Any
 from aiohttp import web
 
 from tests.fakes.anthropic_limits import OrganizationLimits
+
+from .clouds import add_cloud_routes
 
 # The real API's rules, named so tests can refer to them.
 MAX_CACHE_BREAKPOINTS = 4
@@ -176,6 +180,21 @@ class FakeAnthropic:
         self._cache: dict[str, int] = {}  # prefix hash -> prefix length in characters
         # The organization's per-minute limits: reported on every answer, enforced once set (limit()).
         self.limits = OrganizationLimits()
+        # Thinking: when a request enables it and `thinker` is set, each answer begins with a thinking
+        # block of thinker(request)'s text, signed by this fake; blocks sent back are checked against it.
+        self.thinker: Callable[[dict[str, Any]], str | None] | None = None
+        self._thinking_key = secrets.token_bytes(16)
+        self._thinking_of_call: dict[str, list[dict[str, Any]]] = {}  # tool_use id -> thinking that preceded it
+        # Server-side web search (web_search_* tools): what the index answers a query with, and
+        # error codes to answer the next searches with (too_many_requests, unavailable, …).
+        self.web_index: Callable[[str], list[dict[str, Any]]] = default_web_index
+        # Requests that carry a web_search server tool are answered by this policy (the small model
+        # running a search: it writes the search, then quotes the results with citations).
+        self.search_policy: Policy = scripted_search_model
+        self._search_errors: list[str] = []
+        self._searches: list[str] = []
+        # (cloud, path, headers, body) of every request that came through the Bedrock or Vertex routes.
+        self.cloud_requests: list[tuple[str, str, dict[str, str], dict[str, Any]]] = []
 
     # ------------------------------------------------------- test controls
 
@@ -222,6 +241,17 @@ class FakeAnthropic:
         if output_tokens is not None:
             self.limits.output_tokens = output_tokens
         self.limits.enforced = True
+
+    def fail_next_search(self, error_code: str, times: int = 1) -> None:
+        """The next `times` server-side searches answer a `web_search_tool_result_error` with this code."""
+        with self._lock:
+            self._search_errors += [error_code] * times
+
+    @property
+    def searches(self) -> list[str]:
+        """Every query the server-side web search ran, in order."""
+        with self._lock:
+            return list(self._searches)
 
     def clear_failures(self) -> None:
         with self._lock:
@@ -289,6 +319,7 @@ class FakeAnthropic:
         app = web.Application(client_max_size=256 * 1024 * 1024)
         app.router.add_post("/v1/messages", self._handle_messages)
         app.router.add_post("/v1/messages/count_tokens", self._handle_count_tokens)
+        add_cloud_routes(app, self)  # the same model behind Bedrock's and Vertex's routes (clouds.py)
         app.router.add_route("*", "/{tail:.*}", self._handle_unknown)
         return app
 
@@ -329,6 +360,15 @@ class FakeAnthropic:
         body = await self._preflight(request)
         if isinstance(body, web.Response):
             return body
+        return await self.answer(request, body, stream=bool(body.get("stream")))
+
+    async def answer(self, request: web.Request, body: dict[str, Any], *, stream: bool,
+                     error: Callable[..., web.Response] | None = None,
+                     streamer: Callable[[web.Request, dict[str, Any], _Failure | None], Any] | None = None,
+                     ) -> web.StreamResponse:
+        """Validate `body`, ask the policy, answer as JSON or streamed. The cloud routes (clouds.py)
+        pass their own error shape and stream framing; everything else is the same model."""
+        fail = error or _error
         if self.delay:
             await asyncio.sleep(self.delay)
         failure = self._take(self._failures)
@@ -336,61 +376,75 @@ class FakeAnthropic:
             headers = {}
             if failure.retry_after is not None:
                 headers["retry-after"] = _fmt_seconds(failure.retry_after)
-            return _error(failure.status, failure.error_type, failure.message, headers)
+            return fail(failure.status, failure.error_type, failure.message, headers)
         try:
             _validate(body, need_max_tokens=True)
+            self._validate_thinking(body)
         except _Invalid as e:
             with self._lock:
                 self._rejected.append((body, str(e)))
-            return _error(400, "invalid_request_error", str(e))
+            return fail(400, "invalid_request_error", str(e))
         usage = self._usage(body)
         if self.context_window is not None and usage.total > self.context_window:
             message = f"prompt is too long: {usage.total} tokens > {self.context_window} maximum"
             with self._lock:
                 self._rejected.append((body, message))
-            return _error(400, "invalid_request_error", message)
+            return fail(400, "invalid_request_error", message)
         model = str(body["model"])
         wait = self.limits.admit(model, usage.input_tokens + usage.cache_creation_input_tokens)
         if wait is not None:
             with self._lock:
                 self._served_failures.append(429)
-            return _error(429, "rate_limit_error",
-                          "This request would exceed your organization's rate limit. For details, refer to "
-                          "https://docs.claude.com/en/api/rate-limits.",
-                          {**self.limits.headers(model), "retry-after": str(max(1, math.ceil(wait)))})
+            return fail(429, "rate_limit_error",
+                        "This request would exceed your organization's rate limit. For details, refer to "
+                        "https://docs.claude.com/en/api/rate-limits.",
+                        {**self.limits.headers(model), "retry-after": str(max(1, math.ceil(wait)))})
         with self._lock:
             self._requests.append(body)
+        policy = self.search_policy if _has_search_tool(body) else self.policy
         try:
-            reply = self.policy(copy.deepcopy(body))
+            reply = policy(copy.deepcopy(body))
             if isinstance(reply, str):
                 reply = text_reply(reply)
             if not isinstance(reply, Reply):
                 raise TypeError(f"policy returned {type(reply).__name__}, expected Reply or str")
         except FakeAPIError as e:
-            return _error(e.status, e.error_type, e.message)
+            return fail(e.status, e.error_type, e.message)
         except Exception as e:  # a bug in the test's policy: make it loud
             with self._lock:
                 self._policy_errors.append(e)
-            return _error(500, "api_error", f"policy raised {type(e).__name__}: {e}")
-        output_tokens = max(1, _tokens(len(json.dumps(reply.content))))
+            return fail(500, "api_error", f"policy raised {type(e).__name__}: {e}")
+        content = self._sign_thinking(body, reply.content)
+        content = self._run_server_tools(body, content)
+        stop_reason = "tool_use" if any(b.get("type") == "tool_use" for b in content) else reply.stop_reason
+        output_tokens = max(1, _tokens(len(json.dumps(content))))
         message = {
             "id": _random_id("msg_01"),
             "type": "message",
             "role": "assistant",
             "model": body["model"],
-            "content": reply.content,
-            "stop_reason": reply.stop_reason,
+            "content": content,
+            "stop_reason": stop_reason,
             "stop_sequence": None,
             "usage": usage.as_dict(output_tokens),
         }
+        thinking_tokens = sum(_tokens(len(b.get("thinking", ""))) for b in content if b.get("type") == "thinking")
+        if thinking_tokens:
+            message["usage"]["output_tokens_details"] = {"thinking_tokens": thinking_tokens}
+        searches = sum(1 for b in content if b.get("type") == "server_tool_use" and b.get("name") == "web_search")
+        if searches:
+            message["usage"]["server_tool_use"] = {"web_search_requests": searches, "web_fetch_requests": 0}
         with self._lock:
             self._responses.append(message)
         self.limits.spend_output(model, output_tokens)
-        if body.get("stream"):
-            return await self._stream(request, message)
+        if stream:
+            failure = self._take(self._stream_failures)
+            if streamer is not None:
+                return await streamer(request, message, failure)
+            return await self._stream(request, message, failure)
         return web.json_response(message, headers={"request-id": _random_id("req_01"), **self.limits.headers(model)})
 
-    async def _stream(self, request: web.Request, message: dict[str, Any]) -> web.StreamResponse:
+    async def _stream(self, request: web.Request, message: dict[str, Any], failure: _Failure | None) -> web.StreamResponse:
         resp = web.StreamResponse(headers={
             "Content-Type": "text/event-stream; charset=utf-8",
             "Cache-Control": "no-cache",
@@ -398,18 +452,138 @@ class FakeAnthropic:
             **self.limits.headers(str(message["model"])),
         })
         await resp.prepare(request)
-        failure = self._take(self._stream_failures)
-        events = _stream_events(message)
-        if failure is not None:
-            # message_start and ping, then the error the API sends mid-stream when overloaded.
-            events = events[:2] + [{"type": "error", "error": {"type": failure.error_type, "message": failure.message}}]
-        for event in events:
+        for event in stream_events(message, failure):
             frame = f"event: {event['type']}\ndata: {json.dumps(event)}\n\n"
             await resp.write(frame.encode())
             if self.stream_delay:
                 await asyncio.sleep(self.stream_delay)
         await resp.write_eof()
         return resp
+
+    # ------------------------------------------------------------- thinking
+
+    def signature(self, thinking: str) -> str:
+        """The signature this fake gives a thinking block: it proves the text came back unmodified."""
+        digest = hmac.new(self._thinking_key, thinking.encode(), hashlib.sha256).digest()
+        return base64.b64encode(b"EqQB" + digest).decode()
+
+    def _validate_thinking(self, body: dict[str, Any]) -> None:
+        """The API's thinking rules: the parameter's shape, no forced tool use while thinking, every
+        thinking block sent back signed and unmodified, and the current tool loop's thinking kept."""
+        config = body.get("thinking")
+        on = False
+        if config is not None:
+            kind = config.get("type") if isinstance(config, dict) else None
+            if kind not in ("adaptive", "enabled", "disabled"):
+                raise _Invalid(f"thinking: Input tag '{kind}' found using 'type' does not match any of the expected "
+                               "tags: 'adaptive', 'disabled', 'enabled'")
+            if kind == "enabled":
+                budget = config.get("budget_tokens")
+                if not isinstance(budget, int) or budget < 1024:
+                    raise _Invalid("thinking.enabled.budget_tokens: Input should be greater than or equal to 1024")
+                if budget >= body.get("max_tokens", 0):
+                    raise _Invalid("`max_tokens` must be greater than `thinking.budget_tokens`")
+            on = kind in ("adaptive", "enabled")
+        choice = body.get("tool_choice")
+        if on and isinstance(choice, dict) and choice.get("type") in ("any", "tool"):
+            raise _Invalid("Thinking may not be enabled when tool_choice forces tool use.")
+        messages = body.get("messages") or []
+        for i, msg in enumerate(messages):
+            content = msg.get("content")
+            for j, block in enumerate(content if isinstance(content, list) else []):
+                if block.get("type") != "thinking":
+                    continue
+                signature = block.get("signature")
+                if not isinstance(signature, str) or not signature:
+                    raise _Invalid(f"messages.{i}.content.{j}.thinking.signature: Field required")
+                if not hmac.compare_digest(signature, self.signature(str(block.get("thinking", "")))):
+                    raise _Invalid(f"messages.{i}.content.{j}: Invalid `signature` in `thinking` block")
+        if not on or len(messages) < 2:
+            return
+        last_user, assistant = messages[-1], messages[-2]
+        user_blocks = last_user.get("content") if isinstance(last_user.get("content"), list) else []
+        if not (user_blocks and user_blocks[0].get("type") == "tool_result"):
+            return  # not inside a tool loop: earlier thinking may be dropped
+        blocks = assistant.get("content") if isinstance(assistant.get("content"), list) else []
+        with self._lock:
+            issued = next((self._thinking_of_call[b["id"]] for b in blocks
+                           if b.get("type") == "tool_use" and b.get("id") in self._thinking_of_call), None)
+        if issued and blocks[: len(issued)] != issued:
+            first = blocks[0].get("type") if blocks else "nothing"
+            raise _Invalid(
+                f"messages.{len(messages) - 2}.content.0.type: Expected `thinking` or `redacted_thinking`, but found "
+                f"`{first}`. When `thinking` is enabled, a final `assistant` message must start with a thinking "
+                "block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). We recommend you "
+                "include thinking blocks from previous turns. To avoid this requirement, disable `thinking`.")
+
+    def _sign_thinking(self, body: dict[str, Any], content: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Thinking only where the request enabled it: the thinker's block first, every block signed."""
+        config = body.get("thinking")
+        on = isinstance(config, dict) and config.get("type") in ("adaptive", "enabled")
+        if not on:
+            return [b for b in content if b.get("type") not in ("thinking", "redacted_thinking")]
+        thought = self.thinker(copy.deepcopy(body)) if self.thinker else None
+        if thought and not any(b.get("type") == "thinking" for b in content):
+            content = [{"type": "thinking", "thinking": thought}, *content]
+        signed = [dict(b, signature=self.signature(b.get("thinking", ""))) if b.get("type") == "thinking" else b
+                  for b in content]
+        thinking = [b for b in signed if b.get("type") == "thinking"]
+        if thinking:
+            with self._lock:
+                for b in signed:
+                    if b.get("type") == "tool_use":
+                        self._thinking_of_call[b["id"]] = copy.deepcopy(thinking)
+        return signed
+
+    # --------------------------------------------------------- server tools
+
+    def _run_server_tools(self, body: dict[str, Any], content: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Each `server_tool_use` of web_search the model wrote is run here and answered, right after
+        it, with a `web_search_tool_result` (results, or an error code); then the model goes on
+        writing from what it found (the policy is asked again with its turn so far)."""
+        tool = next((t for t in body.get("tools") or [] if str(t.get("type", "")).startswith("web_search_")), None)
+        if tool is None or not any(b.get("type") == "server_tool_use" for b in content):
+            return content
+        max_uses = tool.get("max_uses")
+        out: list[dict[str, Any]] = []
+        used = 0
+        for block in content:
+            out.append(block)
+            if block.get("type") != "server_tool_use" or block.get("name") != "web_search":
+                continue
+            block.setdefault("id", _random_id("srvtoolu_01"))
+            used += 1
+            query = str((block.get("input") or {}).get("query", ""))
+            out.append({"type": "web_search_tool_result", "tool_use_id": block["id"],
+                        "content": self._search(tool, query, over=max_uses is not None and used > max_uses)})
+        partial = copy.deepcopy(body)
+        partial["messages"] = [*partial["messages"], {"role": "assistant", "content": out}]
+        more = self.search_policy(partial)
+        more = text_reply(more) if isinstance(more, str) else more
+        # The model goes on in the same response: text citing the results, possibly a client tool call.
+        return out + [b for b in more.content if b.get("type") in ("text", "tool_use")]
+
+    def _search(self, tool: dict[str, Any], query: str, *, over: bool) -> Any:
+        if over:
+            return {"type": "web_search_tool_result_error", "error_code": "max_uses_exceeded"}
+        if len(query) > 500:
+            return {"type": "web_search_tool_result_error", "error_code": "query_too_long"}
+        with self._lock:
+            code = self._search_errors.pop(0) if self._search_errors else None
+            if code is None:
+                self._searches.append(query)
+        if code is not None:
+            return {"type": "web_search_tool_result_error", "error_code": code}
+        allowed, blocked = tool.get("allowed_domains") or [], tool.get("blocked_domains") or []
+
+        def keep(url: str) -> bool:
+            host = url.split("/")[2] if "//" in url else url
+            hit = lambda domains: any(host == d or host.endswith("." + d) for d in domains)  # noqa: E731
+            return (not allowed or hit(allowed)) and not hit(blocked)
+
+        return [{"type": "web_search_result", "url": r["url"], "title": r["title"],
+                 "page_age": r.get("page_age"), "encrypted_content": _seal(r.get("text", ""))}
+                for r in self.web_index(query) if keep(r["url"])]
 
     # ----------------------------------------------------------- token model
 
@@ -579,6 +753,7 @@ def _validate(body: dict[str, Any], *, need_max_tokens: bool) -> None:
         raise _Invalid("messages: at least one message is required")
     if "stream" in body and not isinstance(body["stream"], bool):
         raise _Invalid("stream: Input should be a valid boolean")
+    _validate_model_rules(body)
     temperature = body.get("temperature")
     if temperature is not None and not (isinstance(temperature, (int, float)) and 0 <= temperature <= 1):
         raise _Invalid("temperature: Input should be a number between 0 and 1")
@@ -590,6 +765,22 @@ def _validate(body: dict[str, Any], *, need_max_tokens: bool) -> None:
     if count > MAX_CACHE_BREAKPOINTS:
         raise _Invalid(f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. "
                        f"Found {count}.")
+
+
+# What recent models refuse (PLATFORM-NOTES, December 2026), by model id as the first-party API names it.
+REFUSES_FORCED_TOOL_CHOICE = {"claude-sonnet-5-5", "claude-haiku-5-5", "claude-sonnet-5", "claude-opus-5"}
+REFUSES_SAMPLING = {"claude-sonnet-5", "claude-sonnet-5-5", "claude-haiku-5-5", "claude-opus-5"}
+
+
+def _validate_model_rules(body: dict[str, Any]) -> None:
+    model = body.get("model")
+    choice = body.get("tool_choice")
+    if model in REFUSES_FORCED_TOOL_CHOICE and isinstance(choice, dict) and choice.get("type") in ("any", "tool"):
+        raise _Invalid(f"tool_choice: `{choice.get('type')}` is not supported by {model}; use `auto` or `none`")
+    if model in REFUSES_SAMPLING:
+        for name in ("temperature", "top_p", "top_k"):
+            if name in body:
+                raise _Invalid(f"{name}: not supported by {model}; remove it to use the model's default sampling")
 
 
 def _validate_cache_control(block: dict[str, Any], where: str) -> None:
@@ -635,6 +826,7 @@ def _validate_tools(tools: Any) -> set[str]:
         names.add(tool["name"])
         _validate_cache_control(tool, f"tools.{i}")
         if tool.get("type") not in (None, "custom"):
+            _validate_server_tool(tool, i)
             continue  # a server tool (web_search_…): no input_schema
         if "description" in tool and not isinstance(tool["description"], str):
             raise _Invalid(f"tools.{i}.custom.description: Input should be a valid string")
@@ -805,3 +997,83 @@ def _count_cache_control(body: dict[str, Any]) -> int:
             if isinstance(inner, list):
                 count += sum(1 for b in inner if isinstance(b, dict) and "cache_control" in b)
     return count
+
+
+# Server tools this fake runs or accepts, by type.
+SERVER_TOOL_TYPES = {"web_search_20250305", "web_search_20260209", "web_search_20260318",
+                     "web_fetch_20250910", "web_fetch_20260318"}
+
+
+def _validate_server_tool(tool: dict[str, Any], i: int) -> None:
+    kind = tool.get("type")
+    if kind not in SERVER_TOOL_TYPES:
+        raise _Invalid(f"tools.{i}: Input tag '{kind}' found using 'type' does not match any of the expected tags")
+    family = "web_search" if str(kind).startswith("web_search") else "web_fetch"
+    if tool.get("name") != family:
+        raise _Invalid(f"tools.{i}.{kind}.name: Input should be '{family}'")
+    if tool.get("allowed_domains") and tool.get("blocked_domains"):
+        raise _Invalid(f"tools.{i}: allowed_domains and blocked_domains cannot be used together")
+    max_uses = tool.get("max_uses")
+    if max_uses is not None and (not isinstance(max_uses, int) or max_uses < 1):
+        raise _Invalid(f"tools.{i}.{kind}.max_uses: Input should be greater than 0")
+
+
+def _seal(text: str) -> str:
+    """This fake's "encrypted" page content: opaque to the client, readable by the scripted model."""
+    return base64.b64encode(b"enc1:" + text.encode()).decode()
+
+
+def unseal(encrypted: str) -> str:
+    """What a model reads in an encrypted_content (scripted policies only: clients leave it alone)."""
+    raw = base64.b64decode(encrypted)
+    return raw[len(b"enc1:"):].decode() if raw.startswith(b"enc1:") else ""
+
+
+def default_web_index(query: str) -> list[dict[str, Any]]:
+    """Three deterministic results per query, each with a dated page whose text names the query."""
+    slug = re.sub(r"[^a-z0-9]+", "-", query.lower()).strip("-") or "q"
+    return [{"url": f"https://{site}/{slug}", "title": f"{query.title()} — {site}", "page_age": age,
+             "text": f"{site} reports on {query}: the figure for 2026 is {n}.{n}%."}
+            for n, (site, age) in enumerate((("example.org", "March 3, 2026"), ("news.example.com", "2 days ago"),
+                                              ("data.example.net", None)), 1)]
+
+
+def stream_events(message: dict[str, Any], failure: _Failure | None = None) -> list[dict[str, Any]]:
+    """The SSE events of `message`; with a failure, message_start and ping, then the error the API
+    sends mid-stream when overloaded."""
+    events = _stream_events(message)
+    if failure is not None:
+        events = events[:2] + [{"type": "error", "error": {"type": failure.error_type, "message": failure.message}}]
+    return events
+
+
+def _has_search_tool(body: dict[str, Any]) -> bool:
+    return any(str(t.get("type", "")).startswith("web_search_") for t in body.get("tools") or [] if isinstance(t, dict))
+
+
+def scripted_search_model(body: dict[str, Any]) -> Reply:
+    """The small model with the web_search server tool: it searches the query in <query> once,
+    then (asked again with its results, see _run_server_tools) quotes each result's first
+    sentence, cited with a web_search_result_location as the API does."""
+    last = body["messages"][-1]
+    if last["role"] == "user":
+        text = last["content"] if isinstance(last["content"], str) else " ".join(
+            b.get("text", "") for b in last["content"] if b.get("type") == "text")
+        found = re.search(r"<query>(.*?)</query>", text, re.S)
+        query = found.group(1).strip() if found else text.strip()[:200]
+        return Reply([{"type": "text", "text": "I'll search for that."},
+                      {"type": "server_tool_use", "name": "web_search", "input": {"query": query}}], "end_turn")
+    blocks: list[dict[str, Any]] = []
+    for block in last["content"]:
+        if block.get("type") != "web_search_tool_result":
+            continue
+        if not isinstance(block["content"], list):
+            blocks.append({"type": "text", "text": "The search returned an error."})
+            continue
+        for i, result in enumerate(block["content"]):
+            sentence = re.split(r"(?<=[.!?])\s+", unseal(result["encrypted_content"]).strip())[0]
+            if sentence:
+                blocks.append({"type": "text", "text": sentence, "citations": [{
+                    "type": "web_search_result_location", "url": result["url"], "title": result["title"],
+                    "encrypted_index": base64.b64encode(f"idx{i}".encode()).decode(), "cited_text": sentence}]})
+    return Reply(blocks or [{"type": "text", "text": "Nothing relevant was found."}], "end_turn")

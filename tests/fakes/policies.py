@@ -437,6 +437,50 @@ class GullibleReaderPolicy(ResearchPolicy):
         return super().__call__(request)
 
 
+# --- the team's language (tests/agent/test_language.py) ------------------------------------
+
+LANGUAGE_LINE = re.compile(r"^Language: (\w+)", re.M)
+PERCENT = re.compile(r"\d+\.\d+%")
+# What the scripted model writes, by the language its opening names.
+PHRASES = {
+    "English": ("The expense ratio stated is {figure} {marker}.", "In short: the fee is {figure} {marker}."),
+    "German": ("Die angegebene Kostenquote beträgt {figure} {marker}.", "Kurz gesagt: die Gebühr beträgt {figure} "
+               "{marker}."),
+}
+
+
+class LanguagePolicy:
+    """Searches, reads the first result, then writes one section and the summary in the language the
+    opening names, each figure written as that language writes numbers ("0,03 %" in German) and cited
+    to the English page's excerpt that states it."""
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        if is_constraints(request):
+            return text_reply(json.dumps({"constraints": []}))
+        if is_extraction(request):
+            return extract(request)
+        messages = request["messages"]
+        found = LANGUAGE_LINE.search(_text(messages[0]))
+        lang = found.group(1) if found and found.group(1) in PHRASES else "English"
+        previous = [b["name"] for b in _blocks(messages[-2]) if b["type"] == "tool_use"] if len(messages) > 1 else []
+        results = "\n".join(_text(m) for m in messages[1:] if m["role"] == "user")
+        cited = next(((m, PERCENT.search(t)) for m, t in EXCERPT.findall(results) if PERCENT.search(t)), None)
+        if len(messages) == 1:
+            return tool_reply(("web_search", {"query": "expense ratio VTI"}))
+        if previous == ["web_search"]:
+            return tool_reply(("read_page", {"url": URL.findall(_text(messages[-1]))[0], "goal": "VTI expense ratio"}))
+        if cited is None:
+            return text_reply("<summary>Nothing found.</summary>")
+        marker, figure = cited[0], cited[1].group(0)
+        if lang == "German":
+            figure = figure.replace(".", ",").replace("%", " %")
+        section, summary = PHRASES[lang]
+        if previous == ["read_page"]:
+            return tool_reply(("write_section", {"title": "Fees" if lang == "English" else "Gebühren",
+                                                 "body": section.format(figure=figure, marker=marker)}))
+        return text_reply(f"<summary>{summary.format(figure=figure, marker=marker)}</summary>")
+
+
 # --- the team's own Slack and MCP servers (tests/e2e/test_workspace_search.py, test_mcp.py) ----------
 
 

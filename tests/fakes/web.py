@@ -131,6 +131,7 @@ class FakeWeb:
         self._requests: list[tuple[str, str]] = []
         self._search_failures: list[_Failure] = []
         self._search_stalls: list[_Stall] = []
+        self._page_failures: dict[str, list[tuple[int, int | None]]] = {}  # path -> (status, Retry-After) to answer next
         self.brave_key = BRAVE_KEY
         self.tavily_key = TAVILY_KEY
         self._brave_used = 0  # successful Brave requests, counted against the monthly quota
@@ -262,7 +263,20 @@ class FakeWeb:
             self._requests.append((request.method, request.path_qs))
         return await handler(request)
 
+    def page_fail_next(self, path: str, status: int, times: int = 1, retry_after: int | None = None) -> None:
+        """The next `times` requests for the page at `path` answer `status` (then it is served again)."""
+        with self._lock:
+            self._page_failures.setdefault(path, []).extend([(status, retry_after)] * times)
+
     async def _handle_page(self, request: web.Request) -> web.Response:
+        with self._lock:
+            failures = self._page_failures.get(request.path)
+            failure = failures.pop(0) if failures else None
+        if failure is not None:
+            status, retry_after = failure
+            headers = {"Retry-After": str(retry_after)} if retry_after is not None else {}
+            return web.Response(status=status, text=f"<html><body>Error {status}</body></html>",
+                                content_type="text/html", headers=headers)
         with self._lock:
             page = self.pages.get(request.path)
         if page is None:

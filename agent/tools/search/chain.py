@@ -16,7 +16,8 @@ from ddgs import DDGS
 
 from ... import defaults
 from ...config import SearchConfig
-from . import brave, searxng, tavily
+from . import anthropic, brave, searxng, tavily
+from .anthropic import AnthropicSearch, ServerSearchModel
 from .duckduckgo import DDGSFactory, DuckDuckGo
 from .outcome import ProviderFailure, SearchAnswer, SearchFailed, SearchHit
 
@@ -51,11 +52,21 @@ OPERATOR_PROVIDERS: dict[str, OperatorProvider] = {
 }
 
 
-def providers(ddgs: DDGSFactory = DDGS) -> dict[str, Provider]:
-    """Every provider by its DEEPTHREAD_SEARCH name; `ddgs` is the seam for the keyless one."""
+async def _no_model(client: httpx.AsyncClient, config: SearchConfig, query: str) -> list[SearchHit]:
+    raise SearchFailed(
+        "Anthropic's web search needs the run's model client, which this caller did not give; "
+        "the operator can put another provider first in DEEPTHREAD_SEARCH",
+        "configuration",
+    )
+
+
+def providers(ddgs: DDGSFactory = DDGS, model: ServerSearchModel | None = None) -> dict[str, Provider]:
+    """Every provider by its DEEPTHREAD_SEARCH name; `ddgs` is the seam for the keyless one, `model`
+    the run's model client that Anthropic's own web search runs through."""
     duck = DuckDuckGo(ddgs)
     keyless = {"duckduckgo": Provider("duckduckgo", duck.label, duck, duck.empty_is_certain)}
-    return keyless | {name: Provider(name, p.label, p.run) for name, p in OPERATOR_PROVIDERS.items()}
+    server = {"anthropic": Provider("anthropic", anthropic.LABEL, AnthropicSearch(model) if model else _no_model)}
+    return keyless | {name: Provider(name, p.label, p.run) for name, p in OPERATOR_PROVIDERS.items()} | server
 
 
 def redact(message: str, config: SearchConfig) -> str:
@@ -94,7 +105,7 @@ async def search(
                     name,
                     "configuration",
                     f"the {name} search provider is unknown; the operator can set "
-                    "DEEPTHREAD_SEARCH to duckduckgo, searxng, brave or tavily",
+                    "DEEPTHREAD_SEARCH to duckduckgo, searxng, brave, tavily or anthropic",
                 )
             )
             continue

@@ -24,7 +24,9 @@ TRANSIENT_KINDS = frozenset({"timeout", "unavailable"})
 # provider that cannot tell them apart, a human is told search may be blocked.
 UNCERTAIN_EMPTY_STREAK = 2
 # Providers an operator can add for sturdier search, in the order we suggest them.
-_ALTERNATIVES = {name: f"{p.label} ({p.setting})" for name, p in OPERATOR_PROVIDERS.items()}
+_ALTERNATIVES = {name: f"{p.label} ({p.setting})" for name, p in OPERATOR_PROVIDERS.items()} | {
+    "anthropic": "Anthropic web search (anthropic: the model key alone, billed per search)"
+}
 _WHAT = {
     "blocked": "is blocking automated searches (bot-check page)",
     "rate_limited": "is rate-limiting searches",

@@ -6,11 +6,12 @@ import asyncio
 import json
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
-from anthropic import AsyncAnthropic
 from pydantic import BaseModel
 
+from agent import model_api
 from jobs import JobRuntime
 
 from .bench_export import BenchArticle, bench_id, write_bench_jsonl
@@ -21,7 +22,11 @@ from .questions import EvalQuestion
 from .runner import measure
 from .scorecard import QuestionResult, Scorecard, totals_of
 
-__all__ = ["EvalOptions", "run_eval"]
+__all__ = ["EvalOptions", "THINKING_DIRS", "compare_thinking", "run_eval"]
+
+# --compare-thinking: the same questions with thinking off, then on, each run's scorecard in its
+# own directory; the "on" scorecard carries the side-by-side comparison with the "off" one.
+THINKING_DIRS = {False: "thinking-off", True: "thinking-on"}
 
 SCORECARD_MD = "scorecard.md"
 REPORTS_DIR = "reports"
@@ -63,13 +68,14 @@ async def run_eval(questions: list[EvalQuestion], runtime: JobRuntime, options: 
             questions_file=str(options.questions_file),
             model=runtime.agent.main_model,
             judge_model=options.judge_model,
+            thinking=runtime.agent.thinking,
             planned=len(questions),
             wall_seconds=round(time.monotonic() - started, 3),
             results=results,
             totals=totals_of(results),
         )
 
-    async with AsyncAnthropic(api_key=runtime.anthropic_api_key, base_url=runtime.anthropic_base_url) as client:
+    async with model_api(runtime.provider_config()) as client:
 
         async def one(index: int, question: EvalQuestion) -> None:
             async with gate:
@@ -95,3 +101,18 @@ async def run_eval(questions: list[EvalQuestion], runtime: JobRuntime, options: 
         f"est. ${t.cost_usd + t.judge_cost_usd:.2f}. Scorecard: {options.out_dir / SCORECARD_MD}"
     )
     return final
+
+
+async def compare_thinking(questions: list[EvalQuestion], runtime: JobRuntime, options: EvalOptions) -> Scorecard:
+    """Run the set with thinking off, then on, on the same questions; the second scorecard compares."""
+    off_dir = options.out_dir / THINKING_DIRS[False]
+    card: Scorecard | None = None
+    for thinking in (False, True):
+        agent = runtime.agent.model_copy(update={"thinking": thinking})
+        mode = replace(runtime, agent=agent)
+        out = options.out_dir / THINKING_DIRS[thinking]
+        card = await run_eval(
+            questions, mode, options.model_copy(update={"out_dir": out, "baseline": off_dir if thinking else None})
+        )
+    assert card is not None
+    return card

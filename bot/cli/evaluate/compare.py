@@ -74,6 +74,10 @@ def _totals_rows(b: Totals, n: Totals) -> list[str]:
         f"| Research cost | ${b.cost_usd:.2f} | ${n.cost_usd:.2f} | {_delta(b.cost_usd, n.cost_usd, money)} |",
         f"| Model requests | {b.requests} | {n.requests} | {_delta(b.requests, n.requests, lambda v: f'{v:.0f}')} |",
         (
+            f"| Thinking tokens | {b.thinking_tokens:,} | {n.thinking_tokens:,} | "
+            f"{_delta(b.thinking_tokens, n.thinking_tokens, lambda v: f'{v:,.0f}')} |"
+        ),
+        (
             f"| Time per question (median) | {duration(b.seconds_median)} | {duration(n.seconds_median)} | "
             f"{_delta(b.seconds_median, n.seconds_median, duration)} |"
         ),
@@ -90,12 +94,17 @@ def _question_row(b: QuestionResult, n: QuestionResult) -> str:
     )
 
 
+def _thinking(card: Scorecard) -> str:
+    return "" if card.thinking is None else f" (thinking {'on' if card.thinking else 'off'})"
+
+
 def comparison_markdown(baseline: Scorecard, now: Scorecard, baseline_dir: Path) -> list[str]:
     lines = [
         "## Compared with the baseline",
         "",
-        f"Baseline: `{baseline_dir}` · {baseline.created_at:%Y-%m-%d %H:%M} UTC · model `{baseline.model}` · "
-        f"judge `{baseline.judge_model}`"
+        f"Baseline: `{baseline_dir}` · {baseline.created_at:%Y-%m-%d %H:%M} UTC · model `{baseline.model}`"
+        + _thinking(baseline)
+        + f" · judge `{baseline.judge_model}`"
         + (" (a different judge: compare with care)" if baseline.judge_model != now.judge_model else ""),
         "",
     ]

@@ -11,10 +11,9 @@ from importlib import resources
 from typing import Literal, TypeVar
 
 import anthropic
-from anthropic import AsyncAnthropic
 from pydantic import BaseModel, Field, ValidationError
 
-from agent import Source, Usage, cost_usd, describe_api_error
+from agent import ModelAPI, Source, Usage, cost_usd, describe_api_error
 from bot.exceptions import JudgeFailed
 
 from .claims import CitedSentence
@@ -111,7 +110,7 @@ def _covers_verdicts(expected: int, answer: CitationVerdicts) -> str | None:
 class Judge:
     """Grades with `model`; counts its own requests and tokens (reported apart from the run's)."""
 
-    def __init__(self, client: AsyncAnthropic, model: str) -> None:
+    def __init__(self, client: ModelAPI, model: str) -> None:
         self.client = client
         self.model = model
         self.requests = 0

@@ -46,7 +46,7 @@ def headline(t: Totals, wall_seconds: float) -> list[str]:
         f"| Figure check | {t.figures_checked} figures checked against their sources · {t.figures_flagged} flagged |",
         f"| Rubric against reference | {rubric} |",
         f"| Cost | est. ${t.cost_usd:.2f} research + ${t.judge_cost_usd:.2f} judging |",
-        f"| Model requests | {t.requests} ({per_question:.0f} per question) |",
+        f"| Model requests | {t.requests} ({per_question:.0f} per question) · {t.thinking_tokens:,} thinking tokens |",
         f"| Time | {duration(t.seconds_median)} per question (median) · {duration(wall_seconds)} for the whole eval |",
         f"| Runs | {t.completed} of {t.questions} completed · {t.errors} not fully measured |",
     ]

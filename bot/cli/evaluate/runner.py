@@ -5,9 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from anthropic import AsyncAnthropic
-
-from agent import cost_usd
+from agent import ModelAPI, cost_usd
 from bot.cli.terminal import report_markdown
 from bot.exceptions import JudgeFailed
 from jobs import JobRuntime, Run, RunState, run_inline
@@ -30,7 +28,7 @@ def research_cost(state: RunState, main_model: str) -> float:
 async def measure(
     question: EvalQuestion,
     runtime: JobRuntime,
-    judge_client: AsyncAnthropic,
+    judge_client: ModelAPI,
     judge_model: str,
     reports_dir: Path,
     progress: ProgressBar,
@@ -57,6 +55,7 @@ async def measure(
             "reason": state.reason,
             "seconds": round(seconds, 3),
             "requests": state.usage.requests,
+            "thinking_tokens": state.usage.thinking_tokens,
             "cost_usd": round(research_cost(state, runtime.agent.main_model), 4),
             "sections": len(state.sections),
             "sources": len(state.sources),

@@ -59,6 +59,7 @@ class QuestionResult(BaseModel):
     ungraded: list[str] = Field(default_factory=list)  # "citations", "facts", "rubric": what the judge failed
     seconds: float = 0.0
     requests: int = 0
+    thinking_tokens: int = 0  # of the run's output tokens
     cost_usd: float = 0.0  # the research run's estimate
     judge_cost_usd: float = 0.0
     sections: int = 0
@@ -104,6 +105,7 @@ class Totals(BaseModel):
     cost_usd: float = 0.0
     judge_cost_usd: float = 0.0
     requests: int = 0
+    thinking_tokens: int = 0
     seconds_median: float = 0.0
     seconds_total: float = 0.0
 
@@ -125,6 +127,7 @@ def totals_of(results: list[QuestionResult]) -> Totals:
         t.cost_usd += r.cost_usd
         t.judge_cost_usd += r.judge_cost_usd
         t.requests += r.requests
+        t.thinking_tokens += r.thinking_tokens
         t.seconds_total += r.seconds
     # Pooled over sentences, not averaged over questions: a long report weighs what it says.
     t.citation_support = t.supported / t.cited_sentences if t.cited_sentences else None
@@ -141,6 +144,7 @@ class Scorecard(BaseModel):
     questions_file: str
     model: str
     judge_model: str
+    thinking: bool | None = None  # DEEPTHREAD_THINKING of the runs (None: a scorecard from before it was recorded)
     planned: int = 0  # questions in the set; more than len(results) while the eval is still running
     wall_seconds: float = 0.0  # the whole eval so far, questions overlapping (--concurrency)
     results: list[QuestionResult]

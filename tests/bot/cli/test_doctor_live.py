@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import subprocess
+
+import pytest
 from typing import Any
 
 from tests.fakes.anthropic import FakeAnthropic, FakeAPIError, text_reply
@@ -54,7 +56,10 @@ def test_an_unknown_model_name_is_reported_by_its_variable(fake_slack, fake_mode
     assert done.returncode == 1
     assert problems(done) == [
         "DEEPTHREAD_SMALL_MODEL=claude-nonexistent is not a model this key can use: set it to a current model name "
-        "from the Anthropic models overview"]
+        "from the Anthropic models overview",
+        # Not a problem: what the capability table makes of an id it does not know.
+        "note: model 'claude-nonexistent' is not in the capability table (agent/capabilities.py): using conservative "
+        "defaults (no thinking, no server tools, 200k context, $5/$25 per MTok); add a row for it to use more"]
 
 
 def test_a_refused_slack_token_and_a_blocked_search_get_a_line_each(fake_slack, fake_model, fake_web,
@@ -110,3 +115,76 @@ def test_through_sentinel_the_live_check_names_the_primary_and_refuses_a_replica
                    for p in problems(replica))
     finally:
         topology.stop()
+
+
+def _cloud_env(provider: str, fake_model: FakeAnthropic, **overrides: str) -> dict[str, str]:
+    from tests.fakes import clouds
+
+    if provider == "bedrock":
+        env = dict(DEEPTHREAD_MODEL_PROVIDER="bedrock", AWS_REGION="eu-west-1", AWS_ACCESS_KEY_ID=clouds.AWS_ACCESS_KEY,
+                   AWS_SECRET_ACCESS_KEY=clouds.AWS_SECRET_KEY, ANTHROPIC_BEDROCK_BASE_URL=fake_model.url,
+                   DEEPTHREAD_MODEL="us.anthropic.claude-sonnet-5-5-v1:0",
+                   DEEPTHREAD_SMALL_MODEL="anthropic.claude-haiku-5-5-v1:0")
+    else:
+        env = dict(DEEPTHREAD_MODEL_PROVIDER="vertex", CLOUD_ML_REGION="us-east5",
+                   ANTHROPIC_VERTEX_PROJECT_ID=clouds.VERTEX_PROJECT, DEEPTHREAD_VERTEX_ACCESS_TOKEN=clouds.VERTEX_TOKEN,
+                   ANTHROPIC_VERTEX_BASE_URL=f"{fake_model.url}/v1", DEEPTHREAD_MODEL="claude-sonnet-5-5@20261001",
+                   DEEPTHREAD_SMALL_MODEL="claude-haiku-5-5@20261001")
+    return {**env, **overrides}
+
+
+@pytest.mark.parametrize("provider", ["bedrock", "vertex"])
+def test_the_live_check_pings_both_models_through_the_configured_cloud(provider, fake_slack, fake_model, fake_web,
+                                                                       redis_url) -> None:
+    fake_model.policy = lambda request: text_reply("p")
+    done = doctor_live(fake_slack, fake_model, fake_web, redis_url, **_cloud_env(provider, fake_model))
+    assert done.returncode == 0, done.stdout + done.stderr
+    label = "AWS Bedrock" if provider == "bedrock" else "Google Vertex AI"
+    assert f"on {label}." in done.stdout
+    # Both pings went through the cloud's own route, none to the Anthropic API.
+    assert [c for c, *_ in fake_model.cloud_requests] == [provider, provider]
+    assert len(fake_model.requests) == 2
+
+
+@pytest.mark.parametrize(("provider", "wrong", "says"), [
+    ("bedrock", {"AWS_SECRET_ACCESS_KEY": "not-the-secret"}, "AWS Bedrock refused the AWS credentials"),
+    ("vertex", {"DEEPTHREAD_VERTEX_ACCESS_TOKEN": "ya29.expired"}, "Google Vertex AI refused the credentials"),
+])
+def test_refused_cloud_credentials_get_one_line_saying_what_to_fix(provider, wrong, says, fake_slack, fake_model,
+                                                                   fake_web, redis_url) -> None:
+    done = doctor_live(fake_slack, fake_model, fake_web, redis_url, **_cloud_env(provider, fake_model, **wrong))
+    lines = done.stdout.strip().splitlines()
+    assert done.returncode == 1 and lines == [next(line for line in lines if line.startswith(says))], lines
+    assert fake_model.requests == []
+
+
+@pytest.mark.parametrize(("env", "says"), [
+    ({"DEEPTHREAD_MODEL_PROVIDER": "bedrock"}, "needs a region: set AWS_REGION"),
+    ({"DEEPTHREAD_MODEL_PROVIDER": "bedrock", "AWS_REGION": "us-east-1"},
+     "DEEPTHREAD_MODEL is not set: DEEPTHREAD_MODEL_PROVIDER=bedrock needs the model id in Bedrock's form"),
+    ({"DEEPTHREAD_MODEL_PROVIDER": "vertex", "CLOUD_ML_REGION": "us-east5", "DEEPTHREAD_VERTEX_ACCESS_TOKEN": "t"},
+     "needs a project: set ANTHROPIC_VERTEX_PROJECT_ID"),
+    ({"DEEPTHREAD_MODEL_PROVIDER": "azure"}, "DEEPTHREAD_MODEL_PROVIDER"),
+    ({"DEEPTHREAD_THINKING": "sometimes"}, "DEEPTHREAD_THINKING: Input should be 'on' or 'off'"),
+])
+def test_a_cloud_missing_a_setting_is_named_before_anything_is_asked(env, says, fake_slack, fake_model, fake_web,
+                                                                     redis_url) -> None:
+    done = doctor_live(fake_slack, fake_model, fake_web, redis_url, **env)
+    assert done.returncode != 0 and says in done.stdout + done.stderr, done.stdout + done.stderr
+    assert fake_model.requests == [] and fake_model.cloud_requests == []
+
+
+def test_the_live_check_searches_through_anthropics_own_web_search(fake_slack, fake_model, fake_web,
+                                                                   redis_url) -> None:
+    fake_model.policy = lambda request: text_reply("p")
+    done = doctor_live(fake_slack, fake_model, fake_web, redis_url, DEEPTHREAD_SEARCH="anthropic")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert fake_model.searches == ["index fund expense ratio"]
+
+
+def test_anthropic_search_on_bedrock_is_refused_by_the_static_check(fake_slack, fake_model, fake_web,
+                                                                    redis_url) -> None:
+    done = doctor_live(fake_slack, fake_model, fake_web, redis_url, DEEPTHREAD_SEARCH="anthropic",
+                       **_cloud_env("bedrock", fake_model))
+    assert done.returncode == 1
+    assert "cannot run Anthropic's web search on AWS Bedrock" in done.stdout, done.stdout

@@ -275,3 +275,31 @@ def test_text_put_into_a_judge_prompt_is_never_read_as_a_placeholder(passage: st
 
 def test_a_fenced_judge_answer_is_still_read() -> None:
     assert _json_object('Here you go:\n```json\n{"verdicts": []}\n```') == {"verdicts": []}
+
+
+def test_compare_thinking_runs_the_same_questions_off_then_on_and_compares(
+        tmp_path: Path, questions_file: Path, fake_model: FakeAnthropic, fake_web: Any) -> None:
+    fake_model.policy = with_judge(EvalResearchPolicy(), JudgePolicy())
+    fake_model.thinker = lambda request: "Which source states the fee for the year asked?"
+    out = tmp_path / "thinking"
+    done = run_eval(fake_model, fake_web, str(questions_file), "--out", str(out), "--only", "honest",
+                    "--compare-thinking")
+    assert done.returncode == 0, done.stderr
+    off, on = scorecard(out / "thinking-off"), scorecard(out / "thinking-on")
+    assert (off["thinking"], on["thinking"]) == (False, True)
+    assert [r["id"] for r in off["results"]] == [r["id"] for r in on["results"]] == ["honest"]
+    assert off["totals"]["thinking_tokens"] == 0 < on["totals"]["thinking_tokens"]
+    markdown = (out / "thinking-on" / "scorecard.md").read_text()
+    comparison = markdown.split("## Compared with the baseline", 1)[1]
+    assert "(thinking off)" in comparison and "| Thinking tokens | 0 |" in comparison
+    assert re.search(r"\| honest \| \d+% → \d+% \|", comparison)
+    # The research turns of the "on" run asked for thinking; none of the "off" run's did.
+    turns = [r for r in fake_model.requests if not is_extraction(r) and "Grade" not in json.dumps(r["system"])]
+    assert any("thinking" in r for r in turns) and any("thinking" not in r for r in turns)
+    assert fake_model.rejected == []
+
+
+def test_compare_thinking_with_a_baseline_is_refused_before_any_request(
+        tmp_path: Path, questions_file: Path, fake_model: FakeAnthropic, fake_web: Any) -> None:
+    done = run_eval(fake_model, fake_web, str(questions_file), "--compare-thinking", "--baseline", str(tmp_path))
+    assert done.returncode == 2 and "leave out --baseline" in done.stderr and fake_model.requests == []

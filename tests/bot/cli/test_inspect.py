@@ -83,3 +83,17 @@ def test_inspect_counts_the_fetches_read_page_refused(redis: Redis, redis_url: s
                              capture_output=True, text=True, timeout=30)
     assert "Refused fetches: 1 (URLs not seen in the thread, search results or pages read)" in listing.stdout
     assert f"{fake_web.url}/collect?d=VTI" in listing.stdout
+
+
+def test_inspect_shows_thinking_tokens_and_web_searches_per_request_and_per_model() -> None:
+    from agent import RequestRecord
+    from bot.cli.inspect import summary_table, totals
+
+    records = [RequestRecord(n=1, kind="turn", model="claude-sonnet-5-5", input_tokens=1000, output_tokens=800,
+                             thinking_tokens=600),
+               RequestRecord(n=2, kind="search", model="claude-haiku-5-5", input_tokens=3000, output_tokens=100,
+                             web_search_requests=1)]
+    table = summary_table(records)
+    assert "think" in table[0] and "600" in table[1]
+    lines = totals(records)
+    assert "output 800 (600 thinking)" in lines[0] and "1 web searches" in lines[1]

@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from redis import Redis
 
+from agent import capabilities
 from agent.budget import Ledger
 from agent.config import Caps, budget_for
 from agent.usage import Usage
@@ -22,10 +23,11 @@ NOW = datetime.now(UTC)
 
 def finished_run(redis: Redis, *, channel: str, user: str, cost: float, requests: int = 3,
                  team: str = "T1") -> RunState:
-    """A finished run whose request log holds one request of `cost` (sonnet: $3 per million input tokens)."""
+    """A finished run whose request log holds one request of `cost` (Sonnet 5.5's input price, from the
+    capability table)."""
     run = Run(team=team, channel=channel, thread_ts="1700000000.000100", requester=user, question="q")
     state = RunStore(redis).create(run)
-    tokens = round(cost * 1_000_000 / 3)
+    tokens = round(cost * 1_000_000 / capabilities("claude-sonnet-5-5").input_usd)
     redis.rpush(f"deepthread:requests:{run.id}",
                 f'{{"n": 1, "kind": "turn", "model": "claude-sonnet-5-5", "input_tokens": {tokens}}}')
     return state.model_copy(update={"status": RunStatus.completed, "finished_at": NOW,

@@ -144,10 +144,10 @@ async def test_a_ddgs_rate_limit_is_reported_as_one_not_as_no_results(http: http
     assert result.is_error and "No results" not in result.text
     assert result.text.startswith("Search failed: DuckDuckGo is rate-limiting searches from this server")
     assert "Do not rephrase the query: read pages you already have" in result.text
-    assert "Brave (BRAVE_API_KEY), SearXNG (SEARXNG_URL) or Tavily (TAVILY_API_KEY)" in result.text
+    assert "Brave (BRAVE_API_KEY), SearXNG (SEARXNG_URL), Tavily (TAVILY_API_KEY) or Anthropic web search" in result.text
     assert run.notices == [(
         "Search degraded: DuckDuckGo is rate-limiting searches. The operator can add Brave (BRAVE_API_KEY), "
-        "SearXNG (SEARXNG_URL) or Tavily (TAVILY_API_KEY) to DEEPTHREAD_SEARCH, e.g. "
+        "SearXNG (SEARXNG_URL), Tavily (TAVILY_API_KEY) or Anthropic web search (anthropic: the model key alone, billed per search) to DEEPTHREAD_SEARCH, e.g. "
         "DEEPTHREAD_SEARCH=brave,duckduckgo.")]
 
 
@@ -230,10 +230,10 @@ async def test_web_search_shows_a_challenge_page_to_the_model_and_once_to_a_huma
 
     assert first.is_error and "No results" not in first.text
     assert first.text.startswith("Search failed: SearXNG answered with a bot-check page (HTTP 202)")
-    assert "Do not rephrase the query" in first.text and "Brave (BRAVE_API_KEY) or Tavily" in first.text
+    assert "Do not rephrase the query" in first.text and "Brave (BRAVE_API_KEY), Tavily" in first.text
     assert run.notices == [(
         "Search degraded: SearXNG is blocking automated searches (bot-check page). The operator "
-        "can add Brave (BRAVE_API_KEY) or Tavily (TAVILY_API_KEY) to DEEPTHREAD_SEARCH, e.g. "
+        "can add Brave (BRAVE_API_KEY), Tavily (TAVILY_API_KEY) or Anthropic web search (anthropic: the model key alone, billed per search) to DEEPTHREAD_SEARCH, e.g. "
         "DEEPTHREAD_SEARCH=brave,searxng.")]
 
 
@@ -290,7 +290,7 @@ async def test_a_rate_limited_provider_hands_over_to_the_next_in_order(fake_web:
                                 "read pages you already have, then search again. DuckDuckGo answered instead.)")
     assert run.notices == [(
         "Search degraded: Brave is rate-limiting searches; DuckDuckGo answered instead. The "
-        "operator can add SearXNG (SEARXNG_URL) or Tavily (TAVILY_API_KEY) to DEEPTHREAD_SEARCH, e.g. "
+        "operator can add SearXNG (SEARXNG_URL), Tavily (TAVILY_API_KEY) or Anthropic web search (anthropic: the model key alone, billed per search) to DEEPTHREAD_SEARCH, e.g. "
         "DEEPTHREAD_SEARCH=searxng,brave,duckduckgo.")]
 
 
