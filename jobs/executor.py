@@ -241,7 +241,6 @@ def execute(run_id: str) -> str:
             return "handed back"
         state = ran.state
     except LeaseLost:
-        metrics().locks_lost.labels(lock="run").inc()
         log.warning("run %s: another job holds it now (this one's lease lapsed); this job stopped", run_id)
         return "lost"
     except Exception as exc:

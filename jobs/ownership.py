@@ -32,6 +32,7 @@ from redis.exceptions import RedisError
 
 from . import keys
 from .exceptions import LeaseLost
+from .metrics import metrics
 
 __all__ = ["LEASE_SECONDS", "Lease", "LeaseLost", "Tenure", "acquire", "holder", "release", "renew"]
 
@@ -133,6 +134,7 @@ class Tenure:
         if self.lost is not None:
             return
         self.lost = why
+        metrics().locks_lost.labels(lock="run").inc()  # for operators: a job stalled past its lease
         log.warning("run %s: this job lost its lease (%s); it stops working the run", self.lease.run_id, why)
         for callback in self._callbacks:
             callback()

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 from prometheus_client import REGISTRY
+from redis import Redis
 from redis.asyncio import Redis as AsyncRedis
 
 from agent import AgentConfig, SourceRegistry
@@ -18,7 +19,7 @@ from agent.tools.base import ToolContext
 from agent.tools.read_file import ReadFile, ReadFileInput
 from agent.workspace import FileInfo, MemoryWorkspace
 from jobs import keys
-from jobs.executor import _heartbeat
+from jobs.ownership import Tenure, acquire
 from jobs.metrics import PrometheusEngineCounters
 
 
@@ -34,27 +35,26 @@ def prometheus_counters() -> Iterator[None]:
     install(before)
 
 
-async def test_a_heartbeat_that_finds_its_run_lock_held_by_another_job_counts_a_lost_lock(
-    async_redis: AsyncRedis,
+async def test_a_job_whose_run_lease_another_job_took_counts_a_lost_lock(
+    redis: Redis, async_redis: AsyncRedis,
 ) -> None:
     before = sample("deepthread_locks_lost_total", lock="run")
-    await async_redis.set(keys.lock("run-lost"), "another-job", ex=60)
-    beating = asyncio.create_task(_heartbeat(async_redis, "run-lost", "this-job", 3.0))
-    try:
-        for _ in range(200):
-            if sample("deepthread_locks_lost_total", lock="run") > before:
-                break
-            await asyncio.sleep(0.01)
-    finally:
-        beating.cancel()
-        await asyncio.gather(beating, return_exceptions=True)
+    lease = acquire(redis, "run-lost", "this-job", seconds=0.6)
+    assert lease is not None
+    redis.set(keys.lock("run-lost"), "another-job", ex=60)  # taken over while this job stalled
+    lost = Tenure(lease, seconds=0.6)
+    await asyncio.wait_for(lost.keep(async_redis), 10)
+    assert lost.lost == "the lock no longer holds it"
     assert sample("deepthread_locks_lost_total", lock="run") == before + 1
-    # A heartbeat that finds its own token (or none) loses nothing.
-    beating = asyncio.create_task(_heartbeat(async_redis, "run-kept", "this-job", 3.0))
-    await asyncio.sleep(0.1)
-    beating.cancel()
-    await asyncio.gather(beating, return_exceptions=True)
-    assert sample("deepthread_locks_lost_total", lock="run") == before + 1
+    # A job that keeps its own lease loses nothing.
+    kept_lease = acquire(redis, "run-kept", "this-job", seconds=0.6)
+    assert kept_lease is not None
+    kept = Tenure(kept_lease, seconds=0.6)
+    keeping = asyncio.create_task(kept.keep(async_redis))
+    await asyncio.sleep(0.5)
+    keeping.cancel()
+    await asyncio.gather(keeping, return_exceptions=True)
+    assert kept.lost is None and sample("deepthread_locks_lost_total", lock="run") == before + 1
 
 
 async def test_a_thread_file_the_run_cannot_read_is_counted_by_reason(prometheus_counters: None) -> None:
