@@ -108,6 +108,9 @@ class Observed:
     limits: ModelLimits
     remaining: ModelLimits
     retry_after: float | None = None
+    # Tokens reserved for a request the service failed (5xx) without answering: given back, so
+    # an outage's retries do not wait for capacity they never used.
+    unused: ModelLimits = field(default_factory=ModelLimits)
 
 
 def _number(value: str | None) -> float | None:
@@ -315,6 +318,7 @@ class MemoryModelLimiter:
             limit = self.configured.get(d) or seen.limits.get(d)
             if limit:
                 state.limits[d] = limit
+            state.buckets[d].level = min(state.limits[d], state.buckets[d].level + (seen.unused.get(d) or 0.0))
             remaining = seen.remaining.get(d)
             if remaining is not None:
                 state.buckets[d].level = min(state.buckets[d].level, remaining)
@@ -363,7 +367,12 @@ class CapacityMiddleware(Middleware):
         while True:
             await self._admitted(demand)
             response = await call_next(request)
-            await self.limiter.observe(model, observed(response.headers, response.status_code))
+            seen = observed(response.headers, response.status_code)
+            if response.status_code >= 500:  # the service failed: it wrote (and counted) no tokens
+                seen = replace(
+                    seen, unused=ModelLimits(input_tokens=demand.input_tokens, output_tokens=demand.output_tokens)
+                )
+            await self.limiter.observe(model, seen)
             if response.status_code != 429 or await _spend_limited(response):
                 return response
             # Rate-limited: every run now holds off for the retry-after (observe), and this one

@@ -179,7 +179,8 @@ return 1
 """
 )
 
-# ARGV[10..12] limits heard ('' unknown), [13..15] remaining heard ('' unknown), [16] retry-after ('' none).
+# ARGV[10..12] limits heard ('' unknown), [13..15] remaining heard ('' unknown), [16] retry-after ('' none),
+# [17..19] reserved but unused (a failed request's tokens, given back; '' none).
 _OBSERVE = (
     _PRELUDE
     + """
@@ -190,6 +191,8 @@ for i = 1, 3 do
     local configured = tonumber(ARGV[2 + i])
     if not (configured and configured > 0) then limits[i] = heard end
   end
+  local unused = tonumber(ARGV[16 + i])
+  if unused then levels[i] = math.min(limits[i], levels[i] + unused) end
   local remaining = tonumber(ARGV[12 + i])
   if remaining then levels[i] = math.min(levels[i], remaining) end
 end
@@ -283,6 +286,7 @@ class RedisModelLimiter:
                 *(_optional(seen.limits.get(d)) for d in DIMENSIONS),
                 *(_optional(seen.remaining.get(d)) for d in DIMENSIONS),
                 _optional(seen.retry_after),
+                *(_optional(seen.unused.get(d)) for d in DIMENSIONS),
             ],
         )
 

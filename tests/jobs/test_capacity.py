@@ -109,6 +109,21 @@ async def test_a_429_holds_every_run_off_for_its_retry_after(make_limiter: Limit
     assert await limiter.try_acquire(demand("b", "2b")) == 0
 
 
+async def test_the_tokens_of_a_request_the_service_failed_are_given_back(make_limiter: LimiterFactory) -> None:
+    # A model outage: every attempt answered 500, with no headers. Each reserved its output tokens;
+    # given back, the next attempts go at once rather than waiting for capacity nobody used.
+    limiter = make_limiter(ModelLimits(requests=600, input_tokens=10**9, output_tokens=8_000), Clock())
+    for attempt in range(5):
+        failed = Demand(team="t", run="r", model="m", input_tokens=100, output_tokens=4_096)
+        assert await limiter.try_acquire(failed) == 0, f"attempt {attempt} waited for unused capacity"
+        await limiter.observe("m", Observed(limits=ModelLimits(), remaining=ModelLimits(),
+                                            unused=ModelLimits(input_tokens=100, output_tokens=4_096)))
+    # Answered requests keep what they took: two fill the minute's 8,000 output tokens.
+    for _ in range(2):
+        assert await limiter.try_acquire(Demand(team="t", run="r", model="m", input_tokens=1, output_tokens=4_000)) == 0
+        await limiter.observe("m", observed({}, 200))
+    assert await limiter.try_acquire(Demand(team="t", run="r", model="m", input_tokens=1, output_tokens=4_000)) > 0
+
 async def test_a_withdrawn_or_silent_waiter_gives_its_place_up(make_limiter: LimiterFactory) -> None:
     clock = Clock()
     limiter = make_limiter(ModelLimits(requests=1, input_tokens=10**9, output_tokens=10**9), clock)
