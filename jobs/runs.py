@@ -134,11 +134,14 @@ class Runs:
 
     def stop_workspace(self, team: str | None, reason: str, *, enterprise: str | None = None) -> list[str]:
         """The app was uninstalled (or its bot token revoked): end every active run of the workspace
-        (or, with `enterprise`, of the org) as stopped, with `reason`, and kill their jobs. Returns their ids."""
+        (or, with `enterprise`, of the org) as stopped, with `reason`, kill their jobs and delete their
+        action tokens. Returns their ids."""
         stopped = []
         for state in self.active_in(team, enterprise=enterprise):
             self.force_stop(state.run.id, reason)
             self._redis.zrem(keys.UNPOSTED, state.run.id)  # nothing can be posted for it any more
+            # The requester's search permission came with the workspace's install: it goes with its tokens.
+            self._redis.delete(keys.action_token(state.run.id))
             stopped.append(state.run.id)
         return stopped
 

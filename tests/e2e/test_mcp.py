@@ -14,12 +14,12 @@ from redis import Redis
 
 from bot.cli.inspect import inspect
 from jobs import RunStore
-
 from tests.e2e.stack import CHANNEL, block_text, bot_replies, main_requests, post_event, report_text
 from tests.fakes.mcp_server import TOKEN, WIKI_PAGE, McpTestServer
 from tests.fakes.policies import CiteWhatOneToolFindsPolicy
 from tests.fakes.server import free_port
 from tests.fakes.slack import app_mention_event
+from tests.fakes.slack_records import TEAM_ID
 from tests.processes import deepthread_stack, wait_for
 
 
@@ -64,7 +64,7 @@ def test_a_run_cites_the_read_only_tool_and_is_never_offered_the_writing_one(
     # `deepthread inspect` shows the server's tools with the descriptions the model read.
     redis = Redis.from_url(redis_url)
     shown = io.StringIO()
-    assert inspect(redis, RunStore(redis).thread_run_ids(CHANNEL, thread)[0], None, shown) == 0
+    assert inspect(redis, RunStore(redis).thread_run_ids(TEAM_ID, CHANNEL, thread)[0], None, shown) == 0
     assert "- wiki__lookup: Tool `lookup` of the team's MCP server `wiki`" in shown.getvalue()
     assert "«Look up a page of the team wiki" in shown.getvalue()
 

@@ -3,6 +3,7 @@ org-wide install) and no other, and a message or thread of one workspace never h
 another's run, whatever a link in Redis says."""
 from __future__ import annotations
 
+from pydantic import SecretStr
 from redis import Redis
 
 from jobs import Run, Runs, RunStatus, RunStore, keys
@@ -24,6 +25,20 @@ def test_an_uninstall_stops_the_workspaces_active_runs_and_no_other(redis: Redis
     assert runs.get(other).status == RunStatus.queued, "another workspace's run goes on"
     assert runs.get(done).status == RunStatus.completed, "an ended run keeps its ending"
     assert redis.zscore(keys.UNPOSTED, mine) is None, "nothing is left to post for it"
+
+
+def test_an_uninstall_deletes_its_runs_action_tokens_and_no_others(redis: Redis) -> None:
+    runs = Runs(RunStore(redis))
+    mine, other = (
+        runs.start(Run(team=team, question="q", channel=f"C{team}", thread_ts="1.0",
+                       action_token=SecretStr(f"xoxe-action-{team}"))).run.id
+        for team in ("T1", "T2")
+    )
+    assert redis.exists(keys.action_token(mine)) and redis.exists(keys.action_token(other))
+    runs.stop_workspace("T1", "the app was uninstalled from this workspace")
+    assert not redis.exists(keys.action_token(mine)), "the uninstalled workspace's search permission is gone"
+    assert runs.get(mine).run.action_token is None
+    assert redis.get(keys.action_token(other)) == b"xoxe-action-T2"
 
 
 def test_an_org_wide_uninstall_stops_every_workspace_of_the_org(redis: Redis) -> None:
