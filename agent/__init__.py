@@ -34,12 +34,12 @@ from .events import (
 from .figures import Figure, FigureFlag, figures_in, sentences
 from .final_turn import Outcome
 from .language import detect as detect_language
-from .loop import research
 from .markers import MARKER_RE
 from .model import describe_api_error, search_model
 from .model_provider import ModelAPI, ProviderConfig, ProviderUnavailable, model_api
 from .pricing import cost_usd
 from .report import SNIPPET_NOTE, AssembledReport, Footnote, Section, assemble, figure_line, to_markdown
+from .run import research
 from .task import ResearchTask
 from .tools.search import DDGSFactory
 from .tools.search import providers as search_providers

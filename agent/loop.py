@@ -4,8 +4,8 @@ ResearchLoop composes a turn from parts, each in its own module: what arrived fr
 (intake.py), the model request (turn.py) awaited under the run's stop and deadline
 (guard.py), the tool calls (tool_runner.py), the final answer and the finalization after a
 stop (final_turn.py), and the checkpoint after every turn (checkpoint.py). What stays here
-is the order of a turn and what each way of ending it means. `research` runs a whole run:
-it makes the opening ready (opening.py), builds the lead loop and emits the one Finished.
+is the order of a turn and what each way of ending it means. A whole run (the client, the
+tools offered, the opening or the resume, the one Finished) is run.py's `research`.
 """
 
 from __future__ import annotations
@@ -15,44 +15,30 @@ from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
-import httpx
 from anthropic.types import ToolUseBlock
 
 from . import defaults
-from .backend import RunBackend
 from .budget import Clock, Ledger
-from .capacity import CAPACITY_WAIT, WAITING_FOR_CAPACITY, CapacityMiddleware
+from .capacity import CAPACITY_WAIT, WAITING_FOR_CAPACITY
 from .checkpoint import Checkpointer
-from .citations import SourceRegistry
 from .config import AgentConfig
 from .context.history import History
 from .context.manager import ContextManager
 from .control import RunControl, StopRequest
-from .events import Emit, Finished, Notice, Progress, RunEvent
+from .events import Emit, Progress, RunEvent
 from .exceptions import Interrupted
 from .final_turn import FinalTurn, Outcome, has_answer, text_of
 from .guard import guarded
 from .intake import Intake
-from .model import ModelClient, ModelUnavailable, Patience
-from .model_provider import ModelAPI
-from .opening import with_markers, with_stated_constraints
 from .prompts import load
-from .report import Section
 from .task import ResearchTask, first_message
-from .task_agents import NumberedLog, TaskTeam
-from .thread_memory import roll
 from .tool_runner import ToolRunner
-from .tools import Tool, ToolContext, default_tools, thread_tools, workspace_tools
-from .tools.base import Announced
-from .tools.mcp import list_mcp_tools
-from .tools.seen_urls import SeenUrls
-from .tools.spawn_tasks import SpawnTasks, offered
+from .tools import Tool, ToolContext
+from .tools.spawn_tasks import SpawnTasks
 from .turn import Turn
 from .usage import Usage
-from .workspace import ThreadWorkspace
-from .workspace_search import WorkspaceSearch
 
-__all__ = ["Outcome", "ResearchLoop", "research"]
+__all__ = ["LastProgress", "Outcome", "ResearchLoop"]
 
 T = TypeVar("T")
 
@@ -357,136 +343,3 @@ class ResearchLoop:
 
     async def announce_sources(self) -> None:
         await self.runner.announce_sources()
-
-
-async def research(
-    task: ResearchTask,
-    config: AgentConfig,
-    *,
-    anthropic: ModelAPI,
-    emit: Emit,
-    backend: RunBackend | None = None,
-    tools: list[Tool] | None = None,
-    registry: SourceRegistry | None = None,
-    sections: list[Section] | None = None,
-    workspace: ThreadWorkspace | None = None,
-    workspace_search: WorkspaceSearch | None = None,
-    ledger: Ledger | None = None,
-    clock: Clock = time.time,
-    active_until: float | None = None,
-    projection_seconds: list[float] | None = None,
-) -> Outcome:
-    """Research `task` to the end, emitting RunEvents; always emits exactly one Finished.
-
-    `backend` holds the stores and the run control (in memory when omitted); `registry` and
-    `sections` carry what earlier runs of the thread found and wrote; `active_until` is the
-    last heartbeat of a crashed attempt, counted as spent when its checkpoint is resumed."""
-    backend = backend or RunBackend()
-    request_log = backend.request_log
-    ledger = ledger or Ledger.start(task.budget, clock)
-    current: list[ResearchLoop] = []  # the ledger is the loop's, which a resume replaces
-
-    def charge(message: Any, is_turn: bool) -> None:
-        (current[0].ledger if current else ledger).charge(message.model, Usage.of(message), count_request=is_turn)
-
-    client = anthropic.with_options(max_retries=config.model_max_retries)
-    if backend.limiter is not None:  # every attempt, the SDK's retries too, asks the shared limiter first
-        client = client.with_middleware(CapacityMiddleware(backend.limiter, team=backend.team, run=backend.run_id))
-    emit = LastProgress(emit)
-    numbered = NumberedLog(request_log) if request_log is not None else None
-    model = ModelClient(
-        client,
-        main_model=config.main_model,
-        small_model=config.small_model,
-        timeout=config.request_timeout,
-        log=numbered,
-        on_usage=charge,
-        patience=Patience(seconds=config.model_patience_seconds),
-        provider=config.provider,
-        thinking=config.thinking,
-    )
-    timeout = httpx.Timeout(config.fetch.read_timeout, connect=config.fetch.connect_timeout)
-    async with httpx.AsyncClient(timeout=timeout, headers={"User-Agent": defaults.USER_AGENT}) as http:
-        registry = registry if registry is not None else SourceRegistry()
-        ctx = ToolContext(
-            config=config,
-            registry=registry,
-            http=http,
-            model=model,
-            emit=emit,
-            goal_question=task.question,
-            announced=Announced(len(registry)),
-            workspace=workspace,
-            results=backend.results,
-            refusals=backend.refusals,
-            seen=SeenUrls(backend.seen_urls),
-            language=task.language.code,
-            workspace_search=workspace_search,
-            private_sources=task.private_sources,
-        )
-        await ctx.seen.load()  # what the thread's earlier runs saw
-        prior_follow_ups = task.prior.follow_ups if task.prior else []
-        ctx.seen.add_text(task.question, task.follow_up, *task.constraints, *prior_follow_ups)
-        offer = tools if tools is not None else default_tools() + (thread_tools() if workspace is not None else [])
-        if tools is None and workspace_search is not None:
-            offer += workspace_tools()
-        if tools is None and config.mcp_servers:  # the team's own tools, listed now (agent/tools/mcp.py)
-            listing = await list_mcp_tools(config.mcp_servers)
-            offer += listing.tools
-            for server, why in listing.unreachable:
-                await emit(
-                    Notice(text=f"MCP server {server} is unreachable ({why}): its tools are left out of this run.")
-                )
-            if listing.unreachable:
-                named = "; ".join(f"{server} ({why})" for server, why in listing.unreachable)
-                task = task.model_copy(
-                    update={
-                        "tool_notes": f"The team's MCP servers that could not be reached, so their tools are not "
-                        f"offered in this run: {named}."
-                    }
-                )
-        chosen = [tool for tool in offer if tool.name != SpawnTasks.name or offered(config)]
-        checkpointer = Checkpointer(backend.checkpoints) if backend.checkpoints is not None else None
-        saved = await checkpointer.load() if checkpointer is not None else None
-        if saved is None:  # a resumed run's opening is in its checkpoint
-            if task.constraints_from:
-                task = await with_stated_constraints(task, model, emit)
-            task, ctx.files_seen = await with_markers(task, ctx.workspace, ctx.links)
-        loop = ResearchLoop(task, config, ctx, chosen, backend.control, clock, ledger)
-        current.append(loop)
-        ctx.tasks = TaskTeam(loop, client, numbered)
-        if projection_seconds is not None:
-            loop.projection_seconds = projection_seconds  # benchmarks read the per-turn cost
-        for section in sections or []:
-            ctx.sections[section.section_id] = section.model_copy(deep=True)
-            loop.ledger.count_revisions(section.section_id, len(section.revisions))  # capacity is per thread
-        loop.checkpoints = checkpointer
-        if checkpointer is not None and saved is not None:
-            await checkpointer.restore(loop, *saved, results=ctx.results, active_until=active_until)
-            await emit(Progress(phase="researching", activity="Resuming from the last checkpoint"))
-        try:
-            outcome = await loop.run()
-        except ModelUnavailable as exc:
-            # The model is gone, the research is not: a run with sections or sources ends
-            # with an answer assembled from them (agent/salvage.py), never a bare failure.
-            from .salvage import SALVAGED_NOTE, salvaged_summary
-
-            summary = salvaged_summary(str(exc), loop.ctx.sections.values(), ctx.registry.all())
-            outcome = (
-                Outcome("completed", summary, f"{exc}; {SALVAGED_NOTE}")
-                if summary
-                else Outcome("failed", "", f"the run stopped early: {exc}")
-            )
-        await loop.announce_sources()
-        await ctx.seen.save(ctx)
-    previous = task.prior.memory().summary if task.prior else None
-    await emit(
-        Finished(
-            status=outcome.status,
-            summary=outcome.summary,
-            reason=outcome.reason,
-            context_summaries=loop.history.summaries,
-            thread_summary=roll(previous, outcome.summary, loop.history.summaries),
-        )
-    )
-    return outcome

@@ -110,7 +110,8 @@ async def test_time_limit_mid_tool_names_the_stage(fake_model, fake_web) -> None
     fake_web.slow_seconds = 30
     calls = iter([tool_reply(("read_page", {"url": f"{fake_web.url}/slow", "goal": "fees"}))])
     fake_model.policy = lambda request: next(calls, text_reply("What I have: nothing verified."))
-    events, outcome = await run(fake_model, fake_web, budget=Budget(wall_seconds=3.0, reserve_seconds=2.0))
+    events, outcome = await run(fake_model, fake_web, budget=Budget(wall_seconds=3.0, reserve_seconds=2.0),
+                                question=f"the fees on {fake_web.url}/slow")  # a URL the run has seen
     assert fake_web.slow_served == 0, "the run ended without waiting for the 30 s page"
     assert "wall-time limit (3 s) reached while reading a page" in events[-1].reason
     cancelled = main_requests(fake_model)[-1]["messages"][-1]["content"][0]

@@ -125,7 +125,9 @@ async def test_unreachable_private_address_is_refused(fake_model, fake_web) -> N
 
     config = AgentConfig(search=SearchConfig(provider="searxng", searxng_url=fake_web.url))  # no allow-list
     async with AsyncAnthropic(api_key="k", base_url=fake_model.url) as client:
-        await research(ResearchTask(question="q"), config, anthropic=client, emit=emit)
+        # The URL is in the question, so the seen-URL gate lets it through to the address guard.
+        await research(ResearchTask(question="what is at http://169.254.169.254/latest/meta-data/ ?"), config,
+                       anthropic=client, emit=emit)
     result = fake_model.requests[1]["messages"][-1]["content"][0]
     assert result["is_error"] and "private or reserved address" in result["content"]
 
@@ -138,7 +140,7 @@ async def test_unreachable_private_address_is_refused(fake_model, fake_web) -> N
 async def test_hostile_pages_become_actionable_tool_errors(fake_model, fake_web, path: str, expected: str) -> None:
     calls = iter([tool_reply(("read_page", {"url": fake_web.url + path, "goal": "anything"})), text_reply("Done.")])
     fake_model.policy = lambda req: next(calls)
-    await run(fake_model, fake_web.url)
+    await run(fake_model, fake_web.url, question=f"what does {fake_web.url + path} say?")  # a URL the run has seen
     result = fake_model.requests[1]["messages"][-1]["content"][0]
     assert result["is_error"] and expected in result["content"], result["content"]
 
