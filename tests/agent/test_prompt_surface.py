@@ -126,7 +126,7 @@ async def test_a_model_that_keeps_reflecting_is_taken_at_its_word(fake_model: Fa
 # ------------------------------------------------ read_page: retries and HTTP failure classes
 
 @pytest.fixture
-async def page_ctx(fake_model: FakeAnthropic) -> AsyncIterator[ToolContext]:
+async def page_ctx(fake_model: FakeAnthropic, fake_web: FakeWeb) -> AsyncIterator[ToolContext]:
     fake_model.policy = extract
 
     async def emit(_: object) -> None:
@@ -135,8 +135,11 @@ async def page_ctx(fake_model: FakeAnthropic) -> AsyncIterator[ToolContext]:
     async with httpx.AsyncClient() as http, AsyncAnthropic(api_key="k", base_url=fake_model.url,
                                                            max_retries=0) as client:
         model = ModelClient(client, main_model="m", small_model="s", timeout=30)
-        yield ToolContext(config=AgentConfig(fetch=FetchConfig(allow=["127.0.0.1"])), registry=SourceRegistry(),
+        ctx = ToolContext(config=AgentConfig(fetch=FetchConfig(allow=["127.0.0.1"])), registry=SourceRegistry(),
                           http=http, model=model, emit=emit, goal_question="q")
+        # The pages these tests read, as a search would have found them (read_page opens only URLs seen).
+        ctx.seen.add(*(f"{fake_web.url}/pages/{page}" for page in ("etf-fees.html", "long-report.html")))
+        yield ctx
 
 
 GOAL = "the expense ratio of VTI"

@@ -14,8 +14,8 @@ BLANKS = ["", "   ", "\t \n"]
 
 
 def _variable(name: str) -> str:
-    [alias] = Settings.model_fields[name].validation_alias.choices  # type: ignore[union-attr]
-    return str(alias)
+    alias, *_ = Settings.model_fields[name].validation_alias.choices  # type: ignore[union-attr]
+    return str(alias)  # the first name (AWS_REGION before AWS_DEFAULT_REGION)
 
 
 def _is_secret(name: str) -> bool:

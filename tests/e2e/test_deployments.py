@@ -12,6 +12,7 @@ from tests.e2e.stack import assert_cited_report_pinned, fleet, stack_environment
 from tests.fakes.anthropic import FakeAnthropic
 from tests.fakes.policies import ResearchPolicy
 from tests.fakes.slack import FakeSlack
+from tests.fakes.slack_records import TEAM_ID
 
 
 def test_two_deployments_sharing_a_redis_never_see_each_others_runs(
@@ -33,11 +34,11 @@ def test_two_deployments_sharing_a_redis_never_see_each_others_runs(
             keys.configure(prefix=prefix)
             try:
                 store = RunStore(redis)
-                [runs[prefix]] = store.thread_run_ids(channel, thread)
+                [runs[prefix]] = store.thread_run_ids(TEAM_ID, channel, thread)
                 assert store.get(runs[prefix]).status == RunStatus.completed
                 other_channel = "C0TEAMB" if prefix == "team-a" else "C0TEAMA"
                 other_thread = thread_b if prefix == "team-a" else thread_a
-                assert store.thread_run_ids(other_channel, other_thread) == [], "the other team's thread is unknown"
+                assert store.thread_run_ids(TEAM_ID, other_channel, other_thread) == [], "the other team's thread is unknown"
             finally:
                 keys.configure()
         ours = {k.decode() for k in redis.keys("*") if not k.startswith(b"rq:")}

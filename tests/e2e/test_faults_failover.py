@@ -20,6 +20,7 @@ from tests.fakes.anthropic import FakeAnthropic, Reply, text_reply, tool_reply
 from tests.fakes.policies import MARKER, ResearchPolicy, extract, is_extraction, is_summary_request, summary_reply
 from tests.fakes.slack import FakeSlack
 from tests.processes import SentinelTopology, deepthread_stack, wait_for
+from tests.fakes.slack_records import TEAM_ID
 
 SECTION_ID = re.compile(r"section_id: (\w+)")
 OTHER_CHANNEL = "C0AFTER"
@@ -86,7 +87,7 @@ def test_a_run_survives_its_primary_dying_and_a_new_mention_works_after_the_fail
 
         redis = connect(sentinels.url)
         assert redis.connection_pool.get_master_address()[1] == new_primary, "everyone moved to the new primary"
-        state = RunStore(redis).get(RunStore(redis).thread_run_ids("C0TEST", thread)[0])
+        state = RunStore(redis).get(RunStore(redis).thread_run_ids(TEAM_ID, "C0TEST", thread)[0])
         assert state.status == RunStatus.completed
         seen = {m.strip("[]") for r in fake_model.requests for m in MARKER.findall(json.dumps(r["messages"]))}
         assert seen <= set(state.sources), f"sources lost: {sorted(seen - set(state.sources))}"

@@ -24,6 +24,7 @@ from tests.fakes.anthropic import FakeAnthropic, Reply, text_reply, tool_reply
 from tests.fakes.policies import MARKER, ResearchPolicy, extract, is_extraction, is_summary_request, summary_reply
 from tests.fakes.slack import FakeSlack
 from tests.processes import RedisWithAOF, wait_for
+from tests.fakes.slack_records import TEAM_ID
 
 LEASE_SECONDS = 4  # short, so the test's pause outlasts it; production's outlasts the retry window
 PAUSE_SECONDS = 10.0
@@ -88,7 +89,7 @@ def test_a_job_that_loses_its_lease_during_a_redis_stall_stops_and_a_new_one_con
         stack = running.serves[0][1]
         thread, progress_ts, report_ts = start(stack, fake_slack)
         redis = Redis.from_url(redis_aof.url)
-        run_id = RunStore(redis).thread_run_ids("C0TEST", thread)[0]
+        run_id = RunStore(redis).thread_run_ids(TEAM_ID, "C0TEST", thread)[0]
         first_job = wait_for(lambda: redis.get(keys.current_job(run_id)), 20, "the run's job").decode()
         wait_for(lambda: paused, 40, "Redis to stall mid-turn")
 

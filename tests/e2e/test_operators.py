@@ -69,7 +69,7 @@ def test_metrics_are_scraped_during_a_run_and_logs_are_json_lines_without_secret
         assert total(during, "deepthread_model_request_seconds_count") >= 1
 
         assert_cited_report_pinned(fake_slack, mention_ts, fake_web.url, timeout=60)
-        run_id = RunStore(Redis.from_url(redis_url)).thread_run_ids(CHANNEL, mention_ts)[0]
+        run_id = RunStore(Redis.from_url(redis_url)).thread_run_ids(TEAM_ID, CHANNEL, mention_ts)[0]
 
         after = scrape(worker_metrics)
         assert total(after, "deepthread_runs_active") == 0

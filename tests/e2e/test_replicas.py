@@ -15,6 +15,7 @@ from tests.fakes.anthropic import FakeAnthropic
 from tests.fakes.policies import SteadyRunsPolicy
 from tests.fakes.slack import FakeSlack, app_mention_event
 from tests.processes import kill_tree, wait_for
+from tests.fakes.slack_records import TEAM_ID
 
 QUESTIONS = ["expense ratio VTI", "expense ratio SCHB", "expense ratio ITOT", "tracking error VTI ITOT SCHB"]
 # The post that is in flight when its replica dies: its answer is held this long (the replica is gone by then).
@@ -66,7 +67,7 @@ def test_two_replicas_with_retries_crossing_and_one_killed_mid_run_post_each_mes
 
         store = RunStore(Redis.from_url(redis_url))
         for thread in threads:
-            [run_id] = store.thread_run_ids(CHANNEL, thread)  # the retries started nothing
+            [run_id] = store.thread_run_ids(TEAM_ID, CHANNEL, thread)  # the retries started nothing
             state = store.get(run_id)
             assert state.status == RunStatus.completed
             progress, report = bot_replies(fake_slack, thread)

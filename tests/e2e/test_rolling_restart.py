@@ -18,6 +18,7 @@ from tests.fakes.anthropic import FakeAnthropic, Reply, text_reply, tool_reply
 from tests.fakes.policies import MARKER, ResearchPolicy, extract, is_extraction, is_summary_request, summary_reply
 from tests.fakes.slack import FakeSlack, app_mention_event
 from tests.processes import wait_for
+from tests.fakes.slack_records import TEAM_ID
 
 QUESTIONS = ["expense ratio VTI", "tracking error ITOT"]  # one run for each worker
 SECTION_TURNS = (2, 5, 9, 14)
@@ -63,7 +64,7 @@ def test_a_rolling_restart_of_every_process_during_runs_loses_nothing(
             threads.append(fake_slack.seed_event(envelope))
             assert post_event(running.serves[n % 2][1], envelope).status_code == 200
         wait_for(lambda: all(len(bot_replies(fake_slack, t)) == 2 for t in threads), 30, "every run's messages")
-        run_ids = [store.thread_run_ids(CHANNEL, t)[0] for t in threads]
+        run_ids = [store.thread_run_ids(TEAM_ID, CHANNEL, t)[0] for t in threads]
         wait_for(lambda: all(s.sections for s in map(store.get, run_ids)), 60, "both runs at work, a section each")
 
         exits = []

@@ -26,6 +26,7 @@ from tests.fakes.anthropic import FakeAnthropic
 from tests.fakes.policies import SteadyRunsPolicy
 from tests.fakes.slack import FakeSlack, app_mention_event
 from tests.processes import RedisWithAOF, free_port, wait_for
+from tests.fakes.slack_records import TEAM_ID
 
 GRACE_SECONDS = 30  # what platforms give a process between SIGTERM and SIGKILL
 
@@ -52,7 +53,7 @@ def test_sigterm_lets_a_mention_under_way_post_its_messages_then_exits_in_time(
         took = time.monotonic() - signalled
     assert took < GRACE_SECONDS
     assert len(bot_replies(fake_slack, thread)) == 2, "both posts were let finish, not cut off mid-way"
-    run = RunStore(Redis.from_url(redis_url)).get(RunStore(Redis.from_url(redis_url)).thread_run_ids(CHANNEL, thread)[0])
+    run = RunStore(Redis.from_url(redis_url)).get(RunStore(Redis.from_url(redis_url)).thread_run_ids(TEAM_ID, CHANNEL, thread)[0])
     assert run.run.progress_message and run.run.report_message, "and attached to the run before exiting"
     assert re.search(r"waiting for \d+ event handler\(s\) to finish", (tmp_path / "serve.log").read_text())
 

@@ -20,6 +20,7 @@ from tests.fakes.policies import SteadyPolicy
 from tests.fakes.slack import FakeSlack, message_event, reaction_added_event, sign
 from tests.fakes.slack_events import FORM, block_action_form
 from tests.processes import SIGNING_SECRET, Stack, wait_for
+from tests.fakes.slack_records import TEAM_ID
 
 ANA, BEN, ADMIN, GUEST = "U0ANA", "U0BEN", "U0ADMIN", "U0GUEST"
 
@@ -48,7 +49,7 @@ def test_only_the_requester_or_an_admin_raises_the_cost_of_a_run(stack: Stack, f
     thread, progress, report_ts = start(stack, fake_slack)
     wait_for(lambda: len(main_requests(fake_model)) >= 2, 15, "a turn or two")
     redis = Redis.from_url(redis_url)
-    [run_id] = RunStore(redis).thread_run_ids(CHANNEL, thread)
+    [run_id] = RunStore(redis).thread_run_ids(TEAM_ID, CHANNEL, thread)
 
     _say(stack, fake_slack, thread, "go deeper", BEN)
     assert _ephemeral_to(fake_slack, BEN) == (

@@ -257,7 +257,8 @@ def test_when_slack_rate_limits_every_method_for_a_while_nothing_is_lost_and_the
 # Methods the bot reads with: not counted (their 429s are waited out per call, see client.py).
 READS = frozenset({"auth.test", "conversations.replies", "conversations.history", "users.info", "files.info",
                    "canvases.sections.lookup", "apps.connections.open", "chat.getPermalink", "pins.list",
-                   "assistant.search.context"})  # a read as the requester (the agent's tool), not a publisher write
+                   "assistant.search.context",  # a read as the requester (the agent's tool), not a publisher write
+                   "conversations.info", "conversations.members"})  # usage: is the viewer in that conversation?
 
 
 def test_every_slack_write_the_code_makes_is_counted_at_its_tier() -> None:

@@ -123,8 +123,13 @@ def test_every_method_the_fake_slack_answers_with_text_is_covered(fake_slack: Fa
     reads = {"chat.delete", "chat.getPermalink", "pins.add", "pins.remove", "pins.list", "reactions.add",
              "reactions.remove", "conversations.replies", "conversations.history", "conversations.info",
              "conversations.members", "files.getUploadURLExternal", "files.delete", "files.info",
-             "apps.connections.open", "users.info", "auth.test", "assistant.search.context"}
-    assert set(fake_slack._methods) - reads <= TEXT_METHODS, sorted(set(fake_slack._methods) - reads - TEXT_METHODS)
+             "apps.connections.open", "users.info", "auth.test", "assistant.search.context",
+             "canvases.sections.lookup", "canvases.access.set", "oauth.v2.access"}
+    # A canvas is written in canvas Markdown, which has a rule of its own (bot/slack/canvas_markdown.py:
+    # no mention, no notification, no link the report may not make), held by tests/bot/slack/test_canvas_markdown*.
+    own_rule = {"canvases.create", "canvases.edit"}
+    unruled = set(fake_slack._methods) - reads - own_rule - TEXT_METHODS
+    assert not unruled, sorted(unruled)
 
 
 def _bolt_text_calls() -> list[tuple[str, int, str]]:

@@ -14,7 +14,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack.scopes import REQUIRED_BOT_SCOPES
-from tests.fakes.scopes import APP_LEVEL_SCOPES, HISTORY_SCOPES, METHOD_SCOPES, manifest_bot_scopes
+from tests.fakes.scopes import APP_LEVEL_SCOPES, HISTORY_SCOPES, METHOD_SCOPES, READ_SCOPES, manifest_bot_scopes
 from tests.fakes.slack import FakeSlack
 from tests.helpers import api_methods_of, sdk_calls_in_code
 from tests.paths import ROOT
@@ -34,7 +34,9 @@ def test_every_slack_method_the_code_calls_is_granted_by_the_manifest() -> None:
                 problems.append(f"{method} ({', '.join(sorted(files))}): teach tests/fakes/scopes.py its scope")
                 continue
             needed = METHOD_SCOPES[method]
-            options = [tuple(HISTORY_SCOPES.values())] if needed == ("<history>",) else [needed]
+            # By the conversation's kind: each kind's scope must be granted (the code reads every kind).
+            kinds = {("<history>",): HISTORY_SCOPES, ("<read>",): READ_SCOPES}.get(needed)
+            options = [(scope,) for scope in kinds.values()] if kinds is not None else [needed]
             for scopes in options:
                 if scopes and not granted & set(scopes):
                     problems.append(f"{method} ({', '.join(sorted(files))}) needs {' or '.join(scopes)}")

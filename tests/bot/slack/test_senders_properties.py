@@ -39,6 +39,7 @@ NOT_SENDERS = {
     "render.first_sentence": "a section's first sentence, escaped by the index that shows it",
     "stream_render.digest": "a hash of a chunk, never sent",
     "recheck.describe": "fixed words ('weekly', 'every 3 days')",
+    "mentions.bot_user": "the bot's user id in the event's workspace, compared with, never sent",
 }
 # Senders that need Redis and Slack to answer (they read spend and budgets): what they send goes out
 # through the wire's rule (bot/slack/outgoing.py) and their renderers are driven below.

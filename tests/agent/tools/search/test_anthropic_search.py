@@ -112,6 +112,8 @@ async def test_a_model_without_the_server_tool_is_a_configuration_failure(
 
 async def test_a_rate_limited_api_answers_the_tool_instead_of_failing_the_run(
         fake_model: FakeAnthropic, http: httpx.AsyncClient) -> None:
-    fake_model.fail_next(429, times=5)
+    # A 429 that says the organization's spend limit is reached is not waited out (agent/capacity.py):
+    # the tool answers with what went wrong, and the run goes on.
+    fake_model.fail_next(429, times=5, message="You have reached your specified API usage spend limit.")
     result, _, _ = await searched(fake_model, http, SearchConfig(provider="anthropic"))
     assert result.is_error and "Anthropic's web search could not be used" in result.text
