@@ -204,7 +204,7 @@ class Expected:
     def of(cls, state: RunState, redis_url: str, streamed: bool = False) -> Expected:
         redis = Redis.from_url(redis_url)
         try:
-            raw = redis.get(keys.canvas(CHANNEL, state.run.report_message or ""))
+            raw = redis.get(keys.canvas(state.run.team, CHANNEL, state.run.report_message or ""))
         finally:
             redis.close()
         record = CanvasRecord.model_validate_json(raw) if raw else None
