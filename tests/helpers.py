@@ -101,9 +101,9 @@ def key_kinds() -> list[KeyKind]:
                     regex += re.escape(piece)
                 else:
                     regex += f"(?P<{piece}>{'.+' if piece in GREEDY_PARTS else '[^:]+'})"
-            # `…:runs`, `…:stale`-style records kept beside a builder's key belong to the same owner.
+            # `…:runs`, `…:stale`, `…:runs:{channel}`-style records kept beside a builder's key belong to its owner.
             literal = len("".join(pieces[0::2]))
-            kinds.append((literal, len(params), KeyKind(name, params, re.compile(f"{regex}(?::[\\w-]+)?"), function)))
+            kinds.append((literal, len(params), KeyKind(name, params, re.compile(f"{regex}(?::[\\w.-]+)*"), function)))
     # The most specific first: the most literal text, then the most parts.
     return [kind for *_, kind in sorted(kinds, key=lambda k: (-k[0], -k[1]))]
 

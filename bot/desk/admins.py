@@ -20,30 +20,37 @@ from jobs import RunState
 __all__ = ["is_admin", "may_control", "only_who_may"]
 
 
-def _of_this_organization(services: Services, user: dict[str, Any]) -> bool:
-    """The person belongs to the installation's workspace, or to its Enterprise Grid organization."""
-    if services.team_id and user.get("team_id") == services.team_id:
+def _of_this_organization(services: Services, user: dict[str, Any], team: str | None, enterprise: str | None) -> bool:
+    """The person belongs to the workspace in question (the event's or the run's: each installation's
+    in multi-workspace mode, else the one bot token's), or to its Enterprise Grid organization."""
+    team = team or services.team_id
+    if team and user.get("team_id") == team:
         return True
-    enterprise = (user.get("enterprise_user") or {}).get("enterprise_id")
-    return bool(services.enterprise_id and enterprise == services.enterprise_id)
+    organization = enterprise or services.enterprise_id
+    theirs = (user.get("enterprise_user") or {}).get("enterprise_id")
+    return bool(organization and theirs == organization)
 
 
-async def is_admin(services: Services, client: AsyncWebClient, user: str) -> bool:
-    """Listed in DEEPTHREAD_ADMINS, or an admin or owner of this workspace (users.info)."""
+async def is_admin(
+    services: Services, client: AsyncWebClient, user: str, *, team: str | None = None, enterprise: str | None = None
+) -> bool:
+    """Listed in DEEPTHREAD_ADMINS, or an admin or owner of workspace `team` (users.info); `team`
+    unset: the bot token's own workspace."""
     if user in services.admins:
         return True
     try:
         info = (await client.users_info(user=user))["user"]
     except SlackApiError:
         return False  # without users:read we cannot tell: only listed admins count
-    if not _of_this_organization(services, info):
+    if not _of_this_organization(services, info, team, enterprise):
         return False  # a Slack Connect guest: is_admin is about their own organization
     return bool(info.get("is_admin") or info.get("is_owner") or info.get("is_primary_owner"))
 
 
 async def may_control(services: Services, client: AsyncWebClient, state: RunState, user: str) -> bool:
     """The person who asked, or an admin."""
-    return user == state.run.requester or await is_admin(services, client, user)
+    run = state.run
+    return user == run.requester or await is_admin(services, client, user, team=run.team, enterprise=run.enterprise)
 
 
 def only_who_may(state: RunState, what: str) -> str:

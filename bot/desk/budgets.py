@@ -130,7 +130,7 @@ NOT_ADMIN = (
 async def budget_reply(
     services: Services, client: AsyncWebClient, change: BudgetChange, *, team: str | None, user: str
 ) -> str:
-    if not await is_admin(services, client, user):
+    if not await is_admin(services, client, user, team=team):
         return NOT_ADMIN
     spend: Spend = services.spend
     await asyncio.to_thread(spend.set_budget, team, change.scope, change.usd, change.channel, change.user)

@@ -37,7 +37,7 @@ async def plan_first_command(
     found = _COMMAND.match(text)
     if found is None:
         return None
-    if not await is_admin(services, client, user):
+    if not await is_admin(services, client, user, team=team):
         return "Only a workspace admin (or one named in DEEPTHREAD_ADMINS) can change plan first for a channel."
     on = found.group("state").lower() == "on"
     if on:

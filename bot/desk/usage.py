@@ -247,7 +247,7 @@ async def usage_reply(
     """The reply for `usage` written in `channel` by `user`; `private`: only they will see it (the
     slash command's answer, or a direct message). Admins get the workspace view there."""
     spend = services.spend
-    if private and user and await is_admin(services, client, user):
+    if private and user and await is_admin(services, client, user, team=team):
         usage = await asyncio.to_thread(spend.month, team)
         caps = await asyncio.to_thread(spend.caps, team, None)
         channels = [t.key for t in usage.channels] + [r.channel for r in usage.top_runs]
