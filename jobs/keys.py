@@ -61,6 +61,7 @@ _SHARED = {
     "RECHECKS_TO_SHOW": "recheck:to-show",  # re-check runs serve must post at once
     "RECHECK_DIGESTS": "recheck:digests",  # ended re-checks whose digest is owed
     "RECHECK_NOTICES": "recheck:notices",  # skip notices serve says in the thread
+    "CAPACITY_MODELS": "capacity:models",  # set: models some run has asked capacity for (jobs/capacity.py)
 }
 
 if TYPE_CHECKING:  # what the module offers, typed; at run time __getattr__ builds each from the prefix
@@ -75,6 +76,7 @@ if TYPE_CHECKING:  # what the module offers, typed; at run time __getattr__ buil
     RECHECKS_TO_SHOW: str
     RECHECK_DIGESTS: str
     RECHECK_NOTICES: str
+    CAPACITY_MODELS: str
 else:
 
     def __getattr__(name: str) -> str:
@@ -297,7 +299,6 @@ def file_refusal(team: str | None, version_key: str) -> str:
     return f"{_deployment.prefix}:file-refusal:{team_part(team)}:{version_key}"
 
 
-CAPACITY_MODELS = f"{_deployment.prefix}:capacity:models"  # set: models some run has asked capacity for
 
 
 def capacity(model: str) -> str:

@@ -17,7 +17,8 @@ from tests.helpers import WITHOUT_OWNER, KeyKind, key_kinds
 from tests.paths import ROOT
 
 SHARED = {"PREFIX", "QUEUE", "UPDATES_STREAM", "ACTIVE_RUNS", "HARD_STOPS", "HARD_STOP_REASONS", "UNPOSTED",
-          "RECHECKS_TO_SHOW", "RECHECK_DIGESTS", "RECHECK_NOTICES", "PUBLISHER_CURSOR", "INSTALLATIONS", "PLANS_DUE"}
+          "RECHECKS_TO_SHOW", "RECHECK_DIGESTS", "RECHECK_NOTICES", "PUBLISHER_CURSOR", "INSTALLATIONS", "PLANS_DUE",
+          "IDLE_SESSIONS", "CAPACITY_MODELS"}
 
 
 @pytest.fixture
@@ -63,6 +64,16 @@ def _frozen_copies(path: Path) -> list[str]:
                 if isinstance(sub, ast.Attribute) and sub.attr in SHARED:
                     found.append(f"{path}:{node.lineno} copies {sub.attr}")
     return found
+
+
+@pytest.mark.parametrize("module", ["jobs/keys.py", "bot/keys.py"])
+def test_the_key_modules_build_no_name_at_import(module: str) -> None:
+    """A module-level name built from the prefix keeps the prefix of import time: the shared names
+    are built at each use (their __getattr__), never as constants."""
+    tree = ast.parse((ROOT / module).read_text())
+    frozen = [node.lineno for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
+              and node.value is not None and any(isinstance(sub, ast.JoinedStr) for sub in ast.walk(node.value))]
+    assert frozen == [], f"{module} builds key names at import on lines {frozen}: add them to _SHARED"
 
 
 def test_no_module_keeps_a_key_name_from_before_the_prefix_was_set() -> None:
