@@ -299,8 +299,6 @@ def file_refusal(team: str | None, version_key: str) -> str:
     return f"{_deployment.prefix}:file-refusal:{team_part(team)}:{version_key}"
 
 
-
-
 def capacity(model: str) -> str:
     """Prefix of one model's shared capacity records (jobs/capacity.py lists them)."""
     return f"{_deployment.prefix}:capacity:{model}:"
