@@ -20,6 +20,7 @@ from bot import limits
 from bot.catalogue import money, plural, words_for
 from bot.settings import DEFAULT_STOP_REACTION
 from bot.slack.mrkdwn import escape_text, link, paragraph_texts, shorten_mrkdwn, split_text, to_mrkdwn
+from bot.slack.outgoing import inert
 from jobs import RunState, RunStatus
 
 from .canvas_render import CanvasDocument, canvas_assembly, render_canvas
@@ -652,7 +653,8 @@ def _attachment(state: RunState, report: AssembledReport) -> Attachment:
     size = f"{_plural(len(report.sections), 'section')}, {_plural(len(report.footnotes), 'source')}"
     return Attachment(
         filename=f"deepthread-report-{state.run.id}.md",
-        title=f"Full report: {shorten(question, FILE_TITLE_CHARS)}",
+        # A file title is shown as it is: the question's @channel or <!here> must stay words.
+        title=inert(f"Full report: {shorten(question, FILE_TITLE_CHARS)}", "plain"),
         content=to_markdown(question, report, footer),
         comment=f"📎 The full report ({size}) · {_status_line(state)}",
     )

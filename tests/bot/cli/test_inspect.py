@@ -76,7 +76,7 @@ def test_inspect_counts_the_fetches_read_page_refused(redis: Redis, redis_url: s
     state = RunStore(redis).create(Run(question="VTI expense ratio for our private plan",
                                        channel="C0TEST", thread_ts="1700000000.000100"))
     enqueue(redis, state.run)
-    SimpleWorker([Queue(QUEUE, connection=redis)], connection=redis).work(burst=True)
+    SimpleWorker([Queue(keys.QUEUE, connection=redis)], connection=redis).work(burst=True)
     assert RunStore(redis).get(state.run.id).status.value == "completed"
     assert not [p for _, p in fake_web.requests if p.startswith("/collect")], "nothing was sent out"
     listing = subprocess.run(DEEPTHREAD + ["inspect", state.run.id], env=environment(REDIS_URL=redis_url), cwd=ROOT,
