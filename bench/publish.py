@@ -42,6 +42,7 @@ import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from redis import Redis
 from redis.asyncio import Redis as AsyncRedis
@@ -217,22 +218,31 @@ class Expected:
 
     def shown_by(self, slack: FakeSlack) -> bool:
         """A person sees the run's end: the report (and its canvas), and the progress's end state."""
+        return not self.difference(slack)
+
+    def difference(self, slack: FakeSlack) -> str:
+        """What Slack shows short of the run's end ("" when nothing): which part, and how."""
         run = self.state.run
         report = slack.message(CHANNEL, run.report_message or "")
         if report is None or (report.text, report.blocks) != self.report:
-            return False
+            return f"report message {run.report_message}: " + (_diff(report.text, self.report[0]) if report else "gone")
         if self.streamed:
             streams = slack_streaming.streams_in(slack, CHANNEL, run.thread_ts or "")
             if not streams or not streams[-1].text.rstrip().endswith(end_text(self.state)):
-                return False
+                return f"last stream lacks the end: {streams[-1].text[-120:]!r}" if streams else "no stream"
         else:
             progress = slack.message(CHANNEL, run.progress_message or "")
             if progress is None or (progress.text, progress.blocks) != self.progress:
-                return False
+                shown = _diff(progress.text, self.progress[0]) if progress else "gone"
+                sent = [c.get("text", "")[:60] for c in slack.calls_of("chat.update") if c.get("ts") == run.progress_message]
+                return f"progress message {run.progress_message}: {shown}; chat.update sent it {sent}"
         canvases = [c for c in slack_canvases.canvases(slack) if c.title.endswith(f"question {_number(run)}: "
                                                                                   "compare the fees of funds A, B and C")]
         shown = [s.markdown for s in canvases[0].sections] if canvases else None
-        return shown == self.canvas and not [f for f in slack.files() if f.thread_ts == run.thread_ts]
+        if shown != self.canvas:
+            return f"canvas: {len(shown or [])} sections shown, {len(self.canvas or [])} expected"
+        files = [f for f in slack.files() if f.thread_ts == run.thread_ts]
+        return f"{len(files)} file(s) in the thread" if files else ""
 
     def settled_in(self, slack: FakeSlack) -> bool:
         """Shown, and nothing left to do: a streamed run's last stream stopped too."""
@@ -242,6 +252,28 @@ class Expected:
             streams = slack_streaming.streams_in(slack, CHANNEL, self.state.run.thread_ts or "")
             return not streams[-1].streaming
         return True
+
+
+def _where(task: asyncio.Task[None]) -> str:
+    """Where a stuck sync waits: the chain of awaits from the task's coroutine inwards."""
+    chain, awaited = [], task.get_coro()
+    while awaited is not None and len(chain) < 30:
+        frame = getattr(awaited, "cr_frame", None) or getattr(awaited, "gi_frame", None)
+        if frame is not None:
+            chain.append(f"{frame.f_code.co_name} ({Path(frame.f_code.co_filename).name}:{frame.f_lineno})")
+        nxt = getattr(awaited, "cr_await", None) or getattr(awaited, "gi_yieldfrom", None)
+        if nxt is None and frame is None:
+            chain.append(repr(awaited)[:120])
+        awaited = nxt
+    return " -> ".join(chain)
+
+
+def _diff(shown: str, wanted: str) -> str:
+    """Where two texts part (the blocks follow the text, so the text is what a reader compares)."""
+    if shown == wanted:
+        return "same text, other blocks"
+    at = next((i for i, (a, b) in enumerate(zip(shown, wanted, strict=False)) if a != b), min(len(shown), len(wanted)))
+    return f"shows {shown[max(0, at - 40):at + 80]!r}, should show {wanted[max(0, at - 40):at + 80]!r}"
 
 
 def _number(run: Run) -> int:
@@ -263,27 +295,28 @@ class Figures:
     runs: int
     in_canvas: int
     calls_per_run: list[Counter[str]] = field(default_factory=list)  # every Slack write of each run, by method
+    not_exact: list[str] = field(default_factory=list)  # for each run not shown exactly, what differs
 
 
 async def follow(slack: FakeSlack, pool: ThreadPoolExecutor, run: asyncio.Future[tuple[int, float, RunState]],
-                 deadline: float, redis_url: str, streamed: bool = False) -> tuple[int, float, bool]:
+                 deadline: float, redis_url: str, streamed: bool = False) -> tuple[int, float, str]:
     """Wait for a run's last event, then for Slack to show its final state, then for nothing to be
-    left to do; (events, latency until shown, exact at the end)."""
+    left to do; (events, latency until shown, what is not exact at the end: "" when all is)."""
     applied, finished_at, state = await run
     loop = asyncio.get_running_loop()
     expected = await loop.run_in_executor(pool, Expected.of, state, redis_url, streamed)
-    while not expected.shown_by(slack):
+    while difference := expected.difference(slack):
         if time.monotonic() > deadline:
-            return applied, time.monotonic() - finished_at, False
+            return applied, time.monotonic() - finished_at, f"run {state.run.id}: {difference}"
         await asyncio.sleep(POLL_SECONDS)
         # The canvas's link is known once it exists: what the report should show follows it.
         expected = await loop.run_in_executor(pool, Expected.of, state, redis_url, streamed)
     latency = time.monotonic() - finished_at
     while not expected.settled_in(slack):
         if time.monotonic() > deadline:
-            return applied, latency, False
+            return applied, latency, f"run {state.run.id}: its last stream was never stopped"
         await asyncio.sleep(POLL_SECONDS)
-    return applied, latency, True
+    return applied, latency, ""
 
 
 async def one_pass(label: str, runs: int, seconds: float, publishers: int, *, ours: bool,
@@ -320,6 +353,10 @@ async def one_pass(label: str, runs: int, seconds: float, publishers: int, *, ou
                 workload = max(finished for _, finished, _ in await asyncio.gather(*drivers)) - started
                 finals = [state for _, _, state in await asyncio.gather(*drivers)]
             wall = time.monotonic() - started
+            stuck = [f"run {run_id}: a sync still under way at the end, at {_where(task)}"
+                     for p in instances for run_id, task in p._tasks.items()]  # noqa: SLF001 (a diagnosis)
+            stuck += [f"{task.get_name()} {'cancelling' if task.cancelling() else ''}: {_where(task)}"
+                      for task in asyncio.all_tasks() if task.get_coro().__name__ == "keep"]
             stop_drivers.set()
             stop_publishers.set()
             await asyncio.gather(*tasks, return_exceptions=True)
@@ -338,7 +375,9 @@ async def one_pass(label: str, runs: int, seconds: float, publishers: int, *, ou
                            count_429=sum(slack.count_429.values()), by_method_429=slack.count_429,
                            other_calls=others, workload_seconds=workload,
                            wall_seconds=wall, latencies=[latency for _, latency, _ in outcomes],
-                           exact_runs=sum(ok for _, _, ok in outcomes), runs=runs,
+                           exact_runs=sum(not why for _, _, why in outcomes), runs=runs,
+                           not_exact=[why for _, _, why in outcomes if why] + (stuck if any(
+                               why for _, _, why in outcomes) else []),
                            in_canvas=len(slack_canvases.canvases(slack)), calls_per_run=calls_per_run)
     finally:
         local.stop()
@@ -434,8 +473,8 @@ async def main(argv: list[str] | None = None) -> int:
     show(results)
     for ours in results[: len(modes)]:
         if ours.exact_runs != ours.runs:
-            print(f"\nFAIL ({ours.label}): {ours.runs - ours.exact_runs} run(s) do not show their final state exactly",
-                  file=sys.stderr)
+            print(f"\nFAIL ({ours.label}): {ours.runs - ours.exact_runs} run(s) do not show their final state exactly:",
+                  *ours.not_exact, sep="\n  ", file=sys.stderr)
             return 1
         if ours.count_429:
             print(f"\nFAIL ({ours.label}): our publisher received {ours.count_429} 429(s) {ours.by_method_429}; "

@@ -28,6 +28,7 @@ from agent.task import PriorRun
 from agent.visibility import is_requester_dm
 
 from . import keys, ownership
+from .background import Stop
 from .capacity import RedisModelLimiter
 from .connection import connect_async
 from .continuation import prior_of
@@ -152,7 +153,8 @@ async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime, tenur
 
     task = asyncio.create_task(work(), name=f"research-{run_id}")
     tenure.on_lost(task.cancel)  # a job that lost the run stops at once, mid-turn if need be
-    keeper = asyncio.create_task(tenure.keep(async_redis), name=f"lease-{run_id}")
+    stop_keeping = Stop()
+    keeper = asyncio.create_task(tenure.keep(async_redis, stop_keeping), name=f"lease-{run_id}")
 
     def hand_back() -> None:
         handing_back.set()
@@ -169,8 +171,8 @@ async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime, tenur
         return _Ran(holder["state"], handed_back=True)
     finally:
         stopping()
-        keeper.cancel()
-        await asyncio.gather(keeper, return_exceptions=True)
+        stop_keeping.set()  # between renewals, never by cancelling one mid-call (jobs/background.py)
+        await asyncio.wait([keeper])
         await async_redis.aclose()
     if tenure.lost is not None:  # lost as the work ended: whatever it wrote last was refused
         raise LeaseLost(run_id)

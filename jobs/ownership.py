@@ -31,6 +31,7 @@ from redis.asyncio import Redis as AsyncRedis
 from redis.exceptions import RedisError
 
 from . import keys
+from .background import Stop
 from .exceptions import LeaseLost
 from .metrics import metrics
 
@@ -144,13 +145,14 @@ class Tenure:
         self.lose("a write was refused: another job holds the run")
         return LeaseLost(self.lease.run_id)
 
-    async def keep(self, redis: AsyncRedis) -> None:
-        """Renew every third of the lease until cancelled, or until it is lost: refused by Redis, or
-        not renewed within its lifetime (measured from when each renewal was sent, so this side
-        always gives up before Redis lets the lock go)."""
+    async def keep(self, redis: AsyncRedis, stop: Stop | None = None) -> None:
+        """Renew every third of the lease until asked to stop (between renewals, never mid-call:
+        jobs/background.py), or until it is lost: refused by Redis, or not renewed within its
+        lifetime (measured from when each renewal was sent, so this side always gives up before
+        Redis lets the lock go)."""
+        stop = stop or Stop()
         renewed_at = self.lease.acquired_at
-        while self.lost is None:
-            await asyncio.sleep(self.seconds / 3)
+        while self.lost is None and not await stop.pause(self.seconds / 3):
             sent = time.monotonic()
             left = renewed_at + self.seconds - sent
             if left <= 0:

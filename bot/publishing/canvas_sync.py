@@ -12,12 +12,16 @@ the digest of its Markdown and its canvas section id. A sync compares the render
 - a changed one (revise_section, a new footnote) replaces exactly its own section;
 - one the report no longer has is deleted.
 
-Section ids come from canvases.sections.lookup by the heading's text, right after the section was
-written, leaving out every id already known: each heading is unique (it is numbered), and whatever
-else a lookup matches is a section already placed, so the one id left is the new section's. An id
-that cannot be told (or a section Slack no longer has: `canvas_editing_failed`) sends the whole
-document once (a replace without section_id), and the ids are looked up again. The record is saved
-after every edit, so a crash or a rate-limit wait resumes where it stopped.
+Section ids come from canvases.sections.lookup by the heading's text, when an edit first needs one
+(the section is replaced, deleted, or a new one goes before it), not after every write: a burst of
+thirty sections then costs one insert and no lookups, where looking each up at once cost thirty
+(and, at the lookups' Tier 3, most of a minute of a busy workspace's slots). Each heading is unique
+(it is numbered), but a lookup matches any section whose text holds it (the sources quote passages);
+whatever else it matches is a section already placed, so the ids of those not known yet are found
+first, by their own headings, and the one id left is the section's. An id that cannot be told (or a
+section Slack no longer has: `canvas_editing_failed`) sends the whole document once (a replace
+without section_id), and the ids are looked up again. The record is saved after every edit, so a
+crash or a rate-limit wait resumes where it stopped.
 
 The canvas is created with canvases.create (a standalone canvas, tabbed in the channel only where
 the workspace's plan requires it), opened to the channel for reading (canvases.access.set), and
@@ -266,8 +270,7 @@ class CanvasSync:
                     # Changed: replace exactly this section.
                     section_id = await self._id_of(state, record, placed, placed[at])
                     await self._change(state, record, _content("replace", [part], section_id))
-                    placed[at] = Placed(key=part.key, heading=part.heading, digest=part.digest())
-                    await self._find(state, record, placed, [placed[at]])
+                    placed[at] = Placed(key=part.key, heading=part.heading, digest=part.digest())  # a new id
                     await save()
                     continue
                 # New, with the new ones right after it (a burst of sections): one insert for all,
@@ -288,7 +291,6 @@ class CanvasSync:
                     await self._change(state, record, _content("insert_before", batch, section_id))
                 new = [Placed(key=p.key, heading=p.heading, digest=p.digest()) for p in batch]
                 placed[before:before] = new
-                await self._find(state, record, placed, new)
                 await save()
         except _StaleSection:
             await self._rewrite(state, record, document)
@@ -306,26 +308,43 @@ class CanvasSync:
             raise
 
     async def _id_of(self, state: RunState, record: CanvasRecord, placed: list[Placed], section: Placed) -> str:
-        """A placed section's id, looked up if it is not known; unknown for good: _StaleSection."""
-        found = section.section_id or await self._lookup(state, record, placed, section)
-        if not found:
+        """A placed section's id, looked up (and kept) if it is not known; unknown for good: _StaleSection."""
+        if not section.section_id:
+            section.section_id = await self._lookup(state, record, placed, section)
+        if not section.section_id:
             raise _StaleSection()
-        return found
+        return section.section_id
 
     async def _lookup(self, state: RunState, record: CanvasRecord, placed: list[Placed], section: Placed) -> str:
-        """The id of the section with this heading: the one a lookup finds that no other placed section has."""
+        """The id of the section with this heading; "" when it cannot be told. When the lookup also
+        matches sections whose ids are not known yet (their text holds this heading), those are found
+        first, each by its own heading, longest first, and the lookup is asked again."""
+        found = await self._lookup_once(record, placed, section)
+        unknown = [p for p in placed if p is not section and p.key != section.key and not p.section_id]
+        if found is not None or not unknown:
+            return found or ""
+        for other in sorted(unknown, key=lambda p: len(p.heading), reverse=True):
+            other.section_id = await self._lookup_once(record, placed, other) or ""
+        return await self._lookup_once(record, placed, section) or ""
+
+    async def _lookup_once(self, record: CanvasRecord, placed: list[Placed], section: Placed) -> str | None:
+        """The one id a lookup by this heading finds that no other placed section has; "" for none,
+        None for more than one."""
         answer = await self.client.canvases_sections_lookup(  # a read, counted at its tier by the client
             canvas_id=record.canvas_id, criteria={"section_types": ["h2"], "contains_text": section.heading}
         )
         known = {p.section_id for p in placed if p is not section and p.key != section.key and p.section_id}
         candidates = [str(s.get("id")) for s in answer.get("sections") or [] if str(s.get("id")) not in known]
-        return candidates[0] if len(candidates) == 1 else ""
+        if len(candidates) > 1:
+            return None
+        return candidates[0] if candidates else ""
 
     async def _find(self, state: RunState, record: CanvasRecord, placed: list[Placed], written: list[Placed]) -> None:
         """The ids of sections just written, longest heading first: a heading another contains is
         looked up once that one is known (and so left out)."""
         for section in sorted(written, key=lambda p: len(p.heading), reverse=True):
-            section.section_id = await self._lookup(state, record, placed, section)
+            if not section.section_id:  # found already while telling another's id apart
+                section.section_id = await self._lookup(state, record, placed, section)
 
     async def _rewrite(self, state: RunState, record: CanvasRecord, document: CanvasDocument) -> None:
         """The whole document at once (ids were lost), then every id looked up again, longest heading first:

@@ -10,11 +10,10 @@ so it shrinks at once when the workspace calms; a sync that sent nothing does no
 
 from __future__ import annotations
 
-import asyncio
-
 from redis.asyncio import Redis as AsyncRedis
 
 from bot import keys
+from jobs.background import Stop
 
 __all__ = ["LEASE_SECONDS", "Leases"]
 
@@ -88,10 +87,9 @@ class Leases:
         """The sync holding the lease edited a message: the coalescing interval starts now."""
         await self._edited(keys=[keys.last_sync(run_id)], args=[LAST_SYNC_TTL_SECONDS * 1000])
 
-    async def keep(self, run_id: str) -> None:
-        """Renew the run's lease until cancelled."""
-        while True:
-            await asyncio.sleep(LEASE_SECONDS / 3)
+    async def keep(self, run_id: str, stop: Stop) -> None:
+        """Renew the run's lease until asked to stop (jobs/background.py: never cancelled mid-call)."""
+        while not await stop.pause(LEASE_SECONDS / 3):
             await self._renew(keys=[keys.sync_lease(run_id)], args=[self.owner, int(LEASE_SECONDS * 1000)])
 
     async def release(self, key: str) -> None:

@@ -135,6 +135,14 @@ class MessageSync:
             if ts and stored.get(name) != message.digest():
                 done = await self._update(state, name, ts, message, rendered_at, stored.get(name), links)
                 ok, edited = ok and done.ok, edited or done.sent
+            log.debug(
+                "run %s v%s (%s): %s %s",
+                run.id,
+                state.version,
+                state.status.value,
+                name,
+                "unchanged" if ts and stored.get(name) == message.digest() else f"synced, ts={ts}",
+            )
         if report.canvas_later and self.canvases is not None:
             ok = await self._canvas(state, links) and ok
         ok = await self.file_notices.sync(state) and ok  # after the messages: the report comes first
@@ -232,6 +240,7 @@ class MessageSync:
                     if message.digest() == sent:
                         return None
             await self.client.chat_update(channel=channel, ts=ts, text=message.text, blocks=message.blocks)
+            log.debug("run %s: %s sent, %s", run.id, name, message.text[:50])
             return message.digest()
 
         try:

@@ -18,9 +18,11 @@ and no post is sent once the lease is lost: another replica posts the run then.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 import uuid
+from functools import partial
 from types import TracebackType
 from typing import Any
 
@@ -32,6 +34,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot import keys
 from bot.slack.client import take_slots
 from jobs import AsyncRuns, Run
+from jobs.background import Stop, beside
 from jobs.connection import text
 from jobs.runs import POSTING_LEASE_SECONDS
 
@@ -70,20 +73,21 @@ class PostingLease:
         self.seconds = seconds
         self.owner = uuid.uuid4().hex
         self.held = False
-        self._keeper: asyncio.Task[None] | None = None
+        self._keeper: contextlib.AbstractAsyncContextManager[asyncio.Task[None]] | None = None
 
     async def __aenter__(self) -> PostingLease:
         self.held = await self.runs.claim_posting(self.run_id, self.seconds, self.owner)
         if self.held:
-            self._keeper = asyncio.create_task(self._keep(time.monotonic()), name=f"posting-{self.run_id}")
+            # Renewed while the posts are made, stopped between renewals (jobs/background.py).
+            self._keeper = beside(partial(self._keep, time.monotonic()), f"posting-{self.run_id}")
+            await self._keeper.__aenter__()
         return self
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         if self._keeper is not None:
-            self._keeper.cancel()
-            await asyncio.gather(self._keeper, return_exceptions=True)
+            await self._keeper.__aexit__(None, None, None)
         if self.held:
             await self.runs.release_posting(self.run_id, self.owner)
 
@@ -92,9 +96,8 @@ class PostingLease:
         if not self.held:
             raise PostingLost(self.run_id)
 
-    async def _keep(self, renewed_at: float) -> None:
-        while self.held:
-            await asyncio.sleep(self.seconds / 3)
+    async def _keep(self, renewed_at: float, stop: Stop) -> None:
+        while self.held and not await stop.pause(self.seconds / 3):
             sent = time.monotonic()
             left = renewed_at + self.seconds - sent
             try:

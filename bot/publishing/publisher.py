@@ -46,6 +46,7 @@ from bot.slack.ratelimit import FINAL_CALLS_PER_RUN, SlackRateLimiter
 from bot.slack.tenancy import Tenant, acting_for
 from jobs import RunNotFound, Runs, RunState, RunStore
 from jobs import keys as run_keys
+from jobs.background import beside
 from jobs.connection import text
 from jobs.logcontext import log_context
 from jobs.metrics import metrics
@@ -337,28 +338,32 @@ class Publisher:
         # The final state is flushed at once: a run that left the active set has ended.
         if wait > 0 and not await self._is_active(run_id):
             wait = await self._try_lease(run_id, force=True)
+        log.debug(
+            "run %s: sync lease %s",
+            run_id,
+            "taken" if wait == 0 else "held elsewhere" if wait < 0 else f"after {wait:.1f} s",
+        )
         if wait != 0:
             if dirty:
                 self._dirty.add(run_id)
             self._schedule(run_id, time.monotonic() + (LEASED_RETRY_SECONDS if wait < 0 else wait))
             return
-        renewing = asyncio.create_task(self.leases.keep(run_id))
         try:
-            state = await self._load(run_id)  # read under the lease: nothing newer was synced before
-            if state is None:
-                return
-            with log_context(run_id=run_id, team=state.run.team):
-                synced = await self._sync_state(state)
-            ok = synced.ok
-            if synced.sent and ok:  # how long the change took to reach Slack
-                metrics().publisher_lag.observe(max(0.0, (utcnow() - state.updated_at).total_seconds()))
-            if synced.sent and self.update_interval > 0:
-                await self.leases.edited(run_id)  # before the lease goes: the next claim sees it
-            if ok and state.status.finished:
-                self._final_shown(run_id)
+            # Renewed while the sync runs, and stopped between renewals (jobs/background.py).
+            async with beside(partial(self.leases.keep, run_id), f"sync-lease-{run_id}"):
+                state = await self._load(run_id)  # read under the lease: nothing newer was synced before
+                if state is None:
+                    return
+                with log_context(run_id=run_id, team=state.run.team):
+                    synced = await self._sync_state(state)
+                ok = synced.ok
+                if synced.sent and ok:  # how long the change took to reach Slack
+                    metrics().publisher_lag.observe(max(0.0, (utcnow() - state.updated_at).total_seconds()))
+                if synced.sent and self.update_interval > 0:
+                    await self.leases.edited(run_id)  # before the lease goes: the next claim sees it
+                if ok and state.status.finished:
+                    self._final_shown(run_id)
         finally:
-            renewing.cancel()
-            await asyncio.gather(renewing, return_exceptions=True)
             await self.leases.release(keys.sync_lease(run_id))
         if not ok:
             self._dirty.add(run_id)

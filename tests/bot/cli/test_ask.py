@@ -5,7 +5,9 @@ import re
 import signal
 import subprocess
 from pathlib import Path
+from typing import Any
 
+from tests.fakes.anthropic import Reply
 from tests.fakes.policies import SteadyPolicy
 from tests.processes import DEEPTHREAD, ROOT, environment, wait_for
 
@@ -16,8 +18,15 @@ def ask_env(fake_model, fake_web, **extra: str) -> dict[str, str]:
 
 
 def test_ctrl_c_keeps_the_sections_already_written(tmp_path: Path, fake_model, fake_web) -> None:
-    fake_web.slow_seconds = 60
-    fake_model.policy = SteadyPolicy(turns=50, slow_url=f"{fake_web.url}/slow")  # a section, then a slow page
+    steady = SteadyPolicy(turns=50)  # a section at turn 2
+
+    def section_then_a_slow_model(request: dict[str, Any]) -> Reply:
+        reply = steady(request)
+        if steady.turn >= 2:  # from the next request on, the model takes a minute: Ctrl-C lands mid-run
+            fake_model.delay = 60.0
+        return reply
+
+    fake_model.policy = section_then_a_slow_model
     out = tmp_path / "report.md"
     process = subprocess.Popen(DEEPTHREAD + ["ask", "expense ratio VTI SCHB ITOT", "--out", str(out)],
                                env=ask_env(fake_model, fake_web), cwd=ROOT, stdout=subprocess.PIPE,

@@ -165,6 +165,37 @@ async def test_a_canvas_someone_deleted_is_made_again(redis: Redis, async_redis,
     assert f"/docs/{TEAM_ID}/{second.id}|" in text_of(fake_slack, state.run.report_message or "")
 
 
+async def test_section_ids_are_looked_up_only_when_an_edit_needs_one_and_told_apart_from_sections_quoting_them(
+        redis: Redis, async_redis, client, fake_slack: FakeSlack) -> None:
+    # Twelve sections in one burst: "1. Finding 1" is inside "11. Finding 11", "12. Finding 12" and
+    # the sources (which quote "Finding 1 holds."), so telling its id takes the others' ids first.
+    store = RunStore(redis)
+    state = await posted_run(store, client, team=TEAM_ID)
+    publisher = Publisher(redis, async_redis, store, client)
+    state = long_report(store, state, sections=12)
+    assert await publisher.sync(state)
+    assert fake_slack.calls_of("canvases.sections.lookup") == [], "a burst of new sections costs no lookups"
+
+    ids, edits = [s.id for s in the_canvas(fake_slack).sections], len(the_canvas(fake_slack).edits)
+    state = store.apply(state, SectionRevised(section_id="sec1", body="Corrected: one holds [s1].", reason="newer"))
+    assert await publisher.sync(state)
+    canvas = the_canvas(fake_slack)
+    [change] = canvas.edits[edits:]
+    assert change["operation"] == "replace" and change["section_id"] == ids[0]
+    assert canvas.headings()[0] == "1. Finding 1 (revised ×1)"
+    assert "Corrected: one holds" in canvas.sections[0].markdown and len(canvas.headings()) == 13
+    first = len(fake_slack.calls_of("canvases.sections.lookup"))
+    assert 1 < first <= 14, "the look-alikes' ids first, then the section's"
+
+    ids, edits = [s.id for s in canvas.sections], len(canvas.edits)
+    state = store.apply(state, SectionRevised(section_id="sec5", body="Corrected: five holds [s5].", reason="newer"))
+    assert await publisher.sync(state)
+    canvas = the_canvas(fake_slack)
+    assert [e.get("section_id") for e in canvas.edits[edits:]] == [ids[4]]
+    assert canvas.headings()[4] == "5. Finding 5 (revised ×1)"
+    assert len(fake_slack.calls_of("canvases.sections.lookup")) == first, "ids once known are kept"
+
+
 async def test_sections_out_of_step_are_written_whole_once_and_found_again(
         redis: Redis, async_redis, client, fake_slack: FakeSlack) -> None:
     store = RunStore(redis)
@@ -173,7 +204,7 @@ async def test_sections_out_of_step_are_written_whole_once_and_found_again(
     state = long_report(store, state)
     assert await publisher.sync(state)
     record = await publisher.messages.canvases.record(state.run.team, CHANNEL, state.run.report_message or "")  # type: ignore[union-attr]
-    assert record is not None and all(p.section_id for p in record.placed), "every section's id is known"
+    assert record is not None
     stale = record.model_copy(update={"placed": [p.model_copy(update={"section_id": "temp:C:gone"})
                                                  for p in record.placed]})
     await async_redis.set(keys.canvas(state.run.team, CHANNEL, state.run.report_message or ""), stale.model_dump_json())
