@@ -47,13 +47,13 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 from bot.exceptions import NotInstalled, SlotBusy
 from jobs.metrics import metrics
 
-from .outgoing import guard
+from .outgoing import MESSAGE_METHODS, guard
 from .ratelimit import SlackRateLimiter, Urgency, bucket_method, retry_after_seconds
 from .tenancy import Tenant, acting
 
 __all__ = [
     "PATIENCE_SECONDS",
-    "POSTING_METHODS",
+    "MESSAGE_METHODS",
     "BotTokens",
     "LimitedWebClient",
     "SlotBusy",
@@ -73,21 +73,6 @@ UNCOUNTED_RETRY_SECONDS = 1.0
 
 T = TypeVar("T")
 
-# Every method that puts a message (or a stream's text) in front of people; each is sent with
-# unfurling off. tests/bot/slack/test_unfurls.py checks this covers every posting method the fake
-# Slack knows and the SDK has.
-POSTING_METHODS = frozenset(
-    {
-        "chat.postMessage",
-        "chat.update",
-        "chat.postEphemeral",
-        "chat.scheduleMessage",
-        "chat.meMessage",
-        "chat.startStream",
-        "chat.appendStream",
-        "chat.stopStream",
-    }
-)
 NO_UNFURLS = {"unfurl_links": False, "unfurl_media": False}
 
 
@@ -95,7 +80,7 @@ def without_unfurls(
     api_method: str, json: dict | None, data: dict | FormData | None
 ) -> tuple[dict | None, dict | FormData | None]:
     """The body of a posting method with unfurling switched off, whatever the caller passed."""
-    if api_method not in POSTING_METHODS:
+    if api_method not in MESSAGE_METHODS:
         return json, data
     if json is not None or not isinstance(data, dict):
         return {**(json or {}), **NO_UNFURLS}, data

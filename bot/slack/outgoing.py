@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from .mrkdwn import ZERO_WIDTH_JOINER
 
-__all__ = ["TEXT_METHODS", "TextKind", "guard", "inert"]
+__all__ = ["MESSAGE_METHODS", "TEXT_METHODS", "TextKind", "guard", "inert"]
 
 TextKind = Literal["mrkdwn", "markdown", "plain"]
 
@@ -40,8 +40,10 @@ _BROADCAST = re.compile(r"(?<![\w.])@(?=(?:channel|here|everyone)\b)", re.IGNORE
 # The only Markdown link left live: plain words to an http(s) or mailto target.
 _SAFE_MARKDOWN_LINK = re.compile(r"\[[^\[\]\\\n]*\]\((?:https?://|mailto:)[^()\s]*\)", re.IGNORECASE)
 
-# Web API methods whose arguments carry text people read (the posting ones, uploads, statuses).
-TEXT_METHODS = frozenset(
+# Every method that puts a message (or a stream's text) in front of people: each is sent with
+# unfurling off (bot/slack/client.py; tests/bot/slack/test_unfurls.py checks it covers every such
+# method the SDK has and the fake Slack knows).
+MESSAGE_METHODS = frozenset(
     {
         "chat.postMessage",
         "chat.update",
@@ -51,6 +53,11 @@ TEXT_METHODS = frozenset(
         "chat.startStream",
         "chat.appendStream",
         "chat.stopStream",
+    }
+)
+# Web API methods whose arguments carry text people read: the messages, uploads, statuses.
+TEXT_METHODS = MESSAGE_METHODS | frozenset(
+    {
         "files.completeUploadExternal",
         "assistant.threads.setStatus",
         "assistant.threads.setTitle",

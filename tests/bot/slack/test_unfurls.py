@@ -9,7 +9,7 @@ import pytest
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.slack.client import POSTING_METHODS, LimitedWebClient
+from bot.slack.client import MESSAGE_METHODS, LimitedWebClient
 from tests.fakes.slack import FakeSlack
 
 # What a method that posts takes: the message itself, in one of its forms.
@@ -34,16 +34,16 @@ def _sdk_posting_methods() -> set[str]:
 def test_every_posting_method_of_the_sdk_is_sent_without_unfurls() -> None:
     sdk = _sdk_posting_methods()
     assert {"chat.postMessage", "chat.update", "chat.postEphemeral", "chat.startStream"} <= sdk
-    assert sdk <= POSTING_METHODS, f"posting methods not covered: {sorted(sdk - POSTING_METHODS)}"
+    assert sdk <= MESSAGE_METHODS, f"posting methods not covered: {sorted(sdk - MESSAGE_METHODS)}"
 
 
 def test_every_posting_method_of_the_fake_slack_is_covered(fake_slack: FakeSlack) -> None:
     known = {m for m in fake_slack._methods if m.startswith("chat.")}
     posting = known - {"chat.delete", "chat.getPermalink"}
-    assert posting <= POSTING_METHODS, sorted(posting - POSTING_METHODS)
+    assert posting <= MESSAGE_METHODS, sorted(posting - MESSAGE_METHODS)
 
 
-@pytest.mark.parametrize("method", sorted(POSTING_METHODS))
+@pytest.mark.parametrize("method", sorted(MESSAGE_METHODS))
 @pytest.mark.parametrize("caller_asked", [None, True], ids=["unset", "caller asked for unfurls"])
 async def test_the_wire_carries_unfurls_off_whatever_the_caller_passed(
         method: str, caller_asked: bool | None, fake_slack: FakeSlack) -> None:
