@@ -110,8 +110,10 @@ class MessageSync:
         self.is_active = is_active
         self.stop_reaction = stop_reaction  # named in the progress message's how-to-steer line
 
-    async def sync(self, state: RunState) -> Synced:
-        """Bring the run's messages, file and status up to date."""
+    async def sync(self, state: RunState, *, settle_presence: bool = True) -> Synced:
+        """Bring the run's messages, file and status up to date. `settle_presence=False` leaves a
+        finished run's session (or status) as it is, for the caller to move on once its own part of
+        the end is shown (`presence`): a streamed run's end goes out before its session moves on."""
         run = state.run
         if not run.channel:
             return Synced(ok=True, sent=False)
@@ -146,7 +148,7 @@ class MessageSync:
         if report.canvas_later and self.canvases is not None:
             ok = await self._canvas(state, links) and ok
         ok = await self.file_notices.sync(state) and ok  # after the messages: the report comes first
-        if state.status.finished:
+        if state.status.finished and settle_presence:
             # The answer first, then the session moved on (or the status cleared).
             presence = await self._presence(state)
         return Synced(ok=ok and presence, sent=edited)
@@ -203,6 +205,10 @@ class MessageSync:
             return True
         outcome = await self.canvases.sync(fresh, parts.canvas)
         return outcome.ok and outcome.refused is None
+
+    async def presence(self, state: RunState) -> bool:
+        """Move a finished run's session on (or clear its status); False: try again later."""
+        return await self._presence(state)
 
     async def _presence(self, state: RunState) -> bool:
         """The agent session shows that the run works (and its stop button); where the workspace or

@@ -198,11 +198,18 @@ class Publisher:
         else:
             self._streaming.discard(state.run.id)
         if state.status.finished and streaming:
-            messages = await self.messages.sync(_without_progress(state))
-            shown = await self.streams.sync(state)
+            # The report, then the stream's end (Tier 4: twenty runs ending at once all show it
+            # within seconds), then the session moved on, then the stream stopped (Tier 2, may trail).
+            messages = await self.messages.sync(_without_progress(state), settle_presence=False)
+            shown = await self.streams.sync(state, stop=False)
             if shown is None:  # streaming was refused meanwhile: the progress message shows the end
                 return await self.messages.sync(state)
-            return Synced(ok=messages.ok and shown.ok, sent=messages.sent or shown.sent)
+            presence = await self.messages.presence(state)
+            stopped = await self.streams.sync(state) or shown
+            return Synced(
+                ok=messages.ok and shown.ok and presence and stopped.ok,
+                sent=messages.sent or shown.sent or stopped.sent,
+            )
         shown = await self.streams.sync(state)
         if shown is None:
             return await self.messages.sync(state)

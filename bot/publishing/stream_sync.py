@@ -175,9 +175,10 @@ class StreamSync:
         record = await asyncio.to_thread(self.records.get, run_id)
         return record is not None and not record.fallback
 
-    async def sync(self, state: RunState) -> Synced | None:
+    async def sync(self, state: RunState, *, stop: bool = True) -> Synced | None:
         """Bring the run's stream up to date; None when the run's progress is not a stream
-        (message_sync.py shows it)."""
+        (message_sync.py shows it). `stop=False`: a finished run's end is shown, and the stream is
+        left open for a later call to stop (a stop may wait a minute for its Tier 2 slot)."""
         run = state.run
         record = await asyncio.to_thread(self.records.get, run.id)
         if record is None or record.fallback:
@@ -185,7 +186,7 @@ class StreamSync:
         if record.closed:
             return Synced(ok=True, sent=False)
         try:
-            sent = await self._sync(state, record)
+            sent = await self._sync(state, record, stop=stop)
             if sent is None:
                 return None  # refused mid-run: from now on the last stream message is edited
         except SlackApiError as exc:
@@ -203,7 +204,7 @@ class StreamSync:
             self.wake(run.id, record.opened_at + self.config.max_seconds)  # roll over even if nothing happens
         return Synced(ok=True, sent=sent)
 
-    async def _sync(self, state: RunState, record: StreamRecord) -> bool | None:
+    async def _sync(self, state: RunState, record: StreamRecord, *, stop: bool = True) -> bool | None:
         """True: something was sent; False: nothing to send; None: streaming was refused."""
         view = render_view(state, after_step=record.after_step)
         pending = self._pending(view, record)
@@ -224,7 +225,7 @@ class StreamSync:
             view = render_view(state, after_step=record.after_step)
             pending = self._pending(view, record)
         if state.status.finished:
-            return await self._finish(state, record, pending)
+            return await self._finish(state, record, pending, stop=stop)
         if not pending:
             return False
         try:
@@ -279,7 +280,9 @@ class StreamSync:
             }
         )
 
-    async def _finish(self, state: RunState, record: StreamRecord, pending: list[Chunk]) -> bool | None:
+    async def _finish(
+        self, state: RunState, record: StreamRecord, pending: list[Chunk], *, stop: bool = True
+    ) -> bool | None:
         """The end state: every card settled and the outcome as the last words, appended first
         (chat.appendStream, Tier 4: twenty runs ending at once all show their end within seconds),
         then the stream stopped (chat.stopStream, Tier 2: those may trail by a minute)."""
@@ -298,6 +301,8 @@ class StreamSync:
                 return await self._end_in_new_stream(state, record)
             record = record.model_copy(update={"end_shown": True})
             await self._save(state.run.id, record)
+        if not stop:
+            return True
         try:
             await self._call(state, "chat.stopStream", channel=record.channel, ts=record.ts)
         except SlackApiError as exc:

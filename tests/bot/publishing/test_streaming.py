@@ -352,3 +352,38 @@ async def test_the_end_state_is_appended_at_appendstreams_tier_before_the_stream
     assert not stream.streaming, "then stopped"
     calls = [m for m, _ in fake_slack.calls if m in ("chat.appendStream", "chat.stopStream")]
     assert calls[-2:] == ["chat.appendStream", "chat.stopStream"]
+
+
+PRESENCE = ("agents.sessions.setStatus", "assistant.threads.setStatus")  # a session's, or the thread status's
+
+
+async def test_a_streamed_runs_end_is_shown_before_its_session_moves_on_and_the_stream_stops_last(
+        fake_slack: FakeSlack, client: AsyncWebClient, redis: Redis, async_redis: AsyncRedis) -> None:
+    """Twenty runs ending at once share the session's Tier 3 and the stop's Tier 2; the stream's end
+    (Tier 4) must not wait behind either, or the stream mode's tail trails the message mode's."""
+    store = RunStore(redis)
+    state = await started_run(redis, client)
+    pub = Publisher(redis, async_redis, RunStore(redis), client, update_interval=0, streams=STREAM)
+    state = step(store, state, "Searching the web for: fees", source(1))
+    assert await pub.sync(state)
+    assert pub.limiter is not None
+    for method in PRESENCE:
+        await pub.limiter.pause(TEAM_ID, method, 600)  # no slot to move the session on, for now
+    state = store.apply(state, Finished(status="completed", summary="All cheap [s1].", reason=""))
+    syncing = asyncio.create_task(pub.sync(state))
+
+    def shows_end() -> bool:
+        [stream] = streams(fake_slack, state)
+        return stream.text.rstrip().endswith(end_text(state))
+
+    await eventually(shows_end, what="the end shown while the session waits for its slot")
+    assert not fake_slack.calls_of("chat.stopStream") and not syncing.done()
+    for method in PRESENCE:
+        await async_redis.delete(keys.ratelimit_pause(TEAM_ID, method))  # the slots free up
+    assert await syncing
+    [stream] = streams(fake_slack, state)
+    assert not stream.streaming, "stopped last"
+    order = [m for m, _ in fake_slack.calls if m in ("chat.appendStream", "chat.stopStream", *PRESENCE)]
+    end = max(i for i, m in enumerate(order) if m == "chat.appendStream")
+    moved_on = max(i for i, m in enumerate(order) if m in PRESENCE)
+    assert end < moved_on < len(order) - 1 and order[-1] == "chat.stopStream", order
