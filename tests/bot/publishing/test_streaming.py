@@ -323,18 +323,19 @@ async def test_where_the_thread_is_a_session_a_stream_stopped_in_slack_leaves_th
     assert len(streams(fake_slack, state)) == 2, "the run's progress goes on in a new stream"
 
 
-async def test_the_end_state_is_appended_at_appendstreams_tier_before_the_stream_is_stopped(
-        fake_slack: FakeSlack, client: AsyncWebClient, redis: Redis, async_redis: AsyncRedis) -> None:
-    """chat.stopStream is Tier 2 (about 18 a minute for the whole workspace with our headroom): twenty
-    runs ending at once would show their ends over a minute. The end goes out as an append (Tier 4)
-    first, so a stop that waits for its slot does not hold it back; the stop follows."""
+async def ended_while_slots_wait(redis: Redis, async_redis: AsyncRedis, client: AsyncWebClient,
+                                 fake_slack: FakeSlack, methods: tuple[str, ...],
+                                 waits: str) -> tuple[RunState, asyncio.Task[bool]]:
+    """A streamed run that ends while `methods` have no slot in the workspace: its final sync
+    under way, once the stream shows the end. Returns the final state and that sync."""
     store = RunStore(redis)
     state = await started_run(redis, client)
     pub = Publisher(redis, async_redis, RunStore(redis), client, update_interval=0, streams=STREAM)
     state = step(store, state, "Searching the web for: fees", source(1))
     assert await pub.sync(state)
     assert pub.limiter is not None
-    await pub.limiter.pause(TEAM_ID, "chat.stopStream", 600)  # no stop slot in the workspace for now
+    for method in methods:
+        await pub.limiter.pause(TEAM_ID, method, 600)  # no slot in the workspace for now
     state = store.apply(state, Finished(status="completed", summary="All cheap [s1].", reason=""))
     syncing = asyncio.create_task(pub.sync(state))
 
@@ -342,7 +343,17 @@ async def test_the_end_state_is_appended_at_appendstreams_tier_before_the_stream
         [stream] = streams(fake_slack, state)
         return stream.text.rstrip().endswith(end_text(state))
 
-    await eventually(shows_end, what="the end shown while the stop waits for its slot")
+    await eventually(shows_end, what=f"the end shown while {waits} waits for its slot")
+    return state, syncing
+
+
+async def test_the_end_state_is_appended_at_appendstreams_tier_before_the_stream_is_stopped(
+        fake_slack: FakeSlack, client: AsyncWebClient, redis: Redis, async_redis: AsyncRedis) -> None:
+    """chat.stopStream is Tier 2 (about 18 a minute for the whole workspace with our headroom): twenty
+    runs ending at once would show their ends over a minute. The end goes out as an append (Tier 4)
+    first, so a stop that waits for its slot does not hold it back; the stop follows."""
+    state, syncing = await ended_while_slots_wait(redis, async_redis, client, fake_slack, ("chat.stopStream",),
+                                                  "the stop")
     [stream] = streams(fake_slack, state)
     assert stream.streaming and all(c["status"] == "complete" for c in stream.tasks.values())
     assert not fake_slack.calls_of("chat.stopStream") and not syncing.done()
@@ -361,22 +372,7 @@ async def test_a_streamed_runs_end_is_shown_before_its_session_moves_on_and_the_
         fake_slack: FakeSlack, client: AsyncWebClient, redis: Redis, async_redis: AsyncRedis) -> None:
     """Twenty runs ending at once share the session's Tier 3 and the stop's Tier 2; the stream's end
     (Tier 4) must not wait behind either, or the stream mode's tail trails the message mode's."""
-    store = RunStore(redis)
-    state = await started_run(redis, client)
-    pub = Publisher(redis, async_redis, RunStore(redis), client, update_interval=0, streams=STREAM)
-    state = step(store, state, "Searching the web for: fees", source(1))
-    assert await pub.sync(state)
-    assert pub.limiter is not None
-    for method in PRESENCE:
-        await pub.limiter.pause(TEAM_ID, method, 600)  # no slot to move the session on, for now
-    state = store.apply(state, Finished(status="completed", summary="All cheap [s1].", reason=""))
-    syncing = asyncio.create_task(pub.sync(state))
-
-    def shows_end() -> bool:
-        [stream] = streams(fake_slack, state)
-        return stream.text.rstrip().endswith(end_text(state))
-
-    await eventually(shows_end, what="the end shown while the session waits for its slot")
+    state, syncing = await ended_while_slots_wait(redis, async_redis, client, fake_slack, PRESENCE, "the session")
     assert not fake_slack.calls_of("chat.stopStream") and not syncing.done()
     for method in PRESENCE:
         await async_redis.delete(keys.ratelimit_pause(TEAM_ID, method))  # the slots free up
