@@ -80,7 +80,7 @@ BIG_RUN_EVERY = 7  # every 7th run writes long sections: its report moves into a
 MAX_SECTIONS_SMALL = 6
 # After the workload, how long Slack may take to show every final state.
 SETTLE_TIMEOUT_SECONDS = 300.0
-POLL_SECONDS = 0.5
+POLL_SECONDS = 0.25  # how often a watcher looks at the fake Slack (the figures' resolution)
 SEED = 20261130
 
 
@@ -202,13 +202,9 @@ class Expected:
     streamed: bool = False
 
     @classmethod
-    def of(cls, state: RunState, redis_url: str, streamed: bool = False) -> Expected:
-        redis = Redis.from_url(redis_url)
-        try:
-            raw = redis.get(keys.canvas(state.run.team, CHANNEL, state.run.report_message or ""))
-        finally:
-            redis.close()
-        record = CanvasRecord.model_validate_json(raw) if raw else None
+    def of(cls, state: RunState, raw_canvas: bytes | None, streamed: bool = False) -> Expected:
+        """What the final state renders to, given the run's canvas record as Redis holds it."""
+        record = CanvasRecord.model_validate_json(raw_canvas) if raw_canvas else None
         view = CanvasView(always=record is not None, permalink=record.permalink if record else "",
                           title=record.title if record else "")
         parts, progress = render_report_parts(state, canvas=view), render_progress(state)
@@ -225,7 +221,7 @@ class Expected:
         run = self.state.run
         report = slack.message(CHANNEL, run.report_message or "")
         if report is None or (report.text, report.blocks) != self.report:
-            return f"report message {run.report_message}: " + (_diff(report.text, self.report[0]) if report else "gone")
+            return f"report message {run.report_message}: " + (_diff((report.text, report.blocks), self.report) if report else "gone")
         if self.streamed:
             streams = slack_streaming.streams_in(slack, CHANNEL, run.thread_ts or "")
             if not streams or not streams[-1].text.rstrip().endswith(end_text(self.state)):
@@ -233,7 +229,7 @@ class Expected:
         else:
             progress = slack.message(CHANNEL, run.progress_message or "")
             if progress is None or (progress.text, progress.blocks) != self.progress:
-                shown = _diff(progress.text, self.progress[0]) if progress else "gone"
+                shown = _diff((progress.text, progress.blocks), self.progress) if progress else "gone"
                 sent = [c.get("text", "")[:60] for c in slack.calls_of("chat.update") if c.get("ts") == run.progress_message]
                 return f"progress message {run.progress_message}: {shown}; chat.update sent it {sent}"
         canvases = [c for c in slack_canvases.canvases(slack) if c.title.endswith(f"question {_number(run)}: "
@@ -268,12 +264,17 @@ def _where(task: asyncio.Task[None]) -> str:
     return " -> ".join(chain)
 
 
-def _diff(shown: str, wanted: str) -> str:
-    """Where two texts part (the blocks follow the text, so the text is what a reader compares)."""
-    if shown == wanted:
-        return "same text, other blocks"
-    at = next((i for i, (a, b) in enumerate(zip(shown, wanted, strict=False)) if a != b), min(len(shown), len(wanted)))
-    return f"shows {shown[max(0, at - 40):at + 80]!r}, should show {wanted[max(0, at - 40):at + 80]!r}"
+def _diff(shown: tuple[str, object], wanted: tuple[str, object]) -> str:
+    """Where a message parts from what it should be: its text, else its first differing block."""
+    if shown[0] == wanted[0]:
+        shown_blocks, wanted_blocks = list(shown[1] or []), list(wanted[1] or [])  # type: ignore[call-overload]
+        at = next((i for i, (a, b) in enumerate(zip(shown_blocks, wanted_blocks, strict=False)) if a != b), None)
+        if at is None:
+            return f"same text, {len(shown_blocks)} blocks where {len(wanted_blocks)} are expected"
+        return f"same text, block {at} shows {str(shown_blocks[at])[:300]!r}, should show {str(wanted_blocks[at])[:300]!r}"
+    text, goal = shown[0], wanted[0]
+    at = next((i for i, (a, b) in enumerate(zip(text, goal, strict=False)) if a != b), min(len(text), len(goal)))
+    return f"shows {text[max(0, at - 40):at + 80]!r}, should show {goal[max(0, at - 40):at + 80]!r}"
 
 
 def _number(run: Run) -> int:
@@ -299,18 +300,25 @@ class Figures:
 
 
 async def follow(slack: FakeSlack, pool: ThreadPoolExecutor, run: asyncio.Future[tuple[int, float, RunState]],
-                 deadline: float, redis_url: str, streamed: bool = False) -> tuple[int, float, str]:
+                 deadline: float, redis: Redis, streamed: bool = False) -> tuple[int, float, str]:
     """Wait for a run's last event, then for Slack to show its final state, then for nothing to be
-    left to do; (events, latency until shown, what is not exact at the end: "" when all is)."""
+    left to do; (events, latency until shown, what is not exact at the end: "" when all is).
+
+    The watcher shares the publishers' process, so it must stay cheap: one Redis client for all
+    watchers, and the expected rendering rebuilt only when what it depends on (the canvas record,
+    whose link the report shows once the canvas exists) changes."""
     applied, finished_at, state = await run
     loop = asyncio.get_running_loop()
-    expected = await loop.run_in_executor(pool, Expected.of, state, redis_url, streamed)
+    canvas_key = keys.canvas(state.run.team, CHANNEL, state.run.report_message or "")
+    raw = await loop.run_in_executor(pool, redis.get, canvas_key)
+    expected = await loop.run_in_executor(pool, Expected.of, state, raw, streamed)
     while difference := expected.difference(slack):
         if time.monotonic() > deadline:
             return applied, time.monotonic() - finished_at, f"run {state.run.id}: {difference}"
         await asyncio.sleep(POLL_SECONDS)
-        # The canvas's link is known once it exists: what the report should show follows it.
-        expected = await loop.run_in_executor(pool, Expected.of, state, redis_url, streamed)
+        if (fresh := await loop.run_in_executor(pool, redis.get, canvas_key)) != raw:
+            raw = fresh
+            expected = await loop.run_in_executor(pool, Expected.of, state, raw, streamed)
     latency = time.monotonic() - finished_at
     while not expected.settled_in(slack):
         if time.monotonic() > deadline:
@@ -348,7 +356,7 @@ async def one_pass(label: str, runs: int, seconds: float, publishers: int, *, ou
             with ThreadPoolExecutor(max_workers=runs + 2, thread_name_prefix="run") as pool:
                 drivers = [loop.run_in_executor(pool, drive, local.url, s, p, stop_drivers)
                            for s, p in zip(states, plans, strict=True)]
-                outcomes = await asyncio.gather(*(follow(slack, pool, d, deadline, local.url, streamed)
+                outcomes = await asyncio.gather(*(follow(slack, pool, d, deadline, redis, streamed)
                                                   for d in drivers))
                 workload = max(finished for _, finished, _ in await asyncio.gather(*drivers)) - started
                 finals = [state for _, _, state in await asyncio.gather(*drivers)]

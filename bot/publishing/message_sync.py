@@ -18,6 +18,7 @@ from redis.asyncio import Redis as AsyncRedis
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.exceptions import SlotBusy
 from bot.settings import DEFAULT_STOP_REACTION, ReportMode
 from bot.slack.client import take_slots
 from bot.slack.ratelimit import Urgency
@@ -110,10 +111,13 @@ class MessageSync:
         self.is_active = is_active
         self.stop_reaction = stop_reaction  # named in the progress message's how-to-steer line
 
-    async def sync(self, state: RunState, *, settle_presence: bool = True) -> Synced:
+    async def sync(self, state: RunState, *, settle_presence: bool = True, wait_for_slots: bool = True) -> Synced:
         """Bring the run's messages, file and status up to date. `settle_presence=False` leaves a
         finished run's session (or status) as it is, for the caller to move on once its own part of
-        the end is shown (`presence`): a streamed run's end goes out before its session moves on."""
+        the end is shown (`presence`): a streamed run's end goes out before its session moves on.
+        `wait_for_slots=False`: a running run's message whose chat.update slot is not free now is
+        left for a later sync (woken when one frees) rather than waited for; a streamed run's
+        progress is paced by its stream's tier, and its sync must not sit in the report's."""
         run = state.run
         if not run.channel:
             return Synced(ok=True, sent=False)
@@ -135,7 +139,9 @@ class MessageSync:
             ("report", run.report_message, report.message),
         ):
             if ts and stored.get(name) != message.digest():
-                done = await self._update(state, name, ts, message, rendered_at, stored.get(name), links)
+                done = await self._update(
+                    state, name, ts, message, rendered_at, stored.get(name), links, wait=wait_for_slots
+                )
                 ok, edited = ok and done.ok, edited or done.sent
             log.debug(
                 "run %s v%s (%s): %s %s",
@@ -229,6 +235,8 @@ class MessageSync:
         rendered_at: float,
         sent: str | None,
         chart_links: Mapping[str, str] | None = None,
+        *,
+        wait: bool = True,
     ) -> Synced:
         run = state.run
         channel = run.channel or ""
@@ -250,7 +258,18 @@ class MessageSync:
             return message.digest()
 
         try:
-            digest = await take_slots(self.client, run.team, "chat.update", send, urgent=self._urgency(state))
+            digest = await take_slots(
+                self.client,
+                run.team,
+                "chat.update",
+                send,
+                urgent=self._urgency(state),
+                wait=wait or state.status.finished,  # a final state always waits for its slot
+            )
+        except SlotBusy as busy:
+            self.wake(run.id, time.time() + busy.retry_after)
+            log.debug("run %s: %s left for a free slot in %.1f s", run.id, name, busy.retry_after)
+            return Synced(ok=True, sent=False)
         except SlackApiError as exc:
             error = exc.response.get("error")
             if error in PERMANENT_ERRORS:

@@ -213,7 +213,9 @@ class Publisher:
         shown = await self.streams.sync(state)
         if shown is None:
             return await self.messages.sync(state)
-        messages = await self.messages.sync(_without_progress(state))
+        # The report is not waited for: this sync is paced by the stream's tier, and a run that ends
+        # while it sat in a chat.update queue would show its end only after it (bench.publish).
+        messages = await self.messages.sync(_without_progress(state), wait_for_slots=False)
         return Synced(ok=messages.ok and shown.ok, sent=messages.sent or shown.sent)
 
     # --- the loop ---------------------------------------------------------------------
@@ -301,17 +303,20 @@ class Publisher:
 
     def _sync_interval(self, run_id: str) -> float:
         """Seconds between two routine syncs of one run: the coalescing interval, or, when the
-        workspace is busy, this run's fair share of what routine syncs may call: a streamed run's
-        progress is one chat.appendStream (Tier 4) among the streamed runs, any other run's two
-        chat.update (Tier 3) among the others."""
+        workspace is busy, this run's fair share of what routine syncs may call. Every run's sync
+        may edit its report (chat.update, Tier 3; a message run also its progress message), so
+        that share bounds every run; a streamed run's progress is also one chat.appendStream
+        (Tier 4) among the streamed runs. A stream synced faster than its report fills sooner
+        and rolls over more, and rollovers are Tier 2 (bench.publish)."""
         if self.limiter is None or self.update_interval <= 0:
             return self.update_interval
-        streamed = run_id in self._streaming
-        method = "chat.appendStream" if streamed else "chat.update"
-        calls = 1 if streamed else FINAL_CALLS_PER_RUN["chat.update"]  # a message sync edits both messages
-        sharing = self._active & self._streaming if streamed else self._active - self._streaming
-        runs = max(1, len(sharing))
-        fair = self.limiter.window_seconds * calls * runs / max(1, self.limiter.routine_share(method))
+        window = self.limiter.window_seconds
+        streamed_runs = self._active & self._streaming
+        edits = len(streamed_runs) + FINAL_CALLS_PER_RUN["chat.update"] * len(self._active - self._streaming)
+        fair = window * max(1, edits) / max(1, self.limiter.routine_share("chat.update"))
+        if run_id in self._streaming:
+            appends = window * max(1, len(streamed_runs)) / max(1, self.limiter.routine_share("chat.appendStream"))
+            fair = max(fair, appends)
         return max(self.update_interval, fair)
 
     def _start_due(self) -> None:

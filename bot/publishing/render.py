@@ -337,7 +337,9 @@ def _status_plain(state: RunState) -> str:
         updated = w("updated", time=f"{state.report_updated_at:%H:%M}") if state.report_updated_at else ""
         return w("in_progress", sections=plural(n, "section", w), updated=updated)
     if state.status == RunStatus.completed:
-        return w("final", sections=plural(n, "section", w), time=f"{state.updated_at:%Y-%m-%d %H:%M}")
+        # When it finished, not when its record was last written (a stream's rollover writes it later).
+        finished = state.finished_at or state.updated_at
+        return w("final", sections=plural(n, "section", w), time=f"{finished:%Y-%m-%d %H:%M}")
     word = w("stopped") if state.status == RunStatus.stopped else w("incomplete")
     return f"{word}: {shorten(state.reason, STATUS_LINE_CHARS)}"
 

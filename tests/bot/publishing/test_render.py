@@ -152,6 +152,20 @@ def test_summary_comes_first_and_the_footer_says_who_asked() -> None:
     assert message.blocks[-1]["elements"][0]["text"].startswith("Asked by <@U0ANA> · ")
 
 
+def test_a_final_report_says_when_the_run_finished_not_when_its_record_was_last_written() -> None:
+    """A stream rolled over after the end writes the run again (attach_messages): the report's
+    "finished" time stays the finish's, or a second sync would edit a final report for nothing
+    and a report rendered earlier would read as out of date (bench.publish caught it)."""
+    state = apply(new_state(), SectionWritten(section_id="a", title="Fees", body="Cheap."),
+                  Finished(status="completed", summary="All cheap.", reason=""))
+    finished = datetime(2026, 12, 1, 21, 33, 59, tzinfo=UTC)
+    state = state.model_copy(update={"finished_at": finished, "updated_at": finished})
+    later = state.model_copy(update={"updated_at": finished + timedelta(seconds=2)})
+    line = render_report(later).blocks[1]["elements"][0]["text"]
+    assert line == "Final · 1 section · finished 2026-12-01 21:33 UTC"
+    assert render_report(later).digest() == render_report(state).digest()
+
+
 def test_rendering_is_deterministic_from_state() -> None:
     state = big_run(sections=8, sources=30)
     first, second = render_report_parts(state), render_report_parts(state.model_copy(deep=True))

@@ -383,3 +383,34 @@ async def test_a_streamed_runs_end_is_shown_before_its_session_moves_on_and_the_
     end = max(i for i, m in enumerate(order) if m == "chat.appendStream")
     moved_on = max(i for i, m in enumerate(order) if m in PRESENCE)
     assert end < moved_on < len(order) - 1 and order[-1] == "chat.stopStream", order
+
+
+async def test_a_streamed_runs_routine_sync_does_not_sit_in_the_reports_queue(
+        fake_slack: FakeSlack, client: AsyncWebClient, redis: Redis, async_redis: AsyncRedis) -> None:
+    """A streamed run is synced at its stream's pace (Tier 4), its report edited at chat.update's
+    (Tier 3). A routine sync that waited for a chat.update slot would hold the run's next sync, its
+    end among them, behind the report's queue (bench.publish: the stream mode's tail). It shows the
+    stream, leaves the report for when a slot frees, and the final report still waits its turn."""
+    store = RunStore(redis)
+    state = await started_run(redis, client)
+    pub = publisher(redis, async_redis, client)
+    assert pub.limiter is not None
+    await pub.limiter.pause(TEAM_ID, "chat.update", 600)  # no chat.update slot in the workspace for now
+    state = step(store, state, "Searching the web for: fees", source(1))
+    state = store.apply(state, SectionWritten(section_id="a", title="Fees", body="VTI is cheap [s1]."))
+    assert await asyncio.wait_for(pub.sync(state), timeout=30), "the routine sync waited for the report's slot"
+    [stream] = streams(fake_slack, state)
+    assert "Searching the web for: fees" in str(stream.tasks), "the stream shows the step"
+    report = fake_slack.message(CHANNEL, state.run.report_message or "")
+    assert report is not None and "VTI is cheap" not in str(report.blocks), "the report waits for a free slot"
+    assert state.run.id in pub._due, "and the run is looked at again when one frees"  # noqa: SLF001
+    state = store.apply(state, Finished(status="completed", summary="All cheap [s1].", reason=""))
+    final = asyncio.create_task(pub.sync(state))
+    await asyncio.sleep(0.5)
+    assert not final.done(), "a final report waits for its slot"
+    await async_redis.delete(keys.ratelimit_pause(TEAM_ID, "chat.update"))  # the slot frees up
+    assert await final
+    report = fake_slack.message(CHANNEL, state.run.report_message or "")
+    assert report is not None and "VTI is cheap" in str(report.blocks) and "Final" in str(report.blocks)
+    [stream] = streams(fake_slack, state)
+    assert stream.text.rstrip().endswith(end_text(state))
