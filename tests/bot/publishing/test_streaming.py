@@ -414,3 +414,23 @@ async def test_a_streamed_runs_routine_sync_does_not_sit_in_the_reports_queue(
     assert report is not None and "VTI is cheap" in str(report.blocks) and "Final" in str(report.blocks)
     [stream] = streams(fake_slack, state)
     assert stream.text.rstrip().endswith(end_text(state))
+
+
+@pytest.mark.parametrize(("streamed", "in_messages"), [(20, 0), (10, 10), (1, 0)])
+async def test_a_streamed_run_is_synced_no_faster_than_its_reports_share_of_chat_update(
+        redis: Redis, async_redis: AsyncRedis, client: AsyncWebClient, streamed: int, in_messages: int) -> None:
+    """Every routine sync may edit the run's report (Tier 3). A stream synced at appendStream's pace
+    alone (Tier 4) fills and rolls over sooner, and rollovers are Tier 2: bench.publish saw 33–40
+    stream starts for 20 and chat.stopStream 429s. Both shares bound a streamed run's pace."""
+    pub = Publisher(redis, async_redis, RunStore(redis), client, update_interval=0.1, streams=STREAM)
+    limiter = pub.limiter
+    assert limiter is not None
+    runs = [f"run-{n}" for n in range(streamed + in_messages)]
+    pub._active, pub._streaming = set(runs), set(runs[:streamed])  # noqa: SLF001 (the pacing's inputs)
+    edits = streamed + 2 * in_messages  # a message run edits its progress message and its report
+    report_share = limiter.window_seconds * edits / limiter.routine_share("chat.update")
+    append_share = limiter.window_seconds * streamed / limiter.routine_share("chat.appendStream")
+    interval = pub._sync_interval(runs[0])  # noqa: SLF001
+    assert interval == pytest.approx(max(0.1, report_share, append_share))
+    if in_messages:
+        assert pub._sync_interval(runs[-1]) == pytest.approx(max(0.1, report_share))  # noqa: SLF001
