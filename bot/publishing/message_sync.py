@@ -184,7 +184,8 @@ class MessageSync:
             outcome = await self.canvases.sync(state, parts.canvas)
             ok = outcome.ok
             shown = CanvasView(
-                always=view.always,
+                # A report that has a canvas keeps it: not tried at full length in the message again.
+                always=view.always or outcome.link is not None,
                 permalink=outcome.link.permalink if outcome.link else view.permalink,
                 title=outcome.link.title if outcome.link else view.title,
                 refused=outcome.refused,
@@ -243,9 +244,10 @@ class MessageSync:
 
         async def send() -> str | None:
             nonlocal message
-            if time.monotonic() - rendered_at >= STALE_AFTER_SECONDS:  # waited for a slot: the run moved on
+            if time.monotonic() - rendered_at >= STALE_AFTER_SECONDS:  # waited for a slot: the run may have moved on
                 fresh = await self.load(run.id)
-                if fresh is not None:
+                # Rendered again only if it did: twenty runs ending at once would each render twice.
+                if fresh is not None and _moved_on(fresh, state):
                     if name == "report":
                         # The newer report may have outgrown the message: its canvas or file goes first.
                         message = (await self._report(fresh, chart_links, later=True)).message
@@ -305,3 +307,9 @@ class MessageSync:
             return not await self.is_active(state.run.id)
 
         return ended
+
+
+def _moved_on(fresh: RunState, rendered: RunState) -> bool:
+    """Whether the stored state differs from the one a message was rendered from: every write
+    bumps the version (jobs/store.py), the messages' own addresses included."""
+    return fresh.version != rendered.version

@@ -30,8 +30,9 @@ import asyncio
 import logging
 import time
 import uuid
+from collections.abc import Awaitable
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from redis import Redis
 from redis.asyncio import Redis as AsyncRedis
@@ -62,6 +63,9 @@ from .stream_records import StreamRecords
 from .stream_sync import StreamSync
 
 __all__ = ["UPDATE_INTERVAL_SECONDS", "Publisher", "remember_rendered"]
+
+A = TypeVar("A")
+B = TypeVar("B")
 
 log = logging.getLogger(__name__)
 
@@ -191,17 +195,20 @@ class Publisher:
 
     async def _sync_messages(self, state: RunState) -> Synced:
         """The run's progress stream, if it has one (then message_sync.py keeps only the report,
-        file and status), else its messages. A final report goes before the stream's end state."""
+        file and status), else its messages. A final report and the stream's end go out together."""
         streaming = await self.streams.streaming(state.run.id)
         if streaming and not state.status.finished:
             self._streaming.add(state.run.id)  # paced by its stream's own tier (_sync_interval)
         else:
             self._streaming.discard(state.run.id)
         if state.status.finished and streaming:
-            # The report, then the stream's end (Tier 4: twenty runs ending at once all show it
-            # within seconds), then the session moved on, then the stream stopped (Tier 2, may trail).
-            messages = await self.messages.sync(_without_progress(state), settle_presence=False)
-            shown = await self.streams.sync(state, stop=False)
+            # The report and the stream's end together (each waits only in its own method's queue:
+            # chat.update is Tier 3, appendStream Tier 4), then the session moved on, then the
+            # stream stopped (Tier 2, may trail).
+            messages, shown = await _both(
+                self.messages.sync(_without_progress(state), settle_presence=False),
+                self.streams.sync(state, stop=False),
+            )
             if shown is None:  # streaming was refused meanwhile: the progress message shows the end
                 return await self.messages.sync(state)
             presence = await self.messages.presence(state)
@@ -405,6 +412,16 @@ class Publisher:
     def _wake(self, run_id: str, at_epoch: float) -> None:
         """Look at this run again at `at_epoch` (a status refresh or a deferred file upload)."""
         self._schedule(run_id, time.monotonic() + max(0.0, at_epoch - time.time()))
+
+
+async def _both(first: Awaitable[A], second: Awaitable[B]) -> tuple[A, B]:
+    """Both results; if either fails, its error once both have ended. Never a sync left running
+    beside the next one for the same run, as plain gather would leave it."""
+    one, two = await asyncio.gather(first, second, return_exceptions=True)
+    for result in (one, two):
+        if isinstance(result, BaseException):
+            raise result
+    return one, two  # type: ignore[return-value]
 
 
 def _without_progress(state: RunState) -> RunState:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from redis import Redis
@@ -14,6 +15,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from agent import Finished, SectionRevised, SectionWritten, Source, SourceAdded
 from bot import keys
+from bot.publishing import render
 from bot.publishing.publisher import Publisher
 from jobs import RunState, RunStore
 from tests.fakes import slack_canvases
@@ -216,3 +218,25 @@ async def test_sections_out_of_step_are_written_whole_once_and_found_again(
     assert canvas.edits[-1].get("section_id") is None, "the whole document, once"
     record = await publisher.messages.canvases.record(state.run.team, CHANNEL, state.run.report_message or "")  # type: ignore[union-attr]
     assert record is not None and {p.section_id for p in record.placed} == {s.id for s in canvas.sections}
+
+
+async def test_a_report_that_just_moved_into_its_canvas_is_not_tried_at_full_length_again(
+        redis: Redis, async_redis, client, fake_slack: FakeSlack, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A report has a canvas from the moment it is made: the message with its link is laid out as
+    the summary at once, not tried at full length twice more (the dearest part of a rendering,
+    and the last runs of a burst of endings waited on it: bench.publish)."""
+    layouts = [0]
+    full_layout = render._full_layout
+
+    def counted(*args: Any) -> Any:
+        layouts[0] += 1
+        return full_layout(*args)
+
+    monkeypatch.setattr(render, "_full_layout", counted)
+    store = RunStore(redis)
+    state = await posted_run(store, client, team=TEAM_ID, question="What do the findings say?")
+    state = long_report(store, state)
+    assert await Publisher(redis, async_redis, store, client).sync(state)
+    assert the_canvas(fake_slack).headings()[-1] == "Sources"
+    assert f"/docs/{TEAM_ID}/{the_canvas(fake_slack).id}|" in text_of(fake_slack, state.run.report_message or "")
+    assert layouts[0] == 2, "tried in full and compact once, before the canvas existed; not again after"

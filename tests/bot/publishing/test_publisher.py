@@ -7,7 +7,8 @@ import asyncio
 import logging
 import math
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import pytest
 from redis import Redis
@@ -17,6 +18,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from agent import Finished, Progress, SectionRevised, SectionWritten, Source, SourceAdded, UsageRecorded
 from bot import keys
+from bot.publishing import message_sync
 from bot.publishing.publisher import UPDATE_INTERVAL_SECONDS, Publisher
 from bot.publishing.render import CanvasView, render_progress, render_report_parts
 from bot.slack.ratelimit import SlackRateLimiter
@@ -112,6 +114,60 @@ async def test_restarted_publisher_re_renders_from_state(redis: Redis, redis_url
     async with Running(Publisher(redis, second, store, client)):
         await eventually(lambda: shows(fake_slack, state), what="the restarted publisher's catch-up")
     await second.aclose()
+
+
+# --- a rendering that waited for its slot --------------------------------------------------
+
+
+def count_report_renders(monkeypatch: pytest.MonkeyPatch, then: Callable[[int], None] = lambda _n: None) -> list[int]:
+    """Count the report's renderings (`then` runs after each, with its number); every rendering
+    is taken as having waited past STALE_AFTER_SECONDS for its slot, as under a busy workspace."""
+    renders = [0]
+    render = message_sync._render_report
+
+    def counted(*args: Any) -> Any:
+        rendering = render(*args)
+        renders[0] += 1
+        then(renders[0])
+        return rendering
+
+    monkeypatch.setattr(message_sync, "_render_report", counted)
+    monkeypatch.setattr(message_sync, "STALE_AFTER_SECONDS", 0.0)
+    return renders
+
+
+async def test_a_rendering_that_waited_for_its_slot_is_rendered_again_only_if_the_run_moved_on(
+        redis: Redis, async_redis, client, fake_slack: FakeSlack, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Twenty runs ending at once each waited for a slot: rendering every report twice slowed all
+    of them (bench.publish). A state the store still holds is sent as it was rendered."""
+    store = RunStore(redis)
+    state = await posted_run(store, client)
+    state = store.apply(state, SectionWritten(section_id="a", title="Fees", body="Low."))
+    state = store.apply(state, Finished(status="completed", summary="Low.", reason=""))
+    renders = count_report_renders(monkeypatch)
+    assert await Publisher(redis, async_redis, store, client).sync(state)
+    assert renders[0] == 1, "the run had not moved on: its report was sent as rendered"
+    assert shows(fake_slack, state)
+
+
+async def test_a_rendering_that_waited_while_the_run_moved_on_sends_the_newer_state(
+        redis: Redis, async_redis, client, fake_slack: FakeSlack, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = RunStore(redis)
+    state = await posted_run(store, client)
+    state = store.apply(state, SectionWritten(section_id="a", title="Fees", body="Low."))
+    newer: list[RunState] = []
+
+    def the_run_moves_on(n: int) -> None:  # while the first rendering waits, a section lands
+        if n == 1:
+            # A copy: apply() moves the state it is given on, and the publisher's is its own load.
+            newer.append(store.apply(state.model_copy(deep=True), SectionWritten(section_id="b", title="Tracking",
+                                                                                  body="Tight.")))
+
+    renders = count_report_renders(monkeypatch, the_run_moves_on)
+    assert await Publisher(redis, async_redis, store, client).sync(state)
+    assert renders[0] == 2, "rendered again from the newer state"
+    report = fake_slack.message(CHANNEL, state.run.report_message or "")
+    assert report is not None and report.blocks == render_report_parts(newer[0]).message.blocks
 
 
 # --- coalescing ---------------------------------------------------------------------------

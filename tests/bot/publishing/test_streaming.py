@@ -365,6 +365,23 @@ async def test_the_end_state_is_appended_at_appendstreams_tier_before_the_stream
     assert calls[-2:] == ["chat.appendStream", "chat.stopStream"]
 
 
+async def test_a_streamed_runs_end_does_not_wait_in_the_reports_queue(
+        fake_slack: FakeSlack, client: AsyncWebClient, redis: Redis, async_redis: AsyncRedis) -> None:
+    """Twenty runs ending at once queue their final reports for chat.update (Tier 3); each stream's
+    end is appended meanwhile (Tier 4), not after its report, and the report follows when its slot frees."""
+    state, syncing = await ended_while_slots_wait(redis, async_redis, client, fake_slack, ("chat.update",),
+                                                  "the report")
+    report = fake_slack.message(CHANNEL, state.run.report_message or "")
+    assert report is not None and "Final" not in report.text + str(report.blocks), "the report still waits"
+    assert not syncing.done()
+    await async_redis.delete(keys.ratelimit_pause(TEAM_ID, "chat.update"))  # the slot frees up
+    assert await syncing
+    report = fake_slack.message(CHANNEL, state.run.report_message or "")
+    assert report is not None and "Final" in str(report.blocks), "then the final report"
+    [stream] = streams(fake_slack, state)
+    assert not stream.streaming, "and the stream stopped last"
+
+
 PRESENCE = ("agents.sessions.setStatus", "assistant.threads.setStatus")  # a session's, or the thread status's
 
 
