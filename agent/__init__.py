@@ -9,53 +9,60 @@ mode, tests), and kept in Redis by `jobs`. What the bot and jobs use is exported
 
 from __future__ import annotations
 
-from .capabilities import MODELS, Capabilities, capabilities, unknown_model_notice
-from .capabilities import WEB_SEARCH as WEB_SEARCH_TYPE
-from .capabilities import WEB_SEARCH_BASIC as WEB_SEARCH_BASIC_TYPE
-from .capacity import ModelLimits
-from .charts import Chart
-from .charts.blobs import load_png
-from .citations import SourceRegistry
-from .config import PROFILES, AgentConfig, Budget, Caps, FetchConfig, McpServerConfig, SearchConfig, SearchProvider
-from .context.requestlog import RequestRecord
-from .defaults import MAX_QUESTION_CHARS
-from .display import domain_of, shorten
-from .events import (
-    Finished,
-    Progress,
-    RunEvent,
-    SectionRevised,
-    SectionWritten,
-    Source,
-    SourceAdded,
-    UsageRecorded,
-    utcnow,
-)
-from .figures import Figure, FigureFlag, figures_in, sentences
-from .final_turn import Outcome
-from .language import detect as detect_language
-from .markers import MARKER_RE
-from .model import describe_api_error, search_model
-from .model_provider import ModelAPI, ProviderConfig, ProviderUnavailable, model_api
-from .pricing import cost_usd
-from .report import SNIPPET_NOTE, AssembledReport, Footnote, Section, assemble, figure_line, to_markdown
-from .run import research
-from .task import ResearchTask
-from .tools.search import DDGSFactory
-from .tools.search import providers as search_providers
-from .tools.search import search as search_web
-from .usage import Usage, usage_by_model
-from .visibility import WorkspaceSearchMode, private_sources_allowed
-from .workspace import (
-    MAX_FILE_BYTES,
-    FileInfo,
-    FileUnavailable,
-    ThreadMessage,
-    ThreadWorkspace,
-    WorkspaceError,
-    too_large,
-)
-from .workspace_search import SearchUnavailable, WorkspaceHit, WorkspaceSearch
+from typing import TYPE_CHECKING
+
+from .lazy import lazy_exports
+
+# Imported when first used (lazy.py): what the serve process needs must not load the model SDK.
+if TYPE_CHECKING:
+    from .capabilities import MODELS, Capabilities, capabilities, unknown_model_notice
+    from .capabilities import WEB_SEARCH as WEB_SEARCH_TYPE
+    from .capabilities import WEB_SEARCH_BASIC as WEB_SEARCH_BASIC_TYPE
+    from .capacity import ModelLimits
+    from .charts import Chart
+    from .charts.blobs import load_png
+    from .citations import SourceRegistry
+    from .config import PROFILES, AgentConfig, Budget, Caps, FetchConfig, McpServerConfig, SearchConfig, SearchProvider
+    from .context.requestlog import RequestRecord
+    from .defaults import MAX_QUESTION_CHARS
+    from .display import domain_of, shorten
+    from .events import (
+        Finished,
+        Progress,
+        RunEvent,
+        SectionRevised,
+        SectionWritten,
+        Source,
+        SourceAdded,
+        UsageRecorded,
+        utcnow,
+    )
+    from .figures import Figure, FigureFlag, figures_in, sentences
+    from .final_turn import Outcome
+    from .language import detect as detect_language
+    from .markers import MARKER_RE
+    from .model import describe_api_error, search_model
+    from .model_provider import ModelAPI, model_api
+    from .pricing import cost_usd
+    from .provider_config import ProviderConfig, ProviderUnavailable
+    from .report import SNIPPET_NOTE, AssembledReport, Footnote, Section, assemble, figure_line, to_markdown
+    from .run import research
+    from .task import ResearchTask
+    from .tools.search import DDGSFactory
+    from .tools.search import providers as search_providers
+    from .tools.search import search as search_web
+    from .usage import Usage, usage_by_model
+    from .visibility import WorkspaceSearchMode, private_sources_allowed
+    from .workspace import (
+        MAX_FILE_BYTES,
+        FileInfo,
+        FileUnavailable,
+        ThreadMessage,
+        ThreadWorkspace,
+        WorkspaceError,
+        too_large,
+    )
+    from .workspace_search import SearchUnavailable, WorkspaceHit, WorkspaceSearch
 
 __all__ = [
     "MODELS",
@@ -130,3 +137,5 @@ __all__ = [
     "usage_by_model",
     "utcnow",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

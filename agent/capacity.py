@@ -8,9 +8,10 @@ back a place it will not use (`withdraw`). Shares are fair between workspaces fi
 between a workspace's runs (round robin by who was served longest ago), so a workspace with 50
 runs waiting gets the same turns as one with 2, and each of those 2 runs gets half of its own.
 
-This module holds the protocol, the in-memory version (the terminal, tests) and the SDK
-middleware that calls it once per HTTP attempt (`CapacityMiddleware`, so the SDK's own retries
-wait their turn too). The Redis version, shared by every worker, is jobs/capacity.py.
+This module holds the protocol and the in-memory version (the terminal, tests); the SDK middleware
+that calls it once per HTTP attempt is capacity_middleware.py (so the SDK's own retries wait their
+turn too, and what only reads limits need not import the SDK). The Redis version, shared by every
+worker, is jobs/capacity.py.
 
 A run that waits shows "waiting for model capacity" and the wait does not count against its
 active time: the loop in charge of the request installs a `CapacityWait` hook (a context
@@ -19,25 +20,20 @@ variable, so a task agent's requests pause its own ledger, not the lead's).
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
-import json
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from contextlib import AbstractAsyncContextManager, nullcontext
-from dataclasses import dataclass, field, replace
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
-
-from anthropic import APIRequest, AsyncAPIResponse, AsyncCallNext, Middleware
 
 from .context.tokens import CHARS_PER_TOKEN
 
 __all__ = [
     "CAPACITY_WAIT",
     "WAITING_FOR_CAPACITY",
-    "CapacityMiddleware",
     "Demand",
     "ModelLimits",
     "MemoryModelLimiter",
@@ -331,65 +327,3 @@ class MemoryModelLimiter:
 # Entered when a request starts waiting for capacity, left when it goes out (or is cancelled).
 CapacityWait = Callable[[], AbstractAsyncContextManager[None]]
 CAPACITY_WAIT: contextvars.ContextVar[CapacityWait | None] = contextvars.ContextVar("capacity_wait", default=None)
-
-MESSAGES_PATH = "/v1/messages"
-
-
-async def _spend_limited(response: AsyncAPIResponse[Any]) -> bool:
-    try:
-        body = json.loads(await response.http_response.aread())
-    except (ValueError, TypeError):
-        return False
-    error = body.get("error") if isinstance(body, dict) else None
-    return isinstance(error, dict) and is_spend_limit(str(error.get("message", "")))
-
-
-class CapacityMiddleware(Middleware):
-    """Every Messages API attempt of one run asks the limiter first and reports what it heard."""
-
-    def __init__(self, limiter: ModelLimiter, *, team: str, run: str) -> None:
-        self.limiter = limiter
-        self.team = team or "-"
-        self.run = run or "-"
-
-    async def handle_async(self, request: APIRequest, call_next: AsyncCallNext) -> AsyncAPIResponse[Any]:
-        body = request.json if isinstance(request.json, Mapping) else None
-        if request.method.lower() != "post" or not request.url.endswith(MESSAGES_PATH) or body is None:
-            return await call_next(request)
-        model = str(body.get("model", ""))
-        demand = Demand(
-            team=self.team,
-            run=self.run,
-            model=model,
-            input_tokens=uncached_estimate(body),
-            output_tokens=min(int(body.get("max_tokens") or 0), OUTPUT_RESERVE_TOKENS),
-        )
-        while True:
-            await self._admitted(demand)
-            response = await call_next(request)
-            seen = observed(response.headers, response.status_code)
-            if response.status_code >= 500:  # the service failed: it wrote (and counted) no tokens
-                seen = replace(
-                    seen, unused=ModelLimits(input_tokens=demand.input_tokens, output_tokens=demand.output_tokens)
-                )
-            await self.limiter.observe(model, seen)
-            if response.status_code != 429 or await _spend_limited(response):
-                return response
-            # Rate-limited: every run now holds off for the retry-after (observe), and this one
-            # asks again in its turn, as a new demand, rather than the SDK retrying on its own.
-            demand = replace(demand, ticket=uuid.uuid4().hex)
-
-    async def _admitted(self, demand: Demand) -> None:
-        """Until `demand` has its share; the wait runs inside the loop's CapacityWait hook."""
-        wait = await self.limiter.try_acquire(demand)
-        if wait <= 0:
-            return
-        hook = CAPACITY_WAIT.get()
-        async with hook() if hook is not None else nullcontext():
-            try:
-                while wait > 0:
-                    await asyncio.sleep(wait)
-                    wait = await self.limiter.try_acquire(demand)
-            except BaseException:
-                await asyncio.shield(self.limiter.withdraw(demand))
-                raise

@@ -16,42 +16,12 @@ from __future__ import annotations
 from typing import TypeAlias
 
 from anthropic import AsyncAnthropic, AsyncAnthropicBedrock, AsyncAnthropicVertex
-from pydantic import BaseModel, ConfigDict, Field
 
-from .capabilities import Provider
+from .provider_config import ProviderConfig, ProviderUnavailable
 
 __all__ = ["ModelAPI", "ProviderConfig", "ProviderUnavailable", "model_api"]
 
 ModelAPI: TypeAlias = AsyncAnthropic | AsyncAnthropicBedrock | AsyncAnthropicVertex
-
-
-class ProviderUnavailable(Exception):
-    """The provider cannot be used as configured; the message says what to install or set."""
-
-
-class ProviderConfig(BaseModel):
-    """DEEPTHREAD_MODEL_PROVIDER and what that provider needs (None: the SDK's own default)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    provider: Provider = "anthropic"
-    api_key: str | None = Field(default=None, repr=False)  # ANTHROPIC_API_KEY
-    base_url: str | None = None  # ANTHROPIC_BASE_URL, or the provider's own override
-    # Bedrock
-    aws_region: str | None = None
-    aws_access_key: str | None = Field(default=None, repr=False)
-    aws_secret_key: str | None = Field(default=None, repr=False)
-    aws_session_token: str | None = Field(default=None, repr=False)
-    aws_profile: str | None = None
-    bedrock_api_key: str | None = Field(default=None, repr=False)  # AWS_BEARER_TOKEN_BEDROCK
-    # Vertex
-    vertex_region: str | None = None  # CLOUD_ML_REGION
-    vertex_project: str | None = None  # ANTHROPIC_VERTEX_PROJECT_ID
-    vertex_access_token: str | None = Field(default=None, repr=False)
-
-    @property
-    def label(self) -> str:
-        return {"anthropic": "the Anthropic API", "bedrock": "AWS Bedrock", "vertex": "Google Vertex AI"}[self.provider]
 
 
 def model_api(config: ProviderConfig, *, max_retries: int | None = None, timeout: float | None = None) -> ModelAPI:

@@ -7,14 +7,17 @@ from __future__ import annotations
 
 import json
 import re
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field, ValidationError
 
 from . import defaults
 from .config import AgentConfig, Budget
-from .model_provider import ModelAPI
 from .prompts import load
 from .usage import Usage
+
+if TYPE_CHECKING:  # a type only: jobs/models.py reads the plan's models without the SDK
+    from .model_provider import ModelAPI
 
 __all__ = ["Plan", "draft_plan"]
 

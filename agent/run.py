@@ -13,7 +13,7 @@ import httpx
 from . import defaults
 from .backend import RunBackend
 from .budget import Clock, Ledger
-from .capacity import CapacityMiddleware
+from .capacity_middleware import CapacityMiddleware
 from .checkpoint import Checkpointer
 from .citations import SourceRegistry
 from .config import AgentConfig

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from anthropic.types import Message
 from pydantic import BaseModel
+
+if TYPE_CHECKING:  # only a type here: what reads usage (the serve process) need not import the SDK
+    from anthropic.types import Message
 
 __all__ = ["Usage", "usage_by_model"]
 

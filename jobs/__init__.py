@@ -9,15 +9,22 @@ how it thinks. Knows nothing about Slack, and imports nothing from `bot`."""
 
 from __future__ import annotations
 
-from . import keys
-from .exceptions import RunNotFound
-from .executor import execute
-from .inline import run_inline
-from .models import Run, RunState, RunStatus
-from .queue import enqueue, job_timeout_for
-from .runs import AsyncRuns, Continuation, Runs, Upgrade
-from .runtime import JobRuntime, configure
-from .store import RunStore
+from typing import TYPE_CHECKING
+
+from agent.lazy import lazy_exports
+
+# Imported when first used (agent/lazy.py): the serve process asks for Runs and RunStore, and
+# must not load the executor (and with it the engine and the model SDK).
+if TYPE_CHECKING:
+    from . import keys
+    from .exceptions import RunNotFound
+    from .executor import execute
+    from .inline import run_inline
+    from .models import Run, RunState, RunStatus
+    from .queue import enqueue, job_timeout_for
+    from .runs import AsyncRuns, Continuation, Runs, Upgrade
+    from .runtime import JobRuntime, configure
+    from .store import RunStore
 
 __all__ = [
     "AsyncRuns",
@@ -37,3 +44,5 @@ __all__ = [
     "keys",
     "run_inline",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

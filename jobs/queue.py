@@ -11,8 +11,11 @@ from rq.job import Job
 from agent.config import budget_for
 
 from . import keys
-from .executor import execute
 from .models import Run
+
+# The job function, named rather than imported (RQ records a job by this name either way): the serve
+# process enqueues runs and must not load the executor, the engine and the model SDK to do it.
+EXECUTE = "jobs.executor.execute"
 
 # Headroom past the wall-time budget for finalization and state writes before RQ kills the job.
 JOB_TIMEOUT_GRACE_SECONDS = 300
@@ -34,7 +37,7 @@ def enqueue(redis: Redis, run: Run, attempt: int = 0, *, stage: str = "", resume
         job_id += f"-h{uuid.uuid4().hex[:8]}"
     redis.set(keys.current_job(run.id), job_id, ex=keys.CURRENT_JOB_TTL_SECONDS)
     return queue.enqueue(
-        execute,
+        EXECUTE,
         run.id,
         job_id=job_id,
         job_timeout=job_timeout_for(run),

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from agent import AgentConfig
 from agent.capacity import ModelLimits
-from agent.model_provider import ProviderConfig
+from agent.provider_config import ProviderConfig
 from agent.workspace import ThreadWorkspace
 from agent.workspace_search import WorkspaceSearch
 

@@ -4,31 +4,21 @@ from __future__ import annotations
 
 import ipaddress
 import shutil
-from contextlib import AsyncExitStack
 
-import httpx
-from ddgs import DDGS
 from redis.exceptions import RedisError
 
 from agent import (
     WEB_SEARCH_BASIC_TYPE,
     WEB_SEARCH_TYPE,
-    DDGSFactory,
     ProviderUnavailable,
     capabilities,
-    model_api,
-    search_model,
     unknown_model_notice,
 )
 from agent import defaults as agent_defaults
-from agent import search_providers as providers
-from agent import search_web as search
 from bot.settings import SEARCH_PROVIDERS, Settings
 from bot.slack.installations import TokenCipher
 from jobs.connection import RedisUrlError, connect, redact
 
-# A plain query any working web index answers, for the live check.
-LIVE_SEARCH_QUERY = "index fund expense ratio"
 # Where an operator gets each provider's key, for the one-line "not set" problem.
 PROVIDER_KEYS = {
     "brave": (
@@ -127,6 +117,8 @@ def model_problems(settings: Settings) -> list[str]:
         if not settings.secret("anthropic_api_key"):
             problems.append("ANTHROPIC_API_KEY is not set: create a key in the Anthropic console and export it")
     else:
+        from agent import model_api  # here: `serve` checks its settings without loading the model SDK
+
         try:
             model_api(settings.provider_config())
         except ProviderUnavailable as exc:
@@ -189,32 +181,6 @@ def search_problems(settings: Settings) -> list[str]:
             env, field, help_text = PROVIDER_KEYS[provider]
             if not (settings.secret(field) or "").strip():
                 problems.append(f"{env} is not set: {where} needs it; {help_text} and export it, {instead}")
-    return problems
-
-
-async def live_search_problems(settings: Settings, *, ddgs: DDGSFactory | None = None) -> list[str]:
-    """One real search through the configured chain (for `doctor --live`): a line per provider that
-    failed it, and one if nothing came back. `ddgs` replaces the keyless provider's library in tests."""
-    config = settings.agent_config().search
-    chain = "DEEPTHREAD_SEARCH=" + ",".join(config.providers)
-    async with httpx.AsyncClient() as http, AsyncExitStack() as stack:
-        model = None
-        if "anthropic" in config.providers:  # Anthropic's own search runs through a model client
-            try:
-                api = model_api(settings.provider_config(), max_retries=1)
-            except ProviderUnavailable:
-                return []  # the model check already says what to set
-            await stack.enter_async_context(api)
-            model = search_model(api, settings)
-        registry = providers(ddgs or DDGS, model) if ddgs or model else None
-        answer = await search(http, config, LIVE_SEARCH_QUERY, registry=registry)
-    covered = f" ({answer.label} answered instead)" if answer.hits else ""
-    problems = [f"{chain}: {f.label} failed a test search{covered}: {f.message}" for f in answer.failures]
-    if answer.answered and not answer.hits:
-        problems.append(
-            f'{chain}: {answer.label} returned nothing for the test search "{LIVE_SEARCH_QUERY}", '
-            "which usually means it is refusing this server: add brave, searxng or tavily to the list"
-        )
     return problems
 
 

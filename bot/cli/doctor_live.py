@@ -11,20 +11,25 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
 
 import anthropic
+import httpx
+from ddgs import DDGS
 from redis.exceptions import RedisError
 from redis.sentinel import SentinelConnectionPool
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from agent import ProviderUnavailable, model_api
+from agent import DDGSFactory, ProviderUnavailable, model_api, search_model
+from agent import search_providers as providers
+from agent import search_web as search
 from bot.settings import Settings
 from bot.slack.scopes import REQUIRED_BOT_SCOPES
 from jobs.connection import RedisUrlError, connect, parse_redis_url, redact
 
-from .doctor import live_search_problems
-
+# A plain query any working web index answers, for the live check.
+LIVE_SEARCH_QUERY = "index fund expense ratio"
 PROBE_TIMEOUT_SECONDS = 20.0
 # The `x-oauth-scopes` header lists the token's scopes on every Web API answer.
 SCOPES_HEADER = "x-oauth-scopes"
@@ -173,6 +178,32 @@ def redis_report(settings: Settings) -> tuple[str | None, list[str]]:
             "point it at the primary, or at the sentinels with redis+sentinel://"
         )
     return line, problems
+
+
+async def live_search_problems(settings: Settings, *, ddgs: DDGSFactory | None = None) -> list[str]:
+    """One real search through the configured chain (for `doctor --live`): a line per provider that
+    failed it, and one if nothing came back. `ddgs` replaces the keyless provider's library in tests."""
+    config = settings.agent_config().search
+    chain = "DEEPTHREAD_SEARCH=" + ",".join(config.providers)
+    async with httpx.AsyncClient() as http, AsyncExitStack() as stack:
+        model = None
+        if "anthropic" in config.providers:  # Anthropic's own search runs through a model client
+            try:
+                api = model_api(settings.provider_config(), max_retries=1)
+            except ProviderUnavailable:
+                return []  # the model check already says what to set
+            await stack.enter_async_context(api)
+            model = search_model(api, settings)
+        registry = providers(ddgs or DDGS, model) if ddgs or model else None
+        answer = await search(http, config, LIVE_SEARCH_QUERY, registry=registry)
+    covered = f" ({answer.label} answered instead)" if answer.hits else ""
+    problems = [f"{chain}: {f.label} failed a test search{covered}: {f.message}" for f in answer.failures]
+    if answer.answered and not answer.hits:
+        problems.append(
+            f'{chain}: {answer.label} returned nothing for the test search "{LIVE_SEARCH_QUERY}", '
+            "which usually means it is refusing this server: add brave, searxng or tavily to the list"
+        )
+    return problems
 
 
 PROBES: tuple[Probe, ...] = (slack_live_problems, model_live_problems, live_search_problems)

@@ -20,7 +20,8 @@ from agent.events import SearchDegraded
 from agent.tools.base import ToolContext, ToolResult
 from agent.tools.search import SearchAnswer, providers, search
 from agent.tools.web_search import WebSearch, WebSearchInput
-from bot.cli.doctor import live_search_problems, search_problems
+from bot.cli.doctor import search_problems
+from bot.cli.doctor_live import live_search_problems
 from bot.settings import Settings
 from tests.fakes.web import BRAVE_KEY, FakeWeb
 

@@ -1,0 +1,90 @@
+"""The SDK middleware that asks the model limiter (capacity.py) before every Messages API attempt
+of a run and tells it what the service answered; its own module so that what only reads limits
+(the serve process, via jobs) does not import the SDK."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import Mapping
+from contextlib import nullcontext
+from dataclasses import replace
+from typing import Any
+
+from anthropic import APIRequest, AsyncAPIResponse, AsyncCallNext, Middleware
+
+from .capacity import (
+    CAPACITY_WAIT,
+    OUTPUT_RESERVE_TOKENS,
+    Demand,
+    ModelLimiter,
+    ModelLimits,
+    is_spend_limit,
+    observed,
+    uncached_estimate,
+)
+
+__all__ = ["CapacityMiddleware"]
+
+MESSAGES_PATH = "/v1/messages"
+
+
+async def _spend_limited(response: AsyncAPIResponse[Any]) -> bool:
+    try:
+        body = json.loads(await response.http_response.aread())
+    except (ValueError, TypeError):
+        return False
+    error = body.get("error") if isinstance(body, dict) else None
+    return isinstance(error, dict) and is_spend_limit(str(error.get("message", "")))
+
+
+class CapacityMiddleware(Middleware):
+    """Every Messages API attempt of one run asks the limiter first and reports what it heard."""
+
+    def __init__(self, limiter: ModelLimiter, *, team: str, run: str) -> None:
+        self.limiter = limiter
+        self.team = team or "-"
+        self.run = run or "-"
+
+    async def handle_async(self, request: APIRequest, call_next: AsyncCallNext) -> AsyncAPIResponse[Any]:
+        body = request.json if isinstance(request.json, Mapping) else None
+        if request.method.lower() != "post" or not request.url.endswith(MESSAGES_PATH) or body is None:
+            return await call_next(request)
+        model = str(body.get("model", ""))
+        demand = Demand(
+            team=self.team,
+            run=self.run,
+            model=model,
+            input_tokens=uncached_estimate(body),
+            output_tokens=min(int(body.get("max_tokens") or 0), OUTPUT_RESERVE_TOKENS),
+        )
+        while True:
+            await self._admitted(demand)
+            response = await call_next(request)
+            seen = observed(response.headers, response.status_code)
+            if response.status_code >= 500:  # the service failed: it wrote (and counted) no tokens
+                seen = replace(
+                    seen, unused=ModelLimits(input_tokens=demand.input_tokens, output_tokens=demand.output_tokens)
+                )
+            await self.limiter.observe(model, seen)
+            if response.status_code != 429 or await _spend_limited(response):
+                return response
+            # Rate-limited: every run now holds off for the retry-after (observe), and this one
+            # asks again in its turn, as a new demand, rather than the SDK retrying on its own.
+            demand = replace(demand, ticket=uuid.uuid4().hex)
+
+    async def _admitted(self, demand: Demand) -> None:
+        """Until `demand` has its share; the wait runs inside the loop's CapacityWait hook."""
+        wait = await self.limiter.try_acquire(demand)
+        if wait <= 0:
+            return
+        hook = CAPACITY_WAIT.get()
+        async with hook() if hook is not None else nullcontext():
+            try:
+                while wait > 0:
+                    await asyncio.sleep(wait)
+                    wait = await self.limiter.try_acquire(demand)
+            except BaseException:
+                await asyncio.shield(self.limiter.withdraw(demand))
+                raise
