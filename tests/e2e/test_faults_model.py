@@ -7,13 +7,14 @@ run real `deepthread serve` and `deepthread worker` processes.
 """
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from anthropic import AsyncAnthropic
+from anthropic import APIStatusError, AsyncAnthropic
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -91,6 +92,20 @@ def test_two_clients_overloaded_together_do_not_retry_in_lockstep() -> None:
     patience = Patience()
     waits = {round(patience.wait(3), 6) for _ in range(50)}
     assert len(waits) > 40, "jitter spreads the retries of runs that failed at the same moment"
+
+
+async def test_an_outage_from_the_first_request_lasts_its_time_however_late_the_request_comes(
+        fake_model: FakeAnthropic) -> None:
+    fake_model.policy = lambda _request: "back"
+    fake_model.fail_for(0.4, from_first_request=True)
+    await asyncio.sleep(0.6)  # a loaded machine reaching the model late: the outage has not begun
+    async with AsyncAnthropic(api_key="k", base_url=fake_model.url, max_retries=0) as client:
+        with pytest.raises(APIStatusError):
+            await client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "hi"}])
+        await asyncio.sleep(0.5)
+        answer = await client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "hi"}])
+    assert answer.content[0].text == "back"  # type: ignore[union-attr]
+    assert fake_model.served_failures == [529], "one answer inside the outage, then the service is back"
 
 
 async def test_an_overload_shorter_than_the_patience_is_waited_out(fake_model: FakeAnthropic) -> None:
@@ -214,7 +229,8 @@ def stack(tmp_path: Path, redis_url: str, fake_slack, fake_model, fake_web, stac
 
 def test_a_minute_of_overload_in_miniature_costs_the_run_time_not_its_answer(
         stack: Stack, fake_slack: FakeSlack, fake_model: FakeAnthropic, fake_web) -> None:
-    fake_model.fail_for(5.0)
+    # Longer than the SDK's own two retries take, from the run's first request: ours must wait it out.
+    fake_model.fail_for(5.0, from_first_request=True)
     envelope = app_mention_event("expense ratio VTI SCHB ITOT", channel=CHANNEL)
     mention_ts = fake_slack.seed_event(envelope)
     post_event(stack, envelope)

@@ -176,6 +176,7 @@ class FakeAnthropic:
         self._stream_failures: list[_Failure] = []
         self._served_failures: list[int] = []
         self._failing_until = 0.0  # time.monotonic() until which fail_for answers
+        self._failing_seconds: float | None = None  # an outage that starts with the next request
         self._window: _Failure | None = None
         self._cache: dict[str, int] = {}  # prefix hash -> prefix length in characters
         # The organization's per-minute limits: reported on every answer, enforced once set (limit()).
@@ -216,13 +217,17 @@ class FakeAnthropic:
     def fail_always(self, status: int, error_type: str | None = None, message: str | None = None) -> None:
         self._add_failure(self._failures, status, -1, error_type, message, None)
 
-    def fail_for(self, seconds: float, status: int = 529, retry_after: float | None = None) -> None:
+    def fail_for(self, seconds: float, status: int = 529, retry_after: float | None = None, *,
+                 from_first_request: bool = False) -> None:
         """Every POST /v1/messages answers `status` (default 529 overloaded) for the next
-        `seconds`, then the service is back: an outage measured in time, not in requests."""
+        `seconds`, then the service is back: an outage measured in time, not in requests.
+        `from_first_request`: the outage starts with the next request instead of now (a test whose
+        processes take a loaded machine's time to reach the model still meets all of it)."""
         default_type, default_message = _DEFAULT_ERRORS.get(status, ("api_error", "Internal server error"))
         with self._lock:
             self._window = _Failure(-1, status, default_type, default_message, retry_after)
-            self._failing_until = time.monotonic() + seconds
+            self._failing_until = math.inf if from_first_request else time.monotonic() + seconds
+            self._failing_seconds = seconds if from_first_request else None
 
     def fail_next_stream(self, times: int = 1, error_type: str = "overloaded_error", message: str = "Overloaded") -> None:
         """The next `times` streamed answers start normally, then send an SSE `error` event and end."""
@@ -269,6 +274,8 @@ class FakeAnthropic:
 
     def _take(self, queue: list[_Failure]) -> _Failure | None:
         with self._lock:
+            if queue is self._failures and self._window is not None and self._failing_seconds is not None:
+                self._failing_until, self._failing_seconds = time.monotonic() + self._failing_seconds, None
             if queue is self._failures and self._window is not None and time.monotonic() < self._failing_until:
                 self._served_failures.append(self._window.status)
                 return self._window
