@@ -6,61 +6,21 @@ run finishes with one complete pinned report, and a new mention afterwards works
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from jobs import RunStatus, RunStore
 from jobs.connection import connect
 from tests.e2e.stack import assert_cited_report_pinned, block_text, report_text, start
-from tests.fakes.anthropic import FakeAnthropic, Reply, text_reply, tool_reply
-from tests.fakes.policies import MARKER, ResearchPolicy, extract, is_extraction, is_summary_request, summary_reply
+from tests.fakes.anthropic import FakeAnthropic
+from tests.fakes.policies import MARKER, FaultAtTurnThree, ResearchPolicy
 from tests.fakes.slack import FakeSlack
 from tests.processes import SentinelTopology, deepthread_stack, wait_for
 from tests.fakes.slack_records import TEAM_ID
 
-SECTION_ID = re.compile(r"section_id: (\w+)")
 OTHER_CHANNEL = "C0AFTER"
-
-
-class PrimaryDiesMidRun:
-    """search → write a section → [the primary dies as this turn is answered] → search → revise
-    the section → write a second one → answer. `at_turn_3` runs before turn 3's answer."""
-
-    def __init__(self, at_turn_3: Callable[[], None]) -> None:
-        self.at_turn_3 = at_turn_3
-        self.turn = 0
-
-    def __call__(self, request: dict[str, Any]) -> Reply:
-        if is_extraction(request):
-            return extract(request)
-        if is_summary_request(request):
-            return summary_reply(request)
-        if not request.get("tools"):  # the constraints pass: not a turn
-            return text_reply('{"constraints": []}')
-        if (request.get("tool_choice") or {}).get("type") == "none":
-            return ResearchPolicy().final(request["messages"])
-        self.turn += 1
-        history = json.dumps(request["messages"])
-        seen = list(dict.fromkeys(MARKER.findall(history)))
-        if self.turn == 1:
-            return tool_reply(("web_search", {"query": "expense ratio VTI"}))
-        if self.turn == 2:
-            return tool_reply(("write_section", {"title": "Fees", "body": f"VTI charges the lowest fee {seen[0]}."}))
-        if self.turn == 3:
-            self.at_turn_3()
-            return tool_reply(("web_search", {"query": "tracking error VTI ITOT SCHB"}))
-        if self.turn == 4:
-            section = SECTION_ID.search(history)
-            assert section, "write_section answered with its section id"
-            return tool_reply(("revise_section", {"section_id": section.group(1), "reason": "a newer fact sheet",
-                                                  "body": f"VTI charges the lowest fee {seen[0]} {seen[-1]}."}))
-        if self.turn == 5:
-            return tool_reply(("write_section", {"title": "Tracking", "body": f"Tracking differs by fund {seen[-1]}."}))
-        return ResearchPolicy().final(request["messages"])
 
 
 @pytest.fixture
@@ -74,7 +34,7 @@ def test_a_run_survives_its_primary_dying_and_a_new_mention_works_after_the_fail
         tmp_path: Path, sentinels: SentinelTopology, fake_slack: FakeSlack, fake_model: FakeAnthropic,
         fake_web) -> None:
     killed: list[int] = []
-    fake_model.policy = PrimaryDiesMidRun(lambda: killed.append(sentinels.kill_primary()))
+    fake_model.policy = FaultAtTurnThree(lambda: killed.append(sentinels.kill_primary()))
     with deepthread_stack(tmp_path, redis_url=sentinels.url, slack_url=fake_slack.url, model_url=fake_model.url,
                           web_url=fake_web.url) as stack:
         thread, progress_ts, report_ts = start(stack, fake_slack, "expense ratio and tracking error of VTI ITOT SCHB")

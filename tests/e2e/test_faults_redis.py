@@ -11,62 +11,22 @@ import json
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from redis import Redis
 
 from jobs import RunStore
 from tests.e2e.stack import CHANNEL, block_text, bot_replies, post_event
-from tests.fakes.anthropic import FakeAnthropic, Reply, text_reply, tool_reply
-from tests.fakes.policies import MARKER, ResearchPolicy, extract, is_extraction, is_summary_request, summary_reply
+from tests.fakes.anthropic import FakeAnthropic
+from tests.fakes.policies import MARKER, FaultAtTurnThree
 from tests.fakes.slack import FakeSlack, app_mention_event
 from tests.processes import RedisWithAOF, Stack, deepthread_stack, wait_for
 
 # Longer than redis-py's own default retries last (at most ~5 s), so only the reconnect patience
 # of serve, the worker and the job (bot/cli/processes.py; ~17 s at least) carries a process through.
 DOWN_SECONDS = 8.0
-SECTION_ID = re.compile(r"section_id: (\w+)")
-
-
-class RestartMidRun:
-    """search → write a section → [Redis goes down as this turn is answered] → search →
-    revise the section → write a second one → answer. `at_turn_3` is called before turn 3's
-    answer, with the worker about to write the events of that turn."""
-
-    def __init__(self, at_turn_3: Callable[[], None]) -> None:
-        self.at_turn_3 = at_turn_3
-        self.turn = 0
-
-    def __call__(self, request: dict[str, Any]) -> Reply:
-        if is_extraction(request):
-            return extract(request)
-        if is_summary_request(request):
-            return summary_reply(request)
-        if not request.get("tools"):  # a small-model call (e.g. reading constraints): not a turn
-            return text_reply('{"constraints": []}')
-        if (request.get("tool_choice") or {}).get("type") == "none":
-            return ResearchPolicy().final(request["messages"])
-        self.turn += 1
-        history = json.dumps(request["messages"])
-        seen = list(dict.fromkeys(MARKER.findall(history)))
-        if self.turn == 1:
-            return tool_reply(("web_search", {"query": "expense ratio VTI"}))
-        if self.turn == 2:
-            return tool_reply(("write_section", {"title": "Fees", "body": f"VTI charges the lowest fee {seen[0]}."}))
-        if self.turn == 3:
-            self.at_turn_3()
-            return tool_reply(("web_search", {"query": "tracking error VTI ITOT SCHB"}))
-        if self.turn == 4:
-            section = SECTION_ID.search(history)
-            assert section, "write_section answered with its section id"
-            return tool_reply(("revise_section", {"section_id": section.group(1), "reason": "a newer fact sheet",
-                                                  "body": f"VTI charges the lowest fee {seen[0]} {seen[-1]}."}))
-        if self.turn == 5:
-            return tool_reply(("write_section", {"title": "Tracking", "body": f"Tracking differs by fund {seen[-1]}."}))
-        return ResearchPolicy().final(request["messages"])
 
 
 def restart_in_background(redis: RedisWithAOF, down_for: float) -> threading.Thread:
@@ -94,7 +54,7 @@ def stack(tmp_path: Path, redis_aof: RedisWithAOF, fake_slack, fake_model, fake_
 def test_a_run_survives_redis_restarting_mid_run_and_loses_nothing(
         stack: Stack, redis_aof: RedisWithAOF, fake_slack: FakeSlack, fake_model: FakeAnthropic) -> None:
     restarts: list[threading.Thread] = []
-    fake_model.policy = RestartMidRun(lambda: restarts.append(restart_in_background(redis_aof, DOWN_SECONDS)))
+    fake_model.policy = FaultAtTurnThree(lambda: restarts.append(restart_in_background(redis_aof, DOWN_SECONDS)))
     envelope = app_mention_event("expense ratio and tracking error of VTI ITOT SCHB", channel=CHANNEL)
     thread = fake_slack.seed_event(envelope)
     post_event(stack, envelope)

@@ -9,6 +9,7 @@ import json
 import re
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from tests.fakes.anthropic import FakeAPIError, Reply, text_reply, tool_reply
@@ -534,3 +535,45 @@ class PlanFirstPolicy(ResearchPolicy):
                     "outline": ["Expense ratios", "Verdict"], "expected_requests": 12, "expected_minutes": 8}
             return text_reply(json.dumps(plan))
         return super().__call__(request)
+
+
+# Where write_section answers with its id (the fault policies revise what they wrote).
+SECTION_ID = re.compile(r"section_id: (\w+)")
+
+
+class FaultAtTurnThree:
+    """search → write a section → [the fault, as turn 3 is answered] → search → revise the section
+    → write a second one → answer. `at_turn_3` (the fault: a Redis restart, a failover) is called
+    before turn 3's answer, with the worker about to write the events of that turn."""
+
+    def __init__(self, at_turn_3: Callable[[], None]) -> None:
+        self.at_turn_3 = at_turn_3
+        self.turn = 0
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        if is_extraction(request):
+            return extract(request)
+        if is_summary_request(request):
+            return summary_reply(request)
+        if not request.get("tools"):  # a small-model call (e.g. reading constraints): not a turn
+            return text_reply('{"constraints": []}')
+        if (request.get("tool_choice") or {}).get("type") == "none":
+            return ResearchPolicy().final(request["messages"])
+        self.turn += 1
+        history = json.dumps(request["messages"])
+        seen = list(dict.fromkeys(MARKER.findall(history)))
+        if self.turn == 1:
+            return tool_reply(("web_search", {"query": "expense ratio VTI"}))
+        if self.turn == 2:
+            return tool_reply(("write_section", {"title": "Fees", "body": f"VTI charges the lowest fee {seen[0]}."}))
+        if self.turn == 3:
+            self.at_turn_3()
+            return tool_reply(("web_search", {"query": "tracking error VTI ITOT SCHB"}))
+        if self.turn == 4:
+            section = SECTION_ID.search(history)
+            assert section, "write_section answered with its section id"
+            return tool_reply(("revise_section", {"section_id": section.group(1), "reason": "a newer fact sheet",
+                                                  "body": f"VTI charges the lowest fee {seen[0]} {seen[-1]}."}))
+        if self.turn == 5:
+            return tool_reply(("write_section", {"title": "Tracking", "body": f"Tracking differs by fund {seen[-1]}."}))
+        return ResearchPolicy().final(request["messages"])
