@@ -47,11 +47,11 @@ def lazy_exports(package: str, init_file: str) -> tuple[Callable[[str], object],
         loaded = importlib.import_module(module, package)
         value = getattr(loaded, attr) if attr else loaded
         namespace[name] = value  # asked once: later lookups are plain attribute reads
-        # Importing a submodule binds its name in the package (`agent.capabilities`, the module):
-        # an export of the same name (the function) must win, as the eager import let it.
-        for other, (where, what) in exports.items():
-            if what and isinstance(namespace.get(other), ModuleType) and where.endswith(f".{other}"):
-                namespace[other] = getattr(namespace[other], what)
+        # Importing `.capabilities` (for MODELS) binds the module as `agent.capabilities`: an
+        # export of that name (the function) must win, as the eager import let it.
+        bound = module[1:].split(".")[0]
+        if bound in exports and exports[bound][1] and isinstance(namespace.get(bound), ModuleType):
+            namespace[bound] = getattr(namespace[bound], exports[bound][1])
         return value
 
     def __dir__() -> list[str]:
