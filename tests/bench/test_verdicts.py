@@ -24,6 +24,26 @@ def test_every_mention_is_acked_and_becomes_exactly_one_run_and_retries_start_no
     assert ack.run(20, 20, tmp_path, timing=False) == []
 
 
+def test_the_ack_bench_attributes_each_post_to_its_mention_by_the_run_it_carries() -> None:
+    """A mention's own posts count as its own however late they drain through the channel's slot;
+    a post of another run, an unmarked reply or a second copy in its thread never does."""
+    Post = ack.Post
+    run_of = {"1.1": "run-a", "2.2": "run-b"}
+    posts = [Post("1.1", "run-a", "progress"), Post("2.2", "run-b", "progress"), Post("1.1", "run-a", "report")]
+    assert ack.tally(posts, run_of) == ack.Tally(delivered=1, strays=0)  # run-b's report still waits for its slot
+    late = [*posts, Post("2.2", "run-b", "report")]
+    assert ack.tally(late, run_of) == ack.Tally(delivered=2, strays=0)
+    wrong = [*late, Post("1.1", "run-c", "progress"), Post("2.2", None, None), Post("1.1", "run-a", "report")]
+    assert ack.tally(wrong, run_of) == ack.Tally(delivered=2, strays=3)
+    # The burst is spread so each channel's posts fit serve's per-channel window; one channel waits its windows out.
+    assert ack.channels_for(20) == 1 and ack.post_wait_seconds(20, 1) == ack.ENQUEUE_TIMEOUT_SECONDS
+    per_window = ack.POSTS_PER_CHANNEL_WINDOW
+    assert ack.channels_for(200) * per_window >= 200 * ack.POSTS_PER_RUN
+    assert ack.post_wait_seconds(200, ack.channels_for(200)) == ack.ENQUEUE_TIMEOUT_SECONDS
+    windows = -(-200 * ack.POSTS_PER_RUN // per_window)
+    assert ack.post_wait_seconds(200, 1) == (windows - 1) * 60.0 + ack.ENQUEUE_TIMEOUT_SECONDS
+
+
 def test_page_extraction_keeps_every_word_glues_none_and_every_sentence_verifies() -> None:
     import json
 
