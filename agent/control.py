@@ -5,11 +5,13 @@ The engine only reads; the job layer implements it (Redis), tests use the in-mem
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime
 from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
+from . import defaults
 from .config import Budget
 from .events import utcnow
 
@@ -36,7 +38,17 @@ class RunControl(Protocol):
         ...
 
     async def stop_requested(self) -> StopRequest | None:
-        """Cheap check, called often while the loop waits on the model or tools."""
+        """Cheap check, called while the loop waits on the model or tools: when `stop_signal` is
+        set, and otherwise every `stop_check_seconds`."""
+        ...
+
+    def stop_signal(self) -> asyncio.Event:
+        """Set when a stop may have come (a notification): the waiting loop clears it and checks.
+        A control without notifications returns an event nobody sets, and checks often instead."""
+        ...
+
+    def stop_check_seconds(self) -> float:
+        """The longest the loop may wait between two checks when no signal comes."""
         ...
 
     def snapshot(self) -> Any:
@@ -53,6 +65,12 @@ class MemoryControl:
         self.stop: StopRequest | None = None
         self.budget: Budget | None = None
         self.pending: list[Note] = []
+        self._signal = asyncio.Event()
+
+    def request_stop(self, stop: StopRequest) -> None:
+        """Stop the loop now, as a notification would (setting `stop` alone is seen at the next check)."""
+        self.stop = stop
+        self._signal.set()
 
     async def poll(self) -> ControlUpdate:
         update = ControlUpdate(stop=self.stop, budget=self.budget, notes=self.pending)
@@ -61,6 +79,12 @@ class MemoryControl:
 
     async def stop_requested(self) -> StopRequest | None:
         return self.stop
+
+    def stop_signal(self) -> asyncio.Event:
+        return self._signal
+
+    def stop_check_seconds(self) -> float:
+        return defaults.STOP_POLL_SECONDS
 
     def snapshot(self) -> Any:
         return None  # in-process: nothing outlives the process to resume

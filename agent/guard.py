@@ -11,7 +11,6 @@ import asyncio
 from collections.abc import Awaitable
 from typing import TypeVar
 
-from . import defaults
 from .budget import Clock, Ledger
 from .control import RunControl
 from .exceptions import Interrupted
@@ -26,16 +25,27 @@ async def guarded(
 ) -> T:
     """Await `work`, cutting it short on a stop or when `deadline` seconds have passed."""
     task = asyncio.ensure_future(work)
+    signal = control.stop_signal()
     started = clock()
     try:
         while True:
             remaining = deadline - (clock() - started)
             if remaining <= 0:
                 raise Interrupted(f"{ledger.time_limit_name(clock())} reached while {stage}")
-            # Woken at least every STOP_POLL_SECONDS: a stop must not wait for a slow model.
-            done, _ = await asyncio.wait({task}, timeout=min(remaining, defaults.STOP_POLL_SECONDS))
-            if done:
+            # A stop wakes the wait by its notification; the check every stop_check_seconds is the
+            # fallback for a notification lost (a reconnect) or a control that has none.
+            woken = asyncio.ensure_future(signal.wait())
+            try:
+                done, _ = await asyncio.wait(
+                    {task, woken},
+                    timeout=min(remaining, control.stop_check_seconds()),
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+            finally:
+                woken.cancel()  # Event.wait touches no connection: safe to cancel
+            if task in done:
                 return task.result()
+            signal.clear()
             stop = await control.stop_requested()
             if stop is not None:
                 raise Interrupted(f"stopped by {stop.by} while {stage}", stop=stop)

@@ -27,12 +27,13 @@ from agent.model_provider import ModelAPI, model_api
 from agent.task import PriorRun
 from agent.visibility import is_requester_dm
 
-from . import keys, ownership
+from . import keys, ownership, running, shared_loop
 from .background import Stop
 from .capacity import RedisModelLimiter
 from .connection import connect_async
 from .continuation import prior_of
 from .control import RedisRunControl, upgraded_profile
+from .control_listener import for_this_loop
 from .exceptions import LeaseLost
 from .logcontext import log_context
 from .metrics import metrics
@@ -121,6 +122,7 @@ async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime, tenur
     if alive:  # an earlier attempt's heartbeat: this job resumes it from its checkpoint
         metrics().runs_resumed.labels(team=state.run.team or keys.NO_TEAM).inc()
     checkpoints = RedisCheckpointStore(async_redis, run_id, tenure)
+    control = RedisRunControl(async_redis, run_id, caps, for_this_loop(runtime.redis_url))
     handing_back = asyncio.Event()
 
     async def work() -> None:
@@ -134,7 +136,7 @@ async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime, tenur
                     results=RedisResultStore(async_redis, run_id, tenure, runtime.bulky_retention_seconds),
                     checkpoints=checkpoints,
                     request_log=RedisRequestLog(async_redis, run_id, runtime.bulky_retention_seconds),
-                    control=RedisRunControl(async_redis, run_id, caps),
+                    control=control,
                     refusals=RedisFileRefusals(async_redis, state.run.team),
                     seen_urls=RedisSeenUrls(
                         async_redis, run_id, state.run.channel, state.run.thread_ts, team=state.run.team
@@ -161,6 +163,7 @@ async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime, tenur
         task.cancel()
 
     stopping = _on_shutdown(hand_back)
+    unregister = running.register(run_id, hand_back)  # a worker carrying many runs hands each back itself
     try:
         await task
     except asyncio.CancelledError:
@@ -171,8 +174,10 @@ async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime, tenur
         return _Ran(holder["state"], handed_back=True)
     finally:
         stopping()
+        unregister()
         stop_keeping.set()  # between renewals, never by cancelling one mid-call (jobs/background.py)
         await asyncio.wait([keeper])
+        await control.close()
         await async_redis.aclose()
     if tenure.lost is not None:  # lost as the work ended: whatever it wrote last was refused
         raise LeaseLost(run_id)
@@ -215,8 +220,10 @@ def execute(run_id: str) -> str:
     tenure = Tenure(lease, runtime.lock_seconds)
     # Everything alive now (modules, schemas) lives as long as the process: take it out of the
     # collector's view, so a full collection mid-run scans only the run's own objects
-    # (measured: max event-loop pause 150 ms → 33 ms over 1,000 turns, bench/loop_lag.py).
-    gc.freeze()
+    # (measured: max event-loop pause 150 ms → 33 ms over 1,000 turns, bench/loop_lag.py). A worker
+    # carrying many runs froze once at start-up: freezing now would pin other runs' garbage for good.
+    if shared_loop.shared() is None:
+        gc.freeze()
     if state.run.plan_first and not state.approved_by:  # plan first: draft the plan, spend nothing more
         from .planning import plan_run
 
@@ -232,7 +239,7 @@ def execute(run_id: str) -> str:
     try:
         with log_context(run_id=run_id, team=state.run.team):
             log.info("run %s: researching (job %s)", run_id, tenure.fence)
-            ran = asyncio.run(run_agent(store, state, runtime, tenure))
+            ran = shared_loop.run_coroutine(run_agent(store, state, runtime, tenure))
             log.info("run %s: %s", run_id, ran.state.status.value)
         if ran.handed_back:
             from .queue import enqueue  # the queue names this module's entry point

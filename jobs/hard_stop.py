@@ -21,6 +21,7 @@ from agent.control import StopRequest
 
 from . import keys
 from .connection import text
+from .control import announce
 
 __all__ = ["HARD_STOP_SECONDS", "DueStop", "claim_due", "done", "forced_reason", "request_stop_with_deadline"]
 
@@ -81,6 +82,8 @@ def request_stop_with_deadline(redis: Redis, run_id: str, by: str, grace_seconds
             forced_reason(by, grace_seconds),
         ],
     )
+    if created:
+        announce(redis, run_id)  # the waiting run hears of it at once
     return bool(created)
 
 

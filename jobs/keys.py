@@ -62,6 +62,9 @@ _SHARED = {
     "RECHECK_DIGESTS": "recheck:digests",  # ended re-checks whose digest is owed
     "RECHECK_NOTICES": "recheck:notices",  # skip notices serve says in the thread
     "CAPACITY_MODELS": "capacity:models",  # set: models some run has asked capacity for (jobs/capacity.py)
+    # Pub/sub channel: a run id, published when the run is asked to stop or given more budget
+    # (jobs/control_listener.py), so a waiting run hears of it without polling.
+    "CONTROL_CHANNEL": "control",
 }
 
 if TYPE_CHECKING:  # what the module offers, typed; at run time __getattr__ builds each from the prefix
@@ -77,6 +80,7 @@ if TYPE_CHECKING:  # what the module offers, typed; at run time __getattr__ buil
     RECHECK_DIGESTS: str
     RECHECK_NOTICES: str
     CAPACITY_MODELS: str
+    CONTROL_CHANNEL: str
 else:
 
     def __getattr__(name: str) -> str:

@@ -9,7 +9,6 @@ status only moves forward: queued → planned → running → ended.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from datetime import timedelta
 from typing import cast
@@ -20,7 +19,7 @@ from agent.config import budget_for
 from agent.events import utcnow
 from agent.planning import Plan, draft_plan
 
-from . import keys
+from . import keys, shared_loop
 from .connection import text
 from .continuation import notes_of
 from .exceptions import RunNotFound
@@ -52,7 +51,7 @@ def plan_run(store: RunStore, state: RunState, runtime: JobRuntime) -> RunState:
                 changes=changes,
             )
 
-    plan = asyncio.run(draft())
+    plan = shared_loop.run_coroutine(draft())
     if store.get(run.id).approved_by:
         return store.get(run.id)  # approved while this draft was made: the approved plan stands
     expires = utcnow() + timedelta(seconds=runtime.plan_expiry_seconds)

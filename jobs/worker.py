@@ -34,22 +34,19 @@ WORKER_TTL_SECONDS = 30
 SWEEP_INTERVAL_SECONDS = 10
 
 
-class DeepthreadWorker(Worker):
-    """RQ's worker with our sweeps and shutdown. `on_shutdown` callbacks run at the first SIGTERM;
-    `in_horse` ones run in each work-horse right after the fork (e.g. to close an inherited socket)."""
+class Upkeep:
+    """What both of our worker classes add to RQ's: the sweeps in its maintenance round, and
+    `on_shutdown` callbacks run at the first SIGTERM (e.g. to turn the health check unready)."""
+
+    connection: Any
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.on_shutdown: list[Callable[[], object]] = []
         self.in_horse: list[Callable[[], object]] = []
 
-    def main_work_horse(self, job: Job, queue: Queue) -> None:
-        for callback in self.in_horse:
-            callback()
-        super().main_work_horse(job, queue)
-
     def run_maintenance_tasks(self) -> None:
-        super().run_maintenance_tasks()
+        super().run_maintenance_tasks()  # type: ignore[misc]
         try:
             sweep(self.connection)
             metrics().sweeps.labels(outcome="done").inc()
@@ -62,9 +59,22 @@ class DeepthreadWorker(Worker):
             log.exception("hard-stop check failed")
 
     def handle_warm_shutdown_request(self) -> None:
-        super().handle_warm_shutdown_request()
+        super().handle_warm_shutdown_request()  # type: ignore[misc]
         for callback in self.on_shutdown:
             callback()
+
+
+class DeepthreadWorker(Upkeep, Worker):
+    """RQ's forking worker (one run per work-horse) with our sweeps and shutdown. `in_horse`
+    callbacks run in each work-horse right after the fork (e.g. to close an inherited socket)."""
+
+    def main_work_horse(self, job: Job, queue: Queue) -> None:
+        for callback in self.in_horse:
+            callback()
+        super().main_work_horse(job, queue)
+
+    def handle_warm_shutdown_request(self) -> None:
+        super().handle_warm_shutdown_request()
         if self.horse_pid:
             log.info("worker %s: asking the running job to hand its run back", self.name)
             try:

@@ -34,6 +34,8 @@ log = logging.getLogger(__name__)
 
 # What a task agent may use: reading the web and working with what it read. Never the
 # report (the lead writes it from the findings) and never spawn_tasks (no nesting).
+# Detached has nothing to check: a waiting task agent wakes only for its own work or deadline.
+NEVER_CHECK_SECONDS = 24 * 3600.0
 RESEARCH_TOOLS = frozenset({"web_search", "read_page", "calculator", "fetch_result"})
 
 
@@ -41,11 +43,20 @@ class Detached:
     """A task agent's run control: notes and upgrades are the lead's business, and a stop
     reaches a task agent by cancellation from the lead, so there is nothing to poll."""
 
+    def __init__(self) -> None:
+        self._never = asyncio.Event()
+
     async def poll(self) -> ControlUpdate:
         return ControlUpdate()
 
     async def stop_requested(self) -> StopRequest | None:
         return None
+
+    def stop_signal(self) -> asyncio.Event:
+        return self._never
+
+    def stop_check_seconds(self) -> float:
+        return NEVER_CHECK_SECONDS
 
     def snapshot(self) -> Any:
         return None

@@ -8,12 +8,12 @@ and replaces the previous one in the thread.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
 from pydantic import BaseModel, Field
 
+from .. import offload
 from ..charts import Chart, ChartKind, ChartRow, blob_id, check_table
 from ..charts.blobs import save_png
 from ..citations import UnknownCitation
@@ -166,7 +166,7 @@ class ChartTool(Tool):
             spec = build_spec(
                 title=title, kind=args.kind, x_label=x_label, y_label=y_label, unit=unit, table=table, note=note
             )
-            png = await asyncio.to_thread(draw_png, spec)  # CPU work: the loop's heartbeat must not wait
+            png = await offload.cpu(draw_png, spec)  # CPU work: the loop's heartbeat must not wait
         except Exception as exc:  # a drawing bug must not end the run; the model can carry on without the chart
             log.exception("chart %s could not be drawn", chart_id)
             return ToolResult(

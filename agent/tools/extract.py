@@ -18,6 +18,7 @@ from lxml.html import HtmlElement
 from trafilatura.utils import normalize_unicode
 from trafilatura.xml import xmltotxt
 
+from .. import offload
 from ..converter import ConversionRefused
 from ..converter import convert as convert_document
 from ..converter.parsers import HTML_BLOCK_TAGS
@@ -172,6 +173,12 @@ def html_text(body: bytes | str, url: str, links: LinkTable) -> PageText:
     extraction gives; the whitespace beside links is held for it, see `_hold_spaces_beside_links`),
     and the same tree knows where the links are (page_text places them).
     """
+    plain, linked = _extracted(body)
+    return page_text(plain, linked, url, links)
+
+
+def _extracted(body: bytes | str) -> tuple[str, etree._Element]:
+    """The page's plain text and its linked tree (trafilatura's one extraction: the CPU-heavy part)."""
     tree = trafilatura.load_html(body)
     if tree is None:
         raise UnreadableContent("no readable article text was found on this page; try another source")
@@ -191,7 +198,13 @@ def html_text(body: bytes | str, url: str, links: LinkTable) -> PageText:
     plain = normalize_unicode(xmltotxt(unwrapped, include_formatting=False))
     if not plain.strip():
         raise UnreadableContent("no readable article text was found on this page; try another source")
-    return page_text(plain, linked, url, links)
+    return plain, linked
+
+
+def _extracted_portable(body: bytes) -> tuple[str, bytes]:
+    """`_extracted` for a process pool: the tree travels back serialized (lxml trees do not pickle)."""
+    plain, linked = _extracted(body)
+    return plain, etree.tostring(linked, encoding="utf-8")
 
 
 def _sniff(page: Fetched) -> str:
@@ -250,4 +263,9 @@ async def extract_text(page: Fetched, links: LinkTable) -> Extracted:
     kind = _sniff(page)
     if kind in DOCUMENT_KINDS:
         return await _document(page, kind)
+    if kind == "html" and offload.pooled() and not _looks_binary(page.body):
+        # In a worker carrying many runs: trafilatura in the pool, the run's link ids here.
+        plain, linked = await offload.cpu(_extracted_portable, page.body)
+        text = page_text(plain, etree.fromstring(linked), page.url, links)
+        return Extracted(title=_title_of(page.body), text=text, kind="html")
     return await asyncio.to_thread(_extract_sync, page, links)

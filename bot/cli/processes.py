@@ -300,12 +300,19 @@ def work(settings: Settings, *, burst: bool = False) -> int:
     enable_metrics(settings, redis)
     jobs.configure(job_runtime(settings))
     spend.configure(settings.budget_defaults())
-    worker = DeepthreadWorker(
-        [Queue(keys.QUEUE, connection=redis)],
-        connection=redis,
-        worker_ttl=WORKER_TTL_SECONDS,
-        maintenance_interval=SWEEP_INTERVAL_SECONDS,
-    )
+    queues = [Queue(keys.QUEUE, connection=redis)]
+    common: dict[str, Any] = {
+        "connection": redis,
+        "worker_ttl": WORKER_TTL_SECONDS,
+        "maintenance_interval": SWEEP_INTERVAL_SECONDS,
+    }
+    worker: Any
+    if settings.worker_runs > 1:
+        from jobs.concurrent_worker import ConcurrentWorker
+
+        worker = ConcurrentWorker(queues, runs=settings.worker_runs, **common)
+    else:
+        worker = DeepthreadWorker(queues, **common)
     if settings.health_port:
         health = WorkerHealth(worker, settings.redis_url, settings.health_port).start()
         worker.on_shutdown.append(lambda: setattr(health, "stopping", True))

@@ -121,6 +121,7 @@ class FakeWeb:
         self.pages: dict[str, Page] = dict(pages or {})
         self.slow_seconds = slow_seconds
         self.slow_served = 0  # /slow pages sent in full: a client that gave up never gets one
+        self.slow_started = 0  # /slow pages begun: a client is waiting on each one not yet served
         self.max_results = MAX_RESULTS
         self.engine = "duckduckgo"  # the engine name SearXNG results report
         # (engine, reason) pairs SearXNG reports as unresponsive; when set, it has no results,
@@ -505,6 +506,8 @@ class FakeWeb:
         resp = web.StreamResponse(headers={"Content-Type": "text/html; charset=utf-8"})
         await resp.prepare(request)
         await resp.write(SLOW_PREFIX)
+        with self._lock:
+            self.slow_started += 1
         await asyncio.sleep(self.slow_seconds)
         await resp.write(b"<p>Finally here.</p></body></html>")
         await resp.write_eof()

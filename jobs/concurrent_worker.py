@@ -1,0 +1,185 @@
+"""A worker process that carries many research runs at once (DEEPTHREAD_WORKER_RUNS > 1).
+
+A run spends almost all its hour waiting on the model: a process per run (RQ's forking worker)
+holds ~125 MB to wait. This worker is RQ's own, on its extension points: it dequeues as RQ does,
+and each run is still an RQ job, started in RQ's registries, heartbeaten, timed out, finished or
+failed by RQ's own code (`perform_job`), so `rq info` and RQ's dashboard stay true. What changes
+is where a job runs: in a thread of this process, whose coroutine goes to the one event loop every
+run shares (jobs/shared_loop.py). CPU-heavy work (page extraction, charts) goes to a process pool
+(agent/offload.py), so one run's page never delays another run's heartbeat.
+
+A crash of this process loses no run: each is recovered from its checkpoint by the sweep, as a
+dead work-horse's is. SIGTERM asks every run to hand itself back (jobs/running.py) and waits for
+them to do so before exiting.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import threading
+from typing import Any
+
+from rq.exceptions import StopRequested
+from rq.executions import Execution
+from rq.job import Job
+from rq.queue import Queue
+from rq.timeouts import TimerDeathPenalty
+from rq.utils import now
+from rq.worker import BaseWorker, WorkerStatus
+
+from agent import offload
+
+from . import running, shared_loop
+from .worker import Upkeep
+
+__all__ = ["ConcurrentWorker"]
+
+log = logging.getLogger(__name__)
+
+# RQ's heartbeat for each running job, in one pipeline for all of them: every minute (RQ's
+# default is 30 s) keeps an idle run's share of Redis commands low; a job's heartbeat lives for
+# this plus 60 s, so a crashed process's jobs are found abandoned within two minutes.
+JOB_MONITORING_SECONDS = 60
+# How long SIGTERM waits for the runs to hand themselves back (each stops between its awaits).
+HAND_BACK_SECONDS = 20.0
+
+
+class ConcurrentWorker(Upkeep, BaseWorker):
+    """RQ's worker, running up to `runs` jobs at once, each in a thread of its own."""
+
+    # RQ's timeout by a timer thread (a signal reaches only the main thread).
+    death_penalty_class = TimerDeathPenalty
+
+    def __init__(self, *args: Any, runs: int = 1, **kwargs: Any) -> None:
+        kwargs.setdefault("job_monitoring_interval", JOB_MONITORING_SECONDS)
+        super().__init__(*args, **kwargs)
+        self.runs = max(1, runs)
+        self._active: dict[str, tuple[Job, Execution, threading.Thread]] = {}
+        self._changed = threading.Condition()
+        self._dequeuing = False
+        self._beating = threading.Event()
+
+    # --- RQ's extension points -------------------------------------------------------------
+
+    def work(self, *args: Any, **kwargs: Any) -> bool:
+        offload.use_processes()  # page extraction and charts off the shared loop
+        gc.freeze()  # start-up objects live forever (jobs/executor.py freezes per job when a horse runs one)
+        loop = shared_loop.SharedLoop().start()
+        shared_loop.install(loop)
+        beats = threading.Thread(target=self._keep_heartbeats, name="heartbeats", daemon=True)
+        beats.start()
+        try:
+            return super().work(*args, **kwargs)
+        finally:
+            self._beating.set()
+            beats.join(timeout=5)
+            shared_loop.install(None)
+            loop.stop()
+            offload.use_threads()
+
+    def execute_job(self, job: Job, queue: Queue) -> None:
+        """Start the job in a thread and return as soon as there is room for another."""
+        execution = self.prepare_execution(job)
+        thread = threading.Thread(target=self._perform, args=(job, queue, execution), name=f"job-{job.id}", daemon=True)
+        with self._changed:
+            self._active[execution.id] = (job, execution, thread)
+        thread.start()
+        with self._changed:
+            while len(self._active) >= self.runs and not self._stop_requested:
+                self._changed.wait(timeout=1.0)
+
+    def dequeue_job_and_maintain_ttl(self, timeout: int | None, max_idle_time: int | None = None) -> Any:
+        self._dequeuing = True
+        try:
+            if self._stop_requested:  # asked between RQ's own check and here: take no new job
+                raise StopRequested()
+            return super().dequeue_job_and_maintain_ttl(timeout, max_idle_time)
+        finally:
+            self._dequeuing = False
+
+    def set_state(self, state: str, pipeline: Any = None) -> None:
+        # RQ marks a worker idle while it waits for a job; this one may be carrying runs meanwhile.
+        if state == WorkerStatus.IDLE and self._active:
+            state = WorkerStatus.BUSY
+        super().set_state(state, pipeline=pipeline)
+
+    def _shutdown(self) -> None:
+        """RQ's warm shutdown: waiting for a job ends at once; the runs under way hand themselves back
+        (handle_warm_shutdown_request) and teardown waits for them."""
+        self._stop_requested = True
+        self.set_shutdown_requested_date()
+        if self.scheduler:
+            self.stop_scheduler()
+        if self._dequeuing:
+            raise StopRequested()
+        with self._changed:
+            self._changed.notify_all()
+
+    def handle_warm_shutdown_request(self) -> None:
+        super().handle_warm_shutdown_request()
+        asked = running.hand_back_all()
+        if asked:
+            log.info("worker %s: asking its %d running run(s) to hand themselves back", self.name, asked)
+
+    def teardown(self) -> None:
+        self._wait_for_jobs(HAND_BACK_SECONDS if self._stop_requested else None)
+        super().teardown()
+
+    def get_current_job_id(self) -> str | None:
+        with self._changed:
+            active = list(self._active.values())
+        return active[0][0].id if active else None
+
+    # --- ours ---------------------------------------------------------------------------------
+
+    @property
+    def active_job_ids(self) -> list[str]:
+        with self._changed:
+            return [job.id for job, _, _ in self._active.values()]
+
+    def _perform(self, job: Job, queue: Queue, execution: Execution) -> None:
+        try:
+            self.perform_job(job, queue, execution)
+        except Exception:  # perform_job records a job's failure itself; this is RQ's own bookkeeping failing
+            log.exception("worker %s: job %s could not be recorded as ended", self.name, job.id)
+        finally:
+            with self._changed:
+                self._active.pop(execution.id, None)
+                idle = not self._active
+                self._changed.notify_all()
+            if idle:
+                try:
+                    self.set_state(WorkerStatus.IDLE)
+                except Exception:  # the next heartbeat or job sets it again
+                    log.debug("worker %s: could not record its idle state", self.name, exc_info=True)
+
+    def _wait_for_jobs(self, timeout: float | None) -> None:
+        with self._changed:
+            threads = [thread for _, _, thread in self._active.values()]
+        for thread in threads:
+            thread.join(timeout)
+        if any(thread.is_alive() for thread in threads):
+            log.warning("worker %s: exiting with runs still winding down; the sweep recovers them", self.name)
+
+    def _keep_heartbeats(self) -> None:
+        """RQ's per-job heartbeat (what its forking worker does while a horse runs), for every job at once."""
+        while not self._beating.wait(self.job_monitoring_interval):
+            with self._changed:
+                active = [(job, execution) for job, execution, _ in self._active.values()]
+            if not active:
+                continue
+            try:
+                self._beat(active)
+            except Exception as exc:  # Redis away: the next beat tries again, well within the TTL
+                log.warning("worker %s: heartbeat failed (%s)", self.name, exc)
+
+    def _beat(self, active: list[tuple[Job, Execution]]) -> None:
+        with self.connection.pipeline() as pipeline:
+            self.heartbeat(self.job_monitoring_interval + 60, pipeline=pipeline)
+            for job, execution in active:
+                working = (now() - job.started_at).total_seconds() if job.started_at else 0.0
+                ttl = int(self.get_heartbeat_ttl(job, working_time=working))
+                execution.heartbeat(job.started_job_registry, ttl, pipeline=pipeline)
+                job.heartbeat(now(), ttl, pipeline=pipeline, xx=True)
+            pipeline.execute()
