@@ -15,7 +15,7 @@ from bot.services import Services
 from bot.slack.tenancy import Tenant, acting_for
 from jobs import RunState
 
-from .posting import PostingLease, PostingLost, RunPoster
+from .posting import OUTCOME_UNKNOWN, POST_ATTEMPTS, PostingLease, PostingLost, RunPoster
 from .render import render_progress, render_report
 from .rendered import remember_rendered
 from .stream_records import StreamRecords
@@ -51,11 +51,13 @@ async def post_messages(
     continuing: bool = False,
     lease: PostingLease | None = None,
 ) -> bool:
-    """Post the progress message (and the pinned report for a thread's first run) and attach
-    them to the run, each exactly once (posting.py: a message an earlier attempt posted is found
-    and adopted), with the token of the run's installation. If Slack refuses, the run is ended with
-    the reason; returns whether posted. Lost answers that stay lost, or a lease lost to another
-    process, leave the run to be posted later (by the orphan sweep, or that process)."""
+    """Post the progress message (and the pinned report for a thread's first run), each exactly
+    once (posting.py: a message an earlier attempt posted is found and adopted), with the token of
+    the run's installation; attach them to the run as soon as both are posted, then pin the report
+    (a pin can wait a minute for its slot: the publisher and a stop need the run attached). If Slack
+    refuses a post, the run is ended with the reason; returns whether posted. Lost answers that stay
+    lost, or a lease lost to another process, leave the run to be posted later (by the orphan sweep,
+    or that process)."""
     with acting_for(Tenant.of_run(state.run)):
         return await _post_messages(services, client, state, continuing=continuing, lease=lease)
 
@@ -75,9 +77,9 @@ async def _post_messages(
         if progress_ts is None:
             progress_ts = await poster.post("progress", text=progress.text, blocks=progress.blocks)
         report_ts = run.report_message  # a continuation keeps editing its parent's pinned report
+        new_report = report_ts is None  # pinned once attached
         if report_ts is None:
             report_ts = await poster.post("report", text=report.text, blocks=report.blocks, unfurl_links=False)
-            await pin(client, channel, report_ts)  # pins.add is idempotent: already_pinned is success
     except SlackApiError as exc:
         error = exc.response.get("error")
         log.error("could not post run %s messages in %s: %s", run.id, channel, error)
@@ -87,9 +89,12 @@ async def _post_messages(
         log.warning("run %s: another process took over posting its messages", run.id)
         return False
     except NotInstalled as exc:
-        log.error("could not post run %s messages in %s: %s", run.id, channel, exc)
-        await services.runs.fail(run.id, "the app is no longer installed in this workspace; install it again and ask")
+        await _uninstalled(services, run.id, channel, exc)
         return False
+    # Attached as soon as both are posted, before the pin: pins.add is limited workspace-wide (~18 a
+    # minute), and until then the publisher does not edit the messages and a stop on them finds no run.
+    if lease is not None:
+        await lease.posted()  # attach_messages ends the lease; nothing renews it meanwhile
     # From here the publisher keeps both messages in step with the run.
     await services.runs.attach_messages(run.id, progress=progress_ts, report=report_ts)
     # The publisher's digest cache (its own record): it need not edit what was just posted. A message
@@ -101,13 +106,34 @@ async def _post_messages(
         progress="" if "progress" in poster.adopted else progress.digest(),
         report="" if continuing or "report" in poster.adopted else report.digest(),
     )
+    if new_report:
+        try:
+            await pin(client, channel, report_ts)
+        except NotInstalled as exc:
+            await _uninstalled(services, run.id, channel, exc)
+            return False
     return True
 
 
+async def _uninstalled(services: Services, run_id: str, channel: str, exc: NotInstalled) -> None:
+    log.error("could not post run %s messages in %s: %s", run_id, channel, exc)
+    await services.runs.fail(run_id, "the app is no longer installed in this workspace; install it again and ask")
+
+
 async def pin(client: AsyncWebClient, channel: str, ts: str) -> None:
-    try:
-        await client.pins_add(channel=channel, timestamp=ts)
-    except SlackApiError as exc:
-        error = exc.response.get("error")
-        if error != "already_pinned":  # an unpinned report still works; say why in the log
-            log.warning("could not pin the report in %s: %s", channel, error)
+    """Pin the report. pins.add is idempotent (already_pinned is success), so a pin whose answer was
+    lost is sent again: once its run is attached, nothing else would pin the report."""
+    for attempt in range(1, POST_ATTEMPTS + 1):
+        try:
+            await client.pins_add(channel=channel, timestamp=ts)
+            return
+        except SlackApiError as exc:
+            error = exc.response.get("error")
+            if error != "already_pinned":  # an unpinned report still works; say why in the log
+                log.warning("could not pin the report in %s: %s", channel, error)
+            return
+        except OUTCOME_UNKNOWN as exc:
+            if attempt == POST_ATTEMPTS:
+                log.warning("could not pin the report in %s: no answer (%s)", channel, exc)
+                return
+            log.warning("pinning the report in %s: no answer (%s); trying again", channel, exc)

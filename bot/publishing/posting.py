@@ -91,6 +91,14 @@ class PostingLease:
         if self.held:
             await self.runs.release_posting(self.run_id, self.owner)
 
+    async def posted(self) -> None:
+        """The posts are made: stop renewing (waiting out a renewal under way), before the run is
+        attached. `attach_messages` ends the lease in Redis, and a renewal after it would find the
+        lease gone and take it for lost; what the holder does after attaching (the pin) needs none."""
+        if self._keeper is not None:
+            keeper, self._keeper = self._keeper, None
+            await keeper.__aexit__(None, None, None)
+
     def check(self) -> None:
         """Raise PostingLost unless the lease is still this process's."""
         if not self.held:
