@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from typing import TypeAlias
 
-from anthropic import AsyncAnthropic, AsyncAnthropicBedrock, AsyncAnthropicVertex
+from anthropic import AsyncAnthropic, AsyncAnthropicBedrock, AsyncAnthropicVertex, DefaultAsyncHttpxClient
 
 from .provider_config import ProviderConfig, ProviderUnavailable
+from .tls import verified
 
 __all__ = ["ModelAPI", "ProviderConfig", "ProviderUnavailable", "model_api"]
 
@@ -26,7 +27,8 @@ ModelAPI: TypeAlias = AsyncAnthropic | AsyncAnthropicBedrock | AsyncAnthropicVer
 
 def model_api(config: ProviderConfig, *, max_retries: int | None = None, timeout: float | None = None) -> ModelAPI:
     """The SDK client for `config.provider`; ProviderUnavailable says what is missing."""
-    extra: dict[str, object] = {}
+    # The SDK's own client settings, with the process's one TLS context (agent/tls.py).
+    extra: dict[str, object] = {"http_client": DefaultAsyncHttpxClient(verify=verified())}
     if max_retries is not None:
         extra["max_retries"] = max_retries
     if timeout is not None:

@@ -33,7 +33,17 @@ def use_processes(workers: int | None = None) -> None:
         return
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(PRELOAD)
-    _pool = ProcessPoolExecutor(max_workers=workers or os.cpu_count() or 2, mp_context=context)
+    count = workers or os.cpu_count() or 2
+    pool = ProcessPoolExecutor(max_workers=count, mp_context=context)
+    # Started here, not at a run's first page: starting the server (it imports the extractor) and
+    # its workers takes seconds, which would stall every run on the loop that first used it.
+    for started in [pool.submit(_ready) for _ in range(count)]:
+        started.result()
+    _pool = pool
+
+
+def _ready() -> bool:
+    return True
 
 
 def use_threads() -> None:

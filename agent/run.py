@@ -27,6 +27,7 @@ from .report import Section
 from .task import ResearchTask
 from .task_agents import NumberedLog, TaskTeam
 from .thread_memory import roll
+from .tls import verified
 from .tools import Tool, ToolContext, default_tools, thread_tools, workspace_tools
 from .tools.base import Announced
 from .tools.mcp import list_mcp_tools
@@ -86,7 +87,9 @@ async def research(
         thinking=config.thinking,
     )
     timeout = httpx.Timeout(config.fetch.read_timeout, connect=config.fetch.connect_timeout)
-    async with httpx.AsyncClient(timeout=timeout, headers={"User-Agent": defaults.USER_AGENT}) as http:
+    async with httpx.AsyncClient(
+        timeout=timeout, headers={"User-Agent": defaults.USER_AGENT}, verify=verified()
+    ) as http:
         registry = registry if registry is not None else SourceRegistry()
         ctx = ToolContext(
             config=config,

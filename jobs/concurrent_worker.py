@@ -15,7 +15,10 @@ them to do so before exiting.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import gc
+import importlib
 import logging
 import threading
 from typing import Any
@@ -31,16 +34,21 @@ from rq.worker import BaseWorker, WorkerStatus
 from agent import offload
 
 from . import running, shared_loop
+from .background import Stop
+from .loop_lag import watch_lag
 from .worker import Upkeep
 
 __all__ = ["ConcurrentWorker"]
 
 log = logging.getLogger(__name__)
 
-# RQ's heartbeat for each running job, in one pipeline for all of them: every minute (RQ's
-# default is 30 s) keeps an idle run's share of Redis commands low; a job's heartbeat lives for
-# this plus 60 s, so a crashed process's jobs are found abandoned within two minutes.
-JOB_MONITORING_SECONDS = 60
+# RQ's heartbeat for each running job, in one pipeline for all of them, every four minutes (RQ's
+# default is 30 s): five commands per job each time, most of an idle run's Redis traffic. RQ counts
+# a job abandoned when its heartbeat (this plus 60 s) lapses; a dead run is found sooner by its
+# lease (jobs/ownership.py) and resumed by the sweep, so this only keeps RQ's registries true.
+JOB_MONITORING_SECONDS = 240
+# What a run loads on first use (lazy exports, tools): loaded at start-up instead.
+ENGINE_MODULES = ("jobs.executor", "agent.run", "agent.loop", "agent.tools.read_page", "agent.tools.extract")
 # How long SIGTERM waits for the runs to hand themselves back (each stops between its awaits).
 HAND_BACK_SECONDS = 20.0
 
@@ -64,9 +72,14 @@ class ConcurrentWorker(Upkeep, BaseWorker):
 
     def work(self, *args: Any, **kwargs: Any) -> bool:
         offload.use_processes()  # page extraction and charts off the shared loop
+        # The engine, loaded now: imported by the first run, it would stall every run on the loop.
+        for module in ENGINE_MODULES:
+            importlib.import_module(module)
         gc.freeze()  # start-up objects live forever (jobs/executor.py freezes per job when a horse runs one)
         loop = shared_loop.SharedLoop().start()
         shared_loop.install(loop)
+        lag_stop = Stop()
+        watching = asyncio.run_coroutine_threadsafe(watch_lag(lag_stop), loop.loop)
         beats = threading.Thread(target=self._keep_heartbeats, name="heartbeats", daemon=True)
         beats.start()
         try:
@@ -74,6 +87,8 @@ class ConcurrentWorker(Upkeep, BaseWorker):
         finally:
             self._beating.set()
             beats.join(timeout=5)
+            loop.call_soon(lag_stop.set)
+            concurrent.futures.wait([watching], timeout=5)
             shared_loop.install(None)
             loop.stop()
             offload.use_threads()

@@ -21,8 +21,9 @@ from .control_listener import ControlListener, stop_watching
 
 log = logging.getLogger(__name__)
 
-# With notifications, the check a waiting run still makes on its own: a backstop, not the way in.
-BACKSTOP_CHECK_SECONDS = 60.0
+# With notifications, the check a waiting run still makes on its own: a backstop, not the way in
+# (a lost subscription wakes every run to check, and checks stay frequent until it is back).
+BACKSTOP_CHECK_SECONDS = 300.0
 
 
 def announce(redis: Redis, run_id: str) -> None:

@@ -36,6 +36,7 @@ from .control import RedisRunControl, upgraded_profile
 from .control_listener import for_this_loop
 from .exceptions import LeaseLost
 from .logcontext import log_context
+from .loop_lag import watch_lag
 from .metrics import metrics
 from .models import RunState
 from .ownership import Tenure
@@ -157,6 +158,9 @@ async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime, tenur
     tenure.on_lost(task.cancel)  # a job that lost the run stops at once, mid-turn if need be
     stop_keeping = Stop()
     keeper = asyncio.create_task(tenure.keep(async_redis, stop_keeping), name=f"lease-{run_id}")
+    # A loop of the run's own (a work-horse) has its lateness watched here; a shared loop's is
+    # watched once by its worker (jobs/concurrent_worker.py).
+    watching = None if shared_loop.shared() else asyncio.create_task(watch_lag(stop_keeping), name="loop-lag")
 
     def hand_back() -> None:
         handing_back.set()
@@ -176,7 +180,7 @@ async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime, tenur
         stopping()
         unregister()
         stop_keeping.set()  # between renewals, never by cancelling one mid-call (jobs/background.py)
-        await asyncio.wait([keeper])
+        await asyncio.wait([keeper] + ([watching] if watching else []))
         await control.close()
         await async_redis.aclose()
     if tenure.lost is not None:  # lost as the work ended: whatever it wrote last was refused

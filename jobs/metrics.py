@@ -24,6 +24,8 @@ MODEL_SECONDS_BUCKETS = (0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600)
 WAIT_SECONDS_BUCKETS = (0.1, 0.5, 1, 5, 10, 30, 60, 120, 300)
 # Publisher lag: a change reaches Slack within seconds (coalescing spaces edits ~2 s).
 LAG_SECONDS_BUCKETS = (0.25, 0.5, 1, 2, 3, 5, 10, 30, 60, 300)
+# Event-loop lateness: fine below 100 ms, where one run starts to delay another's heartbeat.
+LOOP_LAG_SECONDS_BUCKETS = (0.002, 0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.25, 0.5, 1.0, 2.5)
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,7 @@ class Metrics:
     slack_calls: Counter
     slack_rate_limited: Counter
     publisher_lag: Histogram
+    loop_lag: Histogram
 
 
 @cache
@@ -95,6 +98,11 @@ def metrics() -> Metrics:
             "deepthread_publisher_lag_seconds",
             "From a run-state change to Slack showing it (a sync that sent something)",
             buckets=LAG_SECONDS_BUCKETS,
+        ),
+        loop_lag=Histogram(
+            "deepthread_event_loop_lag_seconds",
+            "How late a worker's event loop woke a timer: what one run's CPU work costs every other run",
+            buckets=LOOP_LAG_SECONDS_BUCKETS,
         ),
     )
 

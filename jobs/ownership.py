@@ -3,7 +3,8 @@ place can never write over the one that took it.
 
     deepthread:run:{id}:lock    "{epoch}:{token}", expiring: the holder and its fence
     deepthread:run:{id}:epoch   counter: one more for every new holder
-    deepthread:run:{id}:alive   the holder's last renewal (epoch seconds): how far a crashed run got
+    deepthread:run:{id}:alive   when the holder last said so (epoch seconds, about once a minute):
+                                how far a crashed run got
 
 A job `acquire`s the run's lease: only when nobody holds it, and with the next epoch. It keeps it by
 renewing (compare-and-expire: only while the lock still names this exact holder), and lets go by
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -42,7 +44,11 @@ log = logging.getLogger(__name__)
 # A run's lease: longer than jobs.connection.RETRY_WINDOW_SECONDS (30 s) plus a renewal interval, so
 # a Redis restart or a failover that commands wait out leaves the run with its holder. A dead
 # worker's run waits this long before another resumes it (DEEPTHREAD_RUN_LOCK_SECONDS changes it).
-LEASE_SECONDS = 60.0
+# 90 s, renewed every 30 s: a run waiting on the model costs Redis ~7 commands a minute for its
+# lease (a renewal is a script and two commands in it; 60 s, renewed every 20 s, was 12).
+LEASE_SECONDS = 90.0
+# How often a renewal also records the holder alive: the precision of a resumed run's active time.
+ALIVE_EVERY_SECONDS = 60.0
 # The epoch counter outlives every lease of the run (its retries included).
 EPOCH_TTL_SECONDS = keys.CONTROL_TTL_SECONDS
 
@@ -55,10 +61,11 @@ redis.call('SET', KEYS[1], epoch .. ':' .. ARGV[1], 'PX', ARGV[2])
 return epoch
 """
 _RENEW = """
--- KEYS: lock, alive. ARGV: fence, lease ms, now (epoch s), alive ttl s. Compare-and-expire.
+-- KEYS: lock, alive. ARGV: fence, lease ms, now (epoch s), alive ttl s, "1" to record alive.
+-- Compare-and-expire.
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
-redis.call('SET', KEYS[2], ARGV[3], 'EX', ARGV[4])
+if ARGV[5] == '1' then redis.call('SET', KEYS[2], ARGV[3], 'EX', ARGV[4]) end
 return 1
 """
 _RELEASE = """
@@ -99,11 +106,12 @@ def release(redis: Redis, lease: Lease) -> bool:
     return bool(redis.register_script(_RELEASE)(keys=[keys.lock(lease.run_id)], args=[lease.fence]))
 
 
-async def renew(redis: AsyncRedis, lease: Lease, seconds: float = LEASE_SECONDS) -> bool:
-    """Extend the lease by `seconds` if the lock still holds it; False once it does not."""
+async def renew(redis: AsyncRedis, lease: Lease, seconds: float = LEASE_SECONDS, *, alive: bool = True) -> bool:
+    """Extend the lease by `seconds` if the lock still holds it (and, with `alive`, record when);
+    False once it does not."""
     answer = await redis.register_script(_RENEW)(
         keys=[keys.lock(lease.run_id), keys.alive(lease.run_id)],
-        args=[lease.fence, int(seconds * 1000), repr(time.time()), keys.RUN_ALIVE_TTL_SECONDS],
+        args=[lease.fence, int(seconds * 1000), repr(time.time()), keys.RUN_ALIVE_TTL_SECONDS, "1" if alive else "0"],
     )
     return bool(answer)
 
@@ -152,6 +160,7 @@ class Tenure:
         Redis lets the lock go)."""
         stop = stop or Stop()
         renewed_at = self.lease.acquired_at
+        alive_at = -math.inf
         while self.lost is None and not await stop.pause(self.seconds / 3):
             sent = time.monotonic()
             left = renewed_at + self.seconds - sent
@@ -159,7 +168,8 @@ class Tenure:
                 self.lose("not renewed within its lifetime")
                 return
             try:
-                kept = await asyncio.wait_for(renew(redis, self.lease, self.seconds), left)
+                record = sent - alive_at >= ALIVE_EVERY_SECONDS
+                kept = await asyncio.wait_for(renew(redis, self.lease, self.seconds, alive=record), left)
             except TimeoutError:
                 self.lose("Redis did not answer a renewal within the lease's lifetime")
                 return
@@ -170,3 +180,5 @@ class Tenure:
                 self.lose("the lock no longer holds it")
                 return
             renewed_at = sent
+            if record:
+                alive_at = sent

@@ -70,8 +70,12 @@ def sweep(redis: Redis) -> list[str]:
     """Re-queue orphaned runs; returns their ids."""
     store = RunStore(redis)
     recovered = []
-    for run_id in store.active_ids():
-        if redis.exists(keys.lock(run_id)) or _job_waiting(redis, run_id):
+    active = store.active_ids()
+    # One read for every run's lease: a sweep runs every few seconds in every process, and most
+    # runs are held (a command per run would be most of an idle run's Redis traffic).
+    held = redis.mget([keys.lock(run_id) for run_id in active]) if active else []
+    for run_id, holder in zip(active, held, strict=True):
+        if holder is not None or _job_waiting(redis, run_id):
             continue
         try:
             state = store.get(run_id)

@@ -24,6 +24,8 @@ T = TypeVar("T")
 
 # How often a waiting job thread runs Python again, so an exception sent to it arrives.
 WAKE_SECONDS = 1.0
+# Threads for the runs' blocking I/O (asyncio.to_thread): Redis writes that wait on the network.
+IO_THREADS = 64
 # After a cut (timeout, shutdown) how long the job thread waits for the run's task to wind down.
 WIND_DOWN_SECONDS = 30.0
 
@@ -33,6 +35,9 @@ class SharedLoop:
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
+        # Every run's `asyncio.to_thread` (its state writes, blocking reads) shares this pool: the
+        # default (cores + 4 threads) would queue fifty runs' writes behind each other.
+        self.loop.set_default_executor(concurrent.futures.ThreadPoolExecutor(IO_THREADS, thread_name_prefix="runs-io"))
         self._thread = threading.Thread(target=self.loop.run_forever, name="runs-loop", daemon=True)
 
     def start(self) -> SharedLoop:

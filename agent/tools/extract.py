@@ -207,6 +207,10 @@ def _extracted_portable(body: bytes) -> tuple[str, bytes]:
     return plain, etree.tostring(linked, encoding="utf-8")
 
 
+def _linked_text(plain: str, linked: bytes, url: str, links: LinkTable) -> PageText:
+    return page_text(plain, etree.fromstring(linked), url, links)
+
+
 def _sniff(page: Fetched) -> str:
     media = page.content_type
     head = page.body[:1024].lstrip()
@@ -266,6 +270,6 @@ async def extract_text(page: Fetched, links: LinkTable) -> Extracted:
     if kind == "html" and offload.pooled() and not _looks_binary(page.body):
         # In a worker carrying many runs: trafilatura in the pool, the run's link ids here.
         plain, linked = await offload.cpu(_extracted_portable, page.body)
-        text = page_text(plain, etree.fromstring(linked), page.url, links)
+        text = await asyncio.to_thread(_linked_text, plain, linked, page.url, links)
         return Extracted(title=_title_of(page.body), text=text, kind="html")
     return await asyncio.to_thread(_extract_sync, page, links)
