@@ -10,7 +10,8 @@ compressed), two page reads stored (compressed) with three sources each, progres
 applied to run state (jobs.store's Lua write), a checkpoint saved, the publisher reading the run
 back three times (jobs.store.get; a publisher follows the updates stream too); and what the run
 does while the turn takes `--turn-seconds` (20 s: the model's answer and the tools): its stop
-flag polled twice a second (jobs.control) and its heartbeat every 10 s (jobs.executor).
+flag read as a backstop every 5 minutes (a stop is notified: jobs/control_listener.py) and its lease
+renewed every 30 s by the product's script, recording it alive once a minute (jobs.ownership).
 
 The replay goes as fast as this client can (one Python process cannot play 1,000 real runs at
 their real pace on a shared machine); Redis's cost is what is measured: its CPU for every
@@ -46,15 +47,20 @@ from agent.results import Locator, StoredResult
 from bot.cli.local_redis import LocalRedis
 from jobs import Run, RunStore, keys
 from jobs.capacity import RedisModelLimiter
-from jobs.control import RedisRunControl
+from jobs import ownership
+from jobs.control import BACKSTOP_CHECK_SECONDS, RedisRunControl
+from jobs.ownership import ALIVE_EVERY_SECONDS, LEASE_SECONDS
 from jobs.stores import RedisCheckpointStore, RedisRequestLog, RedisResultStore
 
 DEFAULT_RUNS = 1_000
 DEFAULT_TURNS = 3
 DEFAULT_TURN_SECONDS = 20.0  # a model turn and its tools, end to end, in a real run
 DEFAULT_TURNS_PER_RUN = 80  # the standard profile's request budget
-STOP_POLL_SECONDS = 0.5  # agent.defaults.STOP_POLL_SECONDS
-HEARTBEAT_SECONDS = 10.0  # a 30 s lock refreshed three times per lifetime (jobs.executor)
+# A waiting run hears of a stop by notification (jobs/control_listener.py) and reads its stop key only
+# as a backstop (jobs.control.BACKSTOP_CHECK_SECONDS); its lease is renewed every third of its
+# lifetime and records it alive once a minute (jobs.ownership).
+STOP_CHECK_SECONDS = BACKSTOP_CHECK_SECONDS
+RENEW_SECONDS = LEASE_SECONDS / 3
 # A turn's events reach Redis in about three bursts (the answer, the tool results, the next
 # progress line); the publisher reads the run back once per burst (coalesced to 2 s at most).
 PUBLISHER_READS_PER_TURN = 3
@@ -121,6 +127,9 @@ class SimulatedRun:
         self.text, self.turn_seconds, self.tally = text, turn_seconds, tally
         self.turn = 0
         self.sources = 0
+        self.lease = ownership.acquire(sync, self.run_id, f"bench-{n}")
+        self.tenure_seconds = 0.0  # the run's simulated time: when its checks and renewals fall due
+        self.checked_at = self.renewed_at = self.alive_at = 0.0
 
     async def live(self, turns: int) -> None:
         for _ in range(turns):
@@ -128,13 +137,19 @@ class SimulatedRun:
             for _ in range(PUBLISHER_READS_PER_TURN):
                 await asyncio.to_thread(self.store.get, self.run_id)
                 self.tally.published += 1
-            # What the run does while its turn takes turn_seconds: stop polls and heartbeats.
-            for _ in range(round(self.turn_seconds / STOP_POLL_SECONDS)):
+            # What the run does while its turn takes turn_seconds: a backstop stop check now and then,
+            # and its lease renewals (the product's own script).
+            self.tenure_seconds += self.turn_seconds
+            while self.tenure_seconds - self.checked_at >= STOP_CHECK_SECONDS:
+                self.checked_at += STOP_CHECK_SECONDS
                 await self.control.stop_requested()
                 self.tally.polls += 1
-            for _ in range(round(self.turn_seconds / HEARTBEAT_SECONDS)):
-                await self.redis.set(keys.lock(self.run_id), "job", ex=30, get=True)
-                await self.redis.set(keys.alive(self.run_id), str(time.time()), ex=keys.RUN_ALIVE_TTL_SECONDS)
+            while self.tenure_seconds - self.renewed_at >= RENEW_SECONDS:
+                self.renewed_at += RENEW_SECONDS
+                alive = self.renewed_at - self.alive_at >= ALIVE_EVERY_SECONDS
+                self.alive_at = self.renewed_at if alive else self.alive_at
+                assert self.lease is not None
+                await ownership.renew(self.redis, self.lease, alive=alive)
 
     async def _take_a_turn(self) -> None:
         self.turn += 1
@@ -288,7 +303,7 @@ def run(runs: int, turns: int, turn_seconds: float, turns_per_run: int,
     finished_per_retention_day = MEMORY_BUDGET_BYTES / run_bytes / retention_days if run_bytes else float("inf")
 
     print(f"\ncapacity — {runs:,} concurrent runs against one redis-server, replayed in {elapsed:.0f} s "
-          f"({tally.turns:,} turns, {tally.events:,} state events, {tally.polls:,} stop polls, "
+          f"({tally.turns:,} turns, {tally.events:,} state events, {tally.polls:,} backstop stop checks, "
           f"{tally.published:,} publisher reads, {cmds:,} commands)")
     print(f"  at the real pace (a turn every {turn_seconds:.0f} s):")
     print(f"  Redis commands           {ops_per_second:>10,.0f} /s   ({per_run_second:.2f} per run per second)")

@@ -1,7 +1,7 @@
 """How many research runs one machine carries: RQ's forking worker (a work-horse per run) against one
 worker process carrying many (DEEPTHREAD_WORKER_RUNS), both in the same run, against the fakes.
 
-    .venv/bin/python -m bench.density [--runs 50] [--fork-runs 10] [--idle-seconds 60]
+    .venv/bin/python -m bench.density [--runs 50] [--fork-runs 10] [--idle-seconds 120]
 
 Each scripted run reads two real saved pages (../shared/fixtures/pages when present, else the small
 pages in tests/pages: say which), writes a section, then waits `--idle-seconds` on a slow model
@@ -58,6 +58,8 @@ PAGES_PER_RUN = 2
 QUICK_TURN_SECONDS = 0.3  # the model's answer before the idle turn
 IDLE_TURN = 4  # 1-2: read a page each, 3: write a section, 4: the slow answer, 5: the final answer
 SAMPLE_SECONDS = 1.0
+WINDOW_MARGIN_SECONDS = 3.0
+MIN_WINDOW_SECONDS = 20.0
 DEBUG_LOOP = bool(__import__("os").environ.get("BENCH_DENSITY_DEBUG"))  # workers log their slow callbacks
 RUN_TIMEOUT_SECONDS = 600.0
 GOAL_MB_PER_RUN = 15.0
@@ -97,6 +99,7 @@ class DensityModel(FakeAnthropic):
         super().__init__(DensityPolicy())
         self.idle_seconds = idle_seconds
         self.idle_waiting = 0
+        self.idle_since: list[float] = []  # when each waiting idle answer began (this process's clock)
 
     async def answer(self, request: web.Request, body: dict[str, Any], **kwargs: Any) -> web.StreamResponse:
         import asyncio
@@ -105,10 +108,13 @@ class DensityModel(FakeAnthropic):
         idle = bool(body.get("tools")) and turn == IDLE_TURN and not is_extraction(body)
         if idle:
             self.idle_waiting += 1
+            began = time.monotonic()
+            self.idle_since.append(began)
             try:
                 await asyncio.sleep(self.idle_seconds)
             finally:
                 self.idle_waiting -= 1
+                self.idle_since.remove(began)
         else:
             await asyncio.sleep(QUICK_TURN_SECONDS)
         return await super().answer(request, body, **kwargs)
@@ -117,7 +123,8 @@ class DensityModel(FakeAnthropic):
         application = super().app()
 
         async def idle(_: web.Request) -> web.Response:
-            return web.json_response({"waiting": self.idle_waiting})
+            oldest = time.monotonic() - min(self.idle_since) if self.idle_since else 0.0
+            return web.json_response({"waiting": self.idle_waiting, "oldest_seconds": oldest})
 
         application.router.add_get("/bench/idle", idle)
         return application
@@ -146,6 +153,11 @@ def model_process(idle_seconds: float) -> Iterator[str]:
 
 def idle_waiting(model_url: str) -> int:
     return int(httpx.get(f"{model_url}/bench/idle", timeout=5).json()["waiting"])
+
+
+def oldest_idle_seconds(model_url: str) -> float:
+    """How long the run that went idle first has waited: the window must end before it is answered."""
+    return float(httpx.get(f"{model_url}/bench/idle", timeout=5).json()["oldest_seconds"])
 
 
 # --- memory -----------------------------------------------------------------------------------
@@ -304,11 +316,15 @@ def run_mode(mode: str, runs: int, idle_seconds: float, logs: Path) -> Figures:
                 time.sleep(0.2)
             lag = lag_p99_ms(f"http://127.0.0.1:{metrics_port}/metrics")
             window_start, before = time.monotonic(), commands(redis)
-            # Half the idle wait: it ends before the first run to go idle gets its answer.
+            # Every run waits: the window lasts until just before the first of them is answered.
+            seconds = idle_seconds - oldest_idle_seconds(model_url) - WINDOW_MARGIN_SECONDS
+            if seconds < MIN_WINDOW_SECONDS:
+                raise RuntimeError(f"{mode}: the runs went idle too far apart for a {MIN_WINDOW_SECONDS:.0f} s window; "
+                                   "raise --idle-seconds")
             if DEBUG_LOOP:
-                breakdown(local.url, max(5.0, idle_seconds / 2), logs / f"commands-{mode}.txt")
+                breakdown(local.url, seconds, logs / f"commands-{mode}.txt")
             else:
-                time.sleep(max(5.0, idle_seconds / 2))
+                time.sleep(seconds)
             after, window = commands(redis), time.monotonic() - window_start
             still_idle = idle_waiting(model_url)
             for process in processes:
@@ -333,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=50, help="runs at once in the shared mode")
     parser.add_argument("--fork-runs", type=int, default=10, help="runs (a worker process each) in the forking mode")
-    parser.add_argument("--idle-seconds", type=float, default=60.0, help="how long each run waits on the model")
+    parser.add_argument("--idle-seconds", type=float, default=120.0, help="how long each run waits on the model")
     parser.add_argument("--modes", default="fork,shared", help="which modes to run (fork is the baseline)")
     parser.add_argument("--serve-model", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

@@ -49,6 +49,10 @@ log = logging.getLogger(__name__)
 JOB_MONITORING_SECONDS = 240
 # What a run loads on first use (lazy exports, tools): loaded at start-up instead.
 ENGINE_MODULES = ("jobs.executor", "agent.run", "agent.loop", "agent.tools.read_page", "agent.tools.extract")
+# While every slot is taken: how often the main thread looks up, and renews the worker's own record
+# (it lives worker_ttl + 60 s).
+SLOT_WAIT_SECONDS = 1.0
+SLOT_WAIT_HEARTBEAT_SECONDS = 15.0
 # How long SIGTERM waits for the runs to hand themselves back (each stops between its awaits).
 HAND_BACK_SECONDS = 20.0
 
@@ -100,9 +104,28 @@ class ConcurrentWorker(Upkeep, BaseWorker):
         with self._changed:
             self._active[execution.id] = (job, execution, thread)
         thread.start()
-        with self._changed:
-            while len(self._active) >= self.runs and not self._stop_requested:
-                self._changed.wait(timeout=1.0)
+        self._wait_for_a_slot()
+
+    def _wait_for_a_slot(self) -> None:
+        """Block while every slot is taken, doing what RQ's loop does between jobs meanwhile: the
+        worker's own heartbeat (or it drops out of RQ's records) and the maintenance round (sweeps,
+        due hard stops), so a full worker still does its share of both."""
+        while True:
+            with self._changed:
+                if len(self._active) < self.runs or self._stop_requested:
+                    return
+                self._changed.wait(timeout=SLOT_WAIT_SECONDS)
+                full = len(self._active) >= self.runs and not self._stop_requested
+            if not full:
+                return
+            try:
+                beat = self.last_heartbeat
+                if beat is None or (now() - beat).total_seconds() >= SLOT_WAIT_HEARTBEAT_SECONDS:
+                    self.heartbeat()
+                if self.should_run_maintenance_tasks:
+                    self.run_maintenance_tasks()
+            except Exception as exc:  # Redis away: the next round tries again
+                log.warning("worker %s: upkeep while full failed (%s)", self.name, exc)
 
     def dequeue_job_and_maintain_ttl(self, timeout: int | None, max_idle_time: int | None = None) -> Any:
         self._dequeuing = True

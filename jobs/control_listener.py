@@ -104,7 +104,10 @@ def for_this_loop(redis_url: str) -> ControlListener:
     loop = asyncio.get_running_loop()
     listener = _listeners.get(loop)
     if listener is None:
-        listener = _listeners[loop] = ControlListener(connect_async(redis_url))
+        # No retry window: redis-py would reconnect and resubscribe inside get_message, silently,
+        # and whatever was announced meanwhile would be lost unseen. The listener reconnects itself,
+        # so it knows to wake every run to check.
+        listener = _listeners[loop] = ControlListener(connect_async(redis_url, retry_window=0))
     return listener
 
 

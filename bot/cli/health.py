@@ -168,6 +168,9 @@ class WorkerHealth:
             checks["redis"] = f"not answering ({type(exc).__name__})"
             ok = False
         job_id = self.worker.get_current_job_id() if checks["redis"] == "answers" else None
+        carried = getattr(self.worker, "active_job_ids", None)  # a worker carrying many runs at once
+        if carried is not None:
+            checks["runs"] = f"{len(carried)} of {self.worker.runs}"
         if job_id is None:
             checks["job"] = "idle"
             return ok, checks
