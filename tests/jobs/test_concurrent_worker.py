@@ -140,3 +140,29 @@ def test_a_job_that_raises_is_failed_with_its_error_and_the_others_finish(
         assert ended(job).return_value["seen"] == 2
     assert set(queue.finished_job_registry.get_job_ids()) == {first.id, second.id}
     assert queue.started_job_registry.get_job_ids() == []
+
+
+def test_a_full_worker_keeps_its_own_record_and_its_maintenance_while_it_waits_for_a_slot(
+        queue: Queue, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While every slot is taken RQ's loop is not running: the worker must still renew its own record
+    (which lives worker_ttl + 60 s) and run the maintenance round (sweeps, due hard stops)."""
+    from jobs import concurrent_worker
+
+    monkeypatch.setattr(concurrent_worker, "SLOT_WAIT_SECONDS", 0.05)
+    monkeypatch.setattr(concurrent_worker, "SLOT_WAIT_HEARTBEAT_SECONDS", 0.0)
+    worker = ConcurrentWorker([queue], connection=queue.connection, runs=1, maintenance_interval=0)
+    worker._active["busy"] = (None, None, None)  # type: ignore[assignment]  # one slot, taken
+    assert worker.last_heartbeat is None and worker.last_cleaned_at is None
+
+    def free_the_slot() -> None:
+        with worker._changed:
+            worker._active.clear()
+            worker._changed.notify_all()
+
+    timer = threading.Timer(0.5, free_the_slot)
+    timer.start()
+    worker._wait_for_a_slot()
+    timer.join()
+    assert worker.last_heartbeat is not None, "the worker's own record was renewed while it was full"
+    assert queue.connection.ttl(worker.key) > 0
+    assert worker.last_cleaned_at is not None, "and the maintenance round ran"
