@@ -107,6 +107,10 @@ async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime, tenur
                 holder["state"] = await asyncio.to_thread(store.apply, holder["state"], event, fence=tenure.fence)
             except LeaseLost:
                 raise tenure.refused() from None
+            if isinstance(event, Finished) and holder["state"].status.finished:
+                # Counted the moment it ends, not after the job's teardown: a `usage` asked as soon as
+                # the report shows final must see it (counted once per run: execute's call adds nothing).
+                await asyncio.to_thread(record_spend, store.redis, holder["state"])
         if was_open and holder["state"].status.finished and not isinstance(event, Finished):
             # Ended from outside (a forced stop): the store refuses this job's writes from now on.
             log.info(
