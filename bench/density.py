@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import re
 import subprocess
 import sys
@@ -60,7 +61,9 @@ IDLE_TURN = 4  # 1-2: read a page each, 3: write a section, 4: the slow answer, 
 SAMPLE_SECONDS = 1.0
 WINDOW_MARGIN_SECONDS = 3.0
 MIN_WINDOW_SECONDS = 20.0
-DEBUG_LOOP = bool(__import__("os").environ.get("BENCH_DENSITY_DEBUG"))  # workers log their slow callbacks
+# BENCH_DENSITY_DEBUG=1: workers log their slow callbacks (asyncio debug), the commands are broken down,
+# and the logs are kept in /tmp/bench-density-logs.
+DEBUG_LOOP = bool(os.environ.get("BENCH_DENSITY_DEBUG"))
 RUN_TIMEOUT_SECONDS = 600.0
 GOAL_MB_PER_RUN = 15.0
 GOAL_LAG_P99_MS = 50.0
