@@ -47,8 +47,8 @@ from bot.cli.local_redis import LocalRedis
 from jobs import RunStatus, RunStore
 from jobs.models import Run
 from jobs.queue import enqueue
-from tests.fakes.anthropic import FakeAnthropic, Reply, text_reply, tool_reply
-from tests.fakes.policies import MARKER, ResearchPolicy, extract, is_extraction, is_summary_request, summary_reply
+from tests.fakes.anthropic import FakeAnthropic, Reply, tool_reply
+from tests.fakes.policies import MARKER, ResearchPolicy, is_extraction, side_reply, turn_of
 from tests.fakes.server import ServerThread, free_port
 from tests.fakes.web import FakeWeb, Page
 from tests.processes import DEEPTHREAD, environment
@@ -76,14 +76,10 @@ class DensityPolicy:
     """Each run reads the pages its question names, writes a section, then its idle turn."""
 
     def __call__(self, request: dict[str, Any]) -> Reply:
-        if is_extraction(request):
-            return extract(request)
-        if is_summary_request(request):
-            return summary_reply(request)
-        if not request.get("tools"):
-            return text_reply('{"constraints": []}')
-        messages = request["messages"]
-        turn = 1 + sum(1 for m in messages if m["role"] == "assistant")
+        side = side_reply(request)
+        if side is not None:
+            return side
+        messages, turn = request["messages"], turn_of(request)
         if (request.get("tool_choice") or {}).get("type") == "none" or turn > IDLE_TURN:
             return ResearchPolicy().final(messages)
         if turn <= PAGES_PER_RUN:

@@ -18,8 +18,8 @@ from rq.registry import StartedJobRegistry
 
 from jobs import RunStatus, RunStore
 from tests.e2e.stack import CHANNEL, block_text, bot_replies, fleet, post_event, stack_environment
-from tests.fakes.anthropic import FakeAnthropic, Reply, text_reply, tool_reply
-from tests.fakes.policies import MARKER, ResearchPolicy, extract, is_extraction, is_summary_request, summary_reply
+from tests.fakes.anthropic import FakeAnthropic, Reply, tool_reply
+from tests.fakes.policies import MARKER, ResearchPolicy, side_reply, turn_of
 from tests.fakes.slack import FakeSlack, app_mention_event, reaction_added_event
 from tests.processes import wait_for
 
@@ -37,14 +37,10 @@ class SlowPageAtTurnThree:
         self.quick = threading.Event()
 
     def __call__(self, request: dict[str, Any]) -> Reply:
-        if is_extraction(request):
-            return extract(request)
-        if is_summary_request(request):
-            return summary_reply(request)
-        if not request.get("tools"):
-            return text_reply('{"constraints": []}')
-        messages = request["messages"]
-        turn = 1 + sum(1 for m in messages if m["role"] == "assistant")
+        side = side_reply(request)
+        if side is not None:
+            return side
+        messages, turn = request["messages"], turn_of(request)
         if (request.get("tool_choice") or {}).get("type") == "none" or turn >= 5:
             return ResearchPolicy().final(messages)
         seen = MARKER.findall(json.dumps(messages))

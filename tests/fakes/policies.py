@@ -141,6 +141,23 @@ def summary_reply(request: dict[str, Any]) -> Reply:
     return text_reply(json.dumps(summary))
 
 
+def side_reply(request: dict[str, Any]) -> Reply | None:
+    """The answer to a request that is not a turn of the research loop (a page read, a compaction
+    summary, the constraints pass), or None for a turn: the preamble every scripted policy shares."""
+    if is_extraction(request):
+        return extract(request)
+    if is_summary_request(request):
+        return summary_reply(request)
+    if not request.get("tools"):
+        return text_reply('{"constraints": []}')
+    return None
+
+
+def turn_of(request: dict[str, Any]) -> int:
+    """Which turn of its run a request is, from its own history (so a resumed run counts on)."""
+    return 1 + sum(1 for m in request["messages"] if m["role"] == "assistant")
+
+
 class LongRunPolicy:
     """A long research session: searches, parallel page reads, a section every few turns,
     a fetch_result of an elided result now and then, then an answer after `turns` turns."""
