@@ -37,6 +37,7 @@ from jobs.hard_stop import HARD_STOP_SECONDS
 from jobs.keys import DEFAULT_PREFIX
 from jobs.keys import NAME as KEY_NAME
 from jobs.ownership import LEASE_SECONDS
+from jobs.sealing import derived_key
 from jobs.spend import BudgetDefaults
 
 from . import limits
@@ -270,6 +271,14 @@ class Settings(BaseSettings):
                 f"{value!r} cannot name Redis keys: use letters, digits and _ . : - (at most 64), e.g. deepthread-staging"
             )
         return value
+
+    def sealing_key(self) -> str | None:
+        """The key a run's action token is encrypted with in Redis (jobs/sealing.py): DEEPTHREAD_TOKEN_KEY,
+        else one derived from SLACK_BOT_TOKEN (never in Redis), else none (the token is not stored)."""
+        key, bot_token = self.secret("token_key"), self.secret("slack_bot_token")
+        if key:
+            return key
+        return derived_key(bot_token) if bot_token and not self.multi_workspace else None
 
     def deployment(self) -> dict[str, Any]:
         """The keyword arguments of jobs.keys.configure: where this deployment's keys and jobs live."""

@@ -52,6 +52,7 @@ from .connection import text
 from .exceptions import LeaseLost, RunNotFound, ThreadMoved
 from .legacy_keys import adopt_legacy, last_in_list
 from .models import STEPS_KEPT, BudgetLeft, Run, RunState, RunStatus, Step, Usage
+from .sealing import open_sealed, seal
 from .state import apply_in_place
 
 __all__ = [
@@ -296,10 +297,10 @@ class RunStore:
             pipe.expire(keys.run_steps(run_id), RUN_TTL_SECONDS)
         for key in self._keys(run_id)[:5]:
             pipe.expire(key, RUN_TTL_SECONDS)
-        if state.run.action_token is not None:  # a secret: its own key and a short life, never the record
-            pipe.set(
-                keys.action_token(run_id), state.run.action_token.get_secret_value(), ex=keys.ACTION_TOKEN_TTL_SECONDS
-            )
+        # A secret: its own key, a short life, never the record, and only encrypted (jobs/sealing.py).
+        sealed = seal(state.run.action_token.get_secret_value()) if state.run.action_token is not None else None
+        if sealed is not None:
+            pipe.set(keys.action_token(run_id), sealed, ex=keys.ACTION_TOKEN_TTL_SECONDS)
         pipe.execute()
 
     @staticmethod
@@ -364,8 +365,9 @@ class RunStore:
         if not hot:
             return self._legacy(run_id)
         state = _assemble(run_id, hot, sections, order, sources, source_order, steps)
-        if token:
-            state.run = state.run.model_copy(update={"action_token": SecretStr(text(token))})
+        opened = open_sealed(text(token)) if token else None
+        if opened:
+            state.run = state.run.model_copy(update={"action_token": SecretStr(opened)})
         return state
 
     def _legacy(self, run_id: str) -> RunState:

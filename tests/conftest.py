@@ -127,3 +127,17 @@ async def async_redis(redis_url: str) -> AsyncIterator[AsyncRedis]:
     connection = AsyncRedis.from_url(redis_url)
     yield connection
     await connection.aclose()
+
+
+@pytest.fixture
+def sealing_key() -> Iterator[str]:
+    """This process seals action tokens with a fresh key (as serve and the workers do from their
+    settings, jobs/sealing.py); back to sealing nothing afterwards."""
+    from cryptography.fernet import Fernet
+
+    from jobs import sealing as sealing_module
+
+    key = Fernet.generate_key().decode()
+    sealing_module.configure(key)
+    yield key
+    sealing_module.configure(None)

@@ -32,9 +32,13 @@ def load_settings() -> Settings:
             name = str(error["loc"][0]).upper() if error["loc"] else "setting"
             print(f"{name}: {error['msg'].removeprefix('Value error, ')}", file=sys.stderr)
         raise SystemExit(2) from None
-    from jobs import keys
+    from jobs import keys, sealing
 
     keys.configure(**settings.deployment())
+    try:
+        sealing.configure(settings.sealing_key())
+    except ValueError:  # a malformed DEEPTHREAD_TOKEN_KEY: doctor says how to make one; seal nothing till then
+        sealing.configure(None)
     return settings
 
 

@@ -60,7 +60,7 @@ def test_an_unapproved_plan_expires_with_a_note_and_cannot_be_approved_after(red
     assert RunStore(redis).get(later).status == RunStatus.planned, "a plan still in time stays"
 
 
-def test_the_action_token_lives_apart_from_the_run_record_and_briefly(redis: Redis) -> None:
+def test_the_action_token_lives_apart_from_the_run_record_and_briefly(redis: Redis, sealing_key: str) -> None:
     store = RunStore(redis)
     state = store.create(Run(channel="C1", thread_ts="1.0", question="q", action_token=SecretStr("123.456.abcdef")))
     assert b"123.456.abcdef" not in redis.hget(keys.run_state(state.run.id), "run")

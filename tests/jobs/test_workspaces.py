@@ -27,7 +27,7 @@ def test_an_uninstall_stops_the_workspaces_active_runs_and_no_other(redis: Redis
     assert redis.zscore(keys.UNPOSTED, mine) is None, "nothing is left to post for it"
 
 
-def test_an_uninstall_deletes_its_runs_action_tokens_and_no_others(redis: Redis) -> None:
+def test_an_uninstall_deletes_its_runs_action_tokens_and_no_others(redis: Redis, sealing_key: str) -> None:
     runs = Runs(RunStore(redis))
     mine, other = (
         runs.start(Run(team=team, question="q", channel=f"C{team}", thread_ts="1.0",
@@ -38,7 +38,7 @@ def test_an_uninstall_deletes_its_runs_action_tokens_and_no_others(redis: Redis)
     runs.stop_workspace("T1", "the app was uninstalled from this workspace")
     assert not redis.exists(keys.action_token(mine)), "the uninstalled workspace's search permission is gone"
     assert runs.get(mine).run.action_token is None
-    assert redis.get(keys.action_token(other)) == b"xoxe-action-T2"
+    assert runs.get(other).run.action_token == SecretStr("xoxe-action-T2")
 
 
 def test_an_org_wide_uninstall_stops_every_workspace_of_the_org(redis: Redis) -> None:
