@@ -46,6 +46,7 @@ def successor(
         follow_up=request,
         report_message=run.report_message,
         private_sources=run.private_sources,  # the same thread, the same audience
+        shared_audience=run.shared_audience,
         action_token=action_token,  # the reply's own: the parent's has expired or will soon
     )
 

@@ -73,7 +73,7 @@ def task_for(
         where=where,
         today=date.today(),
         # Held again here, whatever the surface decided: only a DM with the requester (agent/visibility.py).
-        private_sources=run.private_sources and is_requester_dm(run.channel),
+        private_sources=run.private_sources and is_requester_dm(run.channel) and not run.shared_audience,
         approved_plan=state.plan.text() if state.plan is not None and state.approved_by else "",
         budget=budget_for(profile or run.profile, caps or (runtime.agent.caps if runtime else None)),
     )
@@ -154,7 +154,10 @@ async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime, tenur
                 sections=state.sections,
                 active_until=float(alive) if alive else None,
                 workspace=runtime.workspace_for(state.run) if runtime.workspace_for else None,
-                workspace_search=runtime.search_for(state.run) if runtime.search_for else None,
+                # A channel shared with another organization gets nothing from the team's Slack (jobs/models.py).
+                workspace_search=(
+                    runtime.search_for(state.run) if runtime.search_for and not state.run.shared_audience else None
+                ),
             )
         await checkpoints.clear()
 

@@ -63,6 +63,9 @@ class Run(BaseModel):
     # May the run search, register and cite the team's private channels and DMs (agent/visibility.py)?
     # Decided when the run is created (DEEPTHREAD_WORKSPACE_SEARCH and where it was asked), fixed after.
     private_sources: bool = False
+    # Is the conversation shared with another organization (Slack Connect)? Then no result from the
+    # team's own Slack is searched or cited, public ones included (bot/slack/audience.py). Fixed at creation.
+    shared_audience: bool = False
     # The triggering Slack event's action token (Real-time Search acts as the requester with it): a
     # secret with a short life. Never part of the stored record, its repr or a log line; RunStore keeps
     # it under its own key for keys.ACTION_TOKEN_TTL_SECONDS and hands it back while it lives.

@@ -8,14 +8,17 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from redis import Redis
+
 from tests.e2e.stack import block_text, bot_replies, main_requests, post_event
 from tests.fakes.policies import CiteWhatOneToolFindsPolicy
 from tests.fakes.slack import FakeSlack, app_mention_event, message_event
 from tests.fakes.slack_search import issue_action_token, queries, set_members
 from tests.processes import deepthread_stack, wait_for
+from tests.redis_values import holding
 
 PRIVATE_SCOPES = {"search:read.private", "search:read.mpim", "search:read.im"}
-PUBLIC, PRIVATE, DM = "C0TEAM", "G0SECRET", "D0ANA"
+PUBLIC, PRIVATE, DM, SHARED = "C0TEAM", "G0SECRET", "D0ANA", "C0CONNECT"
 QUESTION = "What did the team decide about the Gizmo vendor?"
 
 
@@ -60,13 +63,14 @@ def test_a_public_report_cites_the_public_message_and_a_dm_report_the_private_on
         web_url=fake_web.url,
         DEEPTHREAD_WORKSPACE_SEARCH="dm",
     ) as stack:
-        mention = app_mention_event(QUESTION, channel="C0TEST", action_token=issue_action_token(fake_slack, "U0ANA"))
+        tokens = [issue_action_token(fake_slack, "U0ANA") for _ in range(2)]
+        mention = app_mention_event(QUESTION, channel="C0TEST", action_token=tokens[0])
         thread = fake_slack.seed_event(mention)
         assert post_event(stack, mention).status_code == 200
         public_report = final_report(fake_slack, "C0TEST", thread)
 
         direct = message_event(
-            QUESTION, channel=DM, channel_type="im", user="U0ANA", action_token=issue_action_token(fake_slack, "U0ANA")
+            QUESTION, channel=DM, channel_type="im", user="U0ANA", action_token=tokens[1]
         )
         dm_thread = fake_slack.seed_event(direct)
         assert post_event(stack, direct).status_code == 200
@@ -86,6 +90,29 @@ def test_a_public_report_cites_the_public_message_and_a_dm_report_the_private_on
     assert f"/archives/{PRIVATE}/" in dm_report and "confidential" in dm_report, dm_report
     assert f"/archives/{PUBLIC}/" in dm_report
     assert [q["types"] for q in dm_searches] == [["public_channel"], ["im", "mpim", "private_channel"]]
+
+    # Both runs' action tokens are still within their life, and no key of Redis holds one readably.
+    for token in tokens:
+        assert not holding(Redis.from_url(redis_url), token), "an action token is readable in Redis"
+
+
+def test_a_question_in_a_channel_shared_with_another_organization_cites_no_workspace_result(
+    tmp_path: Path, redis_url, fake_slack, fake_model, fake_web
+) -> None:
+    seed(fake_slack)
+    fake_slack.add_conversation(SHARED, name="acme-partners", private=False, ext_shared=True)
+    fake_model.policy = CiteWhatOneToolFindsPolicy("search_workspace", {"query": "Gizmo vendor"})
+    with deepthread_stack(
+        tmp_path, redis_url=redis_url, slack_url=fake_slack.url, model_url=fake_model.url, web_url=fake_web.url
+    ) as stack:
+        mention = app_mention_event(QUESTION, channel=SHARED, action_token=issue_action_token(fake_slack, "U0ANA"))
+        thread = fake_slack.seed_event(mention)
+        assert post_event(stack, mention).status_code == 200
+        report = final_report(fake_slack, SHARED, thread)
+
+    assert "wins on fees" not in report and "/archives/" not in report, report
+    assert queries(fake_slack) == [], "the team's Slack was not even searched for an outside audience"
+    assert "search_workspace" not in {t["name"] for t in main_requests(fake_model)[0]["tools"]}
 
 
 def test_a_request_without_slacks_search_permission_gets_a_clear_result_and_one_notice(

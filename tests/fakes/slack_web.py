@@ -10,12 +10,12 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from tests.fakes.slack_records import (
-    MAX_METADATA_EVENT_TYPE_CHARS,
-    MAX_METADATA_PAYLOAD_BYTES,
     MAX_BLOCKS,
     MAX_BLOCKS_TOTAL_CHARS,
     MAX_HEADER_TEXT_CHARS,
     MAX_MARKDOWN_TOTAL_CHARS,
+    MAX_METADATA_EVENT_TYPE_CHARS,
+    MAX_METADATA_PAYLOAD_BYTES,
     MAX_SECTION_FIELD_CHARS,
     MAX_SECTION_TEXT_CHARS,
     MAX_TEXT_CHARS,
@@ -27,6 +27,9 @@ from tests.fakes.slack_records import (
     UploadedFile,
     _str,
 )
+
+# The other organization of a Slack Connect channel (add_conversation(..., ext_shared=True)).
+EXTERNAL_TEAM = "T0PARTNER"
 
 if TYPE_CHECKING:
     from tests.fakes.slack import FakeSlack
@@ -42,7 +45,7 @@ class WebApiMethods(_Base):
 
     def _users_info(self, p: dict[str, Any]) -> dict[str, Any]:
         user = _str(p.get("user"))
-        if not user or not user[:1] in "UW":
+        if not user or user[:1] not in "UW":
             raise SlackError("user_not_found")
         known = self.users.get(user, {})
         name = known.get("name", user.lower())
@@ -75,8 +78,11 @@ class WebApiMethods(_Base):
             "is_channel": not im and not known["private"], "is_group": not im and known["private"],
             "is_private": known["private"], "is_archived": False, "is_general": False,
             "is_shared": known["ext_shared"], "is_ext_shared": known["ext_shared"], "is_org_shared": False,
-            "context_team_id": self._caller.team_id,
+            "is_pending_ext_shared": False, "context_team_id": self._caller.team_id,
         }
+        if known["ext_shared"]:  # Slack lists the organizations in a Slack Connect channel
+            body["shared_team_ids"] = [self._caller.team_id, EXTERNAL_TEAM]
+            body["conversation_host_id"] = self._caller.team_id
         if im:
             members = known["members"] or []
             body["user"] = next((m for m in members if m != self._caller.bot_user_id), "")

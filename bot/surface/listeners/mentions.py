@@ -17,6 +17,7 @@ from bot.desk.plan_first import channel_plans_first, plan_first_command, plan_fi
 from bot.publishing.lifecycle import launch_and_post
 from bot.publishing.render import render_help
 from bot.services import EVENT_DEDUPE_TTL_SECONDS, Services
+from bot.slack.audience import shared_externally
 from bot.slack.events import MentionEvent, action_token_of, question_of
 from bot.slack.replies import reply
 from bot.slack.tenancy import Tenant
@@ -169,6 +170,8 @@ async def handle_question(
     if over_budget:  # the channel's or workspace's monthly budget is spent: start nothing
         await reply(client, channel, thread_ts, over_budget)
         return
+    # Only when the team's Slack may be searched at all: the lookup is a Slack call per question.
+    shared = services.workspace_search != "off" and await shared_externally(client, channel, team, tenant.enterprise)
     state = await services.runs.start(
         Run(
             team=team,
@@ -178,7 +181,8 @@ async def handle_question(
             thread_ts=thread_ts,
             requester=user,
             question=question,
-            private_sources=private_sources_allowed(services.workspace_search, channel),
+            private_sources=private_sources_allowed(services.workspace_search, channel) and not shared,
+            shared_audience=shared,
             action_token=action_token,
             plan_first=plan_first,
         )
