@@ -46,6 +46,8 @@ TIER_3_PER_MINUTE = 50
 TIER_4_PER_MINUTE = 100  # files.getUploadURLExternal, files.completeUploadExternal, chat.appendStream
 # Share of a tier we allow ourselves: Slack's window and ours never line up exactly.
 RATE_HEADROOM = 0.9
+# Where the operator endpoints (metrics, a worker's health) listen unless DEEPTHREAD_METRICS_HOST opens them.
+LOOPBACK = "127.0.0.1"
 # conversations.info before a run starts (is the channel shared outside?): the ack is already sent, and
 # an unanswered lookup counts as shared, so a slow Slack costs only workspace results.
 AUDIENCE_LOOKUP_SECONDS = 3.0

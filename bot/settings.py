@@ -41,6 +41,7 @@ from jobs.sealing import derived_key
 from jobs.spend import BudgetDefaults
 
 from . import limits
+from .limits import LOOPBACK
 
 SLACK_DEFAULT_API_URL = "https://slack.com/api/"
 SEARCH_PROVIDERS: tuple[str, ...] = get_args(SearchProvider)
@@ -216,6 +217,9 @@ class Settings(BaseSettings):
     worker_runs: int = Field(default=1, ge=1, le=500, validation_alias=_env("DEEPTHREAD_WORKER_RUNS"))
     # Operators: Prometheus metrics on this port (serve and workers), and text or JSON log lines.
     metrics_port: int | None = Field(default=None, ge=1, le=65535, validation_alias=_env("DEEPTHREAD_METRICS_PORT"))
+    # The address the metrics and a worker's health endpoints listen on: loopback unless opened (they
+    # answer anyone who reaches them, unauthenticated). 0.0.0.0 for a scraper or probe on another host.
+    metrics_host: str = Field(default=LOOPBACK, validation_alias=_env("DEEPTHREAD_METRICS_HOST"))
     log_format: Literal["text", "json"] = Field(default="text", validation_alias=_env("DEEPTHREAD_LOG_FORMAT"))
     # Bulky records (page texts, request logs): how long they are kept.
     bulky_retention_days: float = Field(default=30.0, gt=0, validation_alias=_env("DEEPTHREAD_BULKY_RETENTION_DAYS"))
@@ -251,6 +255,7 @@ class Settings(BaseSettings):
         "redis_prefix",
         "queue",
         "health_port",
+        "metrics_host",
         "slack_client_id",
         "slack_client_secret",
         "slack_redirect_uri",

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 
@@ -24,6 +26,12 @@ from .connection import text
 __all__ = ["RunsCollector", "runs_by_team"]
 
 log = logging.getLogger(__name__)
+
+# A scrape reads every active run's status from Redis; scrapers that come more often than this (several
+# Prometheus servers, a dashboard refreshing) get the same figures, so a scrape loop cannot load Redis.
+GAUGES_CACHE_SECONDS = 3.0
+
+Gauges = tuple[Counter[str], Counter[str], Counter[str]]
 
 
 def runs_by_team(redis: Redis) -> tuple[Counter[str], Counter[str]]:
@@ -46,8 +54,22 @@ def runs_by_team(redis: Redis) -> tuple[Counter[str], Counter[str]]:
 
 
 class RunsCollector(Collector):
-    def __init__(self, redis: Redis) -> None:
+    def __init__(self, redis: Redis, cache_seconds: float = GAUGES_CACHE_SECONDS) -> None:
         self.redis = redis
+        self.cache_seconds = cache_seconds
+        self._lock = threading.Lock()  # the endpoint's threads share one read
+        self._read: tuple[float, Gauges] | None = None
+
+    def gauges(self) -> Gauges:
+        """(running, queued, waiting for capacity) per workspace: from Redis at most once a cache period."""
+        with self._lock:
+            now = time.monotonic()
+            if self._read is not None and now - self._read[0] < self.cache_seconds:
+                return self._read[1]
+            running, queued = runs_by_team(self.redis)
+            figures = (running, queued, Counter(waiting_runs_by_team(self.redis)))
+            self._read = (now, figures)
+            return figures
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         active = GaugeMetricFamily("deepthread_runs_active", "Runs running now, by workspace", labels=["team"])
@@ -58,12 +80,12 @@ class RunsCollector(Collector):
             labels=["team"],
         )
         try:
-            running, waiting_for_worker = runs_by_team(self.redis)
+            running, waiting_for_worker, for_capacity = self.gauges()
             for team, count in sorted(running.items()):
                 active.add_metric([team], count)
             for team, count in sorted(waiting_for_worker.items()):
                 queued.add_metric([team], count)
-            for team, count in sorted(waiting_runs_by_team(self.redis).items()):
+            for team, count in sorted(for_capacity.items()):
                 waiting.add_metric([team], count)
         except RedisError:  # Redis away: the counters still answer; the gauges come back with it
             log.warning("metrics: could not read the run gauges from Redis")

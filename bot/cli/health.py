@@ -112,7 +112,8 @@ class ServeHealth:
 class WorkerHealth:
     """What `deepthread worker` reports, from a thread of the worker's main process."""
 
-    def __init__(self, worker: Any, redis_url: str, port: int) -> None:
+    def __init__(self, worker: Any, redis_url: str, port: int, host: str) -> None:
+        """Listens on `host`: loopback unless DEEPTHREAD_METRICS_HOST opens it (the answers are unauthenticated)."""
         from jobs.connection import connect
 
         self.worker = worker
@@ -139,7 +140,7 @@ class WorkerHealth:
             def log_message(self, *_: Any) -> None:  # probes every few seconds: keep them out of the log
                 pass
 
-        self.server = ThreadingHTTPServer(("0.0.0.0", port), Handler)
+        self.server = ThreadingHTTPServer((host, port), Handler)
         self.server.daemon_threads = True
 
     def start(self) -> WorkerHealth:

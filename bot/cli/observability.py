@@ -9,7 +9,9 @@ Metrics (`DEEPTHREAD_METRICS_PORT`): the Prometheus text format at `/metrics` (a
 from a thread of serve or of the worker. RQ runs each job in a forked work-horse, so counters
 live in prometheus_client's multiprocess files (a directory of the process's own, or the one
 `deepthread up` shares with its worker), and the endpoint sums every process's, the horses'
-that ended included. The run gauges are read from Redis at each scrape (jobs/gauges.py).
+that ended included. The run gauges are read from Redis at most once per GAUGES_CACHE_SECONDS,
+however often it is scraped (jobs/gauges.py). The endpoint is unauthenticated, so it listens on
+loopback unless DEEPTHREAD_METRICS_HOST opens it (docs/security.md).
 """
 
 from __future__ import annotations
@@ -126,14 +128,15 @@ def enable_metrics(settings: Settings, redis: Redis) -> int | None:
     MultiProcessCollector(registry, path=directory)
     registry.register(RunsCollector(redis))
     try:
-        start_http_server(settings.metrics_port, addr="0.0.0.0", registry=registry)
+        start_http_server(settings.metrics_port, addr=settings.metrics_host, registry=registry)
     except OSError as exc:
         logging.getLogger(__name__).error(
-            "DEEPTHREAD_METRICS_PORT %s cannot be served (%s): give each serve and worker process on this "
-            "host a port of its own, or unset it",
+            "DEEPTHREAD_METRICS_PORT %s cannot be served on %s (%s): give each serve and worker process on this "
+            "host a port of its own, or unset it (DEEPTHREAD_METRICS_HOST: an address of this host)",
             settings.metrics_port,
+            settings.metrics_host,
             exc.strerror or type(exc).__name__,
         )
         raise SystemExit(2) from None
-    logging.getLogger(__name__).info("metrics are served on port %s", settings.metrics_port)
+    logging.getLogger(__name__).info("metrics are served on %s port %s", settings.metrics_host, settings.metrics_port)
     return settings.metrics_port

@@ -314,7 +314,7 @@ def work(settings: Settings, *, burst: bool = False) -> int:
     else:
         worker = DeepthreadWorker(queues, **common)
     if settings.health_port:
-        health = WorkerHealth(worker, settings.redis_url, settings.health_port).start()
+        health = WorkerHealth(worker, settings.redis_url, settings.health_port, settings.metrics_host).start()
         worker.on_shutdown.append(lambda: setattr(health, "stopping", True))
         worker.in_horse.append(health.close)
     worker.work(burst=burst, with_scheduler=not burst, logging_level="INFO")

@@ -7,10 +7,12 @@ import json
 from pathlib import Path
 
 import httpx
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from redis import Redis
 
 from jobs import RunStore
+from jobs.gauges import GAUGES_CACHE_SECONDS
 from tests.e2e.stack import CHANNEL, assert_cited_report_pinned, post_event, stack_environment
 from tests.fakes.slack import TEAM_ID, FakeSlack, app_mention_event
 from tests.processes import SIGNING_SECRET, Stack, free_port, running, wait_for, wait_listening
@@ -32,6 +34,13 @@ def scrape(port: int) -> Samples:
     }
 
 
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=5).status_code in (200, 503)
+    except httpx.HTTPError:
+        return False
+
+
 def total(samples: Samples, name: str, **labels: str) -> float:
     wanted = set(labels.items())
     return sum(value for (n, have), value in samples.items() if n == name and wanted <= have)
@@ -40,7 +49,8 @@ def total(samples: Samples, name: str, **labels: str) -> float:
 def test_metrics_are_scraped_during_a_run_and_logs_are_json_lines_without_secrets(
     tmp_path: Path, redis_url: str, fake_slack: FakeSlack, fake_model, fake_web
 ) -> None:
-    fake_model.stream_delay = 0.05  # every answer streams for a while: the run is still going when scraped
+    # Every answer streams for a while: the run is still going across several gauge cache periods.
+    fake_model.stream_delay = 0.2
     env = stack_environment(redis_url, fake_slack, fake_model, fake_web)
     env.update(SLACK_BOT_TOKEN=BOT_TOKEN, ANTHROPIC_API_KEY=MODEL_KEY, DEEPTHREAD_LOG_FORMAT="json")
     port, serve_metrics, worker_metrics = free_port(), free_port(), free_port()
@@ -71,8 +81,9 @@ def test_metrics_are_scraped_during_a_run_and_logs_are_json_lines_without_secret
         assert_cited_report_pinned(fake_slack, mention_ts, fake_web.url, timeout=60)
         run_id = RunStore(Redis.from_url(redis_url)).thread_run_ids(TEAM_ID, CHANNEL, mention_ts)[0]
 
-        after = scrape(worker_metrics)
-        assert total(after, "deepthread_runs_active") == 0
+        # The run gauges are read at most once per GAUGES_CACHE_SECONDS: wait out one period.
+        after = wait_for(lambda: (s := scrape(worker_metrics)) and total(s, "deepthread_runs_active") == 0 and s,
+                         GAUGES_CACHE_SECONDS * 3, "the gauge to show the run ended")
         for kind in ("input", "output"):
             assert total(after, "deepthread_model_tokens_total", type=kind) > 0, kind
         assert total(after, "deepthread_model_cost_usd_total") > 0
@@ -143,3 +154,31 @@ def test_a_run_waiting_for_model_capacity_says_so_in_its_progress_and_the_gauge_
 
         wait_for(counted, 30, "the gauge to count the waiting run")
     assert not fake_model.served_failures, "the limiter kept the run under the limit: no 429 was needed"
+
+
+def outside_address() -> str:
+    """This host's address on its network (not loopback): where another machine would connect."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.connect(("10.255.255.255", 1))  # UDP: no packet is sent, this only picks the outgoing interface
+        return probe.getsockname()[0]
+
+
+def test_metrics_and_worker_health_answer_on_loopback_only_unless_opened(
+    tmp_path: Path, redis_url: str, fake_slack: FakeSlack, fake_model, fake_web
+) -> None:
+    import socket
+
+    outside = outside_address()
+    assert not outside.startswith("127."), "this host needs a non-loopback address for the test"
+    metrics, health = free_port(), free_port()
+    env = {**stack_environment(redis_url, fake_slack, fake_model, fake_web),
+           "DEEPTHREAD_METRICS_PORT": str(metrics), "DEEPTHREAD_HEALTH_PORT": str(health)}
+    with running(["worker"], env, tmp_path / "worker.log"):
+        wait_for(lambda: _answers(f"http://127.0.0.1:{health}/healthz") and _answers(
+            f"http://127.0.0.1:{metrics}/metrics"), 60, "the worker's endpoints on loopback")
+        for port in (metrics, health):
+            with socket.socket() as attempt, pytest.raises(ConnectionRefusedError):
+                attempt.settimeout(5)
+                attempt.connect((outside, port))
