@@ -48,6 +48,9 @@ TIER_4_PER_MINUTE = 100  # files.getUploadURLExternal, files.completeUploadExter
 RATE_HEADROOM = 0.9
 # Where the operator endpoints (metrics, a worker's health) listen unless DEEPTHREAD_METRICS_HOST opens them.
 LOOPBACK = "127.0.0.1"
+# A newly installed workspace's monthly budget (USD) unless DEEPTHREAD_NEW_WORKSPACE_BUDGET_USD says
+# otherwise: a stranger's install cannot spend the operator's model key without a bound.
+NEW_WORKSPACE_BUDGET_USD = 50.0
 # conversations.info before a run starts (is the channel shared outside?): the ack is already sent, and
 # an unanswered lookup counts as shared, so a slow Slack costs only workspace results.
 AUDIENCE_LOOKUP_SECONDS = 3.0

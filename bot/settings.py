@@ -114,6 +114,14 @@ class Settings(BaseSettings):
     slack_state_secret: SecretStr | None = Field(default=None, validation_alias=_env("SLACK_STATE_SECRET"))
     # Fernet key(s) the installations' tokens are encrypted with in Redis; the first encrypts, all decrypt.
     token_key: SecretStr | None = Field(default=None, validation_alias=_env("DEEPTHREAD_TOKEN_KEY"))
+    # Which workspaces (team ids) and Enterprise orgs (enterprise ids) may install, comma-separated;
+    # empty: any that completes Slack's flow (doctor warns). bot/slack/admission.py.
+    install_allow: str = Field(default="", validation_alias=_env("DEEPTHREAD_INSTALL_ALLOW"))
+    # A newly installed workspace's monthly budget in USD (its admins change it with `budget workspace …`);
+    # `off`: none, so a new workspace spends without a cap.
+    new_workspace_budget_usd: float | None = Field(
+        default=limits.NEW_WORKSPACE_BUDGET_USD, ge=0, validation_alias=_env("DEEPTHREAD_NEW_WORKSPACE_BUDGET_USD")
+    )
 
     anthropic_api_key: SecretStr | None = Field(default=None, validation_alias=_env("ANTHROPIC_API_KEY"))
     anthropic_base_url: str | None = Field(default=None, validation_alias=_env("ANTHROPIC_BASE_URL"))
@@ -276,6 +284,11 @@ class Settings(BaseSettings):
                 f"{value!r} cannot name Redis keys: use letters, digits and _ . : - (at most 64), e.g. deepthread-staging"
             )
         return value
+
+    @field_validator("new_workspace_budget_usd", mode="before")
+    @classmethod
+    def _off_is_none(cls, value: Any) -> Any:
+        return None if isinstance(value, str) and value.strip().lower() == "off" else value
 
     def sealing_key(self) -> str | None:
         """The key a run's action token is encrypted with in Redis (jobs/sealing.py): DEEPTHREAD_TOKEN_KEY,

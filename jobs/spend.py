@@ -308,6 +308,11 @@ class Spend:
         value = OFF if usd_per_month is None else str(round(usd_per_month * MICROS))
         self.redis.hset(keys.budgets(team), field, value)
 
+    def budget_new_workspace(self, team: str, usd_per_month: float) -> bool:
+        """A newly installed workspace's monthly budget, unless it already has one of its own (a reinstall
+        keeps what its admins set, "off" included). True when this set it."""
+        return bool(self.redis.hsetnx(keys.budgets(team), "workspace", str(round(usd_per_month * MICROS))))
+
     def caps(self, team: str | None, channel: str | None, user: str | None = None) -> list[CapState]:
         """The budgets in force for a run in this channel (or, in a direct message or with no channel,
         for this person), with this month's spend against each."""

@@ -16,6 +16,7 @@ from agent import (
 )
 from agent import defaults as agent_defaults
 from bot.settings import SEARCH_PROVIDERS, Settings
+from bot.slack.admission import InstallAllowlist
 from bot.slack.installations import TokenCipher
 from jobs.connection import RedisUrlError, connect, redact
 
@@ -143,9 +144,24 @@ PROVIDER_ID_FORMS = {
 
 
 def model_notices(settings: Settings) -> list[str]:
-    """Not problems: what the capability table makes of ids it does not know (doctor prints them)."""
+    """Not problems: what the capability table makes of ids it does not know, and an install flow open to
+    every workspace (doctor prints them)."""
     models = dict.fromkeys((settings.model, settings.small_model))
-    return [unknown_model_notice(m) for m in models if not capabilities(m, settings.model_provider).known]
+    notices = [unknown_model_notice(m) for m in models if not capabilities(m, settings.model_provider).known]
+    return notices + install_notices(settings)
+
+
+def install_notices(settings: Settings) -> list[str]:
+    """Multi-workspace mode with no DEEPTHREAD_INSTALL_ALLOW: any workspace can install and spend the model key."""
+    if not settings.multi_workspace or not InstallAllowlist.parse(settings.install_allow).open:
+        return []
+    budget = settings.new_workspace_budget_usd
+    bound = f"up to ${budget:,.2f} a month each" if budget is not None else "with no monthly cap"
+    return [
+        "DEEPTHREAD_INSTALL_ALLOW is not set: any Slack workspace that completes the install flow is saved and "
+        f"spends this deployment's model key ({bound}); list the team ids (T…) or Enterprise ids (E…) that "
+        "may install, comma-separated"
+    ]
 
 
 def search_problems(settings: Settings) -> list[str]:

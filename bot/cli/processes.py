@@ -29,6 +29,7 @@ from bot.surface.server import web_app
 from jobs import AsyncRuns, Runs, RunStore, keys, spend
 from jobs.connection import connect, connect_async
 from jobs.recovery import sweep
+from jobs.spend import Spend
 from jobs.worker import SWEEP_INTERVAL_SECONDS, WORKER_TTL_SECONDS, DeepthreadWorker
 
 from .health import ServeHealth, WorkerHealth
@@ -69,7 +70,7 @@ async def serve(settings: Settings) -> int:
         # Each workspace installs through /slack/install; every call uses its installation's token.
         installations = installation_store(settings, async_redis)
         client = slack_client(settings, tokens=installations)
-        oauth = oauth_flow(settings, installations, async_redis)
+        oauth = oauth_flow(settings, installations, async_redis, Spend(redis))
         log.info(
             "multi-workspace mode: %d workspace(s) installed; install more at %s",
             len(await installations.installed()),

@@ -13,21 +13,38 @@ the host SLACK_API_URL names, so the tests' fake Slack answers the whole flow.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
 
 from redis.asyncio import Redis as AsyncRedis
 from slack_bolt.authorization.async_authorize import AsyncInstallationStoreAuthorize
+from slack_bolt.error import BoltError
+from slack_bolt.oauth.async_callback_options import AsyncFailureArgs
 from slack_bolt.oauth.async_oauth_flow import AsyncOAuthFlow
 from slack_bolt.oauth.async_oauth_settings import AsyncOAuthSettings
+from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_bolt.response import BoltResponse
+from slack_sdk.oauth.installation_store import Installation
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.settings import Settings
+from bot.slack.admission import InstallAllowlist, refusal_page
 from bot.slack.installations import RedisInstallationStore, TokenCipher
 from bot.slack.oauth_state import STATE_SECONDS, RedisOAuthStateStore
 from bot.slack.scopes import REQUIRED_BOT_SCOPES
+from jobs.spend import Spend
 
-__all__ = ["INSTALL_PATH", "REDIRECT_PATH", "authorization_url", "installation_store", "oauth_flow"]
+__all__ = [
+    "AdmittingOAuthFlow",
+    "InstallRefused",
+    "INSTALL_PATH",
+    "REDIRECT_PATH",
+    "authorization_url",
+    "installation_store",
+    "oauth_flow",
+]
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +65,51 @@ def installation_store(settings: Settings, redis: AsyncRedis) -> RedisInstallati
     return RedisInstallationStore(redis, TokenCipher(key))
 
 
-def oauth_flow(settings: Settings, store: RedisInstallationStore, redis: AsyncRedis) -> AsyncOAuthFlow:
+class InstallRefused(BoltError):
+    """A workspace outside DEEPTHREAD_INSTALL_ALLOW completed Slack's flow: nothing is saved."""
+
+    def __init__(self, installation: Installation) -> None:
+        super().__init__(f"install refused for {installation.enterprise_id}/{installation.team_id}")
+        self.page = refusal_page(installation.team_id, installation.team_name, installation.enterprise_id)
+
+
+class AdmittingOAuthFlow(AsyncOAuthFlow):
+    """Bolt's flow, saving only installs the allowlist admits, and giving a newly installed workspace
+    its monthly budget (DEEPTHREAD_NEW_WORKSPACE_BUDGET_USD) before its first question."""
+
+    allowlist: InstallAllowlist = InstallAllowlist()
+    new_workspace: Callable[[str], Awaitable[None]] | None = None
+
+    async def store_installation(self, request: AsyncBoltRequest, installation: Installation) -> None:
+        org_wide = bool(installation.is_enterprise_install)
+        if not self.allowlist.admits(installation.team_id, installation.enterprise_id, org_wide=org_wide):
+            log.warning(
+                "refused an install from %s/%s: not in DEEPTHREAD_INSTALL_ALLOW",
+                installation.enterprise_id,
+                installation.team_id,
+            )
+            raise InstallRefused(installation)
+        store = self.settings.installation_store
+        known = await store.async_find_bot(
+            enterprise_id=installation.enterprise_id, team_id=installation.team_id, is_enterprise_install=org_wide
+        )
+        await super().store_installation(request, installation)
+        if known is None and installation.team_id and self.new_workspace is not None:
+            await self.new_workspace(installation.team_id)
+
+
+def _refusing(default: Callable[[AsyncFailureArgs], Awaitable[BoltResponse]]) -> Callable[..., Awaitable[BoltResponse]]:
+    async def failure(args: AsyncFailureArgs) -> BoltResponse:
+        if isinstance(args.error, InstallRefused):
+            return BoltResponse(status=403, body=args.error.page, headers={"Content-Type": "text/html; charset=utf-8"})
+        return await default(args)
+
+    return failure
+
+
+def oauth_flow(
+    settings: Settings, store: RedisInstallationStore, redis: AsyncRedis, spend: Spend | None = None
+) -> AsyncOAuthFlow:
     client_id, client_secret = settings.slack_client_id, settings.secret("slack_client_secret")
     state_secret = settings.secret("slack_state_secret")
     assert client_id and client_secret and state_secret, "doctor refuses an incomplete OAuth configuration"
@@ -81,4 +142,15 @@ def oauth_flow(settings: Settings, store: RedisInstallationStore, redis: AsyncRe
         cache_enabled=True,
         client=client,
     )
-    return AsyncOAuthFlow(client=client, logger=log, settings=oauth)
+    flow = AdmittingOAuthFlow(client=client, logger=log, settings=oauth)
+    flow.allowlist = InstallAllowlist.parse(settings.install_allow)
+    flow.failure_handler = _refusing(flow.failure_handler)
+    budget = settings.new_workspace_budget_usd
+    if spend is not None and budget is not None:
+
+        async def new_workspace(team: str) -> None:
+            if await asyncio.to_thread(spend.budget_new_workspace, team, budget):
+                log.info("workspace %s starts with a monthly budget of $%.2f", team, budget)
+
+        flow.new_workspace = new_workspace
+    return flow

@@ -317,6 +317,25 @@ def test_an_install_that_goes_wrong_is_refused_with_a_page_that_says_so_and_save
     assert [team for team, _ in fake_slack.installs] == [ALPHA], "the code was exchanged once"
 
 
+def test_an_install_from_a_workspace_outside_the_allowlist_is_refused_and_a_new_one_gets_its_budget(
+        tmp_path: Path, redis_url: str, fake_slack: FakeSlack, fake_model, fake_web,
+        workspaces: dict[str, FakeWorkspace]) -> None:
+    redis = Redis.from_url(redis_url)
+    with workspaces_stack(tmp_path, fake_slack, redis_url=redis_url, model_url=fake_model.url, web_url=fake_web.url,
+                          DEEPTHREAD_INSTALL_ALLOW=f"E0SOMEORG, {ALPHA}",
+                          DEEPTHREAD_NEW_WORKSPACE_BUDGET_USD="25") as (base, _):
+        refused = install(base, BETA)
+        assert refused.status_code == 403, refused.text
+        assert "not on this Deepthread deployment's list" in refused.text and BETA in refused.text
+        assert "DEEPTHREAD_INSTALL_ALLOW" in refused.text, "the page says what to ask for"
+        assert redis.smembers("deepthread:installations") == set(), "nothing of the refused workspace is saved"
+        assert install(base, ALPHA).status_code == 200
+        assert redis.smembers("deepthread:installations") == {b"deepthread:installation:-:T0ALPHA"}
+    caps = Spend(redis).caps(ALPHA, CHANNELS[ALPHA])
+    assert [(c.scope, c.limit_micros) for c in caps] == [("workspace", 25_000_000)], "a new workspace has a cap"
+    assert "refused an install" in (tmp_path / "serve.log").read_text()
+
+
 def test_in_socket_mode_workspaces_install_over_http_and_their_events_come_over_the_socket(
         tmp_path: Path, redis_url: str, fake_slack: FakeSlack, fake_model, fake_web,
         workspaces: dict[str, FakeWorkspace]) -> None:

@@ -58,3 +58,17 @@ def test_single_token_mode_stays_the_default_and_asks_for_no_oauth_setting() -> 
     settings = Settings(SLACK_BOT_TOKEN="xoxb-1", SLACK_SIGNING_SECRET="s")  # type: ignore[call-arg]
     assert not settings.multi_workspace
     assert slack_lines(SLACK_BOT_TOKEN="xoxb-1", SLACK_SIGNING_SECRET="s", ANTHROPIC_API_KEY="k") == []
+
+
+def test_an_install_flow_open_to_every_workspace_is_a_notice_naming_the_allowlist_and_the_budget() -> None:
+    from bot.cli.doctor import model_notices
+
+    notices = [n for n in model_notices(Settings(**COMPLETE)) if "INSTALL_ALLOW" in n]  # type: ignore[arg-type]
+    assert len(notices) == 1 and "any Slack workspace" in notices[0] and "$50.00 a month" in notices[0]
+    uncapped = Settings(**COMPLETE, DEEPTHREAD_NEW_WORKSPACE_BUDGET_USD="off")  # type: ignore[arg-type]
+    assert uncapped.new_workspace_budget_usd is None
+    assert any("no monthly cap" in n for n in model_notices(uncapped))
+    listed = Settings(**COMPLETE, DEEPTHREAD_INSTALL_ALLOW="T0ALPHA")  # type: ignore[arg-type]
+    assert not [n for n in model_notices(listed) if "INSTALL_ALLOW" in n]
+    assert not [n for n in model_notices(Settings(SLACK_BOT_TOKEN="xoxb-1")) if "INSTALL_ALLOW" in n]  # type: ignore[arg-type]
+    assert slack_lines(**COMPLETE) == [], "a notice, never a refusal to start"
