@@ -211,10 +211,12 @@ def test_two_workspaces_install_through_oauth_and_nothing_crosses(stack, fake_sl
         assert "across 1 run" in usage and f"<#{CHANNELS[team]}>" in usage, usage
         assert CHANNELS[OTHER[team]] not in usage
         assert {r.run_id for r in Spend(redis).month(team).top_runs} == set(run_ids[team])
-    assert "Budget" in say(s, fake_slack, workspaces[ALPHA], threads[ALPHA], "budget workspace $50/month", user=ADMIN)
-    assert [c.overridden for c in Spend(redis).caps(ALPHA, CHANNELS[ALPHA]) if c.overridden]
-    assert not [c for c in Spend(redis).caps(BETA, CHANNELS[BETA]) if c.overridden], "Beta has no budget set"
-    assert "$50.00" not in say(s, fake_slack, workspaces[BETA], threads[BETA], "usage")
+    assert "Budget" in say(s, fake_slack, workspaces[ALPHA], threads[ALPHA], "budget workspace $70/month", user=ADMIN)
+    assert [c.limit_micros for c in Spend(redis).caps(ALPHA, CHANNELS[ALPHA])] == [70_000_000]
+    assert [c.limit_micros for c in Spend(redis).caps(BETA, CHANNELS[BETA])] == [50_000_000], (
+        "Beta keeps the budget every new workspace starts with"
+    )
+    assert "$70.00" not in say(s, fake_slack, workspaces[BETA], threads[BETA], "usage")
     assert say(s, fake_slack, workspaces[ALPHA], threads[ALPHA], "recheck weekly").startswith("Re-check scheduled")
     assert say(s, fake_slack, workspaces[BETA], threads[BETA], "recheck").startswith("No re-check is scheduled")
     rechecks = Rechecks(redis)
