@@ -21,7 +21,13 @@ def notes_of(store: RunStore, run_id: str) -> list[str]:
 
 
 def successor(
-    store: RunStore, parent: RunState, request: str, requester: str | None, action_token: SecretStr | None = None
+    store: RunStore,
+    parent: RunState,
+    request: str,
+    requester: str | None,
+    action_token: SecretStr | None = None,
+    *,
+    shared_audience: bool = False,
 ) -> Run:
     """The next run in the thread: the original question and constraints (with the notes
     given along the way), the new request verbatim, the same pinned report."""
@@ -46,7 +52,8 @@ def successor(
         follow_up=request,
         report_message=run.report_message,
         private_sources=run.private_sources,  # the same thread, the same audience
-        shared_audience=run.shared_audience,
+        # Once shared with another organization, the thread's later runs stay outside too.
+        shared_audience=run.shared_audience or shared_audience,
         action_token=action_token,  # the reply's own: the parent's has expired or will soon
     )
 

@@ -216,6 +216,7 @@ class Runs:
         author: str,
         event_id: str,
         action_token: SecretStr | None = None,
+        shared_audience: bool = False,
     ) -> Continuation | None:
         """A reply after `parent` ended. Exactly one of several replies racing each other starts
         the continuation (a compare-and-set on the thread); the others become its notes.
@@ -223,7 +224,7 @@ class Runs:
         if not self.store.claim_event(parent.run.team, f"continue:{event_id}", CONTINUE_DEDUPE_TTL_SECONDS):
             return None
         for _ in range(MAX_CONTINUE_TRIES):
-            run = successor(self.store, parent, request, requester, action_token)
+            run = successor(self.store, parent, request, requester, action_token, shared_audience=shared_audience)
             self._mark_unposted(run)
             try:
                 return Continuation(create_successor(self.store, parent, run), started=True)
@@ -363,10 +364,17 @@ class AsyncRuns:
         author: str,
         event_id: str,
         action_token: SecretStr | None = None,
+        shared_audience: bool = False,
     ) -> Continuation | None:
         return await asyncio.to_thread(
             lambda: self.sync.continue_from(
-                parent, request, requester=requester, author=author, event_id=event_id, action_token=action_token
+                parent,
+                request,
+                requester=requester,
+                author=author,
+                event_id=event_id,
+                action_token=action_token,
+                shared_audience=shared_audience,
             )
         )
 

@@ -18,6 +18,7 @@ from bot.desk.commands import spend_command
 from bot.desk.recheck import handle_recheck, parse_recheck
 from bot.publishing.lifecycle import launch_and_post
 from bot.services import Services
+from bot.slack.audience import shared_externally
 from bot.slack.mrkdwn import escape_text, shorten_mrkdwn, to_mrkdwn
 from bot.slack.replies import reply, reply_privately
 from bot.slack.tenancy import Tenant
@@ -173,8 +174,18 @@ async def continue_thread(
     if over_budget:  # the monthly budget is spent: no continuation starts
         await reply(client, run.channel or "", run.thread_ts, over_budget)
         return
+    # The channel may have been shared with another organization since the thread's last run.
+    shared = services.workspace_search != "off" and await shared_externally(
+        client, run.channel or "", run.team, run.enterprise
+    )
     continuation = await services.runs.continue_from(
-        parent, request, requester=user, author=f"<@{user}>", event_id=event_id, action_token=action_token
+        parent,
+        request,
+        requester=user,
+        author=f"<@{user}>",
+        event_id=event_id,
+        action_token=action_token,
+        shared_audience=shared,
     )
     if continuation is None:
         return  # a repeated delivery
