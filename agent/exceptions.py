@@ -89,7 +89,12 @@ class NoWorkspace(WorkspaceError):
 
 
 class UnsupportedFile(Exception):
-    """The file is of a kind (or in a state) we cannot read; the message says what to do."""
+    """The file is of a kind (or in a state) we cannot read; the message says what to do.
+    `for_people`, when the sandbox refused it and a person in the thread can help, says so to them."""
+
+    def __init__(self, message: str, *, for_people: str = "") -> None:
+        super().__init__(message)
+        self.for_people = for_people
 
 
 class UnreadableContent(Exception):

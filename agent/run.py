@@ -134,7 +134,7 @@ async def research(
         if saved is None:  # a resumed run's opening is in its checkpoint
             if task.constraints_from:
                 task = await with_stated_constraints(task, model, emit)
-            task, ctx.files_seen = await with_markers(task, ctx.workspace, ctx.links)
+            task, ctx.files_seen = await with_markers(task, ctx.workspace, ctx.links, emit)
         loop = ResearchLoop(task, config, ctx, chosen, backend.control, clock, ledger)
         current.append(loop)
         ctx.tasks = TaskTeam(loop, client, numbered)
