@@ -85,8 +85,9 @@ class FileLibrary:
                 try:
                     self._texts[info.id] = await convert(info, data)
                 except UnsupportedFile as exc:
-                    self._refusals[info.id] = str(exc)
-                    await refusals.put(info.version_key, str(exc))
+                    if exc.lasting:  # about the file, not the run: asking again won't help
+                        self._refusals[info.id] = str(exc)
+                        await refusals.put(info.version_key, str(exc))
                     raise
             return self._texts[info.id]
 

@@ -11,7 +11,7 @@ import re
 
 from ..converter import Block, ConversionRefused, FileText, location_of
 from ..converter import convert as convert_document
-from ..exceptions import UnsupportedFile
+from ..exceptions import ConversionBudgetSpent, UnsupportedFile
 from ..markers import MARKER_RE
 from ..workspace import FileInfo
 
@@ -83,6 +83,13 @@ async def convert(info: FileInfo, data: bytes) -> FileText:
         raise unsupported(info)
     try:
         result = await convert_document(kind, data, extension=info.extension)
+    except ConversionBudgetSpent as exc:
+        raise UnsupportedFile(
+            f"{info.name} was not read: {exc}. Work from the files already read (read_file gives their "
+            "text again without converting), search them with find_in_files, or ask the requester to "
+            "paste the part of this one that matters",
+            lasting=False,
+        ) from None
     except ConversionRefused as exc:
         raise UnsupportedFile(
             f"{info.name}: {exc}; {INSTEAD}",
