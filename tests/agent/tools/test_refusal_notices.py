@@ -94,3 +94,31 @@ def test_every_slack_refusal_of_a_file_says_what_a_person_can_do(error: str) -> 
     refusal = _refusal(SlackApiError(error, response), "file F1", "minutes.docx")
     said = getattr(refusal, "for_people", "")
     assert said.startswith("I can't open minutes.docx: ") and ("this thread" in said or "admin" in said), said
+
+
+async def test_a_research_past_its_conversion_time_gets_a_tool_error_saying_what_to_do_not_a_file_refusal(
+        model: ModelClient) -> None:
+    """Past RUN_CONVERT_SECONDS, read_file refuses with what to do instead; the file is not marked
+    unreadable (a later run, with its own budget, reads it) and the thread is not told."""
+    from agent.converter.fair_queue import RUN_OF_CONVERSION, ConversionAccount
+    from agent.results import MemoryFileRefusals
+    from agent.workspace import FileInfo, MemoryWorkspace
+
+    csv = b"Fund,Fee\nVTI,0.03%\n"
+    workspace = MemoryWorkspace([(FileInfo(id="F1", name="fees.csv", mimetype="text/csv", size=len(csv)), csv)])
+    refusals, events = MemoryFileRefusals(), []
+
+    async def emit(event: object) -> None:
+        events.append(event)
+
+    async with httpx.AsyncClient() as http:
+        ctx = ToolContext(config=AgentConfig(), registry=SourceRegistry(), http=http, model=model, emit=emit,
+                          goal_question="q", workspace=workspace, refusals=refusals)
+        RUN_OF_CONVERSION.set(ConversionAccount("spent", spent=10_000.0))
+        spent = await ReadFile(FileLibrary()).run(ReadFileInput(file="F1", goal="fees"), ctx)
+        assert spent.is_error and "spent its 120 s of document conversion" in spent.text
+        assert "find_in_files" in spent.text and "paste" in spent.text, spent.text
+        assert not refusals._reasons and not events, "about the run, not the file: not remembered, not told"  # noqa: SLF001
+        RUN_OF_CONVERSION.set(ConversionAccount("fresh"))
+        fresh = await ReadFile(FileLibrary()).run(ReadFileInput(file="F1", goal="fees"), ctx)
+        assert not fresh.is_error, fresh.text
