@@ -16,7 +16,7 @@ import asyncio
 import contextvars
 import time
 import weakref
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -52,7 +52,10 @@ class FairSlots:
         self.per_run = per_run
         self.budget_seconds = budget_seconds
         self._busy: dict[str, int] = {}
-        self._waiting: OrderedDict[str, deque[asyncio.Future[None]]] = OrderedDict()  # round-robin order
+        self._waiting: dict[str, deque[asyncio.Future[None]]] = {}
+        # When each run with work here was last given a slot: the one served longest ago goes next.
+        self._served_at: dict[str, int] = {}
+        self._grants = 0
 
     def _refuse_if_spent(self, account: ConversionAccount | None) -> None:
         if account is not None and account.spent >= self.budget_seconds:
@@ -95,19 +98,25 @@ class FairSlots:
             queue.remove(waiter)
             if not queue:
                 del self._waiting[run]
+        self._drop_if_idle(run)
+
+    def _drop_if_idle(self, run: str) -> None:
+        if run not in self._busy and run not in self._waiting:
+            self._served_at.pop(run, None)  # nothing of a run outlives its work here
 
     def _release(self, run: str) -> None:
         self._busy[run] -= 1
         if not self._busy[run]:
             del self._busy[run]
         self._grant()
+        self._drop_if_idle(run)
 
     def _grant(self) -> None:
-        """Each free slot to the next run in turn that may take one; a served run goes to the back."""
+        """Each free slot to the run served longest ago (never served: first) that may take one."""
         granted = True
         while granted:
             granted = False
-            for run in list(self._waiting):
+            for run in sorted(self._waiting, key=lambda r: self._served_at.get(r, -1)):
                 if sum(self._busy.values()) >= self.parallel:
                     return
                 if self._free(run):
@@ -119,9 +128,11 @@ class FairSlots:
         while waiter.done() and queue:  # cancelled before its cleanup ran: not a taker
             waiter = queue.popleft()
         if queue:
-            self._waiting[run] = queue  # to the back of the round
+            self._waiting[run] = queue
         if waiter.done():
             return False
+        self._grants += 1
+        self._served_at[run] = self._grants
         self._busy[run] = self._busy.get(run, 0) + 1
         waiter.set_result(None)
         return True

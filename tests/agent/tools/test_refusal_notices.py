@@ -9,6 +9,7 @@ import httpx
 import pytest
 from anthropic import AsyncAnthropic
 from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
 
 from agent import AgentConfig, ResearchTask, SourceRegistry
 from agent.model import ModelClient
@@ -19,7 +20,6 @@ from agent.tools.find_in_files import FindInFiles, FindInFilesInput
 from agent.tools.links import LinkTable
 from agent.tools.read_file import ReadFile, ReadFileInput
 from bot.slack.workspace import SlackWorkspace, _refusal
-from slack_sdk.web.async_client import AsyncWebClient
 from tests.fakes.anthropic import FakeAnthropic
 from tests.fakes.file_reader import ThreadPolicy
 from tests.fakes.hostile_files import docx_malformed_xml
@@ -81,7 +81,7 @@ async def test_every_refusal_kind_reaches_the_thread_once_in_words_a_person_can_
             assert result.is_error, result.text
         await FindInFiles(library).run(FindInFilesInput(query="board decision"), ctx)
 
-    notices = {getattr(e, "notice") for e in events if getattr(e, "type", "") == "file_unreadable"}
+    notices = {e.notice for e in events if getattr(e, "type", "") == "file_unreadable"}
     assert len(notices) == 1, f"one notice for the file, however often it is met: {notices}"
     (said,) = notices
     assert said.startswith("I can't open ") and KINDS[kind] in said, said
