@@ -70,6 +70,11 @@ def _refusal(exc: SlackApiError, what: str, name: str = "") -> WorkspaceError:
                 "Share it again in this thread."
             ),
         )
+    if error in ("not_in_channel", "channel_not_found") and not what.startswith("file "):
+        return WorkspaceError(
+            f"the bot is not a member of this channel, so it cannot read {what} ({error}); "
+            "ask the requester to invite it"
+        )
     if error in ("not_in_channel", "channel_not_found"):
         return FileUnavailable(
             f"the bot is not a member of the channel, so it cannot read {what} ({error}); "
