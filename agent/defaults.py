@@ -154,6 +154,13 @@ CONVERT_WALL_SECONDS = 25.0
 CONVERT_SOFT_SECONDS = 12.0
 # Text a conversion returns at most (about 500k tokens): more is never read and would only fill memory.
 CONVERT_MAX_CHARS = 2_000_000
+# Conversions in flight per process (each may use its whole memory limit), and per run: one run's
+# documents take one slot, so another run's file starts at once however many the first has queued.
+CONVERT_PARALLEL = 2
+CONVERT_PARALLEL_PER_RUN = 1
+# Wall seconds one run may spend converting documents in all: ten slow files cannot hold a slot
+# (and the run's tool deadlines) for many minutes; the files already read stay readable.
+RUN_CONVERT_SECONDS = 120.0
 # Zip containers (DOCX, XLSX, PPTX) are checked before any member is read: a member may inflate at
 # most this many times its compressed size once it is over ZIP_RATIO_FLOOR_BYTES (XML inflates
 # 5–20-fold, zeros a thousandfold), all members together to at most ZIP_MAX_TOTAL_BYTES.

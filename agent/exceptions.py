@@ -10,6 +10,7 @@
     ├── UnsupportedFile      a thread file of a kind (or in a state) we cannot read
     ├── UnreadableContent    a fetched resource of a kind we cannot read
     ├── ConversionRefused    a document the converter would not or could not convert (the reason)
+    │   └── ConversionBudgetSpent  the run spent its total conversion time
     ├── FetchError           a page could not be fetched
     ├── SearchFailed         a search provider could not answer (`kind`, a FailureKind, says how)
     ├── CalculationError     a calculation that cannot be done (`position` points at the problem)
@@ -42,6 +43,7 @@ __all__ = [
     "TaskRefused",
     "UnknownCitation",
     "UnreadableContent",
+    "ConversionBudgetSpent",
     "ConversionRefused",
     "UnsupportedFile",
     "WorkspaceError",
@@ -89,7 +91,14 @@ class NoWorkspace(WorkspaceError):
 
 
 class UnsupportedFile(Exception):
-    """The file is of a kind (or in a state) we cannot read; the message says what to do."""
+    """The file is of a kind (or in a state) we cannot read; the message says what to do.
+    `for_people`, when the sandbox refused it and a person in the thread can help, says so to them;
+    `lasting` False when the refusal is about the run, not the file (not remembered for the file)."""
+
+    def __init__(self, message: str, *, for_people: str = "", lasting: bool = True) -> None:
+        super().__init__(message)
+        self.for_people = for_people
+        self.lasting = lasting
 
 
 class UnreadableContent(Exception):
@@ -99,6 +108,10 @@ class UnreadableContent(Exception):
 class ConversionRefused(Exception):
     """The converter did not convert a document: the message says what went wrong (over a limit,
     unparsable, stopped), and the caller adds what to do instead."""
+
+
+class ConversionBudgetSpent(ConversionRefused):
+    """The run spent its total conversion time: not this file's fault, so not remembered against it."""
 
 
 class FetchError(Exception):

@@ -13,12 +13,12 @@ import logging
 from .budget import Ledger
 from .context.history import History
 from .control import RunControl, StopRequest
-from .events import Emit, Progress
+from .events import Emit, FileUnreadable, Progress
 from .tools.seen_urls import SeenUrls
 from .tools.thread_markers import file_note
 from .workspace import FileInfo, ThreadWorkspace
 
-__all__ = ["Intake", "thread_files"]
+__all__ = ["Intake", "tell_unavailable", "thread_files"]
 
 # The loop's logger: a thread that cannot be listed is part of the loop's story.
 log = logging.getLogger("agent.loop")
@@ -31,6 +31,14 @@ async def thread_files(workspace: ThreadWorkspace) -> list[FileInfo]:
     except Exception as exc:
         log.warning("thread files unavailable: %s", exc)
         return []
+
+
+async def tell_unavailable(emit: Emit, files: list[FileInfo]) -> None:
+    """Files the listing already knows a person must act on are said in the thread now: the model
+    may never try to read them (the thread is told each once; bot/publishing/file_notices.py)."""
+    for info in files:
+        if info.unavailable:
+            await emit(FileUnreadable(file_id=info.id, name=info.name, notice=info.unavailable))
 
 
 class Intake:
@@ -69,6 +77,7 @@ class Intake:
         if self.workspace is None:
             return
         new = [f for f in await thread_files(self.workspace) if f.id not in files_seen]
+        await tell_unavailable(self.emit, new)
         if new:
             files_seen.update(f.id for f in new)  # the run's own set (ToolContext.files_seen), checkpointed with it
             history.add_text(file_note(new))

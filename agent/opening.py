@@ -14,7 +14,7 @@ import re
 from .constraints import extract_constraints
 from .constraints import merge as merge_constraints
 from .events import ConstraintsFound, Emit
-from .intake import thread_files
+from .intake import tell_unavailable, thread_files
 from .model import ModelClient
 from .task import ResearchTask
 from .tools.links import LinkTable, domain, marker
@@ -43,11 +43,12 @@ async def with_stated_constraints(task: ResearchTask, model: ModelClient, emit: 
 
 
 async def with_markers(
-    task: ResearchTask, workspace: ThreadWorkspace | None, links: LinkTable
+    task: ResearchTask, workspace: ThreadWorkspace | None, links: LinkTable, emit: Emit | None = None
 ) -> tuple[ResearchTask, set[str]]:
     """Markers, not content: the thread's files and earlier messages, and links in the request as
     link ids that read_page follows (added to `links`). Also the ids of the files the opening
-    lists, so only files shared after it arrive as notes (agent/intake.py)."""
+    lists, so only files shared after it arrive as notes (agent/intake.py); those already known to be
+    unreadable are said in the thread through `emit`."""
     update: dict[str, str] = {}
     files_seen: set[str] = set()
     if workspace is not None:
@@ -59,7 +60,10 @@ async def with_markers(
                 "The thread's files and earlier messages could not be listed just now; "
                 "read_thread and find_in_files may still work."
             )
-        files_seen = {f.id for f in await thread_files(workspace)}
+        files = await thread_files(workspace)
+        files_seen = {f.id for f in files}
+        if emit is not None:
+            await tell_unavailable(emit, files)
     urls = list(
         dict.fromkeys(u.rstrip(".,;:!?") for u in URL_IN_TEXT.findall(f"{task.question}\n{task.follow_up or ''}"))
     )

@@ -17,6 +17,7 @@ from .capacity_middleware import CapacityMiddleware
 from .checkpoint import Checkpointer
 from .citations import SourceRegistry
 from .config import AgentConfig
+from .converter.fair_queue import RUN_OF_CONVERSION, ConversionAccount
 from .events import Emit, Finished, Notice, Progress
 from .final_turn import Outcome
 from .loop import LastProgress, ResearchLoop
@@ -63,6 +64,7 @@ async def research(
     `sections` carry what earlier runs of the thread found and wrote; `active_until` is the
     last heartbeat of a crashed attempt, counted as spent when its checkpoint is resumed."""
     backend = backend or RunBackend()
+    RUN_OF_CONVERSION.set(ConversionAccount(backend.run_id))  # conversion slots are shared fairly by run
     request_log = backend.request_log
     ledger = ledger or Ledger.start(task.budget, clock)
     current: list[ResearchLoop] = []  # the ledger is the loop's, which a resume replaces
@@ -134,7 +136,7 @@ async def research(
         if saved is None:  # a resumed run's opening is in its checkpoint
             if task.constraints_from:
                 task = await with_stated_constraints(task, model, emit)
-            task, ctx.files_seen = await with_markers(task, ctx.workspace, ctx.links)
+            task, ctx.files_seen = await with_markers(task, ctx.workspace, ctx.links, emit)
         loop = ResearchLoop(task, config, ctx, chosen, backend.control, clock, ledger)
         current.append(loop)
         ctx.tasks = TaskTeam(loop, client, numbered)

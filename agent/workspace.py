@@ -44,6 +44,9 @@ class FileInfo(BaseModel):
     shared_ts: str = ""  # the message it came with
     permalink: str = ""  # the file's page in Slack, for a reader of the report's sources
     version: str = ""  # changes when the file's content does (Slack: its `updated`, else `created` time)
+    # Known from the listing alone: why a person must act before the bot can read it (a refusal
+    # Slack gave for it, its size). The run tells the thread at once, whether or not the model reads it.
+    unavailable: str = ""
 
     @property
     def version_key(self) -> str:

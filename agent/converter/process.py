@@ -3,9 +3,10 @@ its wall deadline or when the caller stops waiting, its answer validated before 
 
 `await convert(kind, data)` never blocks the event loop (the child is waited on asynchronously)
 and never leaves anything running behind it: a tool whose deadline passes cancels the await,
-and cancelling kills the child. Conversions run one at a time per process, so however many files
-a run (or several runs in one worker) reads at once, one document's memory is the most a
-conversion adds to the worker.
+and cancelling kills the child. A process converts a few documents at a time, shared round robin
+between the runs waiting, one at a time per run, within each run's total conversion time
+(fair_queue.py): however many files runs read at once, a few documents' memory is the most
+conversions add to the worker, and one run's slow files do not delay another's.
 """
 
 from __future__ import annotations
@@ -14,13 +15,13 @@ import asyncio
 import logging
 import signal
 import sys
-import weakref
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from ..exceptions import ConversionRefused
 from .document import Answer, FileText
+from .fair_queue import RUN_OF_CONVERSION, slots
 from .limits import ConvertLimits
 
 __all__ = ["CHILD", "ConversionStats", "convert", "last_stats"]
@@ -32,10 +33,6 @@ CHILD = Path(__file__).with_name("child.py")
 CHILD_ARGS = ("-I", "-B")
 # What is kept of a failed child's stderr for the log.
 STDERR_TAIL_CHARS = 2_000
-# Conversions in flight per process: each may use its whole memory limit.
-PARALLEL_CONVERSIONS = 1
-
-_gates: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()
 
 
 class ConversionStats:
@@ -48,13 +45,6 @@ class ConversionStats:
 last_stats = ConversionStats()
 
 
-def _gate() -> asyncio.Semaphore:
-    loop = asyncio.get_running_loop()
-    if loop not in _gates:
-        _gates[loop] = asyncio.Semaphore(PARALLEL_CONVERSIONS)
-    return _gates[loop]
-
-
 def _mb(n: int) -> str:
     return f"{n / 1_048_576:,.0f} MB"
 
@@ -65,7 +55,7 @@ async def convert(kind: str, data: bytes, *, extension: str = "", limits: Conver
     limits = limits or ConvertLimits()
     header = limits.model_dump_json(round_trip=True)
     request = f'{{"kind": "{kind}", "extension": "{extension}", "limits": {header}}}\n'.encode()
-    async with _gate():
+    async with slots().slot(RUN_OF_CONVERSION.get()):
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             *CHILD_ARGS,

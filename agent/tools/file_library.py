@@ -40,7 +40,7 @@ class FileLibrary:
         self._memory: FileRefusals = MemoryFileRefusals()  # when the caller keeps no refusals of its own
         self._told: set[str] = set()  # files whose refusal the thread was told of in this run
 
-    async def tell_people(self, emit: Emit, info: FileInfo, exc: WorkspaceError) -> None:
+    async def tell_people(self, emit: Emit, info: FileInfo, exc: WorkspaceError | UnsupportedFile) -> None:
         """A refusal a person in the thread can fix is said to them too (once per run per file), not
         only to the model: the publisher posts it in the thread, once per file."""
         people = getattr(exc, "for_people", "")
@@ -85,8 +85,9 @@ class FileLibrary:
                 try:
                     self._texts[info.id] = await convert(info, data)
                 except UnsupportedFile as exc:
-                    self._refusals[info.id] = str(exc)
-                    await refusals.put(info.version_key, str(exc))
+                    if exc.lasting:  # about the file, not the run: asking again won't help
+                        self._refusals[info.id] = str(exc)
+                        await refusals.put(info.version_key, str(exc))
                     raise
             return self._texts[info.id]
 

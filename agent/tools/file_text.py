@@ -7,9 +7,11 @@ and a failure of any kind is this file's refusal, never the end of a batch of fi
 
 from __future__ import annotations
 
+import re
+
 from ..converter import Block, ConversionRefused, FileText, location_of
 from ..converter import convert as convert_document
-from ..exceptions import UnsupportedFile
+from ..exceptions import ConversionBudgetSpent, UnsupportedFile
 from ..markers import MARKER_RE
 from ..workspace import FileInfo
 
@@ -61,6 +63,11 @@ def _clean(text: str) -> str:
     return MARKER_RE.sub(_DEFANGED, text.replace("\x00", ""))
 
 
+def _shown(name: str) -> str:
+    """A file name as a thread notice may show it: one line, no Slack markup (<…>, &) to post."""
+    return " ".join(re.sub(r"[<>&*_~`]", "", name).split())[:120] or "this file"
+
+
 def unsupported(info: FileInfo) -> UnsupportedFile:
     return UnsupportedFile(
         f"{info.name} is {info.mimetype or info.filetype or 'of an unknown type'}, which "
@@ -76,8 +83,21 @@ async def convert(info: FileInfo, data: bytes) -> FileText:
         raise unsupported(info)
     try:
         result = await convert_document(kind, data, extension=info.extension)
+    except ConversionBudgetSpent as exc:
+        raise UnsupportedFile(
+            f"{info.name} was not read: {exc}. Work from the files already read (read_file gives their "
+            "text again without converting), search them with find_in_files, or ask the requester to "
+            "paste the part of this one that matters",
+            lasting=False,
+        ) from None
     except ConversionRefused as exc:
-        raise UnsupportedFile(f"{info.name}: {exc}; {INSTEAD}") from None
+        raise UnsupportedFile(
+            f"{info.name}: {exc}; {INSTEAD}",
+            for_people=(
+                f"I can't open {_shown(info.name)}: {exc}. Share a smaller or simpler export "
+                "(the pages or sheet that matter), or paste the relevant part into this thread."
+            ),
+        ) from None
     blocks = [Block(_clean(b.text), b.area, b.unit, b.number) for b in result.blocks]
     result = FileText(result.kind, [b for b in blocks if b.text.strip()], result.note)
     if not result.text.strip():

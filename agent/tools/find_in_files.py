@@ -142,8 +142,7 @@ class FindInFiles(Tool):
                 try:
                     text = await self.library.text(workspace, info, ctx.refusals)
                 except (UnsupportedFile, WorkspaceError) as exc:
-                    if isinstance(exc, WorkspaceError):  # the people in the thread are told too
-                        await self.library.tell_people(ctx.emit, info, exc)
+                    await self.library.tell_people(ctx.emit, info, exc)  # the people in the thread are told too
                     return f"{describe(info)} ({exc})"
                 except Exception as exc:  # any failure of one file is that file's result, never the batch's
                     log.exception("find_in_files: %s could not be read", info.id)

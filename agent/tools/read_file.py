@@ -120,6 +120,8 @@ class ReadFile(Tool):
             text = await self.library.text(ctx.workspace, info, ctx.refusals)
         except UnsupportedFile as exc:
             counters().file_refused("unsupported")
+            if info is not None:  # the sandbox refused it: a person can share a simpler export
+                await self.library.tell_people(ctx.emit, info, exc)
             return ToolResult(f"Could not read this file: {exc}.", is_error=True)
         except WorkspaceError as exc:
             counters().file_refused("unavailable")

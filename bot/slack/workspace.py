@@ -70,10 +70,19 @@ def _refusal(exc: SlackApiError, what: str, name: str = "") -> WorkspaceError:
                 "Share it again in this thread."
             ),
         )
-    if error in ("not_in_channel", "channel_not_found"):
+    if error in ("not_in_channel", "channel_not_found") and not what.startswith("file "):
         return WorkspaceError(
             f"the bot is not a member of this channel, so it cannot read {what} ({error}); "
             "ask the requester to invite it"
+        )
+    if error in ("not_in_channel", "channel_not_found"):
+        return FileUnavailable(
+            f"the bot is not a member of the channel, so it cannot read {what} ({error}); "
+            "ask the requester to invite it or to share the file again in this thread",
+            for_people=(
+                f"I can't open {shown}: I'm not a member of the channel it is in. Invite me there, "
+                "or share it again in this thread."
+            ),
         )
     return WorkspaceError(f"Slack refused to give {what} ({error}); try again later")
 
@@ -164,9 +173,12 @@ class SlackWorkspace:
                     continue
                 if file_id not in self._infos:
                     # Messages carry full file objects on Slack; when one is thin, ask files.info.
-                    self._infos[file_id] = (
-                        self._info_of(item, raw) if item.get("name") else await self._listed(file_id, item, raw)
-                    )
+                    info = self._info_of(item, raw) if item.get("name") else await self._listed(file_id, item, raw)
+                    if info.size > MAX_FILE_BYTES and not info.unavailable:  # said now, not only when read
+                        info = info.model_copy(
+                            update={"unavailable": _too_large(info.name, info.size, MAX_FILE_BYTES).for_people}
+                        )
+                    self._infos[file_id] = info
                 shared.append(self._infos[file_id])
         return shared
 
@@ -189,8 +201,9 @@ class SlackWorkspace:
         model can name it and the thread be told), and reading it answers the refusal."""
         try:
             return self._info_of(await self._file_object(file_id), message)
-        except FileUnavailable:
-            return self._info_of({**item, "name": item.get("title") or file_id}, message)
+        except FileUnavailable as exc:
+            info = self._info_of({**item, "name": item.get("title") or file_id}, message)
+            return info.model_copy(update={"unavailable": exc.for_people})
 
     async def _file_object(self, file_id: str) -> dict[str, Any]:
         refused = self._refused.get(file_id)

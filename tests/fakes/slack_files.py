@@ -75,6 +75,19 @@ def share_file(fake: FakeSlack, channel: str, thread_ts: str, name: str, content
     return file_id
 
 
+def attach_file(fake: FakeSlack, channel: str, ts: str, name: str, content: bytes, *, not_member: bool = False,
+                thin: bool = False) -> str:
+    """The message at `ts` (a mention, say) carries a file, as a message a person posts with one attached."""
+    with fake._lock:
+        file_id = f"F{next(fake._file_counter):08d}"
+        kind = mimetypes.guess_type(name)[0] or "application/octet-stream"
+        message = fake._messages[channel][ts]
+        _shared(fake)[file_id] = SharedFile(file_id, name, content, kind, message.user, channel, ts,
+                                            not_member=not_member, thin=thin)
+        message.files.append(file_id)
+    return file_id
+
+
 def require_sign_in(fake: FakeSlack) -> None:
     """Every download answers Slack's sign-in page, as for a token that may not download files."""
     with fake._lock:
