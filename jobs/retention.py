@@ -484,6 +484,16 @@ class Retention:
         gone.add(rest)
         return gone
 
+    def teams_of(self, enterprise: str) -> list[str]:
+        """The workspaces of an Enterprise Grid organization that have runs here (an org-wide uninstall)."""
+        teams: set[str] = set()
+        for key in self.redis.scan_iter(match=keys.run_state("*"), count=SCAN_COUNT):
+            raw = self.redis.hget(text(key), "run")
+            run = json.loads(text(raw)) if raw else {}
+            if run.get("enterprise") == enterprise and run.get("team"):
+                teams.add(run["team"])
+        return sorted(teams)
+
     # --- the maintenance round --------------------------------------------------------------
 
     def round(self, now: datetime, days: float, *, limit: int = MAX_RUNS_PER_ROUND) -> Forgotten:
