@@ -128,7 +128,8 @@ class Rule:
 
     owner: Owner
     entry: Entry | None = None  # a deployment record: how a run's or thread's entry is removed
-    # Deletes the record itself, where more than DEL is needed; returns the keys deleted.
+    # Deletes the record itself, where more than DEL is needed; returns the keys deleted. On a
+    # deployment record: deletes what of it is the forgotten run's or workspace's.
     delete: Callable[[Redis, Subject], int] | None = None
 
 
@@ -172,9 +173,16 @@ def _delete_rq_job(redis: Redis, subject: Subject) -> int:
 
 
 def _delete_capacity_marks(redis: Redis, subject: Subject) -> int:
-    """The run's "last served" mark in each model's capacity records (jobs/capacity.py)."""
+    """A run's, or a workspace's, "last served" marks in each model's capacity records (an hour
+    each, jobs/capacity.py), and a workspace's queue of waiting runs."""
+    if subject.run_id != "*":
+        names = [f"served:r:{subject.run_id}"]
+    elif subject.team not in ("*", None) and subject.channel == "*":
+        names = [f"served:t:{subject.team}", f"runs:{subject.team}"]
+    else:
+        return 0  # a thread or a channel has none of its own
     models = [text(m) for m in redis.smembers(keys.CAPACITY_MODELS)]
-    marks = [keys.capacity(m) + f"served:r:{subject.run_id}" for m in models]
+    marks = [keys.capacity(m) + name for m in models for name in names]
     return int(redis.delete(*marks)) if marks else 0
 
 
@@ -217,8 +225,8 @@ JOBS_RULES: dict[str, Rule] = {
     "CONTROL_CHANNEL": _DEPLOYMENT,  # pub/sub: nothing stored
     "RETENTION_LEASE": _MARK,
     "FORGOTTEN": Rule(Owner.DEPLOYMENT, Entry("zrem")),
-    # A model's shared rate counters; a run's own mark in them (an hour) goes with the run.
-    "capacity": Rule(Owner.RUN, delete=_delete_capacity_marks),
+    # A model's shared rate counters; a run's and a workspace's marks in them (an hour) go with them.
+    "capacity": Rule(Owner.DEPLOYMENT, delete=_delete_capacity_marks),
     # A run's.
     "run": _RUN,
     "run_state": _RUN,
@@ -353,6 +361,8 @@ class Retention:
 
     def _remove_entries(self, of: Owner, subject: Subject) -> None:
         for catalogue, name, rule in self._rules(Owner.DEPLOYMENT):
+            if rule.delete is not None:
+                rule.delete(self.redis, subject)
             if rule.entry is None or rule.entry.of != of:
                 continue
             key, member = catalogue.key(name, subject), rule.entry.member(subject)
@@ -480,6 +490,7 @@ class Retention:
         everything = Subject(team=team)
         rest = Forgotten(keys=self._thread_keys(everything) + self._delete_owned(Owner.MESSAGE, everything))
         rest.keys += self._delete_owned(Owner.WORKSPACE, everything)
+        self._remove_entries(Owner.WORKSPACE, everything)
         self._count(reason, rest)
         gone.add(rest)
         return gone

@@ -194,3 +194,26 @@ def sdk_calls_in_code() -> dict[str, set[str]]:
                     and node.args and isinstance(node.args[0], ast.Constant)):
                 calls.setdefault(f"api_call:{node.args[0].value}", set()).add(str(path.relative_to(ROOT)))
     return calls
+
+
+def keys_holding(redis: Any, needle: str) -> list[str]:
+    """Every key of ours whose name or value holds `needle` (strings, hashes, lists, sets, sorted
+    sets); RQ's registries and the updates stream (run ids and versions, capped) are not read."""
+    found = []
+    for raw in redis.scan_iter(count=1000):
+        key = raw.decode()
+        if key.startswith("rq:"):
+            continue
+        kind = redis.type(key).decode()
+        values = {
+            "string": lambda: [redis.get(key)],
+            "hash": lambda: [*redis.hkeys(key), *redis.hvals(key)],
+            "list": lambda: redis.lrange(key, 0, -1),
+            "set": lambda: list(redis.smembers(key)),
+            "zset": lambda: redis.zrange(key, 0, -1),
+            "stream": lambda: [],
+            "none": lambda: [],
+        }[kind]()
+        if needle in key or any(needle.encode() in (v or b"") for v in values):
+            found.append(key)
+    return found

@@ -18,11 +18,11 @@ import jobs
 from agent.events import utcnow
 from bot import keys as bot_keys
 from bot.desk.retention import BOT_CATALOGUE, retention
-from jobs import Run, RunStatus, RunStore, Runs, enqueue, keys
+from jobs import JobRuntime, Run, RunStatus, RunStore, Runs, enqueue, keys
 from jobs.metrics import metrics
 from jobs.retention import JOBS_CATALOGUE, Catalogue, Owner, Subject
 from jobs.spend import Spend
-from tests.jobs.test_jobs import runtime
+from tests.helpers import keys_holding, web_config
 
 QUESTION = "expense ratio VTI SCHB ITOT"
 CATALOGUES = [JOBS_CATALOGUE, BOT_CATALOGUE]
@@ -53,7 +53,8 @@ def _finished_thread(redis: Redis, redis_url: str, fake_model, fake_web, team: s
                      thread_ts: str = "1.0") -> list[str]:
     """A thread of two finished runs (a question and its follow-up) through the real queue, with the
     bot's records of them (posts, rendering, the report's files, the thread's session)."""
-    jobs.configure(runtime(fake_model, fake_web, redis_url))
+    jobs.configure(JobRuntime(agent=web_config(fake_web.url), anthropic_api_key="test-key",
+                              anthropic_base_url=fake_model.url, redis_url=redis_url))
     runs = Runs(RunStore(redis))
     first = runs.start(Run(question=QUESTION, team=team, channel=channel, thread_ts=thread_ts, requester="U1"))
     runs.attach_messages(first.run.id, progress=f"{thread_ts}1", report=f"{thread_ts}2")
@@ -77,27 +78,6 @@ def _finished_thread(redis: Redis, redis_url: str, fake_model, fake_web, team: s
     return ids
 
 
-def _holding(redis: Redis, needle: str) -> list[str]:
-    """Every key whose name or value holds `needle` (strings, hashes, lists, sets, sorted sets)."""
-    found = []
-    for raw in redis.scan_iter(count=1000):
-        key = raw.decode()
-        if key.startswith("rq:"):
-            continue  # RQ's own registries (workers, the queue list): checked by name below
-        kind = redis.type(key).decode()
-        values = {
-            "string": lambda: [redis.get(key)],
-            "hash": lambda: [*redis.hkeys(key), *redis.hvals(key)],
-            "list": lambda: redis.lrange(key, 0, -1),
-            "set": lambda: list(redis.smembers(key)),
-            "zset": lambda: redis.zrange(key, 0, -1),
-            "stream": lambda: [],  # the updates stream: run ids and versions, capped
-        }[kind]()
-        if needle in key or any(needle.encode() in (v or b"") for v in values):
-            found.append(key)
-    return found
-
-
 def _deleted(reason: str, record: str) -> float:
     return metrics().deletions.labels(reason=reason, record=record)._value.get()
 
@@ -107,7 +87,7 @@ def test_the_round_deletes_a_runs_every_record_after_the_set_days_and_keeps_tota
     ids = _finished_thread(redis, redis_url, fake_model, fake_web, team="T1")
     month_before = Spend(redis).month("T1")
     assert month_before.total.runs == 2 and month_before.top_runs
-    assert _holding(redis, QUESTION), "the question is stored while the runs are kept"
+    assert keys_holding(redis, QUESTION), "the question is stored while the runs are kept"
     before = _deleted("retention", "run")
     now = utcnow()
 
@@ -118,9 +98,9 @@ def test_the_round_deletes_a_runs_every_record_after_the_set_days_and_keeps_tota
 
     assert sorted(gone.runs) == sorted(ids) and gone.threads == 1
     for run_id in ids:
-        assert not _holding(redis, run_id), f"every record naming run {run_id} is gone"
+        assert not keys_holding(redis, run_id), f"every record naming run {run_id} is gone"
         assert not redis.keys(f"rq:job:run-{run_id}*"), "RQ's record of its job too"
-    assert not _holding(redis, QUESTION), "nothing keeps the question: not the spend ledger, not the thread"
+    assert not keys_holding(redis, QUESTION), "nothing keeps the question: not the spend ledger, not the thread"
     assert not redis.keys(f"{keys.PREFIX}:*T1:C1:1.0*"), "the thread's own records are gone"
     month = Spend(redis).month("T1")
     assert month.total == month_before.total and not month.top_runs, "the ledger keeps its totals, not its runs"
@@ -147,10 +127,10 @@ def test_forgetting_a_thread_stops_its_active_run_and_deletes_the_rest_again_lat
     assert active is not None
     gone = retention(redis).forget_thread("T1", "C1", "1.0", "forget")
     assert gone.stopped == [active.state.run.id] and len(gone.runs) == 3
-    assert not _holding(redis, QUESTION)
+    assert not keys_holding(redis, QUESTION)
     redis.set(keys.result(active.state.run.id, "late"), "written by the killed job after the forget")
     retention(redis).round(utcnow() + timedelta(minutes=5), days=30)
-    assert not _holding(redis, active.state.run.id), "what the stopped run wrote late goes in the next round"
+    assert not keys_holding(redis, active.state.run.id), "what the stopped run wrote late goes in the next round"
 
 
 ids_ = st.from_regex(r"[A-Z][A-Z0-9]{2,6}", fullmatch=True)
