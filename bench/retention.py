@@ -11,6 +11,7 @@ counted apart: marks whose TTL ends within a day (events already handled, capaci
 by themselves long before the clock's `--days`) and the month's spend totals (kept by design).
 Goals: at most 1 MB per run kept, 0 bytes of the thread after retention.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,8 +44,11 @@ DAY_SECONDS = 86_400
 
 def _deployment(key: str) -> bool:
     shared = {keys.UPDATES_STREAM, keys.CAPACITY_MODELS, keys.RETENTION_LEASE}
-    return key.startswith(DEPLOYMENT_PREFIXES) or key in shared or (key.startswith(keys.capacity("")[:-1])
-                                                                     and key.endswith(":state"))
+    return (
+        key.startswith(DEPLOYMENT_PREFIXES)
+        or key in shared
+        or (key.startswith(keys.capacity("")[:-1]) and key.endswith(":state"))
+    )
 
 
 def held_bytes(redis: Redis) -> dict[str, tuple[int, list[str]]]:
@@ -77,8 +81,9 @@ def thread(redis: Redis, follow_ups: int) -> list[str]:
     worker.work(burst=True, logging_level="WARNING")
     for n in range(follow_ups):
         parent = runs.get(ids[-1])
-        follow = runs.continue_from(parent, f"and what about fund {n + 1}?", requester="U1", author="<@U1>",
-                                    event_id=f"E{n}")
+        follow = runs.continue_from(
+            parent, f"and what about fund {n + 1}?", requester="U1", author="<@U1>", event_id=f"E{n}"
+        )
         assert follow is not None
         ids.append(follow.state.run.id)
         enqueue(redis, follow.state.run)
@@ -91,10 +96,17 @@ def run(follow_ups: int, days: float) -> list[str]:
     web = FakeWeb.from_directory(ROOT / "tests" / "pages", prefix="/pages/")
     with ServerThread(model.app()) as model_server, ServerThread(web.app()) as web_server, LocalRedis() as local:
         redis = Redis.from_url(local.url)
-        jobs.configure(JobRuntime(
-            agent=AgentConfig(search=SearchConfig(provider="searxng", searxng_url=web_server.url),
-                              fetch=FetchConfig(allow=["127.0.0.1"])),
-            anthropic_api_key="bench-key", anthropic_base_url=model_server.url, redis_url=local.url))
+        jobs.configure(
+            JobRuntime(
+                agent=AgentConfig(
+                    search=SearchConfig(provider="searxng", searxng_url=web_server.url),
+                    fetch=FetchConfig(allow=["127.0.0.1"]),
+                ),
+                anthropic_api_key="bench-key",
+                anthropic_base_url=model_server.url,
+                redis_url=local.url,
+            )
+        )
         ids = thread(redis, follow_ups)
         end = held_bytes(redis)
         gone = retention(redis).round(utcnow() + timedelta(days=days + 1), days)
@@ -102,10 +114,14 @@ def run(follow_ups: int, days: float) -> list[str]:
     kept = sum(size for size, _ in end.values())
     per_run = kept / len(ids)
     print(f"thread of {len(ids)} runs (a question and {follow_ups} follow-ups)")
-    print(f"  at the end:       {kept:>10,} bytes in {sum(len(k) for _, k in end.values())} keys ({per_run:,.0f} per run)")
-    print(f"  after retention:  {after['thread'][0]:>10,} bytes of the thread ({len(gone.runs)} runs, {gone.keys} keys "
-          f"deleted); the month's totals {after['totals'][0]:,} bytes; marks expiring within a day "
-          f"{after['expiring'][0]:,} bytes in {len(after['expiring'][1])} keys")
+    print(
+        f"  at the end:       {kept:>10,} bytes in {sum(len(k) for _, k in end.values())} keys ({per_run:,.0f} per run)"
+    )
+    print(
+        f"  after retention:  {after['thread'][0]:>10,} bytes of the thread ({len(gone.runs)} runs, {gone.keys} keys "
+        f"deleted); the month's totals {after['totals'][0]:,} bytes; marks expiring within a day "
+        f"{after['expiring'][0]:,} bytes in {len(after['expiring'][1])} keys"
+    )
     failures = []
     if per_run > GOAL_BYTES_PER_RUN:
         failures.append(f"{per_run:,.0f} bytes per run kept, goal at most {GOAL_BYTES_PER_RUN:,}")

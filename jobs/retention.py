@@ -47,9 +47,9 @@ from redis import Redis
 from rq.exceptions import NoSuchJobError
 from rq.job import Job
 
-from . import keys
 from agent.events import utcnow
 
+from . import keys
 from .connection import text
 from .exceptions import RunNotFound
 from .metrics import metrics
@@ -372,12 +372,13 @@ class Retention:
             if "*" not in member:
                 remove(key, member)
                 continue
+            members: list[bytes]
             if rule.entry.op == "srem":
-                members = self.redis.smembers(key)
+                members = list(cast(set[bytes], self.redis.smembers(key)))
             elif rule.entry.op == "zrem":
-                members = self.redis.zrange(key, 0, -1)
+                members = cast(list[bytes], self.redis.zrange(key, 0, -1))
             else:
-                members = self.redis.hkeys(key)
+                members = cast(list[bytes], self.redis.hkeys(key))
             matching = [m for m in members if fnmatch.fnmatchcase(text(m), member)]
             if matching:
                 remove(key, *matching)
@@ -418,7 +419,7 @@ class Retention:
         gone = Forgotten()
         ids = list(dict.fromkeys(run_ids))
         statuses = self._statuses(ids)
-        active = [i for i in ids if statuses.get(i) is not None and not statuses[i].finished]
+        active = [i for i in ids if (status := statuses.get(i)) is not None and not status.finished]
         if active and not stop:
             gone.kept_active += active
             return gone, False
@@ -513,7 +514,8 @@ class Retention:
         forgotten run's killed job wrote after its forget."""
         gone = Forgotten()
         cutoff = now - timedelta(days=days)
-        again = [text(m) for m in self.redis.zrangebyscore(keys.FORGOTTEN, "-inf", now.timestamp() - FORGET_AGAIN_SECONDS)]
+        due = self.redis.zrangebyscore(keys.FORGOTTEN, "-inf", now.timestamp() - FORGET_AGAIN_SECONDS)
+        again = [text(m) for m in cast(list[bytes], due)]
         for run_id in again:
             gone.keys += self.forget_run(run_id)
             self.redis.zrem(keys.FORGOTTEN, run_id)

@@ -204,16 +204,22 @@ def keys_holding(redis: Any, needle: str) -> list[str]:
         key = raw.decode()
         if key.startswith("rq:"):
             continue
-        kind = redis.type(key).decode()
-        values = {
-            "string": lambda: [redis.get(key)],
-            "hash": lambda: [*redis.hkeys(key), *redis.hvals(key)],
-            "list": lambda: redis.lrange(key, 0, -1),
-            "set": lambda: list(redis.smembers(key)),
-            "zset": lambda: redis.zrange(key, 0, -1),
-            "stream": lambda: [],
-            "none": lambda: [],
-        }[kind]()
+        values = _values(redis, key)
         if needle in key or any(needle.encode() in (v or b"") for v in values):
             found.append(key)
     return found
+
+
+def _values(redis: Any, key: str) -> list[Any]:
+    kind = redis.type(key).decode()
+    if kind == "string":
+        return [redis.get(key)]
+    if kind == "hash":
+        return [*redis.hkeys(key), *redis.hvals(key)]
+    if kind == "list":
+        return list(redis.lrange(key, 0, -1))
+    if kind == "set":
+        return list(redis.smembers(key))
+    if kind == "zset":
+        return list(redis.zrange(key, 0, -1))
+    return []  # the updates stream (run ids and versions), or a key gone meanwhile

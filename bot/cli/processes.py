@@ -143,7 +143,9 @@ async def serve(settings: Settings) -> int:
         ),
         # Retention: runs older than DEEPTHREAD_RETENTION_DAYS deleted (a lease gives one process the round).
         "retention": asyncio.create_task(
-            _every(SWEEP_INTERVAL_SECONDS, lambda: asyncio.to_thread(retention_round, redis, settings), done, "retention"),
+            _every(
+                SWEEP_INTERVAL_SECONDS, lambda: asyncio.to_thread(retention_round, redis, settings), done, "retention"
+            ),
             name="retention",
         ),
         # Re-checks started by workers (and their digests) are shown within seconds, not after the orphan grace.

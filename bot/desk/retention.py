@@ -122,7 +122,9 @@ def _thread_of_deleted(services: Services, team: str | None, channel: str, delet
     return state.run.thread_ts
 
 
-async def forget_deleted_message(services: Services, team: str | None, channel: str, deleted_ts: str) -> Forgotten | None:
+async def forget_deleted_message(
+    services: Services, team: str | None, channel: str, deleted_ts: str
+) -> Forgotten | None:
     """A question or report deleted in Slack: its thread's records go too (its runs stopped first)."""
 
     def forget() -> Forgotten | None:
@@ -133,14 +135,18 @@ async def forget_deleted_message(services: Services, team: str | None, channel: 
 
     gone = await asyncio.to_thread(forget)
     if gone is not None:
-        log.warning("%s: message %s deleted in %s; deleted its thread's %d run(s)", team, deleted_ts, channel, len(gone.runs))
+        log.warning(
+            "%s: message %s deleted in %s; deleted its thread's %d run(s)", team, deleted_ts, channel, len(gone.runs)
+        )
     return gone
 
 
 async def forget_channel(services: Services, team: str | None, channel: str) -> Forgotten:
     """The channel deleted in Slack: every thread of it, and its other records."""
     gone = await asyncio.to_thread(lambda: retention(services.redis).forget_channel(team, channel, "channel_deleted"))
-    log.warning("%s: channel %s deleted; deleted its %d thread(s), %d run(s)", team, channel, gone.threads, len(gone.runs))
+    log.warning(
+        "%s: channel %s deleted; deleted its %d thread(s), %d run(s)", team, channel, gone.threads, len(gone.runs)
+    )
     return gone
 
 

@@ -18,7 +18,7 @@ import jobs
 from agent.events import utcnow
 from bot import keys as bot_keys
 from bot.desk.retention import BOT_CATALOGUE, retention
-from jobs import JobRuntime, Run, RunStatus, RunStore, Runs, enqueue, keys
+from jobs import JobRuntime, Run, Runs, RunStatus, RunStore, enqueue, keys
 from jobs.metrics import metrics
 from jobs.retention import JOBS_CATALOGUE, Catalogue, Owner, Subject
 from jobs.spend import Spend
