@@ -65,6 +65,11 @@ _SHARED = {
     # Pub/sub channel: a run id, published when the run is asked to stop or given more budget
     # (jobs/control_listener.py), so a waiting run hears of it without polling.
     "CONTROL_CHANNEL": "control",
+    # Retention (jobs/retention.py): held by the one process whose turn it is to run the round.
+    "RETENTION_LEASE": "retention:lease",
+    # Sorted set: run id -> when it was forgotten (epoch s); forgotten again once its job has surely
+    # stopped writing, so nothing a stopped run wrote late outlives the forget.
+    "FORGOTTEN": "retention:forgotten",
 }
 
 if TYPE_CHECKING:  # what the module offers, typed; at run time __getattr__ builds each from the prefix
@@ -81,6 +86,8 @@ if TYPE_CHECKING:  # what the module offers, typed; at run time __getattr__ buil
     RECHECK_NOTICES: str
     CAPACITY_MODELS: str
     CONTROL_CHANNEL: str
+    RETENTION_LEASE: str
+    FORGOTTEN: str
 else:
 
     def __getattr__(name: str) -> str:

@@ -45,6 +45,7 @@ class Metrics:
     slack_rate_limited: Counter
     publisher_lag: Histogram
     loop_lag: Histogram
+    deletions: Counter
 
 
 @cache
@@ -103,6 +104,11 @@ def metrics() -> Metrics:
             "deepthread_event_loop_lag_seconds",
             "How late a worker's event loop woke a timer: what one run's CPU work costs every other run",
             buckets=LOOP_LAG_SECONDS_BUCKETS,
+        ),
+        deletions=Counter(
+            "deepthread_deletions",
+            "Records deleted by retention or a forget (jobs/retention.py), by reason and record (run, key)",
+            ["reason", "record"],
         ),
     )
 

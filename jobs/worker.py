@@ -35,14 +35,16 @@ SWEEP_INTERVAL_SECONDS = 10
 
 
 class Upkeep:
-    """What both of our worker classes add to RQ's: the sweeps in its maintenance round, and
-    `on_shutdown` callbacks run at the first SIGTERM (e.g. to turn the health check unready)."""
+    """What both of our worker classes add to RQ's: the sweeps in its maintenance round (and
+    `maintenance` callbacks, e.g. the bot's retention round), and `on_shutdown` callbacks run at
+    the first SIGTERM (e.g. to turn the health check unready)."""
 
     connection: Any
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.on_shutdown: list[Callable[[], object]] = []
+        self.maintenance: list[Callable[[], object]] = []
         self.in_horse: list[Callable[[], object]] = []
 
     def run_maintenance_tasks(self) -> None:
@@ -57,6 +59,11 @@ class Upkeep:
             Runs(RunStore(self.connection)).force_due_stops()
         except Exception:  # as above: the deadline stays recorded until someone carries it out
             log.exception("hard-stop check failed")
+        for task in self.maintenance:
+            try:
+                task()
+            except Exception:  # as above: the next round retries
+                log.exception("maintenance task %s failed", getattr(task, "__name__", task))
 
     def handle_warm_shutdown_request(self) -> None:
         super().handle_warm_shutdown_request()  # type: ignore[misc]

@@ -194,3 +194,32 @@ def sdk_calls_in_code() -> dict[str, set[str]]:
                     and node.args and isinstance(node.args[0], ast.Constant)):
                 calls.setdefault(f"api_call:{node.args[0].value}", set()).add(str(path.relative_to(ROOT)))
     return calls
+
+
+def keys_holding(redis: Any, needle: str) -> list[str]:
+    """Every key of ours whose name or value holds `needle` (strings, hashes, lists, sets, sorted
+    sets); RQ's registries and the updates stream (run ids and versions, capped) are not read."""
+    found = []
+    for raw in redis.scan_iter(count=1000):
+        key = raw.decode()
+        if key.startswith("rq:"):
+            continue
+        values = _values(redis, key)
+        if needle in key or any(needle.encode() in (v or b"") for v in values):
+            found.append(key)
+    return found
+
+
+def _values(redis: Any, key: str) -> list[Any]:
+    kind = redis.type(key).decode()
+    if kind == "string":
+        return [redis.get(key)]
+    if kind == "hash":
+        return [*redis.hkeys(key), *redis.hvals(key)]
+    if kind == "list":
+        return list(redis.lrange(key, 0, -1))
+    if kind == "set":
+        return list(redis.smembers(key))
+    if kind == "zset":
+        return list(redis.zrange(key, 0, -1))
+    return []  # the updates stream (run ids and versions), or a key gone meanwhile

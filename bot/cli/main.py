@@ -1,4 +1,4 @@
-"""The `deepthread` command: serve, worker, up, ask, doctor."""
+"""The `deepthread` command: serve, worker, up, ask, doctor, inspect, eval, forget."""
 
 from __future__ import annotations
 
@@ -160,6 +160,30 @@ def cmd_inspect(settings: Settings, args: argparse.Namespace) -> int:
     return inspect(redis, args.run_id, args.request, sys.stdout)
 
 
+def cmd_forget(settings: Settings, args: argparse.Namespace) -> int:
+    """Delete a workspace's, a channel's or a thread's stored data now (active runs stopped first)."""
+    if not settings.redis_url:
+        print("REDIS_URL is not set: point it at the Redis the workers use", file=sys.stderr)
+        return 2
+    if args.thread and not args.channel:
+        print("--thread needs --channel: a thread is named by its channel and its first message's ts", file=sys.stderr)
+        return 2
+    from bot.desk.retention import retention
+    from jobs.connection import connect
+
+    keeper = retention(connect(settings.redis_url))
+    if args.thread:
+        gone = keeper.forget_thread(args.team, args.channel, args.thread, "forget")
+    elif args.channel:
+        gone = keeper.forget_channel(args.team, args.channel, "forget")
+    else:
+        gone = keeper.forget_team(args.team, "forget")
+    print(gone.summary())
+    if gone.runs:
+        print("runs: " + ", ".join(gone.runs))
+    return 0
+
+
 def cmd_eval(settings: Settings, args: argparse.Namespace) -> int:
     from datetime import datetime
 
@@ -236,6 +260,13 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print every source in full: passage, the page text around it, fetch time, page hash",
     )
+    f = sub.add_parser(
+        "forget",
+        help="delete a workspace's, channel's or thread's stored data now (runs, reports, sources, logs, settings)",
+    )
+    f.add_argument("--team", required=True, help="the workspace's id (T…)")
+    f.add_argument("--channel", help="only this channel (C…, G…, D…)")
+    f.add_argument("--thread", help="only this thread: its first message's ts (needs --channel)")
     e = sub.add_parser(
         "eval", help="research a question set, grade each report with the small model, write a scorecard"
     )
@@ -263,6 +294,7 @@ COMMANDS = {
     "doctor": cmd_doctor,
     "inspect": cmd_inspect,
     "eval": cmd_eval,
+    "forget": cmd_forget,
 }
 
 

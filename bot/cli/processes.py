@@ -15,7 +15,9 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 import jobs
+from agent import utcnow
 from bot.desk.recheck import RECHECK_CHECK_SECONDS, post_recheck_news
+from bot.desk.retention import retention
 from bot.exceptions import UNVERIFIED_HTTP_MODE
 from bot.publishing.agent_sessions import SessionConfig
 from bot.publishing.orphans import ORPHAN_CHECK_SECONDS, post_orphans
@@ -55,6 +57,11 @@ async def _every(seconds: float, check: Callable[[], Awaitable[object]], stop: a
             await asyncio.wait_for(stop.wait(), seconds)
         except TimeoutError:
             pass
+
+
+def retention_round(redis: Any, settings: Settings) -> None:
+    """The retention round, when it is this process's turn (serve's and every worker's maintenance ask)."""
+    retention(redis).due_round(utcnow(), settings.retention_days)
 
 
 async def serve(settings: Settings) -> int:
@@ -134,6 +141,13 @@ async def serve(settings: Settings) -> int:
         "recovery": asyncio.create_task(
             _every(SWEEP_INTERVAL_SECONDS, lambda: asyncio.to_thread(sweep, redis), done, "recovery sweep"),
             name="recovery",
+        ),
+        # Retention: runs older than DEEPTHREAD_RETENTION_DAYS deleted (a lease gives one process the round).
+        "retention": asyncio.create_task(
+            _every(
+                SWEEP_INTERVAL_SECONDS, lambda: asyncio.to_thread(retention_round, redis, settings), done, "retention"
+            ),
+            name="retention",
         ),
         # Re-checks started by workers (and their digests) are shown within seconds, not after the orphan grace.
         "rechecks": asyncio.create_task(
@@ -314,6 +328,7 @@ def work(settings: Settings, *, burst: bool = False) -> int:
         worker = ConcurrentWorker(queues, runs=settings.worker_runs, **common)
     else:
         worker = DeepthreadWorker(queues, **common)
+    worker.maintenance.append(lambda: retention_round(redis, settings))
     if settings.health_port:
         health = WorkerHealth(worker, settings.redis_url, settings.health_port, settings.metrics_host).start()
         worker.on_shutdown.append(lambda: setattr(health, "stopping", True))

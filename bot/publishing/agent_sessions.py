@@ -54,6 +54,7 @@ __all__ = [
     "AgentSessions",
     "SessionConfig",
     "Shown",
+    "idle_member",
     "wanted_status",
 ]
 
@@ -169,7 +170,7 @@ class AgentSessions:
             },
         )
         await self.redis.expire(key, RECORD_TTL_SECONDS)
-        member = _member(state.run.team, channel, thread_ts)
+        member = idle_member(state.run.team, channel, thread_ts)
         if status == "active":
             await self.redis.zadd(keys.IDLE_SESSIONS, {member: time.time() + self.config.idle_seconds})
         else:
@@ -322,7 +323,7 @@ class AgentSessions:
                 log.exception("closing idle agent sessions failed; continuing")
 
 
-def _member(team: str | None, channel: str, thread_ts: str) -> str:
+def idle_member(team: str | None, channel: str, thread_ts: str) -> str:
     """A thread in the idle set: the workspace too, as channel ids are not unique across workspaces."""
     return f"{team or ''}|{channel}|{thread_ts}"
 

@@ -16,6 +16,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.desk.admins import may_control, only_who_may
 from bot.desk.commands import spend_command
 from bot.desk.recheck import handle_recheck, parse_recheck
+from bot.desk.retention import FORGET, forget_thread_command
 from bot.publishing.lifecycle import launch_and_post
 from bot.services import Services
 from bot.slack.audience import shared_externally
@@ -72,6 +73,9 @@ async def thread_message(
         return  # not a thread of ours (in this workspace)
     text = text.strip()
     if not text:
+        return
+    if FORGET.match(text):  # an admin's: the thread's stored data, deleted now
+        await forget_thread_command(services, client, latest, user, channel, thread_ts)
         return
     recheck = parse_recheck(text)
     if recheck is not None:

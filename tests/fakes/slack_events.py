@@ -146,6 +146,36 @@ def message_event(
     return _envelope(event, event_id=event_id, team_id=team_id, bot_user_id=bot_user_id)
 
 
+def message_deleted_event(deleted_ts: str, *, channel: str = "C0TEST", thread_ts: str | None = None,
+                          replies: bool = False, user: str = "U0ANA", team_id: str = TEAM_ID,
+                          bot_user_id: str = "UBOT") -> dict[str, Any]:
+    """A message deleted, as Slack tells the channel's members: `message_deleted` with the
+    `deleted_ts` and the message as it was (`previous_message`); a thread's first message that has
+    replies (`replies`) is not removed but replaced by a tombstone, sent as `message_changed`."""
+    ts = new_ts()
+    previous: dict[str, Any] = {"type": "message", "user": user, "text": "", "ts": deleted_ts}
+    if thread_ts:
+        previous["thread_ts"] = thread_ts
+    if replies:
+        tombstone = {**previous, "subtype": "tombstone", "text": "This message was deleted.", "hidden": True,
+                     "thread_ts": deleted_ts, "user": "USLACKBOT"}
+        event: dict[str, Any] = {"type": "message", "subtype": "message_changed", "hidden": True, "channel": channel,
+                                 "ts": ts, "event_ts": ts, "message": tombstone, "previous_message": previous}
+    else:
+        event = {"type": "message", "subtype": "message_deleted", "hidden": True, "channel": channel, "ts": ts,
+                 "event_ts": ts, "deleted_ts": deleted_ts, "previous_message": previous}
+    event["channel_type"] = "channel"
+    return _envelope(event, event_id=None, team_id=team_id, bot_user_id=bot_user_id)
+
+
+def channel_deleted_event(channel: str, *, private: bool = False, team_id: str = TEAM_ID,
+                          bot_user_id: str = "UBOT") -> dict[str, Any]:
+    """`channel_deleted` (`group_deleted` for a private channel): the channel is gone for everyone."""
+    event = {"type": "group_deleted" if private else "channel_deleted", "channel": channel,
+             "event_ts": new_ts()}
+    return _envelope(event, event_id=None, team_id=team_id, bot_user_id=bot_user_id)
+
+
 def reaction_added_event(
     reaction: str,
     *,

@@ -1,6 +1,8 @@
 """Thread replies: a note for the running loop, "go deeper", or a continuation after the end.
-Our own messages, other bots, edits, deletions and messages mentioning us (the mention
-listener handles those) are ignored."""
+Our own messages, other bots, edits and messages mentioning us (the mention listener handles
+those) are ignored. A deleted question or report deletes its thread's data
+(bot/desk/retention.py): Slack sends `message_deleted` with the `deleted_ts`, or, for a message
+that has replies (a question), `message_changed` to a `tombstone`."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from redis.exceptions import RedisError
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.desk.retention import forget_deleted_message
 from bot.services import EVENT_DEDUPE_TTL_SECONDS, Services
 from bot.slack.events import MessageEvent, action_token_of
 from bot.slack.tenancy import Tenant
@@ -43,6 +46,10 @@ async def handle_message(
     tenant: Tenant,
     bot_user_id: str | None,
 ) -> None:
+    deleted = deleted_ts(event)
+    if deleted is not None:
+        await forget_deleted_message(services, tenant.team, str(event.get("channel") or ""), deleted)
+        return
     try:
         message = MessageEvent.model_validate(event)
     except ValidationError:
@@ -79,3 +86,13 @@ async def handle_message(
         event_id=event_id,
         action_token=action_token_of(event),
     )
+
+
+def deleted_ts(event: dict[str, Any]) -> str | None:
+    """The ts of the message this event says was deleted, if it says so."""
+    if event.get("subtype") == "message_deleted":
+        return event.get("deleted_ts") or None
+    changed = event.get("message") or {}
+    if event.get("subtype") == "message_changed" and changed.get("subtype") == "tombstone":
+        return changed.get("ts") or None
+    return None

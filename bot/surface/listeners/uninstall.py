@@ -1,6 +1,8 @@
 """The app uninstalled from a workspace (`app_uninstalled`), or its bot token revoked
 (`tokens_revoked` naming the bot): the workspace's tokens are deleted and its active runs are
-stopped, since nothing they do could be shown there any more. A revoked user token changes
+stopped, since nothing they do could be shown there any more; an uninstall then deletes every
+other record of the workspace (bot/desk/retention.py). A deleted channel (`channel_deleted`,
+`group_deleted` for a private one) deletes that channel's threads and records. A revoked user token changes
 nothing (the app keeps none). Bolt delivers both events without authorizing them (the
 installation may already be gone), with the workspace in its context.
 
@@ -16,6 +18,7 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.oauth.installation_store.async_installation_store import AsyncInstallationStore
 
+from bot.desk.retention import forget_channel, forget_workspace
 from bot.services import Services
 from bot.slack.tenancy import Tenant
 
@@ -31,7 +34,18 @@ REVOKED_REASON = "the app's access to this workspace was revoked"
 def register(app: AsyncApp, services: Services, installations: AsyncInstallationStore | None) -> None:
     @app.event("app_uninstalled")
     async def on_uninstalled(body: dict[str, Any], context: dict[str, Any]) -> None:
-        await forget_installation(services, installations, Tenant.of_context(context, body), UNINSTALLED_REASON)
+        tenant = Tenant.of_context(context, body)
+        await forget_installation(services, installations, tenant, UNINSTALLED_REASON)
+        # A revoked token may come back with a reinstall; an uninstall is the workspace leaving.
+        org_wide = tenant.enterprise if tenant.enterprise_install else None
+        gone = await forget_workspace(services, tenant.team, enterprise=org_wide)
+        log.warning("%s: uninstalled; deleted %d run(s) and %d record(s)", tenant.label, len(gone.runs), gone.keys)
+
+    @app.event("channel_deleted")
+    @app.event("group_deleted")
+    async def on_channel_deleted(event: dict[str, Any], body: dict[str, Any], context: dict[str, Any]) -> None:
+        if event.get("channel"):
+            await forget_channel(services, Tenant.of_context(context, body).team, str(event["channel"]))
 
     @app.event("tokens_revoked")
     async def on_tokens_revoked(event: dict[str, Any], body: dict[str, Any], context: dict[str, Any]) -> None:
