@@ -49,6 +49,22 @@ WAITING_FOR_CAPACITY = "Waiting for model capacity"
 DEFAULT_REQUESTS_PER_MINUTE = 50.0
 DEFAULT_INPUT_TOKENS_PER_MINUTE = 30_000.0
 DEFAULT_OUTPUT_TOKENS_PER_MINUTE = 8_000.0
+# Where neither the operator nor the service names a limit (Bedrock, Vertex, a gateway send no
+# `anthropic-ratelimit-*` headers), the limiter learns it: it starts here, permissive (the
+# API's fourth tier), cuts every limit by LEARN_DECREASE on a throttling answer and raises it
+# again while answers succeed (additive increase, multiplicative decrease).
+LEARN_START_REQUESTS_PER_MINUTE = 4_000.0
+LEARN_START_INPUT_TOKENS_PER_MINUTE = 2_000_000.0
+LEARN_START_OUTPUT_TOKENS_PER_MINUTE = 400_000.0
+# A throttled answer keeps this share of the limit: halving finds a hidden quota in a few cuts.
+LEARN_DECREASE = 0.5
+# Throttled answers of requests sent before the last cut say nothing new: one cut per this long.
+LEARN_CUT_SPACING_SECONDS = 2.0
+# Each answered request raises the learned requests limit by this much a minute (tokens in the
+# same proportion): back from a cut to the quota within about a minute at the quota's rate.
+LEARN_RAISE_PER_ANSWER = 0.5
+# A learned limit never falls below this: one request a minute still makes progress.
+LEARN_FLOOR_REQUESTS_PER_MINUTE = 1.0
 # Output tokens are counted against the limit when a request starts; a turn rarely writes its
 # whole max_tokens, so this much is reserved at most (the headers correct the rest).
 OUTPUT_RESERVE_TOKENS = 4_096
@@ -79,6 +95,19 @@ class ModelLimits:
 DEFAULT_LIMITS = ModelLimits(
     DEFAULT_REQUESTS_PER_MINUTE, DEFAULT_INPUT_TOKENS_PER_MINUTE, DEFAULT_OUTPUT_TOKENS_PER_MINUTE
 )
+LEARN_START = ModelLimits(
+    LEARN_START_REQUESTS_PER_MINUTE, LEARN_START_INPUT_TOKENS_PER_MINUTE, LEARN_START_OUTPUT_TOKENS_PER_MINUTE
+)
+# Where a limit in force came from (doctor --live, the metrics, a long wait's progress).
+SOURCE_SET = "set"
+SOURCE_HEADERS = "headers"
+SOURCE_LEARNED = "learned"
+# The setting that raises each limit, named when a run has waited long for it.
+LIMIT_SETTINGS = {
+    "requests": "DEEPTHREAD_MODEL_REQUESTS_PER_MINUTE",
+    "input_tokens": "DEEPTHREAD_MODEL_INPUT_TOKENS_PER_MINUTE",
+    "output_tokens": "DEEPTHREAD_MODEL_OUTPUT_TOKENS_PER_MINUTE",
+}
 
 
 @dataclass(frozen=True)
@@ -107,6 +136,11 @@ class Observed:
     # Tokens reserved for a request the service failed (5xx) without answering: given back, so
     # an outage's retries do not wait for capacity they never used.
     unused: ModelLimits = field(default_factory=ModelLimits)
+    # The service refused for load (a 429 other than a spend limit, Bedrock's ThrottlingException,
+    # Vertex's RESOURCE_EXHAUSTED): a learned limit is cut. `answered`: it served the request,
+    # so a learned limit may rise.
+    throttled: bool = False
+    answered: bool = False
 
 
 def _number(value: str | None) -> float | None:
@@ -131,7 +165,13 @@ def observed(headers: Mapping[str, str], status: int) -> Observed:
                 retry_after = max(0.0, datetime.fromisoformat(reset).timestamp() - time.time())
             except ValueError:
                 retry_after = None
-    return Observed(limits=read("limit"), remaining=read("remaining"), retry_after=retry_after)
+    return Observed(
+        limits=read("limit"),
+        remaining=read("remaining"),
+        retry_after=retry_after,
+        throttled=status == 429,
+        answered=200 <= status < 300,
+    )
 
 
 def is_spend_limit(message: str) -> bool:
@@ -193,6 +233,8 @@ class _ModelState:
     buckets: dict[str, _Bucket]
     limits: dict[str, float]
     paused_until: float = 0.0
+    sources: dict[str, str] = field(default_factory=dict)
+    last_cut: float = float("-inf")
     seq: int = 0
     teams: dict[str, int] = field(default_factory=dict)  # team -> when last served (seq)
     runs: dict[str, dict[str, int]] = field(default_factory=dict)  # team -> run -> when last served
@@ -223,14 +265,21 @@ class MemoryModelLimiter:
         state = self._models.get(model)
         if state is None:
             now = self.clock()
-            limits = {d: self.configured.get(d) or DEFAULT_LIMITS.get(d) or 1.0 for d in DIMENSIONS}
-            state = _ModelState(buckets={d: _Bucket(limits[d], now) for d in DIMENSIONS}, limits=limits)
+            limits = {d: self.configured.get(d) or LEARN_START.get(d) or 1.0 for d in DIMENSIONS}
+            sources = {d: SOURCE_SET if self.configured.get(d) else SOURCE_LEARNED for d in DIMENSIONS}
+            state = _ModelState(
+                buckets={d: _Bucket(limits[d], now) for d in DIMENSIONS}, limits=limits, sources=sources
+            )
             self._models[model] = state
         return state
 
     def limits_of(self, model: str) -> ModelLimits:
         """The limits in force for `model` (the operator's, else the service's, else the defaults)."""
         return ModelLimits(**self._state(model).limits)
+
+    def sources_of(self, model: str) -> dict[str, str]:
+        """Where each limit in force came from: set, headers or learned."""
+        return dict(self._state(model).sources)
 
     def _refill(self, state: _ModelState, now: float) -> None:
         for d, bucket in state.buckets.items():
@@ -310,16 +359,45 @@ class MemoryModelLimiter:
         state = self._state(model)
         now = self.clock()
         self._refill(state, now)
+        self._learn(state, seen, now)
         for d in DIMENSIONS:
             limit = self.configured.get(d) or seen.limits.get(d)
             if limit:
                 state.limits[d] = limit
+                state.sources[d] = SOURCE_SET if self.configured.get(d) else SOURCE_HEADERS
             state.buckets[d].level = min(state.limits[d], state.buckets[d].level + (seen.unused.get(d) or 0.0))
             remaining = seen.remaining.get(d)
             if remaining is not None:
                 state.buckets[d].level = min(state.buckets[d].level, remaining)
         if seen.retry_after:
             state.paused_until = max(state.paused_until, now + seen.retry_after)
+
+
+    def _learn(self, state: _ModelState, seen: Observed, now: float) -> None:
+        """Cut or raise the limits no one named (the same rule as jobs/capacity.py's Lua)."""
+        learning = [d for d in DIMENSIONS if state.sources[d] == SOURCE_LEARNED and seen.limits.get(d) is None]
+        if not learning:
+            return
+        factor = learned_factor(state.limits["requests"], seen, cut_due=now - state.last_cut >= LEARN_CUT_SPACING_SECONDS)
+        if factor < 1.0:
+            state.last_cut = now
+        for d in learning:
+            state.limits[d] = min(LEARN_START.get(d) or 1.0, state.limits[d] * factor)
+            if factor < 1.0:  # the service has no room now: nothing is left in the bucket either
+                state.buckets[d].level = 0.0
+            state.buckets[d].level = min(state.buckets[d].level, state.limits[d])
+
+
+def learned_factor(requests_limit: float, seen: Observed, *, cut_due: bool) -> float:
+    """How a learned limit moves on one answer: cut on a throttle (once per spacing), raised by
+    LEARN_RAISE_PER_ANSWER requests a minute on a success, kept otherwise."""
+    if seen.throttled:
+        if not cut_due:
+            return 1.0
+        return max(LEARN_DECREASE, LEARN_FLOOR_REQUESTS_PER_MINUTE / max(requests_limit, LEARN_FLOOR_REQUESTS_PER_MINUTE))
+    if seen.answered:
+        return 1.0 + LEARN_RAISE_PER_ANSWER / max(requests_limit, LEARN_FLOOR_REQUESTS_PER_MINUTE)
+    return 1.0
 
 
 # --- the hook the loop installs, and the SDK middleware ---------------------------------------

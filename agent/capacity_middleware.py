@@ -39,6 +39,17 @@ async def _spend_limited(response: AsyncAPIResponse[Any]) -> bool:
     return isinstance(error, dict) and is_spend_limit(str(error.get("message", "")))
 
 
+async def _unwritten(response: AsyncAPIResponse[Any], demand: Demand) -> ModelLimits:
+    """The output tokens reserved but not written, from the answer's `usage`: given back at once,
+    whether or not the service sent its limit headers (a streamed answer keeps its reserve)."""
+    try:
+        body = json.loads(await response.http_response.aread())
+        written = int(body["usage"]["output_tokens"])
+    except (ValueError, TypeError, KeyError):
+        return ModelLimits()
+    return ModelLimits(output_tokens=max(0, demand.output_tokens - written))
+
+
 class CapacityMiddleware(Middleware):
     """Every Messages API attempt of one run asks the limiter first and reports what it heard."""
 
@@ -67,8 +78,13 @@ class CapacityMiddleware(Middleware):
                 seen = replace(
                     seen, unused=ModelLimits(input_tokens=demand.input_tokens, output_tokens=demand.output_tokens)
                 )
+            spend_limited = response.status_code == 429 and await _spend_limited(response)
+            if spend_limited:  # no load to back off from: waiting does not help
+                seen = replace(seen, throttled=False)
+            elif response.status_code < 300 and not request.stream:
+                seen = replace(seen, unused=await _unwritten(response, demand))
             await self.limiter.observe(model, seen)
-            if response.status_code != 429 or await _spend_limited(response):
+            if response.status_code != 429 or spend_limited:
                 return response
             # Rate-limited: every run now holds off for the retry-after (observe), and this one
             # asks again in its turn, as a new demand, rather than the SDK retrying on its own.

@@ -35,8 +35,15 @@ from redis.asyncio import Redis as AsyncRedis
 from redis.commands.core import AsyncScript
 
 from agent.capacity import (
-    DEFAULT_LIMITS,
     DIMENSIONS,
+    LEARN_CUT_SPACING_SECONDS,
+    LEARN_DECREASE,
+    LEARN_FLOOR_REQUESTS_PER_MINUTE,
+    LEARN_RAISE_PER_ANSWER,
+    LEARN_START,
+    SOURCE_HEADERS,
+    SOURCE_LEARNED,
+    SOURCE_SET,
     MAX_POLL_SECONDS,
     MIN_POLL_SECONDS,
     WAITER_TTL_SECONDS,
@@ -54,7 +61,7 @@ __all__ = ["RedisModelLimiter", "waiting_runs_by_team"]
 SERVED_TTL_SECONDS = 3600
 
 # Shared by the scripts: ARGV[1] prefix, ARGV[2] now, ARGV[3..5] configured limits (0: unset),
-# ARGV[6..8] default limits. Defines `limits`, `levels` (refilled to now) and `save()`.
+# ARGV[6..8] the learned limits' start. Defines `limits`, `levels` (refilled to now) and `save()`.
 _PRELUDE = """
 local p = ARGV[1]
 local now = tonumber(ARGV[2])
@@ -65,8 +72,10 @@ local at = tonumber(redis.call('HGET', state, 'at') or '')
 for i = 1, 3 do
   local configured = tonumber(ARGV[2 + i])
   local heard = tonumber(redis.call('HGET', state, 'limit:' .. dims[i]) or '')
+  local learned = tonumber(redis.call('HGET', state, 'learned:' .. dims[i]) or '')
   if configured and configured > 0 then limits[i] = configured
   elseif heard and heard > 0 then limits[i] = heard
+  elseif learned and learned > 0 then limits[i] = learned
   else limits[i] = tonumber(ARGV[5 + i]) end
   local level = tonumber(redis.call('HGET', state, 'level:' .. dims[i]) or '')
   if level == nil then level = limits[i] end
@@ -180,10 +189,41 @@ return 1
 )
 
 # ARGV[10..12] limits heard ('' unknown), [13..15] remaining heard ('' unknown), [16] retry-after ('' none),
-# [17..19] reserved but unused (a failed request's tokens, given back; '' none).
+# [17..19] reserved but unused (a failed request's tokens, given back; '' none), [20] throttled
+# ('1'), [21] answered ('1'), [22] cut spacing, [23] decrease, [24] raise per answer, [25] floor.
+# Learned limits (agent.capacity.MemoryModelLimiter._learn is the same rule) move first.
 _OBSERVE = (
     _PRELUDE
     + """
+local learning = {}
+for i = 1, 3 do
+  local configured = tonumber(ARGV[2 + i])
+  local heard = tonumber(redis.call('HGET', state, 'limit:' .. dims[i]) or '')
+  learning[i] = not (configured and configured > 0) and not (heard and heard > 0) and not tonumber(ARGV[9 + i])
+end
+if learning[1] or learning[2] or learning[3] then
+  local factor = 1
+  local floor = tonumber(ARGV[25])
+  if ARGV[20] == '1' then
+    local last = tonumber(redis.call('HGET', state, 'last_cut') or '')
+    if not last or now - last >= tonumber(ARGV[22]) then
+      factor = math.max(tonumber(ARGV[23]), floor / math.max(limits[1], floor))
+      redis.call('HSET', state, 'last_cut', tostring(now))
+    end
+  elseif ARGV[21] == '1' then
+    factor = 1 + tonumber(ARGV[24]) / math.max(limits[1], floor)
+  end
+  if factor ~= 1 then
+    for i = 1, 3 do
+      if learning[i] then
+        limits[i] = math.min(tonumber(ARGV[5 + i]), limits[i] * factor)
+        redis.call('HSET', state, 'learned:' .. dims[i], tostring(limits[i]))
+        if factor < 1 then levels[i] = 0 end
+        levels[i] = math.min(levels[i], limits[i])
+      end
+    end
+  end
+end
 for i = 1, 3 do
   local heard = tonumber(ARGV[9 + i])
   if heard and heard > 0 then
@@ -239,7 +279,7 @@ class RedisModelLimiter:
             keys.capacity(model),
             repr(self.clock()),
             *_limit_args(self.configured),
-            *_limit_args(DEFAULT_LIMITS),
+            *_limit_args(LEARN_START),
             SERVED_TTL_SECONDS,
         ]
 
@@ -287,8 +327,31 @@ class RedisModelLimiter:
                 *(_optional(seen.remaining.get(d)) for d in DIMENSIONS),
                 _optional(seen.retry_after),
                 *(_optional(seen.unused.get(d)) for d in DIMENSIONS),
+                "1" if seen.throttled else "0",
+                "1" if seen.answered else "0",
+                LEARN_CUT_SPACING_SECONDS,
+                LEARN_DECREASE,
+                LEARN_RAISE_PER_ANSWER,
+                LEARN_FLOOR_REQUESTS_PER_MINUTE,
             ],
         )
+
+    async def limits_of(self, model: str) -> tuple[ModelLimits, dict[str, str]]:
+        """The limits in force for `model` and where each came from (set, headers or learned)."""
+        state = {text(k): text(v) for k, v in (await self.redis.hgetall(keys.capacity(model) + "state")).items()}
+        limits: dict[str, float] = {}
+        sources: dict[str, str] = {}
+        for d in DIMENSIONS:
+            configured = self.configured.get(d)
+            heard = float(state.get(f"limit:{d}") or 0)
+            learned = float(state.get(f"learned:{d}") or 0)
+            if configured:
+                limits[d], sources[d] = configured, SOURCE_SET
+            elif heard > 0:
+                limits[d], sources[d] = heard, SOURCE_HEADERS
+            else:
+                limits[d], sources[d] = learned or (LEARN_START.get(d) or 1.0), SOURCE_LEARNED
+        return ModelLimits(**limits), sources
 
 
 def waiting_runs_by_team(redis: Redis) -> dict[str, int]:

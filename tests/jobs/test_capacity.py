@@ -148,5 +148,6 @@ async def test_the_gauge_counts_runs_waiting_per_workspace(async_redis: AsyncRed
 def test_headers_are_read_as_the_api_sends_them() -> None:
     seen = observed({"Anthropic-Ratelimit-Requests-Limit": "50", "anthropic-ratelimit-input-tokens-remaining": "29000",
                      "retry-after": "3"}, 429)
-    assert seen == Observed(limits=ModelLimits(requests=50), remaining=ModelLimits(input_tokens=29000), retry_after=3.0)
+    assert seen == Observed(limits=ModelLimits(requests=50), remaining=ModelLimits(input_tokens=29000), retry_after=3.0,
+                           throttled=True)
     assert observed({"retry-after": "3"}, 200).retry_after is None, "only a 429 asks us to hold off"
