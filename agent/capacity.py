@@ -56,13 +56,13 @@ DEFAULT_OUTPUT_TOKENS_PER_MINUTE = 8_000.0
 LEARN_START_REQUESTS_PER_MINUTE = 4_000.0
 LEARN_START_INPUT_TOKENS_PER_MINUTE = 2_000_000.0
 LEARN_START_OUTPUT_TOKENS_PER_MINUTE = 400_000.0
-# A throttled answer keeps this share of the limit: halving finds a hidden quota in a few cuts.
-LEARN_DECREASE = 0.5
-# Throttled answers of requests sent before the last cut say nothing new: one cut per this long.
-LEARN_CUT_SPACING_SECONDS = 2.0
+# A throttled answer keeps this share of the limit: the average stays above 0.8 of the quota,
+# and the descent from the start to a quota of 60 a minute takes a dozen throttled answers.
+LEARN_DECREASE = 0.7
 # Each answered request raises the learned requests limit by this much a minute (tokens in the
-# same proportion): back from a cut to the quota within about a minute at the quota's rate.
-LEARN_RAISE_PER_ANSWER = 0.5
+# same proportion): back from a cut in about 1.5 minutes at any quota, with about one throttled
+# answer per cycle of 0.3 x quota / this many requests (under 5 in 100 above ~20 a minute).
+LEARN_RAISE_PER_ANSWER = 0.25
 # A learned limit never falls below this: one request a minute still makes progress.
 LEARN_FLOOR_REQUESTS_PER_MINUTE = 1.0
 # Output tokens are counted against the limit when a request starts; a turn rarely writes its
@@ -141,6 +141,9 @@ class Observed:
     # so a learned limit may rise.
     throttled: bool = False
     answered: bool = False
+    # The demand whose answer this is: a throttled answer to a request granted before the last
+    # cut says nothing new (the cut already counted it), so it does not cut again.
+    ticket: str = ""
 
 
 def _number(value: str | None) -> float | None:
@@ -234,7 +237,9 @@ class _ModelState:
     limits: dict[str, float]
     paused_until: float = 0.0
     sources: dict[str, str] = field(default_factory=dict)
-    last_cut: float = float("-inf")
+    cut_at_grant: int = 0  # how many grants had been made at the last cut
+    grants: int = 0
+    grant_numbers: dict[str, int] = field(default_factory=dict)  # ticket -> its grant's number, until answered
     seq: int = 0
     teams: dict[str, int] = field(default_factory=dict)  # team -> when last served (seq)
     runs: dict[str, dict[str, int]] = field(default_factory=dict)  # team -> run -> when last served
@@ -326,6 +331,8 @@ class MemoryModelLimiter:
             for d in DIMENSIONS:
                 state.buckets[d].level -= head.need(d)
             state.granted.add(head.ticket)
+            state.grants += 1
+            state.grant_numbers[head.ticket] = state.grants
             self.grants.append(head)
             self._dequeue(state, team, run, served=True)
         return 0.0
@@ -346,6 +353,7 @@ class MemoryModelLimiter:
     async def withdraw(self, demand: Demand) -> None:
         state = self._state(demand.model)
         state.granted.discard(demand.ticket)
+        state.grant_numbers.pop(demand.ticket, None)
         queue = state.queue.get(demand.run, [])
         for n, waiting in enumerate(queue):
             if waiting.ticket == demand.ticket:
@@ -359,7 +367,7 @@ class MemoryModelLimiter:
         state = self._state(model)
         now = self.clock()
         self._refill(state, now)
-        self._learn(state, seen, now)
+        self._learn(state, seen)
         for d in DIMENSIONS:
             limit = self.configured.get(d) or seen.limits.get(d)
             if limit:
@@ -373,14 +381,15 @@ class MemoryModelLimiter:
             state.paused_until = max(state.paused_until, now + seen.retry_after)
 
 
-    def _learn(self, state: _ModelState, seen: Observed, now: float) -> None:
+    def _learn(self, state: _ModelState, seen: Observed) -> None:
         """Cut or raise the limits no one named (the same rule as jobs/capacity.py's Lua)."""
+        number = state.grant_numbers.pop(seen.ticket, None)
         learning = [d for d in DIMENSIONS if state.sources[d] == SOURCE_LEARNED and seen.limits.get(d) is None]
         if not learning:
             return
-        factor = learned_factor(state.limits["requests"], seen, cut_due=now - state.last_cut >= LEARN_CUT_SPACING_SECONDS)
+        factor = learned_factor(state.limits["requests"], seen, cut_due=number is None or number > state.cut_at_grant)
         if factor < 1.0:
-            state.last_cut = now
+            state.cut_at_grant = state.grants
         for d in learning:
             state.limits[d] = min(LEARN_START.get(d) or 1.0, state.limits[d] * factor)
             if factor < 1.0:  # the service has no room now: nothing is left in the bucket either
@@ -389,7 +398,7 @@ class MemoryModelLimiter:
 
 
 def learned_factor(requests_limit: float, seen: Observed, *, cut_due: bool) -> float:
-    """How a learned limit moves on one answer: cut on a throttle (once per spacing), raised by
+    """How a learned limit moves on one answer: cut on a throttle (unless already cut for it), raised by
     LEARN_RAISE_PER_ANSWER requests a minute on a success, kept otherwise."""
     if seen.throttled:
         if not cut_due:

@@ -73,7 +73,7 @@ class CapacityMiddleware(Middleware):
         while True:
             await self._admitted(demand)
             response = await call_next(request)
-            seen = observed(response.headers, response.status_code)
+            seen = replace(observed(response.headers, response.status_code), ticket=demand.ticket)
             if response.status_code >= 500:  # the service failed: it wrote (and counted) no tokens
                 seen = replace(
                     seen, unused=ModelLimits(input_tokens=demand.input_tokens, output_tokens=demand.output_tokens)

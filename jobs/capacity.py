@@ -36,7 +36,6 @@ from redis.commands.core import AsyncScript
 
 from agent.capacity import (
     DIMENSIONS,
-    LEARN_CUT_SPACING_SECONDS,
     LEARN_DECREASE,
     LEARN_FLOOR_REQUESTS_PER_MINUTE,
     LEARN_RAISE_PER_ANSWER,
@@ -160,6 +159,8 @@ else
           if short > 0 then wait = short break end
           for i = 1, 3 do levels[i] = levels[i] - need[i] end
           redis.call('ZADD', p .. 'granted', now, head)
+          redis.call('HSET', p .. 'grant_numbers', head, redis.call('HINCRBY', state, 'grants', 1))
+          redis.call('EXPIRE', p .. 'grant_numbers', ARGV[9])
           leave(t, r, head, true)
         end
       end
@@ -178,6 +179,7 @@ _WITHDRAW = (
     + """
 local ticket = ARGV[10]
 redis.call('ZREM', p .. 'granted', ticket)
+redis.call('HDEL', p .. 'grant_numbers', ticket)
 local demand = redis.call('HGET', p .. 'tickets', ticket)
 if demand then
   local parts = {}
@@ -190,11 +192,13 @@ return 1
 
 # ARGV[10..12] limits heard ('' unknown), [13..15] remaining heard ('' unknown), [16] retry-after ('' none),
 # [17..19] reserved but unused (a failed request's tokens, given back; '' none), [20] throttled
-# ('1'), [21] answered ('1'), [22] cut spacing, [23] decrease, [24] raise per answer, [25] floor.
+# ('1'), [21] answered ('1'), [22] the answer's ticket, [23] decrease, [24] raise per answer, [25] floor.
 # Learned limits (agent.capacity.MemoryModelLimiter._learn is the same rule) move first.
 _OBSERVE = (
     _PRELUDE
     + """
+local number = tonumber(redis.call('HGET', p .. 'grant_numbers', ARGV[22]) or '')
+redis.call('HDEL', p .. 'grant_numbers', ARGV[22])
 local learning = {}
 for i = 1, 3 do
   local configured = tonumber(ARGV[2 + i])
@@ -205,10 +209,10 @@ if learning[1] or learning[2] or learning[3] then
   local factor = 1
   local floor = tonumber(ARGV[25])
   if ARGV[20] == '1' then
-    local last = tonumber(redis.call('HGET', state, 'last_cut') or '')
-    if not last or now - last >= tonumber(ARGV[22]) then
+    local cut_at = tonumber(redis.call('HGET', state, 'cut_at_grant') or '0')
+    if not number or number > cut_at then
       factor = math.max(tonumber(ARGV[23]), floor / math.max(limits[1], floor))
-      redis.call('HSET', state, 'last_cut', tostring(now))
+      redis.call('HSET', state, 'cut_at_grant', redis.call('HGET', state, 'grants') or '0')
     end
   elseif ARGV[21] == '1' then
     factor = 1 + tonumber(ARGV[24]) / math.max(limits[1], floor)
@@ -329,7 +333,7 @@ class RedisModelLimiter:
                 *(_optional(seen.unused.get(d)) for d in DIMENSIONS),
                 "1" if seen.throttled else "0",
                 "1" if seen.answered else "0",
-                LEARN_CUT_SPACING_SECONDS,
+                seen.ticket,
                 LEARN_DECREASE,
                 LEARN_RAISE_PER_ANSWER,
                 LEARN_FLOOR_REQUESTS_PER_MINUTE,
