@@ -380,7 +380,6 @@ class MemoryModelLimiter:
         if seen.retry_after:
             state.paused_until = max(state.paused_until, now + seen.retry_after)
 
-
     def _learn(self, state: _ModelState, seen: Observed) -> None:
         """Cut or raise the limits no one named (the same rule as jobs/capacity.py's Lua)."""
         number = state.grant_numbers.pop(seen.ticket, None)
@@ -403,7 +402,9 @@ def learned_factor(requests_limit: float, seen: Observed, *, cut_due: bool) -> f
     if seen.throttled:
         if not cut_due:
             return 1.0
-        return max(LEARN_DECREASE, LEARN_FLOOR_REQUESTS_PER_MINUTE / max(requests_limit, LEARN_FLOOR_REQUESTS_PER_MINUTE))
+        return max(
+            LEARN_DECREASE, LEARN_FLOOR_REQUESTS_PER_MINUTE / max(requests_limit, LEARN_FLOOR_REQUESTS_PER_MINUTE)
+        )
     if seen.answered:
         return 1.0 + LEARN_RAISE_PER_ANSWER / max(requests_limit, LEARN_FLOOR_REQUESTS_PER_MINUTE)
     return 1.0
