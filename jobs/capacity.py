@@ -17,6 +17,8 @@ Keys, per model (`deepthread:capacity:{model}:…`; all under the deployment's p
     tickets         hash: ticket -> its demand (team, run, requests, input, output tokens)
     seen            sorted set: ticket -> when its waiter last asked (a silent one is dropped)
     granted         sorted set: tickets granted but not yet collected, by when
+    grant_numbers   hash: ticket -> its grant's number, until answered (a throttled answer to a
+                    request granted before the last cut of a learned limit does not cut again)
     served:{t|r}:…  string: when a workspace or run that left the queue was last served, so
                     coming back does not put it first (kept an hour)
 
@@ -27,8 +29,8 @@ primary), as everywhere in this deployment; Redis Cluster is not a target (DESIG
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from typing import cast
+from collections.abc import Callable, Mapping
+from typing import Any, cast
 
 from redis import Redis
 from redis.asyncio import Redis as AsyncRedis
@@ -55,7 +57,7 @@ from . import keys
 from .connection import text
 from .metrics import metrics
 
-__all__ = ["RedisModelLimiter", "waiting_runs_by_team"]
+__all__ = ["RedisModelLimiter", "limits_in_force", "model_limits", "waiting_runs_by_team"]
 
 SERVED_TTL_SECONDS = 3600
 
@@ -342,20 +344,33 @@ class RedisModelLimiter:
 
     async def limits_of(self, model: str) -> tuple[ModelLimits, dict[str, str]]:
         """The limits in force for `model` and where each came from (set, headers or learned)."""
-        state = {text(k): text(v) for k, v in (await self.redis.hgetall(keys.capacity(model) + "state")).items()}
-        limits: dict[str, float] = {}
-        sources: dict[str, str] = {}
-        for d in DIMENSIONS:
-            configured = self.configured.get(d)
-            heard = float(state.get(f"limit:{d}") or 0)
-            learned = float(state.get(f"learned:{d}") or 0)
-            if configured:
-                limits[d], sources[d] = configured, SOURCE_SET
-            elif heard > 0:
-                limits[d], sources[d] = heard, SOURCE_HEADERS
-            else:
-                limits[d], sources[d] = learned or (LEARN_START.get(d) or 1.0), SOURCE_LEARNED
-        return ModelLimits(**limits), sources
+        return limits_in_force(await self.redis.hgetall(keys.capacity(model) + "state"), self.configured)
+
+
+def limits_in_force(state: Mapping[Any, Any], configured: ModelLimits) -> tuple[ModelLimits, dict[str, str]]:
+    """From a model's state hash: the limits the scripts use, and where each came from."""
+    fields = {text(k): text(v) for k, v in state.items()}
+    limits: dict[str, float] = {}
+    sources: dict[str, str] = {}
+    for d in DIMENSIONS:
+        setting = configured.get(d)
+        heard = float(fields.get(f"limit:{d}") or 0)
+        learned = float(fields.get(f"learned:{d}") or 0)
+        if setting:
+            limits[d], sources[d] = setting, SOURCE_SET
+        elif heard > 0:
+            limits[d], sources[d] = heard, SOURCE_HEADERS
+        else:
+            limits[d], sources[d] = learned or (LEARN_START.get(d) or 1.0), SOURCE_LEARNED
+    return ModelLimits(**limits), sources
+
+
+def model_limits(redis: Redis, configured: ModelLimits) -> dict[str, tuple[ModelLimits, dict[str, str]]]:
+    """Every model's limits in force and their sources (the gauge, doctor; a synchronous client)."""
+    return {
+        text(model): limits_in_force(cast(dict[Any, Any], redis.hgetall(keys.capacity(text(model)) + "state")), configured)
+        for model in redis.smembers(keys.CAPACITY_MODELS)
+    }
 
 
 def waiting_runs_by_team(redis: Redis) -> dict[str, int]:

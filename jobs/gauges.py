@@ -1,6 +1,7 @@
 """The gauges of runs, read from Redis when the metrics endpoint is scraped.
 
-Runs active (running), queued and waiting for model capacity, per workspace: what the
+Runs active (running), queued and waiting for model capacity, per workspace, and each model's
+limits in force with where they came from (set, the service's headers, learned): what the
 deployment is doing now, the same from whichever process is asked (every process shows the
 whole deployment, so a dashboard takes the max over processes, not the sum).
 """
@@ -18,7 +19,9 @@ from redis import Redis
 from redis.exceptions import RedisError
 
 from . import keys
-from .capacity import waiting_runs_by_team
+from agent.capacity import DIMENSIONS, ModelLimits
+
+from .capacity import model_limits, waiting_runs_by_team
 from .connection import text
 
 __all__ = ["RunsCollector", "runs_by_team"]
@@ -46,8 +49,9 @@ def runs_by_team(redis: Redis) -> tuple[Counter[str], Counter[str]]:
 
 
 class RunsCollector(Collector):
-    def __init__(self, redis: Redis) -> None:
+    def __init__(self, redis: Redis, configured: ModelLimits | None = None) -> None:
         self.redis = redis
+        self.configured = configured or ModelLimits()
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         active = GaugeMetricFamily("deepthread_runs_active", "Runs running now, by workspace", labels=["team"])
@@ -57,7 +61,16 @@ class RunsCollector(Collector):
             "Runs with a model request waiting for the organization's shared capacity, by workspace",
             labels=["team"],
         )
+        limit = GaugeMetricFamily(
+            "deepthread_model_limit_per_minute",
+            "The model limit in force, per model and dimension, and where it came from "
+            "(source: set, headers, learned)",
+            labels=["model", "dimension", "source"],
+        )
         try:
+            for model, (limits, sources) in sorted(model_limits(self.redis, self.configured).items()):
+                for d in DIMENSIONS:
+                    limit.add_metric([model, d, sources[d]], limits.get(d) or 0.0)
             running, waiting_for_worker = runs_by_team(self.redis)
             for team, count in sorted(running.items()):
                 active.add_metric([team], count)
@@ -67,4 +80,4 @@ class RunsCollector(Collector):
                 waiting.add_metric([team], count)
         except RedisError:  # Redis away: the counters still answer; the gauges come back with it
             log.warning("metrics: could not read the run gauges from Redis")
-        yield from (active, queued, waiting)
+        yield from (active, queued, waiting, limit)

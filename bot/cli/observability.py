@@ -124,7 +124,7 @@ def enable_metrics(settings: Settings, redis: Redis) -> int | None:
 
     registry = CollectorRegistry()
     MultiProcessCollector(registry, path=directory)
-    registry.register(RunsCollector(redis))
+    registry.register(RunsCollector(redis, settings.model_limits()))
     try:
         start_http_server(settings.metrics_port, addr="0.0.0.0", registry=registry)
     except OSError as exc:

@@ -254,3 +254,17 @@ async def test_any_hidden_quota_is_found_and_held_with_few_throttles(per_minute:
     offered = min(per_minute, runs * 60 / 0.05)
     assert len(settled) / (offered * 5) >= 0.75
     assert quota.throttled <= 0.06 * (len(quota.answered) + quota.throttled) + 12
+
+
+async def test_the_metrics_say_where_each_limit_in_force_came_from(async_redis: AsyncRedis, redis) -> None:
+    from jobs.gauges import RunsCollector
+
+    limiter = RedisModelLimiter(async_redis, ModelLimits(requests=600))
+    wanted = demand("t", "r")
+    assert await limiter.try_acquire(wanted) == 0
+    await limiter.observe("m", Observed(ModelLimits(), ModelLimits(), throttled=True, ticket=wanted.ticket))
+    samples = {(s.labels["dimension"], s.labels["source"]): s.value
+               for family in RunsCollector(redis, ModelLimits(requests=600)).collect()
+               if family.name == "deepthread_model_limit_per_minute" for s in family.samples}
+    assert samples[("requests", "set")] == 600
+    assert ("output_tokens", "learned") in samples, "nothing named it: learned (and cut by the throttle)"
