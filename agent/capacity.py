@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextvars
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -32,6 +32,7 @@ from typing import Any, Protocol
 from .context.tokens import CHARS_PER_TOKEN
 
 __all__ = [
+    "CAPACITY_NOTE",
     "CAPACITY_WAIT",
     "WAITING_FOR_CAPACITY",
     "Demand",
@@ -50,10 +51,11 @@ DEFAULT_REQUESTS_PER_MINUTE = 50.0
 DEFAULT_INPUT_TOKENS_PER_MINUTE = 30_000.0
 DEFAULT_OUTPUT_TOKENS_PER_MINUTE = 8_000.0
 # Where neither the operator nor the service names a limit (Bedrock, Vertex, a gateway send no
-# `anthropic-ratelimit-*` headers), the limiter learns it: it starts here, permissive (the
-# API's fourth tier), cuts every limit by LEARN_DECREASE on a throttling answer and raises it
-# again while answers succeed (additive increase, multiplicative decrease).
-LEARN_START_REQUESTS_PER_MINUTE = 4_000.0
+# `anthropic-ratelimit-*` headers), the limiter learns it: it starts here, permissive (twenty
+# times the first tier's requests, the fourth tier's tokens), cuts every limit by LEARN_DECREASE
+# on a throttling answer and raises it again while answers succeed (each answer adds a share
+# of the limit, so it climbs to a higher quota within minutes).
+LEARN_START_REQUESTS_PER_MINUTE = 1_000.0
 LEARN_START_INPUT_TOKENS_PER_MINUTE = 2_000_000.0
 LEARN_START_OUTPUT_TOKENS_PER_MINUTE = 400_000.0
 # A throttled answer keeps this share of the limit: the average stays above 0.8 of the quota,
@@ -282,6 +284,13 @@ class MemoryModelLimiter:
         """The limits in force for `model` (the operator's, else the service's, else the defaults)."""
         return ModelLimits(**self._state(model).limits)
 
+    async def holding(self, demand: Demand) -> tuple[str, float, str]:
+        """The limit `demand` waits for: (dimension, limit, source)."""
+        state = self._state(demand.model)
+        self._refill(state, self.clock())
+        d = tightest(demand, {k: b.level for k, b in state.buckets.items()}, state.limits)
+        return d, state.limits[d], state.sources[d]
+
     def sources_of(self, model: str) -> dict[str, str]:
         """Where each limit in force came from: set, headers or learned."""
         return dict(self._state(model).sources)
@@ -415,3 +424,23 @@ def learned_factor(requests_limit: float, seen: Observed, *, cut_due: bool) -> f
 # Entered when a request starts waiting for capacity, left when it goes out (or is cancelled).
 CapacityWait = Callable[[], AbstractAsyncContextManager[None]]
 CAPACITY_WAIT: contextvars.ContextVar[CapacityWait | None] = contextvars.ContextVar("capacity_wait", default=None)
+# Told, once, what holds a request that has waited longer than LONG_WAIT_SECONDS (the progress line).
+CapacityNote = Callable[[str], Awaitable[None]]
+CAPACITY_NOTE: contextvars.ContextVar[CapacityNote | None] = contextvars.ContextVar("capacity_note", default=None)
+# A wait longer than this is not a moment's queue: the run says which limit holds it.
+LONG_WAIT_SECONDS = 60.0
+_DIMENSION_WORDS = {"requests": "requests", "input_tokens": "input tokens", "output_tokens": "output tokens"}
+
+
+def holding_note(dimension: str, limit: float, source: str) -> str:
+    """The progress line of a long wait: which limit holds it, where it came from, what raises it."""
+    came = {SOURCE_SET: "set", SOURCE_HEADERS: "the service's", SOURCE_LEARNED: "learned"}.get(source, source)
+    return (
+        f"{WAITING_FOR_CAPACITY}: the {_DIMENSION_WORDS[dimension]} limit holds it "
+        f"({limit:,.0f} a minute, {came}); {LIMIT_SETTINGS[dimension]} raises it"
+    )
+
+
+def tightest(demand: Demand, levels: Mapping[str, float], limits: Mapping[str, float]) -> str:
+    """The dimension `demand` waits longest for: the limit that holds it."""
+    return max(DIMENSIONS, key=lambda d: _shortfall(demand.need(d), levels[d], max(limits[d], 1.0)))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 import uuid
 from collections.abc import Mapping
 from contextlib import nullcontext
@@ -15,11 +16,14 @@ from typing import Any
 from anthropic import APIRequest, AsyncAPIResponse, AsyncCallNext, Middleware
 
 from .capacity import (
+    CAPACITY_NOTE,
     CAPACITY_WAIT,
+    LONG_WAIT_SECONDS,
     OUTPUT_RESERVE_TOKENS,
     Demand,
     ModelLimiter,
     ModelLimits,
+    holding_note,
     is_spend_limit,
     observed,
     uncached_estimate,
@@ -53,8 +57,11 @@ async def _unwritten(response: AsyncAPIResponse[Any], demand: Demand) -> ModelLi
 class CapacityMiddleware(Middleware):
     """Every Messages API attempt of one run asks the limiter first and reports what it heard."""
 
-    def __init__(self, limiter: ModelLimiter, *, team: str, run: str) -> None:
+    def __init__(
+        self, limiter: ModelLimiter, *, team: str, run: str, long_wait_seconds: float = LONG_WAIT_SECONDS
+    ) -> None:
         self.limiter = limiter
+        self.long_wait_seconds = long_wait_seconds
         self.team = team or "-"
         self.run = run or "-"
 
@@ -90,17 +97,28 @@ class CapacityMiddleware(Middleware):
             # asks again in its turn, as a new demand, rather than the SDK retrying on its own.
             demand = replace(demand, ticket=uuid.uuid4().hex)
 
+    async def _note_long_wait(self, demand: Demand) -> None:
+        """Say in the run's progress which limit holds it and the setting that raises it."""
+        note, holding = CAPACITY_NOTE.get(), getattr(self.limiter, "holding", None)
+        if note is not None and holding is not None:
+            await note(holding_note(*(await holding(demand))))
+
     async def _admitted(self, demand: Demand) -> None:
         """Until `demand` has its share; the wait runs inside the loop's CapacityWait hook."""
         wait = await self.limiter.try_acquire(demand)
         if wait <= 0:
             return
         hook = CAPACITY_WAIT.get()
+        started = time.monotonic()
+        noted = False
         async with hook() if hook is not None else nullcontext():
             try:
                 while wait > 0:
                     await asyncio.sleep(wait)
                     wait = await self.limiter.try_acquire(demand)
+                    if wait > 0 and not noted and time.monotonic() - started > self.long_wait_seconds:
+                        noted = True
+                        await self._note_long_wait(demand)
             except BaseException:
                 await asyncio.shield(self.limiter.withdraw(demand))
                 raise

@@ -51,6 +51,7 @@ from agent.capacity import (
     Demand,
     ModelLimits,
     Observed,
+    tightest,
 )
 
 from . import keys
@@ -346,6 +347,16 @@ class RedisModelLimiter:
         """The limits in force for `model` and where each came from (set, headers or learned)."""
         return limits_in_force(await self.redis.hgetall(keys.capacity(model) + "state"), self.configured)
 
+    async def holding(self, demand: Demand) -> tuple[str, float, str]:
+        """The limit `demand` waits for: (dimension, limit, source)."""
+        state = await self.redis.hgetall(keys.capacity(demand.model) + "state")
+        limits, sources = limits_in_force(state, self.configured)
+        fields = {text(k): text(v) for k, v in state.items()}
+        in_force = {d: limits.get(d) or 1.0 for d in DIMENSIONS}
+        levels = {d: float(fields.get(f"level:{d}") or in_force[d]) for d in DIMENSIONS}
+        d = tightest(demand, levels, in_force)
+        return d, in_force[d], sources[d]
+
 
 def limits_in_force(state: Mapping[Any, Any], configured: ModelLimits) -> tuple[ModelLimits, dict[str, str]]:
     """From a model's state hash: the limits the scripts use, and where each came from."""
@@ -368,7 +379,9 @@ def limits_in_force(state: Mapping[Any, Any], configured: ModelLimits) -> tuple[
 def model_limits(redis: Redis, configured: ModelLimits) -> dict[str, tuple[ModelLimits, dict[str, str]]]:
     """Every model's limits in force and their sources (the gauge, doctor; a synchronous client)."""
     return {
-        text(model): limits_in_force(cast(dict[Any, Any], redis.hgetall(keys.capacity(text(model)) + "state")), configured)
+        text(model): limits_in_force(
+            cast(dict[Any, Any], redis.hgetall(keys.capacity(text(model)) + "state")), configured
+        )
         for model in redis.smembers(keys.CAPACITY_MODELS)
     }
 

@@ -18,9 +18,9 @@ from prometheus_client.registry import Collector
 from redis import Redis
 from redis.exceptions import RedisError
 
-from . import keys
 from agent.capacity import DIMENSIONS, ModelLimits
 
+from . import keys
 from .capacity import model_limits, waiting_runs_by_team
 from .connection import text
 
@@ -63,8 +63,7 @@ class RunsCollector(Collector):
         )
         limit = GaugeMetricFamily(
             "deepthread_model_limit_per_minute",
-            "The model limit in force, per model and dimension, and where it came from "
-            "(source: set, headers, learned)",
+            "The model limit in force, per model and dimension, and where it came from (source: set, headers, learned)",
             labels=["model", "dimension", "source"],
         )
         try:

@@ -92,3 +92,36 @@ async def test_a_throttled_provider_is_backed_off_without_losing_a_turn(
     # the run completed with every turn the policy scripted answered.
     assert len([r for r in fake_model.requests if not is_extraction(r)]) >= 3
     assert fake_model.policy_errors == []
+
+
+async def test_a_long_wait_says_which_limit_holds_it_and_the_setting_that_raises_it(
+        fake_model: FakeAnthropic) -> None:
+    from anthropic import AsyncAnthropic
+
+    from agent.capacity import CAPACITY_NOTE, ModelLimits
+    from agent.capacity_middleware import CapacityMiddleware
+
+    limiter = MemoryModelLimiter(ModelLimits(requests=10**6, input_tokens=10**9, output_tokens=6_000))
+    notes: list[str] = []
+    noted = asyncio.Event()
+
+    async def note(line: str) -> None:
+        notes.append(line)
+        noted.set()
+
+    async with AsyncAnthropic(api_key="test-key", base_url=fake_model.url) as client:
+        # The "long" wait is a fifth of a second here, a minute in a run (a parameter, not a patch).
+        ours = client.with_middleware(CapacityMiddleware(limiter, team="T1", run="r1", long_wait_seconds=0.2))
+        token = CAPACITY_NOTE.set(note)
+        try:
+            ask = {"model": "claude-sonnet-5-5", "max_tokens": 4_096, "messages": [{"role": "user", "content": "hi"}]}
+            await ours.messages.create(**ask)  # takes the minute's output tokens (streamed ones keep them)
+            await ours.messages.create(**{**ask, "stream": True})
+            second = asyncio.ensure_future(ours.messages.create(**ask))
+            await asyncio.wait_for(noted.wait(), 30)
+            second.cancel()
+        finally:
+            CAPACITY_NOTE.reset(token)
+    assert len(notes) == 1
+    assert notes[0].startswith(WAITING_FOR_CAPACITY)
+    assert "output tokens" in notes[0] and "DEEPTHREAD_MODEL_OUTPUT_TOKENS_PER_MINUTE" in notes[0], notes[0]

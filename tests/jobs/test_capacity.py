@@ -268,3 +268,12 @@ async def test_the_metrics_say_where_each_limit_in_force_came_from(async_redis: 
                if family.name == "deepthread_model_limit_per_minute" for s in family.samples}
     assert samples[("requests", "set")] == 600
     assert ("output_tokens", "learned") in samples, "nothing named it: learned (and cut by the throttle)"
+
+
+async def test_a_waiting_request_is_told_which_limit_holds_it(make_limiter: LimiterFactory) -> None:
+    limiter = make_limiter(ModelLimits(requests=600, output_tokens=1_000), Clock())
+    assert await limiter.try_acquire(Demand(team="t", run="r", model="m", input_tokens=10, output_tokens=1_000)) == 0
+    waiting = Demand(team="t", run="r", model="m", input_tokens=10, output_tokens=1_000)
+    assert await limiter.try_acquire(waiting) > 0
+    holding = getattr(limiter, "holding")
+    assert await holding(waiting) == ("output_tokens", 1_000, "set")
