@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any
 from contextlib import AsyncExitStack
+from typing import Any
 
 import anthropic
 import httpx
