@@ -58,7 +58,7 @@ from . import keys
 from .connection import text
 from .metrics import metrics
 
-__all__ = ["RedisModelLimiter", "limits_in_force", "model_limits", "waiting_runs_by_team"]
+__all__ = ["DIMENSIONS", "RedisModelLimiter", "limits_in_force", "model_limits", "waiting_runs_by_team"]
 
 SERVED_TTL_SECONDS = 3600
 

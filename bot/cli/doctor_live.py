@@ -25,7 +25,6 @@ from slack_sdk.web.async_client import AsyncWebClient
 from agent import DDGSFactory, ProviderUnavailable, model_api, search_model
 from agent import search_providers as providers
 from agent import search_web as search
-from agent.capacity import DIMENSIONS
 from bot.settings import Settings
 from bot.slack.scopes import REQUIRED_BOT_SCOPES
 from jobs.connection import RedisUrlError, connect, parse_redis_url, redact
@@ -214,7 +213,7 @@ PROBES: tuple[Probe, ...] = (slack_live_problems, model_live_problems, live_sear
 def model_limits_report(settings: Settings) -> list[str]:
     """Where the model limits in force come from (set, the service's headers, learned), per model
     the shared limiter has seen, else what will decide them. Blocking: call it in a thread."""
-    from jobs.capacity import model_limits
+    from jobs.capacity import DIMENSIONS, model_limits
 
     configured = settings.model_limits()
     seen: dict[str, Any] = {}
