@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextvars
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -32,6 +32,7 @@ from typing import Any, Protocol
 from .context.tokens import CHARS_PER_TOKEN
 
 __all__ = [
+    "CAPACITY_NOTE",
     "CAPACITY_WAIT",
     "WAITING_FOR_CAPACITY",
     "Demand",
@@ -49,6 +50,23 @@ WAITING_FOR_CAPACITY = "Waiting for model capacity"
 DEFAULT_REQUESTS_PER_MINUTE = 50.0
 DEFAULT_INPUT_TOKENS_PER_MINUTE = 30_000.0
 DEFAULT_OUTPUT_TOKENS_PER_MINUTE = 8_000.0
+# Where neither the operator nor the service names a limit (Bedrock, Vertex, a gateway send no
+# `anthropic-ratelimit-*` headers), the limiter learns it: it starts here, permissive (twenty
+# times the first tier's requests, the fourth tier's tokens), cuts every limit by LEARN_DECREASE
+# on a throttling answer and raises it again while answers succeed (each answer adds a share
+# of the limit, so it climbs to a higher quota within minutes).
+LEARN_START_REQUESTS_PER_MINUTE = 1_000.0
+LEARN_START_INPUT_TOKENS_PER_MINUTE = 2_000_000.0
+LEARN_START_OUTPUT_TOKENS_PER_MINUTE = 400_000.0
+# A throttled answer keeps this share of the limit: the average stays above 0.8 of the quota,
+# and the descent from the start to a quota of 60 a minute takes a dozen throttled answers.
+LEARN_DECREASE = 0.7
+# Each answered request raises the learned requests limit by this much a minute (tokens in the
+# same proportion): back from a cut in about 1.5 minutes at any quota, with about one throttled
+# answer per cycle of 0.3 x quota / this many requests (under 5 in 100 above ~20 a minute).
+LEARN_RAISE_PER_ANSWER = 0.25
+# A learned limit never falls below this: one request a minute still makes progress.
+LEARN_FLOOR_REQUESTS_PER_MINUTE = 1.0
 # Output tokens are counted against the limit when a request starts; a turn rarely writes its
 # whole max_tokens, so this much is reserved at most (the headers correct the rest).
 OUTPUT_RESERVE_TOKENS = 4_096
@@ -79,6 +97,19 @@ class ModelLimits:
 DEFAULT_LIMITS = ModelLimits(
     DEFAULT_REQUESTS_PER_MINUTE, DEFAULT_INPUT_TOKENS_PER_MINUTE, DEFAULT_OUTPUT_TOKENS_PER_MINUTE
 )
+LEARN_START = ModelLimits(
+    LEARN_START_REQUESTS_PER_MINUTE, LEARN_START_INPUT_TOKENS_PER_MINUTE, LEARN_START_OUTPUT_TOKENS_PER_MINUTE
+)
+# Where a limit in force came from (doctor --live, the metrics, a long wait's progress).
+SOURCE_SET = "set"
+SOURCE_HEADERS = "headers"
+SOURCE_LEARNED = "learned"
+# The setting that raises each limit, named when a run has waited long for it.
+LIMIT_SETTINGS = {
+    "requests": "DEEPTHREAD_MODEL_REQUESTS_PER_MINUTE",
+    "input_tokens": "DEEPTHREAD_MODEL_INPUT_TOKENS_PER_MINUTE",
+    "output_tokens": "DEEPTHREAD_MODEL_OUTPUT_TOKENS_PER_MINUTE",
+}
 
 
 @dataclass(frozen=True)
@@ -107,6 +138,14 @@ class Observed:
     # Tokens reserved for a request the service failed (5xx) without answering: given back, so
     # an outage's retries do not wait for capacity they never used.
     unused: ModelLimits = field(default_factory=ModelLimits)
+    # The service refused for load (a 429 other than a spend limit, Bedrock's ThrottlingException,
+    # Vertex's RESOURCE_EXHAUSTED): a learned limit is cut. `answered`: it served the request,
+    # so a learned limit may rise.
+    throttled: bool = False
+    answered: bool = False
+    # The demand whose answer this is: a throttled answer to a request granted before the last
+    # cut says nothing new (the cut already counted it), so it does not cut again.
+    ticket: str = ""
 
 
 def _number(value: str | None) -> float | None:
@@ -131,7 +170,13 @@ def observed(headers: Mapping[str, str], status: int) -> Observed:
                 retry_after = max(0.0, datetime.fromisoformat(reset).timestamp() - time.time())
             except ValueError:
                 retry_after = None
-    return Observed(limits=read("limit"), remaining=read("remaining"), retry_after=retry_after)
+    return Observed(
+        limits=read("limit"),
+        remaining=read("remaining"),
+        retry_after=retry_after,
+        throttled=status == 429,
+        answered=200 <= status < 300,
+    )
 
 
 def is_spend_limit(message: str) -> bool:
@@ -193,6 +238,10 @@ class _ModelState:
     buckets: dict[str, _Bucket]
     limits: dict[str, float]
     paused_until: float = 0.0
+    sources: dict[str, str] = field(default_factory=dict)
+    cut_at_grant: int = 0  # how many grants had been made at the last cut
+    grants: int = 0
+    grant_numbers: dict[str, int] = field(default_factory=dict)  # ticket -> its grant's number, until answered
     seq: int = 0
     teams: dict[str, int] = field(default_factory=dict)  # team -> when last served (seq)
     runs: dict[str, dict[str, int]] = field(default_factory=dict)  # team -> run -> when last served
@@ -223,14 +272,28 @@ class MemoryModelLimiter:
         state = self._models.get(model)
         if state is None:
             now = self.clock()
-            limits = {d: self.configured.get(d) or DEFAULT_LIMITS.get(d) or 1.0 for d in DIMENSIONS}
-            state = _ModelState(buckets={d: _Bucket(limits[d], now) for d in DIMENSIONS}, limits=limits)
+            limits = {d: self.configured.get(d) or LEARN_START.get(d) or 1.0 for d in DIMENSIONS}
+            sources = {d: SOURCE_SET if self.configured.get(d) else SOURCE_LEARNED for d in DIMENSIONS}
+            state = _ModelState(
+                buckets={d: _Bucket(limits[d], now) for d in DIMENSIONS}, limits=limits, sources=sources
+            )
             self._models[model] = state
         return state
 
     def limits_of(self, model: str) -> ModelLimits:
         """The limits in force for `model` (the operator's, else the service's, else the defaults)."""
         return ModelLimits(**self._state(model).limits)
+
+    async def holding(self, demand: Demand) -> tuple[str, float, str]:
+        """The limit `demand` waits for: (dimension, limit, source)."""
+        state = self._state(demand.model)
+        self._refill(state, self.clock())
+        d = tightest(demand, {k: b.level for k, b in state.buckets.items()}, state.limits)
+        return d, state.limits[d], state.sources[d]
+
+    def sources_of(self, model: str) -> dict[str, str]:
+        """Where each limit in force came from: set, headers or learned."""
+        return dict(self._state(model).sources)
 
     def _refill(self, state: _ModelState, now: float) -> None:
         for d, bucket in state.buckets.items():
@@ -277,6 +340,8 @@ class MemoryModelLimiter:
             for d in DIMENSIONS:
                 state.buckets[d].level -= head.need(d)
             state.granted.add(head.ticket)
+            state.grants += 1
+            state.grant_numbers[head.ticket] = state.grants
             self.grants.append(head)
             self._dequeue(state, team, run, served=True)
         return 0.0
@@ -297,6 +362,7 @@ class MemoryModelLimiter:
     async def withdraw(self, demand: Demand) -> None:
         state = self._state(demand.model)
         state.granted.discard(demand.ticket)
+        state.grant_numbers.pop(demand.ticket, None)
         queue = state.queue.get(demand.run, [])
         for n, waiting in enumerate(queue):
             if waiting.ticket == demand.ticket:
@@ -310,10 +376,12 @@ class MemoryModelLimiter:
         state = self._state(model)
         now = self.clock()
         self._refill(state, now)
+        self._learn(state, seen)
         for d in DIMENSIONS:
             limit = self.configured.get(d) or seen.limits.get(d)
             if limit:
                 state.limits[d] = limit
+                state.sources[d] = SOURCE_SET if self.configured.get(d) else SOURCE_HEADERS
             state.buckets[d].level = min(state.limits[d], state.buckets[d].level + (seen.unused.get(d) or 0.0))
             remaining = seen.remaining.get(d)
             if remaining is not None:
@@ -321,9 +389,58 @@ class MemoryModelLimiter:
         if seen.retry_after:
             state.paused_until = max(state.paused_until, now + seen.retry_after)
 
+    def _learn(self, state: _ModelState, seen: Observed) -> None:
+        """Cut or raise the limits no one named (the same rule as jobs/capacity.py's Lua)."""
+        number = state.grant_numbers.pop(seen.ticket, None)
+        learning = [d for d in DIMENSIONS if state.sources[d] == SOURCE_LEARNED and seen.limits.get(d) is None]
+        if not learning:
+            return
+        factor = learned_factor(state.limits["requests"], seen, cut_due=number is None or number > state.cut_at_grant)
+        if factor < 1.0:
+            state.cut_at_grant = state.grants
+        for d in learning:
+            state.limits[d] = min(LEARN_START.get(d) or 1.0, state.limits[d] * factor)
+            if factor < 1.0:  # the service has no room now: nothing is left in the bucket either
+                state.buckets[d].level = 0.0
+            state.buckets[d].level = min(state.buckets[d].level, state.limits[d])
+
+
+def learned_factor(requests_limit: float, seen: Observed, *, cut_due: bool) -> float:
+    """How a learned limit moves on one answer: cut on a throttle (unless already cut for it), raised by
+    LEARN_RAISE_PER_ANSWER requests a minute on a success, kept otherwise."""
+    if seen.throttled:
+        if not cut_due:
+            return 1.0
+        return max(
+            LEARN_DECREASE, LEARN_FLOOR_REQUESTS_PER_MINUTE / max(requests_limit, LEARN_FLOOR_REQUESTS_PER_MINUTE)
+        )
+    if seen.answered:
+        return 1.0 + LEARN_RAISE_PER_ANSWER / max(requests_limit, LEARN_FLOOR_REQUESTS_PER_MINUTE)
+    return 1.0
+
 
 # --- the hook the loop installs, and the SDK middleware ---------------------------------------
 
 # Entered when a request starts waiting for capacity, left when it goes out (or is cancelled).
 CapacityWait = Callable[[], AbstractAsyncContextManager[None]]
 CAPACITY_WAIT: contextvars.ContextVar[CapacityWait | None] = contextvars.ContextVar("capacity_wait", default=None)
+# Told, once, what holds a request that has waited longer than LONG_WAIT_SECONDS (the progress line).
+CapacityNote = Callable[[str], Awaitable[None]]
+CAPACITY_NOTE: contextvars.ContextVar[CapacityNote | None] = contextvars.ContextVar("capacity_note", default=None)
+# A wait longer than this is not a moment's queue: the run says which limit holds it.
+LONG_WAIT_SECONDS = 60.0
+_DIMENSION_WORDS = {"requests": "requests", "input_tokens": "input tokens", "output_tokens": "output tokens"}
+
+
+def holding_note(dimension: str, limit: float, source: str) -> str:
+    """The progress line of a long wait: which limit holds it, where it came from, what raises it."""
+    came = {SOURCE_SET: "set", SOURCE_HEADERS: "the service's", SOURCE_LEARNED: "learned"}.get(source, source)
+    return (
+        f"{WAITING_FOR_CAPACITY}: the {_DIMENSION_WORDS[dimension]} limit holds it "
+        f"({limit:,.0f} a minute, {came}); {LIMIT_SETTINGS[dimension]} raises it"
+    )
+
+
+def tightest(demand: Demand, levels: Mapping[str, float], limits: Mapping[str, float]) -> str:
+    """The dimension `demand` waits longest for: the limit that holds it."""
+    return max(DIMENSIONS, key=lambda d: _shortfall(demand.need(d), levels[d], max(limits[d], 1.0)))

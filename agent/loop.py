@@ -19,7 +19,7 @@ from anthropic.types import ToolUseBlock
 
 from . import defaults
 from .budget import Clock, Ledger
-from .capacity import CAPACITY_WAIT, WAITING_FOR_CAPACITY
+from .capacity import CAPACITY_NOTE, CAPACITY_WAIT, WAITING_FOR_CAPACITY
 from .checkpoint import Checkpointer
 from .config import AgentConfig
 from .context.history import History
@@ -59,7 +59,7 @@ class LastProgress:
         self.last: Progress | None = None
 
     async def __call__(self, event: RunEvent) -> None:
-        if isinstance(event, Progress) and event.activity != WAITING_FOR_CAPACITY:
+        if isinstance(event, Progress) and not event.activity.startswith(WAITING_FOR_CAPACITY):
             self.last = event
         await self._emit(event)
 
@@ -206,10 +206,17 @@ class ResearchLoop:
         # The requests this agent makes (its tools' too) wait for capacity through this hook;
         # a task agent runs in a task of its own, so it sets its own.
         reset = CAPACITY_WAIT.set(self._waiting_for_capacity)
+        noted = CAPACITY_NOTE.set(self._long_wait)
         try:
             return await self._run()
         finally:
+            CAPACITY_NOTE.reset(noted)
             CAPACITY_WAIT.reset(reset)
+
+    async def _long_wait(self, line: str) -> None:
+        """A request has waited over a minute: the progress says which limit holds it."""
+        if isinstance(self.ctx.emit, LastProgress):
+            await self.ctx.emit(Progress(phase="researching", activity=line))
 
     async def _run(self) -> Outcome:
         emit = self.ctx.emit

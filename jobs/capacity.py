@@ -17,6 +17,8 @@ Keys, per model (`deepthread:capacity:{model}:…`; all under the deployment's p
     tickets         hash: ticket -> its demand (team, run, requests, input, output tokens)
     seen            sorted set: ticket -> when its waiter last asked (a silent one is dropped)
     granted         sorted set: tickets granted but not yet collected, by when
+    grant_numbers   hash: ticket -> its grant's number, until answered (a throttled answer to a
+                    request granted before the last cut of a learned limit does not cut again)
     served:{t|r}:…  string: when a workspace or run that left the queue was last served, so
                     coming back does not put it first (kept an hour)
 
@@ -27,34 +29,41 @@ primary), as everywhere in this deployment; Redis Cluster is not a target (DESIG
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from typing import cast
+from collections.abc import Callable, Mapping
+from typing import Any, cast
 
 from redis import Redis
 from redis.asyncio import Redis as AsyncRedis
 from redis.commands.core import AsyncScript
 
 from agent.capacity import (
-    DEFAULT_LIMITS,
     DIMENSIONS,
+    LEARN_DECREASE,
+    LEARN_FLOOR_REQUESTS_PER_MINUTE,
+    LEARN_RAISE_PER_ANSWER,
+    LEARN_START,
     MAX_POLL_SECONDS,
     MIN_POLL_SECONDS,
+    SOURCE_HEADERS,
+    SOURCE_LEARNED,
+    SOURCE_SET,
     WAITER_TTL_SECONDS,
     Demand,
     ModelLimits,
     Observed,
+    tightest,
 )
 
 from . import keys
 from .connection import text
 from .metrics import metrics
 
-__all__ = ["RedisModelLimiter", "waiting_runs_by_team"]
+__all__ = ["DIMENSIONS", "RedisModelLimiter", "limits_in_force", "model_limits", "waiting_runs_by_team"]
 
 SERVED_TTL_SECONDS = 3600
 
 # Shared by the scripts: ARGV[1] prefix, ARGV[2] now, ARGV[3..5] configured limits (0: unset),
-# ARGV[6..8] default limits. Defines `limits`, `levels` (refilled to now) and `save()`.
+# ARGV[6..8] the learned limits' start. Defines `limits`, `levels` (refilled to now) and `save()`.
 _PRELUDE = """
 local p = ARGV[1]
 local now = tonumber(ARGV[2])
@@ -65,8 +74,10 @@ local at = tonumber(redis.call('HGET', state, 'at') or '')
 for i = 1, 3 do
   local configured = tonumber(ARGV[2 + i])
   local heard = tonumber(redis.call('HGET', state, 'limit:' .. dims[i]) or '')
+  local learned = tonumber(redis.call('HGET', state, 'learned:' .. dims[i]) or '')
   if configured and configured > 0 then limits[i] = configured
   elseif heard and heard > 0 then limits[i] = heard
+  elseif learned and learned > 0 then limits[i] = learned
   else limits[i] = tonumber(ARGV[5 + i]) end
   local level = tonumber(redis.call('HGET', state, 'level:' .. dims[i]) or '')
   if level == nil then level = limits[i] end
@@ -151,6 +162,8 @@ else
           if short > 0 then wait = short break end
           for i = 1, 3 do levels[i] = levels[i] - need[i] end
           redis.call('ZADD', p .. 'granted', now, head)
+          redis.call('HSET', p .. 'grant_numbers', head, redis.call('HINCRBY', state, 'grants', 1))
+          redis.call('EXPIRE', p .. 'grant_numbers', ARGV[9])
           leave(t, r, head, true)
         end
       end
@@ -169,6 +182,7 @@ _WITHDRAW = (
     + """
 local ticket = ARGV[10]
 redis.call('ZREM', p .. 'granted', ticket)
+redis.call('HDEL', p .. 'grant_numbers', ticket)
 local demand = redis.call('HGET', p .. 'tickets', ticket)
 if demand then
   local parts = {}
@@ -180,10 +194,43 @@ return 1
 )
 
 # ARGV[10..12] limits heard ('' unknown), [13..15] remaining heard ('' unknown), [16] retry-after ('' none),
-# [17..19] reserved but unused (a failed request's tokens, given back; '' none).
+# [17..19] reserved but unused (a failed request's tokens, given back; '' none), [20] throttled
+# ('1'), [21] answered ('1'), [22] the answer's ticket, [23] decrease, [24] raise per answer, [25] floor.
+# Learned limits (agent.capacity.MemoryModelLimiter._learn is the same rule) move first.
 _OBSERVE = (
     _PRELUDE
     + """
+local number = tonumber(redis.call('HGET', p .. 'grant_numbers', ARGV[22]) or '')
+redis.call('HDEL', p .. 'grant_numbers', ARGV[22])
+local learning = {}
+for i = 1, 3 do
+  local configured = tonumber(ARGV[2 + i])
+  local heard = tonumber(redis.call('HGET', state, 'limit:' .. dims[i]) or '')
+  learning[i] = not (configured and configured > 0) and not (heard and heard > 0) and not tonumber(ARGV[9 + i])
+end
+if learning[1] or learning[2] or learning[3] then
+  local factor = 1
+  local floor = tonumber(ARGV[25])
+  if ARGV[20] == '1' then
+    local cut_at = tonumber(redis.call('HGET', state, 'cut_at_grant') or '0')
+    if not number or number > cut_at then
+      factor = math.max(tonumber(ARGV[23]), floor / math.max(limits[1], floor))
+      redis.call('HSET', state, 'cut_at_grant', redis.call('HGET', state, 'grants') or '0')
+    end
+  elseif ARGV[21] == '1' then
+    factor = 1 + tonumber(ARGV[24]) / math.max(limits[1], floor)
+  end
+  if factor ~= 1 then
+    for i = 1, 3 do
+      if learning[i] then
+        limits[i] = math.min(tonumber(ARGV[5 + i]), limits[i] * factor)
+        redis.call('HSET', state, 'learned:' .. dims[i], tostring(limits[i]))
+        if factor < 1 then levels[i] = 0 end
+        levels[i] = math.min(levels[i], limits[i])
+      end
+    end
+  end
+end
 for i = 1, 3 do
   local heard = tonumber(ARGV[9 + i])
   if heard and heard > 0 then
@@ -239,7 +286,7 @@ class RedisModelLimiter:
             keys.capacity(model),
             repr(self.clock()),
             *_limit_args(self.configured),
-            *_limit_args(DEFAULT_LIMITS),
+            *_limit_args(LEARN_START),
             SERVED_TTL_SECONDS,
         ]
 
@@ -287,8 +334,56 @@ class RedisModelLimiter:
                 *(_optional(seen.remaining.get(d)) for d in DIMENSIONS),
                 _optional(seen.retry_after),
                 *(_optional(seen.unused.get(d)) for d in DIMENSIONS),
+                "1" if seen.throttled else "0",
+                "1" if seen.answered else "0",
+                seen.ticket,
+                LEARN_DECREASE,
+                LEARN_RAISE_PER_ANSWER,
+                LEARN_FLOOR_REQUESTS_PER_MINUTE,
             ],
         )
+
+    async def limits_of(self, model: str) -> tuple[ModelLimits, dict[str, str]]:
+        """The limits in force for `model` and where each came from (set, headers or learned)."""
+        return limits_in_force(await self.redis.hgetall(keys.capacity(model) + "state"), self.configured)
+
+    async def holding(self, demand: Demand) -> tuple[str, float, str]:
+        """The limit `demand` waits for: (dimension, limit, source)."""
+        state = await self.redis.hgetall(keys.capacity(demand.model) + "state")
+        limits, sources = limits_in_force(state, self.configured)
+        fields = {text(k): text(v) for k, v in state.items()}
+        in_force = {d: limits.get(d) or 1.0 for d in DIMENSIONS}
+        levels = {d: float(fields.get(f"level:{d}") or in_force[d]) for d in DIMENSIONS}
+        d = tightest(demand, levels, in_force)
+        return d, in_force[d], sources[d]
+
+
+def limits_in_force(state: Mapping[Any, Any], configured: ModelLimits) -> tuple[ModelLimits, dict[str, str]]:
+    """From a model's state hash: the limits the scripts use, and where each came from."""
+    fields = {text(k): text(v) for k, v in state.items()}
+    limits: dict[str, float] = {}
+    sources: dict[str, str] = {}
+    for d in DIMENSIONS:
+        setting = configured.get(d)
+        heard = float(fields.get(f"limit:{d}") or 0)
+        learned = float(fields.get(f"learned:{d}") or 0)
+        if setting:
+            limits[d], sources[d] = setting, SOURCE_SET
+        elif heard > 0:
+            limits[d], sources[d] = heard, SOURCE_HEADERS
+        else:
+            limits[d], sources[d] = learned or (LEARN_START.get(d) or 1.0), SOURCE_LEARNED
+    return ModelLimits(**limits), sources
+
+
+def model_limits(redis: Redis, configured: ModelLimits) -> dict[str, tuple[ModelLimits, dict[str, str]]]:
+    """Every model's limits in force and their sources (the gauge, doctor; a synchronous client)."""
+    return {
+        text(model): limits_in_force(
+            cast(dict[Any, Any], redis.hgetall(keys.capacity(text(model)) + "state")), configured
+        )
+        for model in redis.smembers(keys.CAPACITY_MODELS)
+    }
 
 
 def waiting_runs_by_team(redis: Redis) -> dict[str, int]:

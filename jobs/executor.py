@@ -23,13 +23,11 @@ from rq import get_current_job
 from agent import Finished, ResearchTask, RunEvent, SourceRegistry, research
 from agent.backend import RunBackend
 from agent.config import Caps, budget_for
-from agent.model_provider import ModelAPI, model_api
 from agent.task import PriorRun
 from agent.visibility import is_requester_dm
 
 from . import keys, ownership, running, shared_loop
 from .background import Stop
-from .capacity import RedisModelLimiter
 from .connection import connect_async
 from .continuation import prior_of
 from .control import RedisRunControl, upgraded_profile
@@ -38,6 +36,7 @@ from .exceptions import LeaseLost
 from .logcontext import log_context
 from .loop_lag import watch_lag
 from .metrics import metrics
+from .model_client import model_client, model_limiter
 from .models import RunState
 from .ownership import Tenure
 from .runtime import JobRuntime, current
@@ -77,11 +76,6 @@ def task_for(
         approved_plan=state.plan.text() if state.plan is not None and state.approved_by else "",
         budget=budget_for(profile or run.profile, caps or (runtime.agent.caps if runtime else None)),
     )
-
-
-def anthropic_client(runtime: JobRuntime) -> ModelAPI:
-    """The SDK client of the configured provider (the Anthropic API, Bedrock or Vertex)."""
-    return model_api(runtime.provider_config())
 
 
 @dataclass
@@ -131,7 +125,7 @@ async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime, tenur
     handing_back = asyncio.Event()
 
     async def work() -> None:
-        async with anthropic_client(runtime) as client:
+        async with model_client(runtime) as client:
             await research(
                 task_for(state, runtime, upgraded_profile(store.redis, run_id), prior_of(store, state), caps),
                 runtime.agent,
@@ -146,7 +140,7 @@ async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime, tenur
                     seen_urls=RedisSeenUrls(
                         async_redis, run_id, state.run.channel, state.run.thread_ts, team=state.run.team
                     ),
-                    limiter=RedisModelLimiter(async_redis, runtime.model_limits),
+                    limiter=model_limiter(async_redis, runtime),
                     team=state.run.team or "",
                     run_id=run_id,
                 ),

@@ -8,7 +8,8 @@ from agent import RunEvent, research
 from agent.backend import RunBackend
 
 from .connection import connect_async
-from .executor import anthropic_client, task_for
+from .executor import task_for
+from .model_client import model_client
 from .models import Run, RunState
 from .runtime import JobRuntime
 from .state import apply_event
@@ -28,7 +29,7 @@ async def run_inline(run: Run, runtime: JobRuntime, on_change: Callable[[RunStat
 
     redis = connect_async(runtime.redis_url) if runtime.redis_url else None
     try:
-        async with anthropic_client(runtime) as client:
+        async with model_client(runtime) as client:
             await research(
                 task_for(holder["state"], runtime),
                 runtime.agent,

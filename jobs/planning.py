@@ -23,6 +23,7 @@ from . import keys, shared_loop
 from .connection import text
 from .continuation import notes_of
 from .exceptions import RunNotFound
+from .model_client import model_client
 from .models import RunState, RunStatus
 from .queue import enqueue
 from .runtime import JobRuntime
@@ -35,13 +36,11 @@ log = logging.getLogger(__name__)
 
 def plan_run(store: RunStore, state: RunState, runtime: JobRuntime) -> RunState:
     """Draft (or redraft, with the thread's change requests) the plan and post it for approval."""
-    from .executor import anthropic_client
-
     run = state.run
     changes = [n.split(": ", 1)[-1] for n in notes_of(store, run.id)]
 
     async def draft() -> Plan:
-        async with anthropic_client(runtime) as client:
+        async with model_client(runtime) as client:
             return await draft_plan(
                 client,
                 runtime.agent,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
+from typing import Any
 
 import anthropic
 import httpx
@@ -209,11 +210,43 @@ async def live_search_problems(settings: Settings, *, ddgs: DDGSFactory | None =
 PROBES: tuple[Probe, ...] = (slack_live_problems, model_live_problems, live_search_problems)
 
 
+def model_limits_report(settings: Settings) -> list[str]:
+    """Where the model limits in force come from (set, the service's headers, learned), per model
+    the shared limiter has seen, else what will decide them. Blocking: call it in a thread."""
+    from jobs.capacity import DIMENSIONS, model_limits
+
+    configured = settings.model_limits()
+    seen: dict[str, Any] = {}
+    if settings.redis_url:
+        try:
+            redis = connect(settings.redis_url, retry_window=0)
+            try:
+                seen = model_limits(redis, configured)
+            finally:
+                redis.close()
+        except (RedisError, OSError, RedisUrlError):
+            seen = {}  # redis_report says what is wrong with Redis
+    if not seen:
+        named = [f"{d.replace('_', ' ')} {configured.get(d):,.0f}/min set" for d in DIMENSIONS if configured.get(d)]
+        return [
+            "Model limits: "
+            + (", ".join(named) + "; the rest " if named else "")
+            + "from the service's anthropic-ratelimit headers, else learned from its throttling answers "
+            "(Bedrock, Vertex and most gateways send no headers)"
+        ]
+    return [
+        f"Model limits for {model}: "
+        + ", ".join(f"{d.replace('_', ' ')} {limits.get(d):,.0f}/min {sources[d]}" for d in DIMENSIONS)
+        for model, (limits, sources) in sorted(seen.items())
+    ]
+
+
 async def live_problems(settings: Settings) -> tuple[list[str], list[str]]:
     """(what was found, problems): the facts worth saying either way (Redis's topology), and one line
     per problem."""
     results = await asyncio.gather(*(probe(settings) for probe in PROBES), return_exceptions=True)
     line, problems = await asyncio.to_thread(redis_report, settings)
+    limits = await asyncio.to_thread(model_limits_report, settings)
     for probe, result in zip(PROBES, results, strict=True):
         if isinstance(result, BaseException):
             problems.append(
@@ -222,7 +255,7 @@ async def live_problems(settings: Settings) -> tuple[list[str], list[str]]:
             )
         else:
             problems.extend(result)
-    return ([line] if line else []), problems
+    return ([line] if line else []) + limits, problems
 
 
 def _short(text: str, limit: int = 160) -> str:

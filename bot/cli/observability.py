@@ -126,7 +126,7 @@ def enable_metrics(settings: Settings, redis: Redis) -> int | None:
 
     registry = CollectorRegistry()
     MultiProcessCollector(registry, path=directory)
-    registry.register(RunsCollector(redis))
+    registry.register(RunsCollector(redis, settings.model_limits()))
     try:
         start_http_server(settings.metrics_port, addr=settings.metrics_host, registry=registry)
     except OSError as exc:

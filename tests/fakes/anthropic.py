@@ -181,6 +181,8 @@ class FakeAnthropic:
         self._cache: dict[str, int] = {}  # prefix hash -> prefix length in characters
         # The organization's per-minute limits: reported on every answer, enforced once set (limit()).
         self.limits = OrganizationLimits()
+        # False: an endpoint (a proxy, a gateway) that sends no `anthropic-ratelimit-*` headers.
+        self.reports_limits = True
         # Thinking: when a request enables it and `thinker` is set, each answer begins with a thinking
         # block of thinker(request)'s text, signed by this fake; blocks sent back are checked against it.
         self.thinker: Callable[[dict[str, Any]], str | None] | None = None
@@ -372,10 +374,17 @@ class FakeAnthropic:
     async def answer(self, request: web.Request, body: dict[str, Any], *, stream: bool,
                      error: Callable[..., web.Response] | None = None,
                      streamer: Callable[[web.Request, dict[str, Any], _Failure | None], Any] | None = None,
+                     limit_headers: bool = True,
                      ) -> web.StreamResponse:
         """Validate `body`, ask the policy, answer as JSON or streamed. The cloud routes (clouds.py)
-        pass their own error shape and stream framing; everything else is the same model."""
+        pass their own error shape and stream framing, and send no `anthropic-ratelimit-*` headers
+        (Bedrock and Vertex do not); everything else is the same model."""
         fail = error or _error
+        reports = limit_headers and self.reports_limits
+
+        def limit_headers_of(model: str) -> dict[str, str]:
+            return self.limits.headers(model) if reports else {}
+
         if self.delay:
             await asyncio.sleep(self.delay)
         failure = self._take(self._failures)
@@ -405,7 +414,7 @@ class FakeAnthropic:
             return fail(429, "rate_limit_error",
                         "This request would exceed your organization's rate limit. For details, refer to "
                         "https://docs.claude.com/en/api/rate-limits.",
-                        {**self.limits.headers(model), "retry-after": str(max(1, math.ceil(wait)))})
+                        {**limit_headers_of(model), "retry-after": str(max(1, math.ceil(wait)))} if reports else {})
         with self._lock:
             self._requests.append(body)
         policy = self.search_policy if _has_search_tool(body) else self.policy
@@ -448,15 +457,16 @@ class FakeAnthropic:
             failure = self._take(self._stream_failures)
             if streamer is not None:
                 return await streamer(request, message, failure)
-            return await self._stream(request, message, failure)
-        return web.json_response(message, headers={"request-id": _random_id("req_01"), **self.limits.headers(model)})
+            return await self._stream(request, message, failure, limit_headers_of(model))
+        return web.json_response(message, headers={"request-id": _random_id("req_01"), **limit_headers_of(model)})
 
-    async def _stream(self, request: web.Request, message: dict[str, Any], failure: _Failure | None) -> web.StreamResponse:
+    async def _stream(self, request: web.Request, message: dict[str, Any], failure: _Failure | None,
+                      limit_headers: dict[str, str]) -> web.StreamResponse:
         resp = web.StreamResponse(headers={
             "Content-Type": "text/event-stream; charset=utf-8",
             "Cache-Control": "no-cache",
             "request-id": _random_id("req_01"),
-            **self.limits.headers(str(message["model"])),
+            **limit_headers,
         })
         await resp.prepare(request)
         for event in stream_events(message, failure):

@@ -113,7 +113,7 @@ class Bedrock:
         with self.fake._lock:
             self.fake.cloud_requests.append(("bedrock", request.path, dict(request.headers), body))
         return await self.fake.answer(request, {**body, "model": model}, stream=stream, error=_bedrock_error,
-                                      streamer=self._stream)
+                                      streamer=self._stream, limit_headers=False)
 
     async def _stream(self, request: web.Request, message: dict[str, Any], failure: _Failure | None) -> web.StreamResponse:
         from .anthropic import stream_events
@@ -177,4 +177,18 @@ class Vertex:
             return web.json_response({"input_tokens": _tokens(sum(len(p) for p in pieces))})
         if "model" in body:
             return _error(400, "invalid_request_error", "model: Extra inputs are not permitted (the model is in the URL)")
-        return await self.fake.answer(request, {**body, "model": model}, stream=action == "streamRawPredict")
+        return await self.fake.answer(request, {**body, "model": model}, stream=action == "streamRawPredict",
+                                      error=_vertex_error, limit_headers=False)
+
+
+def _vertex_error(status: int, error_type: str, message: str, headers: dict[str, str] | None = None) -> web.Response:
+    """Vertex answers a quota past its limit in Google's form (429 RESOURCE_EXHAUSTED, no
+    retry-after); the model's own errors pass through in Anthropic's."""
+    from .anthropic import _error
+
+    if status == 429:
+        return web.json_response({"error": {"code": 429, "status": "RESOURCE_EXHAUSTED", "message":
+                                            "Quota exceeded for aiplatform.googleapis.com/online_prediction_requests_"
+                                            "per_base_model with base model: anthropic-claude. Please submit a quota "
+                                            "increase request."}}, status=429, headers=headers or {})
+    return _error(status, error_type, message, headers)

@@ -7,6 +7,8 @@ from collections import Counter
 from collections.abc import AsyncIterator, Callable
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from redis.asyncio import Redis as AsyncRedis
 
 from agent.capacity import Demand, MemoryModelLimiter, ModelLimiter, ModelLimits, Observed, observed
@@ -148,5 +150,130 @@ async def test_the_gauge_counts_runs_waiting_per_workspace(async_redis: AsyncRed
 def test_headers_are_read_as_the_api_sends_them() -> None:
     seen = observed({"Anthropic-Ratelimit-Requests-Limit": "50", "anthropic-ratelimit-input-tokens-remaining": "29000",
                      "retry-after": "3"}, 429)
-    assert seen == Observed(limits=ModelLimits(requests=50), remaining=ModelLimits(input_tokens=29000), retry_after=3.0)
+    assert seen == Observed(limits=ModelLimits(requests=50), remaining=ModelLimits(input_tokens=29000), retry_after=3.0,
+                           throttled=True)
     assert observed({"retry-after": "3"}, 200).retry_after is None, "only a 429 asks us to hold off"
+
+
+# --- limits no one names are learned ---------------------------------------------------------
+
+
+class HiddenQuota:
+    """A provider that names no limit (Bedrock, Vertex): `per_minute` requests, a token bucket
+    full at the start, and past it a throttling answer with no headers and no retry-after."""
+
+    def __init__(self, per_minute: float, clock: Clock) -> None:
+        self.per_minute, self.clock = per_minute, clock
+        self.level, self.at = per_minute, clock.now
+        self.answered: list[float] = []
+        self.throttled = 0
+
+    def answer(self) -> Observed:
+        now = self.clock.now
+        self.level, self.at = min(self.per_minute, self.level + (now - self.at) * self.per_minute / 60), now
+        if self.level < 1:
+            self.throttled += 1
+            return observed({}, 429)
+        self.level -= 1
+        self.answered.append(now)
+        return observed({}, 200)
+
+
+async def drive(limiter: ModelLimiter, quota: HiddenQuota, clock: Clock, *, minutes: float, runs: int = 1,
+                latency: float = 0.5) -> None:
+    """`runs` greedy runs, each sending its next request as soon as its last is answered, on the
+    simulated clock: in flight together, as a shared worker's runs are."""
+    from dataclasses import replace
+
+    end = clock.now + minutes * 60
+    ready = {f"r{n}": clock.now for n in range(runs)}  # run -> when it asks next
+    pending = {run: demand("t", run) for run in ready}
+    while clock.now < end:
+        run = min(ready, key=lambda r: ready[r])
+        clock.now = max(clock.now, ready[run])
+        wanted = pending[run]
+        wait = await limiter.try_acquire(wanted)
+        if wait > 0:
+            ready[run] = clock.now + wait
+            continue
+        seen = replace(quota.answer(), ticket=wanted.ticket)
+        await limiter.observe("m", seen)
+        pending[run] = demand("t", run)
+        ready[run] = clock.now + (latency if seen.answered else 0.0)
+
+
+async def test_a_limit_no_one_names_is_learned_near_the_hidden_quota_with_few_throttles(
+        make_limiter: LimiterFactory) -> None:
+    clock = Clock()
+    limiter = make_limiter(ModelLimits(), clock)
+    quota = HiddenQuota(240, clock)  # above the first tier (50 a minute), as most deployments are
+    await drive(limiter, quota, clock, minutes=6, runs=3)
+    settled = [t for t in quota.answered if t >= 1_000 + 120]
+    share = len(settled) / (240 * 4)
+    assert share >= 0.8, f"{share:.2f} of the hidden quota once settled"
+    assert quota.throttled <= 0.05 * (len(quota.answered) + quota.throttled), quota.throttled
+
+
+async def test_a_learned_limit_is_cut_once_per_throttled_round_and_rises_while_answers_succeed(
+        make_limiter: LimiterFactory) -> None:
+    from agent.capacity import LEARN_DECREASE, LEARN_START_REQUESTS_PER_MINUTE
+
+    clock = Clock()
+    limiter = make_limiter(ModelLimits(), clock)
+    flight = [demand("t", f"r{n}") for n in range(3)]
+    for d in flight:
+        assert await limiter.try_acquire(d) == 0, "a new deployment starts permissive"
+    for d in flight:  # all three throttled: sent before the first cut, they make one cut, not three
+        await limiter.observe("m", Observed(ModelLimits(), ModelLimits(), throttled=True, ticket=d.ticket))
+    cut = LEARN_START_REQUESTS_PER_MINUTE * LEARN_DECREASE
+    assert await learned_requests(limiter) == pytest.approx(cut)
+    clock.now += 60
+    after = demand("t", "r9")
+    assert await limiter.try_acquire(after) == 0
+    await limiter.observe("m", Observed(ModelLimits(), ModelLimits(), answered=True, ticket=after.ticket))
+    assert await learned_requests(limiter) > cut, "an answer raises it again"
+
+
+async def learned_requests(limiter: ModelLimiter) -> float:
+    if isinstance(limiter, MemoryModelLimiter):
+        return limiter.limits_of("m").requests or 0.0
+    assert isinstance(limiter, RedisModelLimiter)
+    limits, sources = await limiter.limits_of("m")
+    assert sources["requests"] == "learned"
+    return limits.requests or 0.0
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(per_minute=st.integers(min_value=30, max_value=600), runs=st.integers(min_value=1, max_value=4))
+async def test_any_hidden_quota_is_found_and_held_with_few_throttles(per_minute: int, runs: int) -> None:
+    clock = Clock()
+    limiter = MemoryModelLimiter(clock=clock)
+    quota = HiddenQuota(per_minute, clock)
+    await drive(limiter, quota, clock, minutes=8, runs=runs, latency=0.05)
+    settled = [t for t in quota.answered if t >= 1_000 + 180]
+    offered = min(per_minute, runs * 60 / 0.05)
+    assert len(settled) / (offered * 5) >= 0.75
+    assert quota.throttled <= 0.06 * (len(quota.answered) + quota.throttled) + 12
+
+
+async def test_the_metrics_say_where_each_limit_in_force_came_from(async_redis: AsyncRedis, redis) -> None:
+    from jobs.gauges import RunsCollector
+
+    limiter = RedisModelLimiter(async_redis, ModelLimits(requests=600))
+    wanted = demand("t", "r")
+    assert await limiter.try_acquire(wanted) == 0
+    await limiter.observe("m", Observed(ModelLimits(), ModelLimits(), throttled=True, ticket=wanted.ticket))
+    samples = {(s.labels["dimension"], s.labels["source"]): s.value
+               for family in RunsCollector(redis, ModelLimits(requests=600)).collect()
+               if family.name == "deepthread_model_limit_per_minute" for s in family.samples}
+    assert samples[("requests", "set")] == 600
+    assert ("output_tokens", "learned") in samples, "nothing named it: learned (and cut by the throttle)"
+
+
+async def test_a_waiting_request_is_told_which_limit_holds_it(make_limiter: LimiterFactory) -> None:
+    limiter = make_limiter(ModelLimits(requests=600, output_tokens=1_000), Clock())
+    assert await limiter.try_acquire(Demand(team="t", run="r", model="m", input_tokens=10, output_tokens=1_000)) == 0
+    waiting = Demand(team="t", run="r", model="m", input_tokens=10, output_tokens=1_000)
+    assert await limiter.try_acquire(waiting) > 0
+    holding = getattr(limiter, "holding")
+    assert await holding(waiting) == ("output_tokens", 1_000, "set")

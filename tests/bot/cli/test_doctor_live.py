@@ -21,8 +21,9 @@ def doctor_live(fake_slack: FakeSlack, fake_model: FakeAnthropic, fake_web: Any,
 
 
 def problems(done: subprocess.CompletedProcess[str]) -> list[str]:
-    """The problem lines (what Redis turned out to be is said first, problems or not)."""
-    return [line for line in done.stdout.strip().splitlines() if not line.startswith("Redis: ")]
+    """The problem lines (what Redis turned out to be, and where the model limits come from, are
+    said first, problems or not)."""
+    return [line for line in done.stdout.strip().splitlines() if not line.startswith(("Redis: ", "Model limits"))]
 
 
 def test_a_working_setup_passes_the_live_check(fake_slack, fake_model, fake_web, redis_url) -> None:
@@ -82,6 +83,14 @@ def test_the_live_check_says_what_redis_it_found(fake_slack, fake_model, fake_we
     assert done.returncode == 0, done.stdout
     [line] = [line for line in done.stdout.splitlines() if line.startswith("Redis: ")]
     assert line == (f"Redis: one Redis at {redis_url}, role master, 0 replica(s), maxmemory-policy noeviction")
+
+
+def test_the_live_check_says_where_the_model_limits_come_from(fake_slack, fake_model, fake_web, redis_url) -> None:
+    fake_model.policy = lambda request: text_reply("p")
+    done = doctor_live(fake_slack, fake_model, fake_web, redis_url, DEEPTHREAD_MODEL_REQUESTS_PER_MINUTE="600")
+    assert done.returncode == 0, done.stdout
+    [line] = [line for line in done.stdout.splitlines() if line.startswith("Model limits")]
+    assert "requests 600/min set" in line and "learned" in line, line
 
 
 def test_a_redis_that_evicts_keys_is_a_problem_with_what_to_set(fake_slack, fake_model, fake_web, redis_aof) -> None:
