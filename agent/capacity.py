@@ -34,6 +34,7 @@ from .context.tokens import CHARS_PER_TOKEN
 __all__ = [
     "CAPACITY_NOTE",
     "CAPACITY_WAIT",
+    "STREAM_SETTLE",
     "WAITING_FOR_CAPACITY",
     "Demand",
     "ModelLimits",
@@ -427,6 +428,12 @@ CAPACITY_WAIT: contextvars.ContextVar[CapacityWait | None] = contextvars.Context
 # Told, once, what holds a request that has waited longer than LONG_WAIT_SECONDS (the progress line).
 CapacityNote = Callable[[str], Awaitable[None]]
 CAPACITY_NOTE: contextvars.ContextVar[CapacityNote | None] = contextvars.ContextVar("capacity_note", default=None)
+
+# A streamed answer's `usage` arrives after the middleware has handed the response on: the middleware
+# leaves here how to give back the output tokens reserved but not written, and the model client calls
+# it with the final message's output tokens (so a streamed turn, too, holds only what it wrote).
+StreamSettle = Callable[[int], Awaitable[None]]
+STREAM_SETTLE: contextvars.ContextVar[StreamSettle | None] = contextvars.ContextVar("stream_settle", default=None)
 # A wait longer than this is not a moment's queue: the run says which limit holds it.
 LONG_WAIT_SECONDS = 60.0
 _DIMENSION_WORDS = {"requests": "requests", "input_tokens": "input tokens", "output_tokens": "output tokens"}

@@ -8,7 +8,7 @@ import asyncio
 import json
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import nullcontext
 from dataclasses import replace
 from typing import Any
@@ -20,9 +20,11 @@ from .capacity import (
     CAPACITY_WAIT,
     LONG_WAIT_SECONDS,
     OUTPUT_RESERVE_TOKENS,
+    STREAM_SETTLE,
     Demand,
     ModelLimiter,
     ModelLimits,
+    Observed,
     holding_note,
     is_spend_limit,
     observed,
@@ -45,7 +47,7 @@ async def _spend_limited(response: AsyncAPIResponse[Any]) -> bool:
 
 async def _unwritten(response: AsyncAPIResponse[Any], demand: Demand) -> ModelLimits:
     """The output tokens reserved but not written, from the answer's `usage`: given back at once,
-    whether or not the service sent its limit headers (a streamed answer keeps its reserve)."""
+    whether or not the service sent its limit headers (a streamed answer's come with its end: STREAM_SETTLE)."""
     try:
         body = json.loads(await response.http_response.aread())
         written = int(body["usage"]["output_tokens"])
@@ -90,12 +92,23 @@ class CapacityMiddleware(Middleware):
                 seen = replace(seen, throttled=False)
             elif response.status_code < 300 and not request.stream:
                 seen = replace(seen, unused=await _unwritten(response, demand))
+            elif response.status_code < 300:
+                STREAM_SETTLE.set(self._settler(model, demand))
             await self.limiter.observe(model, seen)
             if response.status_code != 429 or spend_limited:
                 return response
             # Rate-limited: every run now holds off for the retry-after (observe), and this one
             # asks again in its turn, as a new demand, rather than the SDK retrying on its own.
             demand = replace(demand, ticket=uuid.uuid4().hex)
+
+    def _settler(self, model: str, demand: Demand) -> Callable[[int], Awaitable[None]]:
+        """Gives back, once the stream has ended, the output tokens `demand` reserved but did not write."""
+
+        async def settle(written: int) -> None:
+            unused = ModelLimits(output_tokens=max(0, demand.output_tokens - written))
+            await self.limiter.observe(model, Observed(limits=ModelLimits(), remaining=ModelLimits(), unused=unused))
+
+        return settle
 
     async def _note_long_wait(self, demand: Demand) -> None:
         """Say in the run's progress which limit holds it and the setting that raises it."""

@@ -17,7 +17,7 @@ from anthropic.types import Message
 
 from . import defaults
 from .capabilities import Capabilities, Provider, capabilities
-from .capacity import CAPACITY_WAIT, is_spend_limit
+from .capacity import CAPACITY_WAIT, STREAM_SETTLE, is_spend_limit
 from .context.requestlog import RequestLog, RequestRecord, describe
 from .context.tokens import CHARS_PER_TOKEN, estimate_chars
 from .exceptions import ModelUnavailable
@@ -178,8 +178,14 @@ class ModelClient:
 
         async def streamed() -> Message:
             # Streamed: long outputs are refused without streaming, and a stream shows liveness.
+            STREAM_SETTLE.set(None)
             async with self._client.messages.stream(**body, timeout=timeout or self._timeout) as stream:
-                return await stream.get_final_message()
+                message = await stream.get_final_message()
+            settle = STREAM_SETTLE.get()  # left by the capacity middleware, when a limiter is in use
+            if settle is not None:
+                STREAM_SETTLE.set(None)
+                await settle(message.usage.output_tokens)
+            return message
 
         started = time.monotonic()
         try:

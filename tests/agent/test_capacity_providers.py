@@ -125,3 +125,28 @@ async def test_a_long_wait_says_which_limit_holds_it_and_the_setting_that_raises
     assert len(notes) == 1
     assert notes[0].startswith(WAITING_FOR_CAPACITY)
     assert "output tokens" in notes[0] and "DEEPTHREAD_MODEL_OUTPUT_TOKENS_PER_MINUTE" in notes[0], notes[0]
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "bedrock", "vertex"])
+async def test_a_streamed_turn_gives_back_the_output_tokens_it_did_not_write(
+        provider: str, fake_model: FakeAnthropic) -> None:
+    from agent.capacity import ModelLimits
+    from agent.capacity_middleware import CapacityMiddleware
+    from agent.model import ModelClient
+    from tests.fakes.anthropic import text_reply
+
+    # 6,000 output tokens a minute against 4,096 reserved per turn: a second turn that found the
+    # first one's reserve still held would wait ~22 s; each writes a few tokens and gives the rest back.
+    fake_model.policy = lambda request: text_reply("fine")
+    limiter = MemoryModelLimiter(ModelLimits(requests=10**6, input_tokens=10**9, output_tokens=6_000))
+    main, small = MODELS[provider]
+    async with model_api(provider_config(provider, url=fake_model.url), max_retries=0) as client:
+        ours = client.with_middleware(CapacityMiddleware(limiter, team="T1", run="r1"))
+        model = ModelClient(ours, main_model=main, small_model=small, timeout=30, provider=provider)
+
+        async def three_turns() -> None:
+            for _ in range(3):
+                await model.turn(system="s", tools=[], messages=[{"role": "user", "content": "hi"}], max_tokens=4_096)
+
+        await asyncio.wait_for(three_turns(), 10)
+    assert len(fake_model.requests) == 3
