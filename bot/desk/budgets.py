@@ -38,6 +38,8 @@ AMOUNT = re.compile(
     r"\s*(?:(?:/|per\s+|a\s+|an\s+|each\s+)\s*(?P<period>[a-z]+))?$",
     re.IGNORECASE,
 )
+# Longer than any amount ("$1,000,000.00 per month"): the bound that keeps AMOUNT's match short.
+AMOUNT_MAX_CHARS = 40
 MONTH_WORDS = {"month", "mo", "mon", "monthly"}
 # Far above any real team's research spend: a typo guard, not a policy.
 MAX_BUDGET_USD = 1_000_000.0
@@ -96,6 +98,8 @@ def _amount(raw: str) -> float | None:
         raise BudgetSyntaxError(f"Give the monthly amount in dollars, or `off`: {EXAMPLES}.")
     if OFF.match(raw):
         return None
+    if len(raw) > AMOUNT_MAX_CHARS:  # before AMOUNT, whose digit groups backtrack on a long run
+        raise BudgetSyntaxError(f"Give the monthly amount in dollars, e.g. {EXAMPLES}.")
     m = AMOUNT.match(raw)
     if not m:
         raise BudgetSyntaxError(
