@@ -48,6 +48,9 @@ class TrafilaturaOptions(TypedDict):
     include_comments: bool
 
 
+# Where a page's <title> is looked for: the head, never the whole body.
+TITLE_WINDOW_BYTES = 200_000
+
 # What we ask of trafilatura: tables are often the facts sought; comments rarely are.
 TRAFILATURA_OPTIONS = TrafilaturaOptions(include_tables=True, include_comments=False)
 
@@ -61,12 +64,17 @@ class Extracted:
 
 
 def _title_of(html: bytes) -> str:
-    match = re.search(rb"<title[^>]*>(.*?)</title>", html[:200_000], re.IGNORECASE | re.DOTALL)
-    if not match:
+    # Three finds, not a pattern: `<title[^>]*>(.*?)</title>` retries from every `<title` of a
+    # hostile page ("<title>" × 20,000 and no closing tag), quadratic in the window.
+    window = html[:TITLE_WINDOW_BYTES].lower()
+    start = window.find(b"<title")
+    opened = window.find(b">", start) if start >= 0 else -1
+    end = window.find(b"</title>", opened) if opened >= 0 else -1
+    if end < 0:
         return ""
     import html as html_lib
 
-    return html_lib.unescape(" ".join(_decode(match.group(1), None).split()))[:200]
+    return html_lib.unescape(" ".join(_decode(html[opened + 1 : end], None).split()))[:200]
 
 
 def _plain(text: str) -> PageText:

@@ -24,7 +24,8 @@ __all__ = ["BudgetChange", "BudgetSyntaxError", "budget_reply", "is_admin", "par
 
 # "budget …" is a command only when what follows names a target or an amount (or nothing): a
 # question that starts with the word ("budget airlines in Europe?") stays a question.
-COMMAND = re.compile(r"^\s*(?:<@\w+>\s*)?budgets?\b\s*(.*?)\s*$", re.IGNORECASE | re.DOTALL)
+# Greedy `(.*)`, stripped after: a lazy group before `\s*$` is quadratic in a long run of whitespace.
+COMMAND = re.compile(r"^\s*(?:<@\w+>\s*)?budgets?\b(.*)$", re.IGNORECASE | re.DOTALL)
 TARGET_START = re.compile(r"^(?:<#|<@|#|@|workspace\b|here\b|this\s+channel\b|\$|\d|off\b)", re.IGNORECASE)
 CHANNEL_REF = re.compile(r"^<#([CG][A-Z0-9]+)(?:\|[^>]*)?>\s*(.*)$", re.DOTALL)
 PERSON_REF = re.compile(r"^<@([UW][A-Z0-9]+)(?:\|[^>]*)?>\s*(.*)$", re.DOTALL)
@@ -37,6 +38,8 @@ AMOUNT = re.compile(
     r"\s*(?:(?:/|per\s+|a\s+|an\s+|each\s+)\s*(?P<period>[a-z]+))?$",
     re.IGNORECASE,
 )
+# Longer than any amount ("$1,000,000.00 per month"): the bound that keeps AMOUNT's match short.
+AMOUNT_MAX_CHARS = 40
 MONTH_WORDS = {"month", "mo", "mon", "monthly"}
 # Far above any real team's research spend: a typo guard, not a policy.
 MAX_BUDGET_USD = 1_000_000.0
@@ -58,9 +61,9 @@ def parse_budget(text: str, here: str | None = None) -> BudgetChange | None:
     see `wants_budgets`); raises BudgetSyntaxError with advice when it is one but malformed.
     `here` is the channel the command was written in (for "here" / "this channel")."""
     match = COMMAND.match(text)
-    if not match or not match.group(1):
+    rest = match.group(1).strip() if match else ""
+    if not rest:
         return None
-    rest = match.group(1).strip()
     if not TARGET_START.match(rest):
         return None
     scope: Literal["channel", "workspace", "person"]
@@ -95,6 +98,8 @@ def _amount(raw: str) -> float | None:
         raise BudgetSyntaxError(f"Give the monthly amount in dollars, or `off`: {EXAMPLES}.")
     if OFF.match(raw):
         return None
+    if len(raw) > AMOUNT_MAX_CHARS:  # before AMOUNT, whose digit groups backtrack on a long run
+        raise BudgetSyntaxError(f"Give the monthly amount in dollars, e.g. {EXAMPLES}.")
     m = AMOUNT.match(raw)
     if not m:
         raise BudgetSyntaxError(
@@ -118,7 +123,7 @@ def _amount(raw: str) -> float | None:
 def wants_budgets(text: str) -> bool:
     """`budget` / `budgets` alone: show the budgets in force."""
     match = COMMAND.match(text)
-    return bool(match) and not match.group(1)  # type: ignore[union-attr]
+    return bool(match) and not match.group(1).strip()  # type: ignore[union-attr]
 
 
 NOT_ADMIN = (

@@ -50,7 +50,9 @@ _UNIT_SECONDS = {"second": 1, "minute": 60, "hour": 3600, "day": DAY_SECONDS, "w
 _NAMED = {"daily": DAY_SECONDS, "weekly": WEEK_SECONDS, "monthly": 30 * DAY_SECONDS}
 _COUNT = r"(?P<n>\d{1,4}|an?|one)"
 _UNIT = r"(?P<unit>second|minute|hour|day|week)s?"
-RECHECK = re.compile(r"^\s*(?:<@\w+>\s*)?re-?check\b\s*(?P<rest>.*?)[\s.!]*$", re.IGNORECASE | re.DOTALL)
+# Greedy `(.*)`, its trailing spaces and stops trimmed after: a lazy group before `[\s.!]*$` is
+# quadratic in a long run of whitespace.
+RECHECK = re.compile(r"^\s*(?:<@\w+>\s*)?re-?check\b(?P<rest>.*)$", re.IGNORECASE | re.DOTALL)
 _OFF = re.compile(r"^(?:off|stop|cancel|none|never)$", re.IGNORECASE)
 _ONCE = re.compile(rf"^in\s+{_COUNT}\s+{_UNIT}$", re.IGNORECASE)
 _EVERY = re.compile(rf"^every\s+(?:{_COUNT}\s+)?{_UNIT}$", re.IGNORECASE)
@@ -70,7 +72,7 @@ def parse_recheck(text: str) -> RecheckCommand | None:
     match = RECHECK.match(text)
     if match is None:
         return None
-    rest = " ".join(match.group("rest").split()).lower()
+    rest = " ".join(match.group("rest").split()).lower().rstrip(" .!")
     if not rest:
         return RecheckCommand("show")
     if _OFF.match(rest):

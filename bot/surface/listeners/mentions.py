@@ -125,6 +125,13 @@ async def handle_mention(
     )
 
 
+def too_long(question: str) -> str:
+    return (
+        f"That question is {len(question):,} characters; I take up to {MAX_QUESTION_CHARS:,}. "
+        "Ask the question in a sentence or two and share long material as a file in the thread."
+    )
+
+
 async def handle_question(
     services: Services,
     client: AsyncWebClient,
@@ -140,6 +147,9 @@ async def handle_question(
     direct = channel.startswith("D")
     if not direct and not services.takes_questions_in(channel):  # commands too: nothing is answered here
         await reply(client, channel, thread_ts, NOT_ENABLED)
+        return
+    if len(question) > MAX_QUESTION_CHARS:  # before any parsing: no command is this long
+        await reply(client, channel, thread_ts, NO_DMS if direct and not services.dms else too_long(question))
         return
     team = tenant.team
     answer = await spend_command(services, client, team=team, channel=channel, user=user, text=question)
@@ -158,13 +168,7 @@ async def handle_question(
         await reply(client, channel, thread_ts, render_help())
         return
     if len(question) > MAX_QUESTION_CHARS:
-        await reply(
-            client,
-            channel,
-            thread_ts,
-            f"That question is {len(question):,} characters; I take up to {MAX_QUESTION_CHARS:,}. "
-            "Ask the question in a sentence or two and share long material as a file in the thread.",
-        )
+        await reply(client, channel, thread_ts, too_long(question))
         return
     over_budget = await asyncio.to_thread(services.spend.cap_refusal, team, channel, user)
     if over_budget:  # the channel's or workspace's monthly budget is spent: start nothing

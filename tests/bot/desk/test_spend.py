@@ -1,5 +1,6 @@
 """jobs/spend.py against a real Redis, and the budget command's parser: recording is once per run,
 every rollup is exactly the sum of its runs, and budgets resolve override > default."""
+
 from __future__ import annotations
 
 from datetime import UTC, datetime
@@ -21,17 +22,21 @@ from jobs.spend import MICROS, BudgetDefaults, Spend, month_of
 NOW = datetime.now(UTC)
 
 
-def finished_run(redis: Redis, *, channel: str, user: str, cost: float, requests: int = 3,
-                 team: str = "T1") -> RunState:
+def finished_run(
+    redis: Redis, *, channel: str, user: str, cost: float, requests: int = 3, team: str = "T1"
+) -> RunState:
     """A finished run whose request log holds one request of `cost` (Sonnet 5.5's input price, from the
     capability table)."""
     run = Run(team=team, channel=channel, thread_ts="1700000000.000100", requester=user, question="q")
     state = RunStore(redis).create(run)
     tokens = round(cost * 1_000_000 / capabilities("claude-sonnet-5-5").input_usd)
-    redis.rpush(f"deepthread:requests:{run.id}",
-                f'{{"n": 1, "kind": "turn", "model": "claude-sonnet-5-5", "input_tokens": {tokens}}}')
-    return state.model_copy(update={"status": RunStatus.completed, "finished_at": NOW,
-                                    "usage": Usage(requests=requests)})
+    redis.rpush(
+        f"deepthread:requests:{run.id}",
+        f'{{"n": 1, "kind": "turn", "model": "claude-sonnet-5-5", "input_tokens": {tokens}}}',
+    )
+    return state.model_copy(
+        update={"status": RunStatus.completed, "finished_at": NOW, "usage": Usage(requests=requests)}
+    )
 
 
 def test_a_run_is_counted_once_however_often_it_is_recorded(redis: Redis) -> None:
@@ -53,13 +58,21 @@ def test_an_unfinished_run_is_not_recorded(redis: Redis) -> None:
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.tuples(st.sampled_from(["C1", "C2", "D9"]), st.sampled_from(["U1", "U2", "U3"]),
-                          st.integers(min_value=0, max_value=5_000_000)), min_size=1, max_size=12))
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["C1", "C2", "D9"]),
+            st.sampled_from(["U1", "U2", "U3"]),
+            st.integers(min_value=0, max_value=5_000_000),
+        ),
+        min_size=1,
+        max_size=12,
+    )
+)
 def test_every_rollup_is_exactly_the_sum_of_its_runs(redis: Redis, runs: list[tuple[str, str, int]]) -> None:
     redis.flushdb()
     spend = Spend(redis)
-    recorded = [spend.record(finished_run(redis, channel=c, user=u, cost=m / 1e6))
-                for c, u, m in runs]
+    recorded = [spend.record(finished_run(redis, channel=c, user=u, cost=m / 1e6)) for c, u, m in runs]
     micros = {r.run_id: r.micros for r in recorded if r is not None}
     month = spend.month("T1")
     assert month.total.micros == sum(micros.values())
@@ -111,14 +124,17 @@ def test_month_of_is_the_utc_calendar_month() -> None:
 # ------------------------------------------------------------------------ the command
 
 
-@pytest.mark.parametrize(("text", "change"), [
-    ("budget <#C0TEST|general> $50/month", BudgetChange(scope="channel", channel="C0TEST", usd=50)),
-    ("<@UBOT> budget <#C0TEST> $1,250.50 per month", BudgetChange(scope="channel", channel="C0TEST", usd=1250.5)),
-    ("budget workspace $200/month", BudgetChange(scope="workspace", usd=200)),
-    ("budget workspace 200 USD a month", BudgetChange(scope="workspace", usd=200)),
-    ("budget <#C0TEST|general> off", BudgetChange(scope="channel", channel="C0TEST", usd=None)),
-    ("Budget here $5", BudgetChange(scope="channel", channel="C0HERE", usd=5)),
-])
+@pytest.mark.parametrize(
+    ("text", "change"),
+    [
+        ("budget <#C0TEST|general> $50/month", BudgetChange(scope="channel", channel="C0TEST", usd=50)),
+        ("<@UBOT> budget <#C0TEST> $1,250.50 per month", BudgetChange(scope="channel", channel="C0TEST", usd=1250.5)),
+        ("budget workspace $200/month", BudgetChange(scope="workspace", usd=200)),
+        ("budget workspace 200 USD a month", BudgetChange(scope="workspace", usd=200)),
+        ("budget <#C0TEST|general> off", BudgetChange(scope="channel", channel="C0TEST", usd=None)),
+        ("Budget here $5", BudgetChange(scope="channel", channel="C0HERE", usd=5)),
+    ],
+)
 def test_budget_commands_are_read(text: str, change: BudgetChange) -> None:
     assert parse_budget(text, here="C0HERE") == change
 
@@ -143,3 +159,15 @@ def test_any_text_after_budget_is_read_or_refused_with_advice(tail: str) -> None
 def test_every_dollar_amount_round_trips(amount) -> None:  # noqa: ANN001
     change = parse_budget(f"budget workspace ${amount:,}/month")
     assert change is not None and change.usd == pytest.approx(float(amount))
+
+
+def test_a_long_budget_command_is_refused_before_any_pattern_backtracks_over_it() -> None:
+    import time
+
+    from bot.desk.budgets import parse_budget, wants_budgets
+
+    start = time.perf_counter()
+    assert not wants_budgets("budget a" + "\n" * 39_990 + "x")
+    with pytest.raises(BudgetSyntaxError):
+        parse_budget("budget workspace $" + "1" * 40_000 + "x")
+    assert time.perf_counter() - start < 1.0  # the quadratic patterns took 7 s and more
