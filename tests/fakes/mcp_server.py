@@ -18,7 +18,7 @@ from typing import Any
 
 import uvicorn
 from mcp.server.mcpserver import MCPServer
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from starlette.responses import JSONResponse
 
 from tests.fakes.server import free_port
@@ -62,7 +62,8 @@ class McpTestServer:
                             annotations=ToolAnnotations(readOnlyHint=True))
 
         if self.export_bytes:
-            @server.tool(annotations=ToolAnnotations(readOnlyHint=True), description="Export every page of the wiki.")
+            @server.tool(annotations=ToolAnnotations(readOnlyHint=True), description="Export every page of the wiki.",
+                         structured_output=False)
             def export() -> str:
                 return "answered in `guarded`, streamed"
 
@@ -107,8 +108,10 @@ class McpTestServer:
             watcher.cancel()
 
     async def _send_export(self, request_id: Any, send: Any, gone: asyncio.Event) -> None:
-        head = json.dumps({"jsonrpc": "2.0", "id": request_id, "result": {"content": [{"type": "text", "text": ""}],
-                                                                          "isError": False}})
+        # The SDK's own result, empty, split where its text goes: the wire format of whatever SDK is installed.
+        result = CallToolResult(content=[TextContent(type="text", text="")])
+        head = json.dumps({"jsonrpc": "2.0", "id": request_id,
+                           "result": result.model_dump(by_alias=True, mode="json", exclude_none=True)})
         before, after = head.split('"text": ""')
         await send({"type": "http.response.start", "status": 200,
                     "headers": [(b"content-type", b"application/json")]})
