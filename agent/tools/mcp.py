@@ -7,7 +7,10 @@ registered as citable sources whose origin is the server and tool, through the s
 and elision as every tool. Each call opens its own connection (streamable HTTP, the operator's
 headers) under a deadline and closes it, so a server that goes down, hangs or answers garbage
 costs one clear tool result and never the run. A server's description is prompt from outside:
-it is shown inside ours, quoted and cut, and never replaces what ours says.
+it is shown inside ours, quoted and cut, and never replaces what ours says; so is every description
+inside a tool's input schema. What a server can push is bounded before it is buffered: each answer's
+bytes as they arrive (MCP_RESPONSE_BYTES), and the tools offered per server and in all (the rest are
+named in the run).
 """
 
 from __future__ import annotations
