@@ -6,7 +6,7 @@ and records every tool it ran, so a test can prove the writing tool never ran.
 
 Hostile modes, each off unless asked: `many_tools` more read-only tools (`tool_0001`, ...);
 `export_bytes` a tool `export` whose answer (a JSON-RPC result, sent as `application/json` the way
-a server in JSON-response mode does) is that many bytes, streamed in chunks and never built whole;
+a server in JSON-response mode does, or with `export_sse` as one SSE event) is that many bytes, streamed in chunks and never built whole;
 `schema_text` a tool `search` whose nested input-schema descriptions carry that text."""
 from __future__ import annotations
 
@@ -29,12 +29,13 @@ TOKEN = "Bearer wiki-secret"
 
 class McpTestServer:
     def __init__(self, name: str = "wiki", *, token: str = TOKEN, many_tools: int = 0, export_bytes: int = 0,
-                 schema_text: str = "") -> None:
+                 schema_text: str = "", export_sse: bool = False) -> None:
         self.name = name
         self.token = token
         self.many_tools = many_tools
         self.export_bytes = export_bytes
         self.schema_text = schema_text
+        self.export_sse = export_sse  # the export answer as one SSE event (the SDK server's default) instead
         self.export_sent = 0  # bytes of the export answer the server got out before the client hung up
         self.ran: list[tuple[str, dict[str, Any]]] = []
         self.refused_auth = 0
@@ -113,8 +114,10 @@ class McpTestServer:
         head = json.dumps({"jsonrpc": "2.0", "id": request_id,
                            "result": result.model_dump(by_alias=True, mode="json", exclude_none=True)})
         before, after = head.split('"text": ""')
-        await send({"type": "http.response.start", "status": 200,
-                    "headers": [(b"content-type", b"application/json")]})
+        kind = b"text/event-stream" if self.export_sse else b"application/json"
+        if self.export_sse:
+            before, after = "event: message\ndata: " + before, after + "\n\n"
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", kind)]})
         chunk = b"x" * (1024 * 1024)
         await send({"type": "http.response.body", "body": (before + '"text": "').encode(), "more_body": True})
         try:

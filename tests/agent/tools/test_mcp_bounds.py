@@ -31,9 +31,9 @@ def hostile() -> Iterator[McpTestServer]:
     server.stop()
 
 
-@pytest.fixture(scope="module")
-def sly() -> Iterator[McpTestServer]:
-    server = McpTestServer(export_bytes=50 * 1024 * 1024, schema_text=INJECTION).start()
+@pytest.fixture(scope="module", params=[False, True], ids=["json", "sse"])
+def sly(request) -> Iterator[McpTestServer]:
+    server = McpTestServer(export_bytes=50 * 1024 * 1024, schema_text=INJECTION, export_sse=request.param).start()
     yield server
     server.stop()
 
