@@ -188,3 +188,13 @@ MCP_CALL_SECONDS = 30.0
 MCP_RESULT_CHARS = 20_000  # a tool result's text kept (the result store has it all up to this)
 MCP_PASSAGE_CHARS = 2_000  # each text part registered as a citable passage
 MCP_DESCRIPTION_CHARS = 1_000  # a server's own description of a tool, shown inside ours
+MCP_SCHEMA_DESCRIPTION_CHARS = 300  # each description inside a tool's input schema (one argument's)
+MCP_SCHEMA_DEPTH = 12  # nesting kept in a tool's input schema; deeper parts become {} (any value)
+# Bytes read of one answer of a server, counted as they arrive: far above what MCP_RESULT_CHARS keeps
+# (and a listing of MCP_TOOLS_PER_SERVER tools), far below what would swell a worker (a 200 MB answer
+# once took one from 188 MB to 2.3 GB because the cut came after the SDK had buffered it all).
+MCP_RESPONSE_BYTES = 4 * 1024 * 1024
+# Tools offered from one server and from all together: each definition is in every model request (one
+# server's 3,000 tools were 1.8 MB per request). The rest are left out, in the server's order, and named.
+MCP_TOOLS_PER_SERVER = 64
+MCP_TOOLS_TOTAL = 128

@@ -122,14 +122,18 @@ async def research(
                 await emit(
                     Notice(text=f"MCP server {server} is unreachable ({why}): its tools are left out of this run.")
                 )
+            notes = []
             if listing.unreachable:
                 named = "; ".join(f"{server} ({why})" for server, why in listing.unreachable)
-                task = task.model_copy(
-                    update={
-                        "tool_notes": f"The team's MCP servers that could not be reached, so their tools are not "
-                        f"offered in this run: {named}."
-                    }
+                notes.append(
+                    f"The team's MCP servers that could not be reached, so their tools are not offered in this "
+                    f"run: {named}."
                 )
+            if listing.left_out:  # over the caps on tools offered: named, so nobody wonders where a tool went
+                await emit(Notice(text=listing.left_out_note()))
+                notes.append(listing.left_out_note())
+            if notes:
+                task = task.model_copy(update={"tool_notes": " ".join(notes)})
         chosen = [tool for tool in offer if tool.name != SpawnTasks.name or offered(config)]
         checkpointer = Checkpointer(backend.checkpoints) if backend.checkpoints is not None else None
         saved = await checkpointer.load() if checkpointer is not None else None
