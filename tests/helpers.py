@@ -16,6 +16,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from agent import AgentConfig, FetchConfig, Outcome, ResearchTask, RunEvent, SearchConfig, research
 from jobs import Run, RunState, RunStore
 from tests.paths import ROOT
+from tests.redis_values import values_of
 
 if TYPE_CHECKING:
     from bot.publishing.publisher import Publisher
@@ -211,15 +212,4 @@ def keys_holding(redis: Any, needle: str) -> list[str]:
 
 
 def _values(redis: Any, key: str) -> list[Any]:
-    kind = redis.type(key).decode()
-    if kind == "string":
-        return [redis.get(key)]
-    if kind == "hash":
-        return [*redis.hkeys(key), *redis.hvals(key)]
-    if kind == "list":
-        return list(redis.lrange(key, 0, -1))
-    if kind == "set":
-        return list(redis.smembers(key))
-    if kind == "zset":
-        return list(redis.zrange(key, 0, -1))
-    return []  # the updates stream (run ids and versions), or a key gone meanwhile
+    return values_of(redis, key, streams=False)  # the updates stream holds run ids and versions only

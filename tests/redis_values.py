@@ -4,26 +4,32 @@ from __future__ import annotations
 from redis import Redis
 
 
+def values_of(redis: Redis, key: bytes | str, *, streams: bool = True) -> list[bytes]:
+    """One key's values (strings, hash fields and values, list, set, sorted-set and, unless
+    `streams` is off, stream entries); nothing for a key gone meanwhile."""
+    kind = redis.type(key).decode()
+    if kind == "string":
+        return [redis.get(key) or b""]
+    if kind == "hash":
+        return [b for pair in redis.hgetall(key).items() for b in pair]
+    if kind == "list":
+        return list(redis.lrange(key, 0, -1))
+    if kind == "set":
+        return list(redis.smembers(key))
+    if kind == "zset":
+        return [m for m, _ in redis.zrange(key, 0, -1, withscores=True)]
+    if kind == "stream":
+        return [b for _, fields in redis.xrange(key) for pair in fields.items() for b in pair] if streams else []
+    if kind == "none":
+        return []
+    raise AssertionError(f"{key!r} is a {kind}: read it here too")
+
+
 def every_value(redis: Redis) -> list[bytes]:
-    """Every key name and every value (strings, hash fields and values, list, set, sorted-set and
-    stream entries), as Redis returns them."""
+    """Every key name and every value, as Redis returns them."""
     values: list[bytes] = []
     for key in redis.scan_iter(count=500):
-        kind = redis.type(key).decode()
-        if kind == "string":
-            values.append(redis.get(key) or b"")
-        elif kind == "hash":
-            values += [b for pair in redis.hgetall(key).items() for b in pair]
-        elif kind == "list":
-            values += redis.lrange(key, 0, -1)
-        elif kind == "set":
-            values += list(redis.smembers(key))
-        elif kind == "zset":
-            values += [m for m, _ in redis.zrange(key, 0, -1, withscores=True)]
-        elif kind == "stream":
-            values += [b for _, fields in redis.xrange(key) for pair in fields.items() for b in pair]
-        else:
-            raise AssertionError(f"{key!r} is a {kind}: read it here too")
+        values += values_of(redis, key)
         values.append(key)
     return values
 
