@@ -39,6 +39,8 @@ class Verdict(BaseModel):
     sections: dict[str, int] = Field(default_factory=dict)  # section id → its revision count then
     reason: str | None = None
     note: str = ""
+    # Where the report was rated, as Slack said then: only a public channel's question may leave it.
+    where: Literal["public", "private", "direct"] = "private"
 
 
 class Tally(BaseModel):
@@ -54,13 +56,21 @@ class FeedbackStore:
     def __init__(self, redis: Redis) -> None:
         self._redis = redis
 
-    def record(self, run_id: str, user: str, verdict: Kind, sections: Mapping[str, int]) -> bool:
+    def record(
+        self, run_id: str, user: str, verdict: Kind, sections: Mapping[str, int], where: str = "private"
+    ) -> bool:
         """Set `user`'s verdict on the run; True when it is new or changed (a re-click of the same
         button is no new verdict). A changed verdict drops the note given for the old one."""
         old = self.verdict(run_id, user)
         if old is not None and old.verdict == verdict:
             return False
-        new = Verdict(user=user, verdict=verdict, at=utcnow(), sections=dict(sections))
+        new = Verdict(
+            user=user,
+            verdict=verdict,
+            at=utcnow(),
+            sections=dict(sections),
+            where=where if where in ("public", "direct") else "private",  # type: ignore[arg-type]
+        )
         self._redis.hset(keys.feedback(run_id), user, new.model_dump_json())
         return True
 

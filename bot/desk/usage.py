@@ -35,7 +35,7 @@ from jobs.spend import CapState, MonthUsage, RunSpend, Tally, is_direct, month_o
 from .admins import is_admin
 from .names import display_names
 
-__all__ = ["USAGE", "Visibility", "render_usage", "usage_reply"]
+__all__ = ["USAGE", "Visibility", "conversation_kind", "render_usage", "usage_reply"]
 
 log = logging.getLogger(__name__)
 
@@ -223,7 +223,7 @@ async def _permalink(client: AsyncWebClient, run: RunSpend) -> tuple[str, str | 
         return run.run_id, None
 
 
-async def _kind(client: AsyncWebClient, channel: str) -> str:
+async def conversation_kind(client: AsyncWebClient, channel: str) -> str:
     """public, private or direct, as conversations.info says; private when Slack does not say."""
     try:
         info = (await asyncio.wait_for(client.conversations_info(channel=channel), LOOKUP_TIMEOUT_SECONDS))["channel"]
@@ -250,7 +250,7 @@ async def visibility(client: AsyncWebClient, channels: Iterable[str], viewer: st
     """Which of these conversations the viewer may see the questions of: the public ones, and the
     private ones and direct messages Slack lists the viewer in."""
     wanted = [c for c in dict.fromkeys(channels) if c and c != "-"]
-    kinds = dict(zip(wanted, await asyncio.gather(*(_kind(client, c) for c in wanted)), strict=True))
+    kinds = dict(zip(wanted, await asyncio.gather(*(conversation_kind(client, c) for c in wanted)), strict=True))
     private = [c for c in wanted if kinds[c] != "public"]
     members = await asyncio.gather(*(_is_member(client, c, viewer) for c in private))
     visible = {c for c in wanted if kinds[c] == "public"} | {c for c, m in zip(private, members, strict=True) if m}

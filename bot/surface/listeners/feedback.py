@@ -22,6 +22,7 @@ from slack_sdk.models.blocks import (
 )
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.desk.usage import conversation_kind
 from bot.publishing.render import FEEDBACK_ACTION, FEEDBACK_HELPFUL, FEEDBACK_UNHELPFUL
 from bot.services import Services
 from bot.slack.tenancy import Tenant
@@ -108,7 +109,8 @@ def register(app: AsyncApp, services: Services) -> None:
         if not state.status.finished:
             return
         sections = {s.section_id: len(s.revisions) for s in state.sections}
-        changed = await asyncio.to_thread(store.record, state.run.id, user, verdict, sections)
+        where = await conversation_kind(client, channel)  # decides whether the question may be exported
+        changed = await asyncio.to_thread(store.record, state.run.id, user, verdict, sections, where)
         if not changed:
             return
         metrics().feedback.labels(team=state.run.team or "-", verdict=verdict).inc()
