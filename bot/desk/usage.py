@@ -300,9 +300,7 @@ async def usage_reply(
         display_names(client, list(dict.fromkeys(r.user for r in runs))[: ROWS_SHOWN * 2]),
     )
     ratings = await asyncio.to_thread(FeedbackStore(services.redis).tally, [r.run_id for r in runs])
-    return render_usage(
-        usage, caps, here, {k: v for k, v in links_list if v}, names=names, runs=runs, ratings=ratings
-    )
+    return render_usage(usage, caps, here, {k: v for k, v in links_list if v}, names=names, runs=runs, ratings=ratings)
 
 
 def _channel_ratings(services: Services, team: str | None, channels: list[str]) -> dict[str, Ratings]:

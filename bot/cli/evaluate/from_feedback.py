@@ -35,8 +35,9 @@ def feedback_questions(redis: Redis, since: datetime | None = None) -> Iterator[
     found: list[tuple[datetime, EvalQuestion]] = []
     for run_id in sorted(set(store.rated_runs())):
         verdicts = store.verdicts(run_id)
-        down = sorted((v for v in verdicts if v.verdict == "unhelpful" and (since is None or v.at >= since)),
-                      key=lambda v: v.at)
+        down = sorted(
+            (v for v in verdicts if v.verdict == "unhelpful" and (since is None or v.at >= since)), key=lambda v: v.at
+        )
         if not down or any(v.where != "public" for v in verdicts):
             continue
         try:
@@ -47,8 +48,7 @@ def feedback_questions(redis: Redis, since: datetime | None = None) -> Iterator[
             continue
         report = assemble(state.summary, state.sections, state.sources, private_allowed=False)
         notes = [
-            ": ".join(p for p in (REASONS.get(v.reason or "", ""), v.note) if p) or "rated down, no note"
-            for v in down
+            ": ".join(p for p in (REASONS.get(v.reason or "", ""), v.note) if p) or "rated down, no note" for v in down
         ]
         question = EvalQuestion(
             id=f"feedback-{run_id}",
@@ -67,5 +67,9 @@ def write_questions(path: Path, questions: list[EvalQuestion]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8") as out:
         for q in questions:
-            out.write(json.dumps(q.model_dump(exclude_defaults=True) | {"id": q.id, "question": q.question},
-                                 ensure_ascii=False) + "\n")
+            out.write(
+                json.dumps(
+                    q.model_dump(exclude_defaults=True) | {"id": q.id, "question": q.question}, ensure_ascii=False
+                )
+                + "\n"
+            )
