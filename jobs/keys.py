@@ -217,6 +217,11 @@ def notes(run_id: str) -> str:
     return f"{_deployment.prefix}:run:{run_id}:notes"
 
 
+def feedback(run_id: str) -> str:
+    """Hash: user id -> their verdict on the run's report (jobs/feedback.py)."""
+    return f"{_deployment.prefix}:run:{run_id}:feedback"
+
+
 def plan_drafts(run_id: str) -> str:
     """Counter: plans redrafted for a plan-first run (each a job of its own)."""
     return f"{_deployment.prefix}:run:{run_id}:plan-drafts"

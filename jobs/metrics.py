@@ -46,6 +46,7 @@ class Metrics:
     publisher_lag: Histogram
     loop_lag: Histogram
     deletions: Counter
+    feedback: Counter
 
 
 @cache
@@ -109,6 +110,11 @@ def metrics() -> Metrics:
             "deepthread_deletions",
             "Records deleted by retention or a forget (jobs/retention.py), by reason and record (run, key)",
             ["reason", "record"],
+        ),
+        feedback=Counter(
+            "deepthread_feedback",
+            "Verdicts given (or changed) on finished reports, by workspace and verdict (helpful, unhelpful)",
+            ["team", "verdict"],
         ),
     )
 

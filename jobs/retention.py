@@ -237,6 +237,7 @@ JOBS_RULES: dict[str, Rule] = {
     "run_steps": _RUN,
     "stop": _RUN,
     "upgrades": _RUN,
+    "feedback": _RUN,  # verdicts on the report go with the run
     "notes": _RUN,
     "plan_drafts": _RUN,
     "lock": _RUN,

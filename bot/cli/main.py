@@ -184,6 +184,32 @@ def cmd_forget(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def _export_feedback(settings: Settings, args: argparse.Namespace) -> int:
+    """Write the rated-down public questions as a question set (QUESTIONS, or a dated file)."""
+    from datetime import UTC, datetime
+
+    from jobs.connection import connect
+
+    from .evaluate.from_feedback import feedback_questions, write_questions
+
+    if not settings.redis_url:
+        print("REDIS_URL is not set: point it at the Redis the workers use", file=sys.stderr)
+        return 2
+    since = None
+    if args.since:
+        try:
+            since = datetime.fromisoformat(args.since)
+        except ValueError:
+            print(f"--since takes a date like 2026-11-01, not {args.since!r}", file=sys.stderr)
+            return 2
+        since = since if since.tzinfo else since.replace(tzinfo=UTC)
+    path = Path(args.questions or f"deepthread-feedback-{datetime.now(UTC):%Y%m%d}.jsonl")
+    questions = list(feedback_questions(connect(settings.redis_url), since))
+    write_questions(path, questions)
+    print(f"{len(questions)} rated-down question(s) written to {path}; run them with: deepthread eval {path}")
+    return 0
+
+
 def cmd_eval(settings: Settings, args: argparse.Namespace) -> int:
     from datetime import datetime
 
@@ -199,6 +225,11 @@ def cmd_eval(settings: Settings, args: argparse.Namespace) -> int:
     )
     from .runtime import job_runtime
 
+    if args.from_feedback:
+        return _export_feedback(settings, args)
+    if args.since:
+        print("--since goes with --from-feedback (which 👎 to export).", file=sys.stderr)
+        return 2
     if args.concurrency < 1:
         print("--concurrency must be at least 1 (questions researched at the same time).", file=sys.stderr)
         return 2
@@ -278,6 +309,12 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument("--only", help="comma-separated question ids to run")
     e.add_argument("--baseline", help="output directory of an earlier eval: add a side-by-side comparison")
     e.add_argument("--deepresearch-bench", help="also write the reports as DeepResearch Bench JSONL to this file")
+    e.add_argument(
+        "--from-feedback",
+        action="store_true",
+        help="write the 👎-rated questions of public channels (with notes and sources) to QUESTIONS and stop",
+    )
+    e.add_argument("--since", help="with --from-feedback: only 👎 given on or after this date (YYYY-MM-DD)")
     e.add_argument(
         "--compare-thinking",
         action="store_true",

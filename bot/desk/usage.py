@@ -28,12 +28,14 @@ from slack_sdk.web.async_client import AsyncWebClient
 from agent import utcnow
 from bot.services import Services
 from bot.slack.mrkdwn import escape_text, link
+from jobs.feedback import FeedbackStore
+from jobs.feedback import Tally as Ratings
 from jobs.spend import CapState, MonthUsage, RunSpend, Tally, is_direct, month_of, usd
 
 from .admins import is_admin
 from .names import display_names
 
-__all__ = ["USAGE", "Visibility", "render_usage", "usage_reply"]
+__all__ = ["USAGE", "Visibility", "conversation_kind", "render_usage", "usage_reply"]
 
 log = logging.getLogger(__name__)
 
@@ -129,14 +131,17 @@ def render_usage(
     names: dict[str, str] | None = None,
     seen: Visibility | None = None,
     runs: list[RunSpend] | None = None,
+    ratings: Ratings | None = None,
+    channel_ratings: dict[str, Ratings] | None = None,
 ) -> str:
     """The reply, in Slack mrkdwn. With `channel` and `runs` (that channel's runs), the channel's own
     view; without, the workspace view, `seen` deciding which conversations' questions are shown.
-    `links`: run id -> its thread's permalink; `names`: user id -> how to name them."""
+    `links`: run id -> its thread's permalink; `names`: user id -> how to name them. `ratings`: the
+    channel's 👍 / 👎 counts; `channel_ratings`: channel id -> its counts, for the workspace view."""
     links, names = links or {}, names or {}
     month = datetime.strptime(usage.month, "%Y-%m")
     if runs is not None and channel is not None:
-        return _channel_view(month, channel, runs, caps, links, names)
+        return _channel_view(month, channel, runs, caps, links, names, ratings)
     seen = seen or Visibility(visible=set(), kinds={})
     total = usage.total
     lines = [
@@ -148,8 +153,22 @@ def render_usage(
         lines.append(_group("By person", [(names.get(t.key, "someone"), t) for t in usage.users]))
         lines.append("*Most expensive runs:*")
         lines += _top(usage.top_runs, seen, names, links, where=True)
+        rated = [(seen.where(key), r) for key, r in (channel_ratings or {}).items() if r.rated]
+        if rated:  # counts only: a private channel is named as one, never its questions
+            lines.append("*Feedback by channel:*")
+            lines += [f"• {where}: {_ratings_line(r)}" for where, r in rated]
     lines.append(_budgets(caps, "This channel"))
     return "\n".join(lines)
+
+
+def _ratings_line(ratings: Ratings, reports: int | None = None) -> str:
+    """How many reports were rated (👍 / 👎) and the share rated helpful (most of their verdicts 👍)."""
+    if not ratings.rated:
+        return "no report rated yet"
+    rated = f"{ratings.rated} of {reports}" if reports is not None else f"{ratings.rated}"
+    return f"{rated} {'report' if ratings.rated == 1 and reports is None else 'reports'} rated · " + (
+        f"{ratings.share or 0.0:.0%} rated helpful"
+    )
 
 
 def _channel_view(
@@ -159,6 +178,7 @@ def _channel_view(
     caps: list[CapState],
     links: dict[str, str],
     names: dict[str, str],
+    ratings: Ratings | None = None,
 ) -> str:
     here = "this direct message" if is_direct(channel) else f"<#{channel}>"
     micros, requests = sum(r.micros for r in runs), sum(r.requests for r in runs)
@@ -180,6 +200,8 @@ def _channel_view(
         lines.append("*Most expensive runs here:*")
         everyone_here = Visibility(visible={channel}, kinds={})
         lines += _top(runs, everyone_here, names, links, where=False)
+        if ratings is not None:
+            lines.append(f"*Feedback:* {_ratings_line(ratings, len(runs))}")
     lines.append(_budgets(caps, "This channel"))
     lines.append(WORKSPACE_HINT)
     return "\n".join(lines)
@@ -201,7 +223,7 @@ async def _permalink(client: AsyncWebClient, run: RunSpend) -> tuple[str, str | 
         return run.run_id, None
 
 
-async def _kind(client: AsyncWebClient, channel: str) -> str:
+async def conversation_kind(client: AsyncWebClient, channel: str) -> str:
     """public, private or direct, as conversations.info says; private when Slack does not say."""
     try:
         info = (await asyncio.wait_for(client.conversations_info(channel=channel), LOOKUP_TIMEOUT_SECONDS))["channel"]
@@ -228,7 +250,7 @@ async def visibility(client: AsyncWebClient, channels: Iterable[str], viewer: st
     """Which of these conversations the viewer may see the questions of: the public ones, and the
     private ones and direct messages Slack lists the viewer in."""
     wanted = [c for c in dict.fromkeys(channels) if c and c != "-"]
-    kinds = dict(zip(wanted, await asyncio.gather(*(_kind(client, c) for c in wanted)), strict=True))
+    kinds = dict(zip(wanted, await asyncio.gather(*(conversation_kind(client, c) for c in wanted)), strict=True))
     private = [c for c in wanted if kinds[c] != "public"]
     members = await asyncio.gather(*(_is_member(client, c, viewer) for c in private))
     visible = {c for c in wanted if kinds[c] == "public"} | {c for c, m in zip(private, members, strict=True) if m}
@@ -257,7 +279,10 @@ async def usage_reply(
             asyncio.gather(*(_permalink(client, r) for r in shown)),
             display_names(client, [t.key for t in usage.users[:ROWS_SHOWN]] + [r.user for r in usage.top_runs]),
         )
-        return render_usage(usage, caps, None, {k: v for k, v in links if v}, names=names, seen=seen)
+        channel_ratings = await asyncio.to_thread(_channel_ratings, services, team, [t.key for t in usage.channels])
+        return render_usage(
+            usage, caps, None, {k: v for k, v in links if v}, names=names, seen=seen, channel_ratings=channel_ratings
+        )
     here = channel or ""
     runs = await asyncio.to_thread(spend.channel_runs, team, here, month_of(utcnow()))
     caps = await asyncio.to_thread(spend.caps, team, here, user or None)
@@ -274,4 +299,14 @@ async def usage_reply(
         asyncio.gather(*(_permalink(client, r) for r in runs[:TOP_RUNS_SHOWN])),
         display_names(client, list(dict.fromkeys(r.user for r in runs))[: ROWS_SHOWN * 2]),
     )
-    return render_usage(usage, caps, here, {k: v for k, v in links_list if v}, names=names, runs=runs)
+    ratings = await asyncio.to_thread(FeedbackStore(services.redis).tally, [r.run_id for r in runs])
+    return render_usage(usage, caps, here, {k: v for k, v in links_list if v}, names=names, runs=runs, ratings=ratings)
+
+
+def _channel_ratings(services: Services, team: str | None, channels: list[str]) -> dict[str, Ratings]:
+    """Each listed channel's 👍 / 👎 counts this month (the channels the workspace view lists)."""
+    store, month = FeedbackStore(services.redis), month_of(utcnow())
+    return {
+        channel: store.tally(r.run_id for r in services.spend.channel_runs(team, channel, month))
+        for channel in channels[:ROWS_SHOWN]
+    }

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from slack_sdk.models.blocks import ContextActionsBlock, FeedbackButtonObject, FeedbackButtonsElement
+
 from agent import SNIPPET_NOTE, AssembledReport, Footnote, assemble, domain_of, figure_line, shorten, to_markdown
 from bot import limits
 from bot.catalogue import money, plural, words_for
@@ -30,6 +32,8 @@ __all__ = [
     "CanvasView",
     "ReportRendering",
     "SlackMessage",
+    "feedback_block",
+    "rateable",
     "render_help",
     "render_progress",
     "render_report",
@@ -183,6 +187,9 @@ def _budget_left(state: RunState) -> str:
 GO_DEEPER_ACTION = "go_deeper"  # bot/surface/listeners/actions.py answers this button
 APPROVE_PLAN_ACTION = "approve_plan"  # plan first: the requester or an admin approves the plan
 CHANGE_PLAN_ACTION = "change_plan"  # plan first: how to ask for a different plan
+FEEDBACK_ACTION = "report_feedback"  # 👍 / 👎 on a finished report (bot/surface/listeners/feedback.py)
+FEEDBACK_HELPFUL = "helpful"
+FEEDBACK_UNHELPFUL = "unhelpful"
 PLAN_ITEM_CHARS = 200
 
 
@@ -191,6 +198,29 @@ def _button(action_id: str, text: str, style: str | None = None) -> dict[str, An
     if style:
         button["style"] = style
     return button
+
+
+def rateable(state: RunState, report: AssembledReport) -> bool:
+    """Only a finished report with something in it is rated (a report still filling in is not)."""
+    return state.status.finished and bool(report.sections or report.summary)
+
+
+def feedback_block() -> dict[str, Any]:
+    """Slack's own controls for rating an AI answer: 👍 / 👎 in a context_actions block."""
+    return ContextActionsBlock(
+        block_id="report_feedback",
+        elements=[
+            FeedbackButtonsElement(
+                action_id=FEEDBACK_ACTION,
+                positive_button=FeedbackButtonObject(
+                    text="👍", accessibility_label="This report was helpful", value=FEEDBACK_HELPFUL
+                ),
+                negative_button=FeedbackButtonObject(
+                    text="👎", accessibility_label="This report was not helpful", value=FEEDBACK_UNHELPFUL
+                ),
+            )
+        ],
+    ).to_dict()
 
 
 def _render_plan(state: RunState) -> SlackMessage:
@@ -513,6 +543,8 @@ def _full_layout(
         lines = [_source_line(n, title_chars, passage_chars) for n in report.footnotes]
         out.text("\n".join([f"*{w('sources')}*", *lines]))
     out.context(_footer(state))
+    if rateable(state, report):
+        out.blocks.append(feedback_block())  # no text: counts toward the 50 blocks only
     return out
 
 
@@ -613,6 +645,8 @@ def _spill_layout(
     head.text(notice)
     footer = _Blocks()
     footer.context(_footer(state))
+    if rateable(state, report):
+        footer.blocks.append(feedback_block())
     sources_total = f"*Sources*: {_plural(len(report.footnotes), 'source')} in all{where}."
     fixed_chars = head.chars + footer.chars + len(sources_total)
     fixed_blocks = len(head.blocks) + len(footer.blocks) + 1

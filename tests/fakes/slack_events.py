@@ -273,3 +273,44 @@ def block_action_form(action_id: str, *, user: str = "U0ANA", channel: str = "C0
 
 
 FORM = "application/x-www-form-urlencoded"
+
+
+def feedback_action_form(value: str, *, user: str, channel: str, message_ts: str, action_id: str = "report_feedback",
+                         block_id: str = "report_feedback", team_id: str = TEAM_ID) -> str:
+    """A press of 👍 or 👎 (`value`) of a feedback_buttons element: its block_actions HTTP body."""
+    import json
+
+    payload = {
+        "type": "block_actions",
+        "user": {"id": user, "team_id": team_id},
+        "team": {"id": team_id, "domain": "deepthread-test"},
+        "api_app_id": APP_ID,
+        "container": {"type": "message", "message_ts": message_ts, "channel_id": channel, "is_ephemeral": False},
+        "channel": {"id": channel},
+        "message": {"ts": message_ts, "type": "message"},
+        "trigger_id": f"{secrets.randbelow(10**12)}.{secrets.token_hex(8)}",
+        "actions": [{"action_id": action_id, "block_id": block_id, "type": "feedback_buttons", "value": value,
+                     "action_ts": new_ts()}],
+    }
+    return form_body({"payload": json.dumps(payload)})
+
+
+def ephemeral_action_form(action: dict[str, Any], values: dict[str, dict[str, Any]], *, user: str, channel: str,
+                          message_ts: str, response_url: str = "", team_id: str = TEAM_ID) -> str:
+    """An action on an ephemeral message: Slack sends no `message`, marks the container ephemeral
+    and sends the form's `state.values` (block id -> action id -> value) along."""
+    import json
+
+    payload = {
+        "type": "block_actions",
+        "user": {"id": user, "team_id": team_id},
+        "team": {"id": team_id, "domain": "deepthread-test"},
+        "api_app_id": APP_ID,
+        "container": {"type": "message", "message_ts": message_ts, "channel_id": channel, "is_ephemeral": True},
+        "channel": {"id": channel},
+        "state": {"values": values},
+        "response_url": response_url,
+        "trigger_id": f"{secrets.randbelow(10**12)}.{secrets.token_hex(8)}",
+        "actions": [{**action, "action_ts": new_ts()}],
+    }
+    return form_body({"payload": json.dumps(payload)})

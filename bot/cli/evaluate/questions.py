@@ -36,6 +36,9 @@ class EvalQuestion(BaseModel):
     profile: str = "standard"
     # "one fact", "comparison"…: for reading the scorecard, not graded
     kind: str | None = Field(default=None, validation_alias=AliasChoices("kind", "topic"))
+    # From `--from-feedback`: what the team said was wrong, and the rated report's sources (not graded).
+    notes: list[str] = Field(default_factory=list)
+    sources: list[str] = Field(default_factory=list)
 
     @field_validator("id", mode="before")
     @classmethod

@@ -18,7 +18,7 @@ def register(app: AsyncApp, services: Services) -> None:
     @app.action(GO_DEEPER_ACTION)
     async def on_go_deeper(ack: Any, body: dict[str, Any], client: AsyncWebClient, context: dict[str, Any]) -> None:
         await ack()
-        found = await _run_of(services, body, context)
+        found = await run_of(services, body, context)
         if found is None:
             return
         state, channel = found
@@ -30,7 +30,7 @@ def register(app: AsyncApp, services: Services) -> None:
     @app.action(APPROVE_PLAN_ACTION)
     async def on_approve_plan(ack: Any, body: dict[str, Any], client: AsyncWebClient, context: dict[str, Any]) -> None:
         await ack()
-        found = await _run_of(services, body, context)
+        found = await run_of(services, body, context)
         if found is not None:
             state, channel = found
             await approve_plan(services, client, state, (body.get("user") or {}).get("id", ""), channel)
@@ -38,13 +38,13 @@ def register(app: AsyncApp, services: Services) -> None:
     @app.action(CHANGE_PLAN_ACTION)
     async def on_change_plan(ack: Any, body: dict[str, Any], client: AsyncWebClient, context: dict[str, Any]) -> None:
         await ack()
-        found = await _run_of(services, body, context)
+        found = await run_of(services, body, context)
         if found is not None:
             state, channel = found
             await reply(client, channel, state.run.thread_ts, PLAN_CHANGE_HOW)
 
 
-async def _run_of(services: Services, body: dict[str, Any], context: dict[str, Any]) -> tuple[Any, str] | None:
+async def run_of(services: Services, body: dict[str, Any], context: dict[str, Any]) -> tuple[Any, str] | None:
     """The run of this workspace whose progress message carries the pressed button, and its channel."""
     channel = (body.get("channel") or {}).get("id")
     ts = (body.get("container") or {}).get("message_ts") or (body.get("message") or {}).get("ts")
