@@ -13,7 +13,7 @@ from jobs import Run, Runs, RunStatus, RunStore, keys
 from jobs.hard_stop import claim_due
 from tests.e2e.stack import CHANNEL, block_text, post_event, serve_only, stack_environment, start
 from tests.e2e.stack import report_text as report
-from tests.fakes.policies import SteadyPolicy
+from tests.fakes.policies import SteadyPolicy, slow_page
 from tests.fakes.slack import TEAM_ID, reaction_added_event
 from tests.processes import Stack, running, wait_for
 
@@ -99,7 +99,7 @@ def _stop_then_crash_serve(stack: Stack, serve: subprocess.Popen[bytes], redis: 
     kill serve (SIGKILL, like a crash or a deploy) as soon as the stop is recorded.
     Returns (run id, progress ts, report ts)."""
     fake_web.slow_seconds = 40
-    fake_model.policy = SteadyPolicy(turns=50, slow_url=f"{fake_web.url}/slow")
+    fake_model.policy = SteadyPolicy(turns=50, slow_url=slow_page(fake_web))
     _, progress, report_ts = start(stack, fake_slack)
     wait_for(lambda: "Fees" in report(fake_slack, report_ts), 20, "the first section")
     run = _runs(redis).run_of_message(TEAM_ID, CHANNEL, report_ts)

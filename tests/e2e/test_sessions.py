@@ -8,7 +8,7 @@ import re
 from tests.e2e.stack import CHANNEL, block_text, post_event, start
 from tests.e2e.stack import report_text as report
 from tests.fakes import slack_sessions
-from tests.fakes.policies import SteadyPolicy
+from tests.fakes.policies import SteadyPolicy, slow_page
 from tests.fakes.slack import FakeSlack, reaction_added_event
 from tests.processes import Stack, wait_for
 
@@ -23,7 +23,7 @@ def statuses(slack: FakeSlack, thread: str) -> list[str]:
 def test_the_session_stop_button_ends_the_run_with_its_report_and_moves_the_session_on(
         stack: Stack, fake_slack: FakeSlack, fake_model, fake_web) -> None:
     fake_web.slow_seconds = 40
-    fake_model.policy = SteadyPolicy(turns=50, slow_url=f"{fake_web.url}/slow")
+    fake_model.policy = SteadyPolicy(turns=50, slow_url=slow_page(fake_web))
     thread, progress, report_ts = start(stack, fake_slack, QUESTION)
     wait_for(lambda: statuses(fake_slack, thread) == ["processing"], 10, "the thread to be a processing session")
     session = slack_sessions.session_of(fake_slack, CHANNEL, thread)
@@ -87,7 +87,7 @@ def test_in_stream_mode_the_stop_button_stops_the_streams_and_the_run_and_the_en
     from tests.processes import deepthread_stack
 
     fake_web.slow_seconds = 40
-    fake_model.policy = SteadyPolicy(turns=50, slow_url=f"{fake_web.url}/slow")
+    fake_model.policy = SteadyPolicy(turns=50, slow_url=slow_page(fake_web))
     with deepthread_stack(tmp_path, redis_url=redis_url, slack_url=fake_slack.url, model_url=fake_model.url,
                           web_url=fake_web.url, DEEPTHREAD_PROGRESS="stream") as stack:
         thread, _, report_ts = start(stack, fake_slack, QUESTION)

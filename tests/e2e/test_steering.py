@@ -7,7 +7,7 @@ import re
 
 from tests.e2e.stack import CHANNEL, block_text, bot_replies, main_requests, post_event, start
 from tests.e2e.stack import report_text as report
-from tests.fakes.policies import SteadyPolicy, is_extraction
+from tests.fakes.policies import SteadyPolicy, is_extraction, slow_page
 from tests.fakes.slack import app_mention_event, message_event, reaction_added_event
 from tests.processes import (
     Stack,
@@ -24,7 +24,7 @@ from tests.processes import (
 
 def test_stop_reaction_by_the_requester_stops_the_run_and_keeps_sections(stack, fake_slack, fake_model, fake_web) -> None:
     fake_web.slow_seconds = 40
-    fake_model.policy = SteadyPolicy(turns=50, slow_url=f"{fake_web.url}/slow")
+    fake_model.policy = SteadyPolicy(turns=50, slow_url=slow_page(fake_web))
     thread, progress, report_ts = start(stack, fake_slack)
     wait_for(lambda: "Fees" in report(fake_slack, report_ts), 15, "the first section")
     reaction = reaction_added_event("octagonal_sign", user="U0ANA", item_channel=CHANNEL, item_ts=report_ts)

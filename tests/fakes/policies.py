@@ -193,9 +193,17 @@ class LongRunPolicy:
                           ("read_page", {"url": f"https://schwab.com/doc/{k}", "goal": f"figure {k}"}))
 
 
+def slow_page(fake_web: Any) -> str:
+    """The fake web's slow page, listed in every search so a run may read it (read_page opens only
+    URLs the run has seen): a run that reads it waits there as long as `fake_web.slow_seconds`."""
+    fake_web.add_result("/slow", "VTI fund details", "expense ratio VTI fund details, in full")
+    return f"{fake_web.url}/slow"
+
+
 class SteadyPolicy:
     """A run that keeps working for `turns` turns with quick searches, writes a section early,
-    and answers at the end: long enough to be steered, stopped or killed mid-way."""
+    and answers at the end: long enough to be steered, stopped or killed mid-way (with `slow_url`,
+    from slow_page(), it waits on that page at turn 3)."""
 
     def __init__(self, turns: int, slow_url: str | None = None) -> None:
         self.turns = turns
