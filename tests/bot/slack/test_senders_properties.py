@@ -18,6 +18,7 @@ from agent.events import Disagreement, SectionRevised
 from bot.desk import recheck_digest, usage
 from bot.publishing import render, stream_render
 from bot.surface import evidence, steering
+from bot.surface.listeners import mentions
 from jobs import Run, RunState
 from jobs.recheck import RecheckRun
 from jobs.spend import MonthUsage, RunSpend, Tally
@@ -41,6 +42,7 @@ NOT_SENDERS = {
     "stream_render.digest": "a hash of a chunk, never sent",
     "recheck.describe": "fixed words ('weekly', 'every 3 days')",
     "mentions.bot_user": "the bot's user id in the event's workspace, compared with, never sent",
+    "usage.conversation_kind": "public, private or direct: a conversation's kind, compared with, never sent",
 }
 # Senders that need Redis and Slack to answer (they read spend and budgets): what they send goes out
 # through the wire's rule (bot/slack/outgoing.py) and their renderers are driven below.
@@ -141,6 +143,7 @@ DRIVERS: dict[str, Driver] = {
     "recheck_digest.digest": lambda s, f, q, t: _digest(s, f),
     "evidence.source_reply": lambda s, f, q, t: [(evidence.source_reply(s, 1), "mrkdwn"), (evidence.source_reply(s, 9), "mrkdwn")],
     "evidence.sources_reply": lambda s, f, q, t: [(evidence.sources_reply(s), "mrkdwn")],
+    "mentions.too_long": lambda s, f, q, t: [(mentions.too_long(q), "mrkdwn")],
     "steering.section_history": lambda s, f, q, t: [(steering.section_history(s, None), "mrkdwn"),
                                                     (steering.section_history(s, q[:20]), "mrkdwn")],
 }
