@@ -24,7 +24,8 @@ LEAD_CHARS = 320
 LISTED_SOURCES = 8
 # A sentence ends at . ! or ? followed by whitespace, so "0.03%" and "[s1]." stay whole.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-_HEADING = re.compile(r"^\s*#+\s*|^\s*[-*]\s+", re.MULTILINE)
+# Leading blanks within the line only: a `\s*` from every line start would rescan a run of newlines.
+_HEADING = re.compile(r"^[^\S\n]*+(?:#++\s*+|[-*]\s++)", re.MULTILINE)
 
 SALVAGED_NOTE = "the summary was put together from the sections already written, without the model"
 

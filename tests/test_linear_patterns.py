@@ -76,32 +76,7 @@ def test_the_walk_finds_the_patterns_that_meet_messages_and_pages() -> None:
         assert name in PATTERNS
 
 
-# Found superlinear by this test and not yet rewritten (issue 35, item 2 still open for them):
-# strict, so a fix that makes one linear must take it off this list.
-NOT_YET_LINEAR = frozenset(
-    {
-        "agent.answer._TAGGED",
-        "agent.planning._JSON",
-        "agent.salvage._HEADING",
-        "agent.tools.extract._HELD_SPACE_RE",
-        "agent.tools.links.LINK_ID_RE",
-        "bot.desk.budgets.AMOUNT",
-        "bot.publishing.render._FOOTNOTE_MARK",
-        "bot.slack.canvas_markdown._LINE_START_SPECIAL",
-        "bot.slack.mrkdwn._SCHEME",
-    }
-)
-
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(n, marks=pytest.mark.xfail(strict=True, reason="superlinear, not yet rewritten"))
-        if n in NOT_YET_LINEAR
-        else n
-        for n in sorted(PATTERNS)
-    ],
-)
+@pytest.mark.parametrize("name", sorted(PATTERNS))
 def test_pattern_time_grows_linearly_with_hostile_input(name: str) -> None:
     pattern = PATTERNS[name]
     for small, large in zip(_inputs(pattern.pattern, SMALL), _inputs(pattern.pattern, SMALL * 10), strict=True):

@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from .. import defaults
 from ..display import domain_of
+from ..json_text import json_object_text
 from ..model import ModelUnavailable
 from ..prompts import load
 from ..results import Locator, StoredResult
@@ -109,10 +110,10 @@ def surrounding(page: str, passage: str, chars: int = CONTEXT_CHARS) -> str:
 
 
 def parse_extraction(answer: str) -> Extraction:
-    match = re.search(r"\{.*\}", answer, re.S)
-    if not match:
+    found = json_object_text(answer)
+    if not found:
         raise ValueError("no JSON object in the answer")
-    return Extraction.model_validate(json.loads(match.group(0)))
+    return Extraction.model_validate(json.loads(found))
 
 
 def split_parts(text: str, size: int = PART_CHARS) -> list[str]:
