@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from copy import deepcopy
 from dataclasses import dataclass
 from typing import TypedDict
