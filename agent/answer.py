@@ -45,6 +45,8 @@ _REFLECTION_LINE = re.compile(
     r"^\s*(?:[-*•]\s*)?(?:\*\*|_)?(?:" + "|".join(re.escape(t) for t in REFLECTION_TERMS) + r")\b[^:\n]{0,20}:", re.I
 )
 
+_BLANK_LINES = re.compile(r"\n{3,}")
+
 Shape = Literal["tagged", "unclosed", "cleaned", "untagged"]
 
 
@@ -90,4 +92,4 @@ def _drop_reflection(text: str) -> str:
             in_reflection = False
         if not in_reflection:
             kept.append(line)
-    return re.sub(r"\n{3,}", "\n\n", "\n".join(kept)).strip()
+    return _BLANK_LINES.sub("\n\n", "\n".join(kept)).strip()

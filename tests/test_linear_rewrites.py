@@ -84,3 +84,8 @@ def test_the_scheme_is_read_as_before(url: str) -> None:
     old = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):").match(url)
     new = mrkdwn._SCHEME.match(url)
     assert (new.group(1) if new else None) == (old.group(1) if old else None)
+
+
+@given(_made_of("[", "s", "1", " ", "\t", "\n", "x", "]"))
+def test_a_cut_marker_is_dropped_as_before(text: str) -> None:
+    assert salvage._without_cut_marker(text) == re.sub(r"\s*\[s?\d*$", "", text)

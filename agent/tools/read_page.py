@@ -81,6 +81,11 @@ class Extraction(BaseModel):
         return ids
 
 
+# Compiled here, not inline, so tests/test_linear_patterns.py times them with the rest.
+_PARAGRAPH_BREAK = re.compile(r"\n{2,}")
+_HTTP_URL = re.compile(r"^https?://", re.I)
+
+
 def _normalise(text: str) -> str:
     return " ".join(text.split())
 
@@ -118,7 +123,7 @@ def parse_extraction(answer: str) -> Extraction:
 
 def split_parts(text: str, size: int = PART_CHARS) -> list[str]:
     """Split on headings and paragraphs into parts of at most `size` characters."""
-    blocks = re.split(r"\n{2,}", text)
+    blocks = _PARAGRAPH_BREAK.split(text)
     parts: list[str] = []
     current = ""
     for block in blocks:
@@ -215,7 +220,7 @@ class ReadPage(Tool):
                 )
             return url
         value = value.strip()
-        if not re.match(r"^https?://", value, re.I):
+        if not _HTTP_URL.match(value):
             return ToolResult(
                 f"{value!r} is neither a URL nor a link id. Pass a full http(s) URL, or the "
                 "number of a 【12†…】 link from a read_page result.",

@@ -32,6 +32,8 @@ PERSON_REF = re.compile(r"^<@([UW][A-Z0-9]+)(?:\|[^>]*)?>\s*(.*)$", re.DOTALL)
 NAMED_PERSON = re.compile(r"^@([\w.-]+)")
 CHANNEL_ID = re.compile(r"^#?([CG][A-Z0-9]{6,})\b\s*(.*)$", re.DOTALL)
 NAMED_CHANNEL = re.compile(r"^#([\w.-]+)")
+WORKSPACE = re.compile(r"^workspace\b\s*+(.*)$", re.IGNORECASE | re.DOTALL)
+HERE = re.compile(r"^(?:here|this\s++channel)\b\s*+(.*)$", re.IGNORECASE | re.DOTALL)
 OFF = re.compile(r"^(?:off|none|no\s+limit|unlimited|remove)$", re.IGNORECASE)
 # A number is digits and commas, then optionally a dot and digits, ending in a digit: read
 # atomically (`[\d,]*\.?\d+` would try every split of a digit run), then the digit checked behind.
@@ -80,9 +82,9 @@ def parse_budget(text: str, here: str | None = None) -> BudgetChange | None:
             f"I cannot tell who “@{escape_text(m.group(1))}” is. Pick them from Slack's autocomplete as you type @ "
             f"so the message carries who it is, e.g. {EXAMPLES}."
         )
-    elif m := re.match(r"^workspace\b\s*(.*)$", rest, re.IGNORECASE | re.DOTALL):
+    elif m := WORKSPACE.match(rest):
         scope, rest = "workspace", m.group(1)
-    elif m := re.match(r"^(?:here|this\s+channel)\b\s*(.*)$", rest, re.IGNORECASE | re.DOTALL):
+    elif m := HERE.match(rest):
         if not here or here.startswith("D"):
             raise BudgetSyntaxError(f"“here” is not a channel in a direct message. Name the channel: {EXAMPLES}.")
         scope, channel, rest = "channel", here, m.group(1)
