@@ -14,7 +14,7 @@ from agent.answer import tagged_texts
 from agent.json_text import json_object_text
 from agent.tools import extract, links
 from bot.desk import budgets
-from bot.publishing.render import without_footnote_marks
+from bot.publishing.render import _without_footnote_marks as without_footnote_marks
 from bot.slack import canvas_markdown, mrkdwn
 
 

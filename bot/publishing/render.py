@@ -517,7 +517,7 @@ def _full_layout(
     return out
 
 
-def without_footnote_marks(text: str) -> str:
+def _without_footnote_marks(text: str) -> str:
     """`text` without its footnote numbers ("[3]") and the whitespace before each."""
     kept: list[str] = []
     at = 0
@@ -533,7 +533,7 @@ def first_sentence(markdown: str, limit: int) -> str:
     if limit <= 0:
         return ""
     for paragraph in paragraph_texts(markdown):
-        text = without_footnote_marks(paragraph).strip()
+        text = _without_footnote_marks(paragraph).strip()
         if not text:
             continue
         end = _SENTENCE_END.search(text)
