@@ -642,7 +642,7 @@ def _spill_layout(
     out.extend(summary)
     out.extend(index)
     # The summary's own sources (numbered first) in full when there is room; always the total.
-    cited = [n for n in report.footnotes if re.search(rf"\[{n.number}\]", report.summary)]
+    cited = [n for n in report.footnotes if f"[{n.number}]" in report.summary]
     sources = _measure(
         "\n".join(
             [
