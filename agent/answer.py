@@ -19,7 +19,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 SUMMARY_TAG = "summary"
-_TAGGED = re.compile(rf"<{SUMMARY_TAG}>(.*?)</{SUMMARY_TAG}>", re.S | re.I)
+# The tags are found one after the other, not with a lazy `<summary>(.*?)</summary>`: that scans
+# to the end again from every unclosed opening tag (quadratic in "<summary>" repeated).
+_OPEN_TAG = re.compile(rf"<{SUMMARY_TAG}>", re.I)
+_CLOSE_TAG = re.compile(rf"</{SUMMARY_TAG}>", re.I)
 _OPENED = re.compile(rf"<{SUMMARY_TAG}>(.*)$", re.S | re.I)  # cut off by the output limit
 _STRAY_TAG = re.compile(rf"</?{SUMMARY_TAG}>", re.I)
 # Reflection terms from the system prompt; a line that starts with one is working text.
@@ -42,6 +45,8 @@ _REFLECTION_LINE = re.compile(
     r"^\s*(?:[-*•]\s*)?(?:\*\*|_)?(?:" + "|".join(re.escape(t) for t in REFLECTION_TERMS) + r")\b[^:\n]{0,20}:", re.I
 )
 
+_BLANK_LINES = re.compile(r"\n{3,}")
+
 Shape = Literal["tagged", "unclosed", "cleaned", "untagged"]
 
 
@@ -51,9 +56,19 @@ class Answer:
     shape: Shape  # how the summary was found: logged, and tests assert on it
 
 
+def tagged_texts(text: str) -> list[str]:
+    """What each closed <summary>…</summary> holds, in order: one pass over `text`."""
+    found: list[str] = []
+    at = 0
+    while (opened := _OPEN_TAG.search(text, at)) and (closed := _CLOSE_TAG.search(text, opened.end())):
+        found.append(text[opened.end() : closed.start()])
+        at = closed.end()
+    return found  # an opening tag with no closing one after it has none after any later one either
+
+
 def final_answer(text: str) -> Answer:
     """The publishable summary in `text` (a final turn's text blocks joined)."""
-    tagged = [m.strip() for m in _TAGGED.findall(text) if m.strip()]
+    tagged = [m.strip() for m in tagged_texts(text) if m.strip()]
     if tagged:
         return Answer(tagged[-1], "tagged")  # a model that drafts twice means its last version
     opened = _OPENED.search(text)
@@ -77,4 +92,4 @@ def _drop_reflection(text: str) -> str:
             in_reflection = False
         if not in_reflection:
             kept.append(line)
-    return re.sub(r"\n{3,}", "\n\n", "\n".join(kept)).strip()
+    return _BLANK_LINES.sub("\n\n", "\n".join(kept)).strip()

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
+from .json_text import json_object_text
 from .model import ModelClient, ModelUnavailable
 from .prompts import load
 
@@ -42,9 +42,9 @@ async def extract_constraints(model: ModelClient, request: str) -> list[str]:
     except ModelUnavailable as exc:
         log.info("constraints not extracted: %s", exc)
         return []
-    match = re.search(r"\{.*\}", answer, re.S)
+    found = json_object_text(answer)
     try:
-        parsed = ConstraintList.model_validate(json.loads(match.group(0))) if match else ConstraintList()
+        parsed = ConstraintList.model_validate(json.loads(found)) if found else ConstraintList()
     except (ValidationError, json.JSONDecodeError):
         log.info("constraints answer was not usable JSON; going on without")
         return []

@@ -6,13 +6,13 @@ made from the question itself, so the team always has something to approve or ch
 from __future__ import annotations
 
 import json
-import re
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field, ValidationError
 
 from . import defaults
 from .config import AgentConfig, Budget
+from .json_text import json_object_text
 from .prompts import load
 from .usage import Usage
 
@@ -24,7 +24,6 @@ __all__ = ["Plan", "draft_plan"]
 MAX_ITEMS = 6
 ITEM_CHARS = 200
 PLAN_MAX_TOKENS = 1_200
-_JSON = re.compile(r"\{.*\}", re.S)
 
 
 class Plan(BaseModel):
@@ -55,9 +54,9 @@ def _fallback(question: str, budget: Budget, changes: list[str]) -> Plan:
 
 
 def _read(text: str, question: str, budget: Budget, changes: list[str]) -> Plan:
-    found = _JSON.search(text)
+    found = json_object_text(text)
     try:
-        raw = json.loads(found.group(0)) if found else None
+        raw = json.loads(found) if found else None
         plan = Plan.model_validate({**(raw if isinstance(raw, dict) else {}), "changes": changes})
     except (json.JSONDecodeError, ValidationError):
         return _fallback(question, budget, changes)

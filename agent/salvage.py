@@ -24,7 +24,18 @@ LEAD_CHARS = 320
 LISTED_SOURCES = 8
 # A sentence ends at . ! or ? followed by whitespace, so "0.03%" and "[s1]." stay whole.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-_HEADING = re.compile(r"^\s*#+\s*|^\s*[-*]\s+", re.MULTILINE)
+# Leading blanks within the line only: a `\s*` from every line start would rescan a run of newlines.
+_HEADING = re.compile(r"^[^\S\n]*+(?:#++\s*+|[-*]\s++)", re.MULTILINE)
+
+# A source marker cut off at the end of a shortened lead ("… [s1", "… ["); the spaces before it
+# are stripped after, as a leading `\s*` would rescan a run of them from each space.
+_CUT_MARKER = re.compile(r"\[s?\d*+$")
+
+
+def _without_cut_marker(text: str) -> str:
+    cut = _CUT_MARKER.search(text)
+    return text[: cut.start()].rstrip() + text[cut.end() :] if cut else text
+
 
 SALVAGED_NOTE = "the summary was put together from the sections already written, without the model"
 
@@ -40,7 +51,7 @@ def _lead(body: str) -> str:
             break
         lead = f"{lead} {sentence}".strip()
     if len(lead) > LEAD_CHARS:  # one very long first sentence: cut at a word, never inside a marker
-        lead = re.sub(r"\s*\[s?\d*$", "", lead[:LEAD_CHARS].rsplit(" ", 1)[0]) + " …"
+        lead = _without_cut_marker(lead[:LEAD_CHARS].rsplit(" ", 1)[0]) + " …"
     return lead
 
 

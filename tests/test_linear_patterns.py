@@ -15,7 +15,11 @@ PACKAGES = ("agent", "bot", "jobs")
 SMALL = 600  # characters; the large input is 10× this
 # Linear time grows ~10× for a 10× input, quadratic ~100×: 30× leaves room for a loaded machine.
 MAX_GROWTH = 30.0
-REPEATS = 3
+REPEATS = 3  # each input timed this many times and the fastest kept: load only adds time
+# A pair that grew too much is timed again this many times before it fails: a busy 2-core CI can
+# stall all three first tries of the large input, not nine spread over a longer stretch.
+RECHECK_REPEATS = 9
+FLOOR = 20e-6  # seconds; below this the small input is too fast to time, so it counts as this
 
 
 def _patterns() -> dict[str, re.Pattern[str]]:
@@ -59,7 +63,7 @@ def _inputs(pattern: str, size: int) -> list[str]:
     return made
 
 
-def _slowest(pattern: re.Pattern[str], inputs: list[str]) -> float:
+def _slowest(pattern: re.Pattern[str], inputs: list[str], repeats: int = REPEATS) -> float:
     def once(text: str) -> float:
         start = time.perf_counter()
         pattern.search(text)
@@ -68,48 +72,33 @@ def _slowest(pattern: re.Pattern[str], inputs: list[str]) -> float:
             pass
         return time.perf_counter() - start
 
-    return max(min(once(text) for _ in range(REPEATS)) for text in inputs)
+    return max(min(once(text) for _ in range(repeats)) for text in inputs)
+
+
+def _growth(pattern: re.Pattern[str], small: str, large: str, repeats: int) -> tuple[float, float, float]:
+    small_time = max(_slowest(pattern, [small], repeats), FLOOR)
+    large_time = _slowest(pattern, [large], repeats)
+    return large_time / small_time, small_time, large_time
 
 
 def test_the_walk_finds_the_patterns_that_meet_messages_and_pages() -> None:
-    for name in ("bot.desk.budgets.COMMAND", "bot.desk.recheck.RECHECK", "bot.surface.steering.GO_DEEPER"):
+    for name in (
+        "bot.desk.budgets.COMMAND",
+        "bot.desk.recheck.RECHECK",
+        "bot.surface.steering.GO_DEEPER",
+        "agent.context.stubs._RESULT_TITLE",  # was compiled inline in a function
+    ):
         assert name in PATTERNS
 
 
-# Found superlinear by this test and not yet rewritten (issue 35, item 2 still open for them):
-# strict, so a fix that makes one linear must take it off this list.
-NOT_YET_LINEAR = frozenset(
-    {
-        "agent.answer._TAGGED",
-        "agent.planning._JSON",
-        "agent.salvage._HEADING",
-        "agent.tools.extract._HELD_SPACE_RE",
-        "agent.tools.links.LINK_ID_RE",
-        "bot.desk.budgets.AMOUNT",
-        "bot.publishing.render._FOOTNOTE_MARK",
-        "bot.slack.canvas_markdown._LINE_START_SPECIAL",
-        "bot.slack.mrkdwn._SCHEME",
-    }
-)
-
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(n, marks=pytest.mark.xfail(strict=True, reason="superlinear, not yet rewritten"))
-        if n in NOT_YET_LINEAR
-        else n
-        for n in sorted(PATTERNS)
-    ],
-)
+@pytest.mark.parametrize("name", sorted(PATTERNS))
 def test_pattern_time_grows_linearly_with_hostile_input(name: str) -> None:
     pattern = PATTERNS[name]
     for small, large in zip(_inputs(pattern.pattern, SMALL), _inputs(pattern.pattern, SMALL * 10), strict=True):
-        small_time = _slowest(pattern, [small])
-        if small_time < 20e-6:  # too fast to time: measure the large input against a floor
-            small_time = 20e-6
-        large_time = _slowest(pattern, [large])
-        assert large_time / small_time < MAX_GROWTH, (
+        growth, small_time, large_time = _growth(pattern, small, large, REPEATS)
+        if growth >= MAX_GROWTH:  # a stall or real growth: only real growth survives a longer look
+            growth, small_time, large_time = _growth(pattern, small, large, RECHECK_REPEATS)
+        assert growth < MAX_GROWTH, (
             f"{name} ({pattern.pattern!r}) took {large_time * 1000:.1f} ms on {len(large):,} chars against "
             f"{small_time * 1000:.2f} ms on {len(small):,}: superlinear on {large[:40]!r}…"
         )

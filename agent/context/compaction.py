@@ -9,12 +9,12 @@ the summary fails or saves too little.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 
 from pydantic import BaseModel, Field, ValidationError
 
 from .. import defaults
+from ..json_text import json_object_text
 from ..prompts import load
 from .history import History
 
@@ -47,11 +47,11 @@ class CompactionSummary(BaseModel):
 
 
 def parse_summary(text: str) -> CompactionSummary:
-    match = re.search(r"\{.*\}", text, re.S)
-    if not match:
+    found = json_object_text(text)
+    if not found:
         raise ValueError("no JSON object in the summary")
     try:
-        return CompactionSummary.model_validate(json.loads(match.group(0)))
+        return CompactionSummary.model_validate(json.loads(found))
     except (ValidationError, json.JSONDecodeError) as exc:
         raise ValueError(f"summary does not match the schema: {exc}") from None
 

@@ -12,6 +12,13 @@ TOP_DOMAINS = 3
 MARKERS_LISTED = 6  # more than this are shown as a range
 
 
+# Compiled here, not inline, so tests/test_linear_patterns.py times them with the rest.
+_RESULT_LINE = re.compile(r"^\d++\. ", re.M)
+_RESULT_TITLE = re.compile(r"^\d++\. (.+?) — ", re.M)  # lazy within one line: `.` stops at its end
+_JUDGEMENT_LINE = re.compile(r"^Judgement: (.+)$", re.M)
+_PAGE_LINE = re.compile(r"^Page: (.+)$", re.M)
+
+
 def _call(record: ResultRecord) -> str:
     args = record.arguments
     if record.tool == "web_search":
@@ -26,7 +33,7 @@ def _size(record: ResultRecord) -> str:
     thousands = record.tokens / 1000
     tokens = f"{thousands:.1f}k tokens" if thousands < 10 else f"{thousands:.0f}k tokens"
     if record.tool == "web_search":
-        count = len(re.findall(r"^\d+\. ", record.text, re.M))
+        count = len(_RESULT_LINE.findall(record.text))
         return f"{count} results, {tokens}"
     if record.tool == "read_page":
         return f"{len(record.markers)} excerpts, {tokens}"
@@ -36,11 +43,11 @@ def _size(record: ResultRecord) -> str:
 def _covers(record: ResultRecord) -> str:
     text = record.text
     if record.tool == "web_search":
-        titles = re.findall(r"^\d+\. (.+?) — ", text, re.M)[:3]
+        titles = _RESULT_TITLE.findall(text)[:3]
         return "; ".join(shorten(t, 50) for t in titles)
     if record.tool == "read_page":
-        judgement = re.search(r"^Judgement: (.+)$", text, re.M)
-        page = re.search(r"^Page: (.+)$", text, re.M)
+        judgement = _JUDGEMENT_LINE.search(text)
+        page = _PAGE_LINE.search(text)
         parts = [page.group(1) if page else "", judgement.group(1) if judgement else ""]
         return shorten(" — ".join(p for p in parts if p), COVERS_CHARS)
     body = text.split("\n", 1)[1] if "\n" in text else text

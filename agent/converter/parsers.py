@@ -87,6 +87,12 @@ class _Clock:
         return time.monotonic() - self.started > self.seconds
 
 
+# Compiled here, not inline, so tests/test_linear_patterns.py times them with the rest.
+_NUMBER = re.compile(r"[-+]?[\d.,]++%?")
+_PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
+_KEPT_PARAGRAPH_BREAK = re.compile(r"(\n\s*\n)")
+
+
 def _size(n: int) -> str:
     return f"{n / 1_048_576:,.0f} MB" if n >= 1_048_576 else f"{n / 1024:,.0f} KB"
 
@@ -288,7 +294,7 @@ def _cell(value: Any) -> str:
 
 
 def _is_number(text: str) -> bool:
-    return bool(re.fullmatch(r"[-+]?[\d.,]+%?", text.replace(" ", "")))
+    return bool(_NUMBER.fullmatch(text.replace(" ", "")))
 
 
 def _table_blocks(rows: list[list[str]], area: str, first_row: int = 1) -> Blocks:
@@ -415,7 +421,7 @@ def _lines(text: str, kind: str) -> dict[str, Any]:
     """Markdown and plain text: one block per paragraph, located by its first line."""
     blocks: Blocks = []
     line = 1
-    for paragraph in re.split(r"(\n\s*\n)", text):
+    for paragraph in _KEPT_PARAGRAPH_BREAK.split(text):
         if paragraph.strip() and not paragraph.isspace():
             lead = len(paragraph) - len(paragraph.lstrip("\n"))
             blocks.append(_block(paragraph.strip(), unit="line", number=line + lead))
@@ -432,7 +438,7 @@ def _html(data: bytes) -> dict[str, Any]:
     text = trafilatura.extract(tree, include_tables=True, include_comments=False) if tree is not None else None
     if not text or not text.strip():
         raise Refused("the HTML file has no readable text")
-    paragraphs = [p.strip() for p in re.split(r"\n\s*\n", text) if p.strip()]
+    paragraphs = [p.strip() for p in _PARAGRAPH_BREAK.split(text) if p.strip()]
     blocks = [_block(p, unit="paragraph", number=i) for i, p in enumerate(paragraphs, start=1)]
     return {"kind": "html", "blocks": blocks, "note": ""}
 

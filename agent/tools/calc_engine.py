@@ -80,7 +80,10 @@ _TOKEN_PATTERN = r"""
   | (?P<other>.)
 """
 
-_ISO_DATE = r"[0-9]{4}-[0-9]{2}-[0-9]{2}"
+_ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+# Compiled here, not inline, so tests/test_linear_patterns.py times them with the rest.
+_TOKEN = re.compile(_TOKEN_PATTERN, re.VERBOSE)
+_NUMBER_RUN = re.compile(r"[0-9.,_]+")
 _DAY_UNITS = {"day": 1, "days": 1, "week": 7, "weeks": 7}
 _MONTH_UNITS = {"month": 1, "months": 1, "year": 12, "years": 12}
 _UNITS = _DAY_UNITS.keys() | _MONTH_UNITS.keys()
@@ -207,7 +210,7 @@ def format_number(number: Decimal, inexact: bool = False) -> str:
 
 def _tokenize(text: str) -> list[_Token]:
     tokens: list[_Token] = []
-    for match in re.finditer(_TOKEN_PATTERN, text, flags=re.VERBOSE):
+    for match in _TOKEN.finditer(text):
         kind, piece, start = match.lastgroup or "other", match.group(), match.start()
         at = f"at position {start + 1}"
         if kind == "space":
@@ -233,7 +236,7 @@ def _tokenize(text: str) -> list[_Token]:
 def _number_token(text: str, piece: str, start: int) -> _Token:
     end = start + len(piece)
     if end < len(text) and text[end] in "._":
-        whole = re.match(r"[0-9.,_]+", text[start:])
+        whole = _NUMBER_RUN.match(text, start)
         shown = whole.group() if whole else piece
         raise CalculationError(
             f"malformed number '{shown}' at position {start + 1}: write numbers like 1234.5, 1,234.5 or 1_000",
@@ -259,7 +262,7 @@ def _number_token(text: str, piece: str, start: int) -> _Token:
 
 def _date_token(piece: str, start: int) -> _Token:
     at = f"at position {start + 1}"
-    if not re.fullmatch(_ISO_DATE, piece):
+    if not _ISO_DATE.fullmatch(piece):
         raise CalculationError(
             f"'{piece}' {at} looks like a date: write dates as YYYY-MM-DD (2024-03-01), "
             "or put spaces around '-' to subtract",

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from copy import deepcopy
 from dataclasses import dataclass
 from typing import TypedDict
@@ -89,7 +88,6 @@ INLINE_TAGS = frozenset(
 # A printable symbol no page uses (trafilatura keeps it): it holds the whitespace beside a link,
 # which trafilatura's linked extraction drops ("Pro</a> with" would read "Prowith").
 _SPACE_HOLDER = "\U0001d303"
-_HELD_SPACE_RE = re.compile(f"[ \t]*{_SPACE_HOLDER}[ \t]*")
 
 
 def _edge_chain(link: HtmlElement, last: bool) -> list[HtmlElement]:
@@ -146,12 +144,24 @@ def _hold_spaces_beside_links(tree: HtmlElement) -> None:
                 break
 
 
+def release_held_spaces(text: str) -> str:
+    """Each holder, with the spaces and tabs around it, as one space.
+
+    Split at the holders, not `[ \t]*HOLDER[ \t]*`, which rescans a run of spaces from each of them.
+    """
+    parts = text.split(_SPACE_HOLDER)
+    if len(parts) == 1:
+        return text
+    inner = [p.strip(" \t") for p in parts[1:-1]]
+    return " ".join([parts[0].rstrip(" \t"), *inner, parts[-1].lstrip(" \t")])
+
+
 def _release_spaces(tree: etree._Element) -> None:
     for element in tree.iter():
         if element.text and _SPACE_HOLDER in element.text:
-            element.text = _HELD_SPACE_RE.sub(" ", element.text)
+            element.text = release_held_spaces(element.text)
         if element.tail and _SPACE_HOLDER in element.tail:
-            element.tail = _HELD_SPACE_RE.sub(" ", element.tail)
+            element.tail = release_held_spaces(element.tail)
 
 
 # No paragraph ends with an opening bracket: one that does was cut at the link that follows it.

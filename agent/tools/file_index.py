@@ -73,6 +73,8 @@ STOPWORDS = frozenset(
     ]
 )
 
+_WORD = re.compile(r"\w+")
+
 
 @dataclass(frozen=True)
 class Chunk:
@@ -85,7 +87,7 @@ class Chunk:
 def tokens(text: str) -> list[str]:
     """Lower-case words without stopwords, a plural 's' dropped so 'fees' finds 'fee'."""
     words = []
-    for word in re.findall(r"\w+", text.lower()):
+    for word in _WORD.findall(text.lower()):
         if word in STOPWORDS:
             continue
         words.append(word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word)

@@ -10,10 +10,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import re
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
+from ..json_text import json_object_text
 from ..model import ModelUnavailable
 from ..prompts import load
 from ..workspace import FileInfo, WorkspaceError
@@ -164,10 +164,10 @@ class FindInFiles(Tool):
         prompt = f"<query>{query}</query>\n{passages}"
         try:
             answer = await ctx.model.small(system=load("rank_chunks"), prompt=prompt, max_tokens=RANK_MAX_TOKENS)
-            match = re.search(r"\{.*\}", answer, re.DOTALL)
-            if not match:
+            found = json_object_text(answer)
+            if not found:
                 raise ValueError("no JSON object")
-            ranked = Ranking.model_validate(json.loads(match.group(0))).ranked
+            ranked = Ranking.model_validate(json.loads(found)).ranked
         except (ModelUnavailable, ValueError, ValidationError):
             # Word match alone still points somewhere useful; say that the meaning check is missing.
             return chunks[:LEADS_SHOWN], "by shared words only: the meaning check failed"

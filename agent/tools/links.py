@@ -13,7 +13,8 @@ from ..display import domain_of
 
 # 【12†anchor】 for a link on the same site, 【12†anchor†domain】 for another site.
 LINK_MARKER_RE = re.compile(r"【(\d+)†([^†】]*)(?:†[^】]*)?】")
-LINK_ID_RE = re.compile(r"^\s*【?\s*L?(\d+)\s*(?:†[^】]*)?】?\s*$")
+# Possessive: the optional parts between runs of whitespace would otherwise try every split of a run.
+LINK_ID_RE = re.compile(r"^\s*+【?+\s*+L?+(\d++)\s*+(?:†[^】]*+)?+】?+\s*+$")
 ANCHOR_CHARS = 60  # anchor text kept in a link list's marker; enough to judge where it leads
 
 

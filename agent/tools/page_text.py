@@ -35,6 +35,8 @@ NEAR_CHARS = 4_000
 MARKER_BREAKERS = ("†", "【", "】", "\n")
 HEADING_LEVELS = 6
 
+_WORD = re.compile(r"\S+")
+
 
 @dataclass
 class PageText:
@@ -165,7 +167,7 @@ class _Offsets:
         self.starts: list[int] = []
         self.counts: list[int] = []  # non-space characters before each word
         count = 0
-        for word in re.finditer(r"\S+", text):
+        for word in _WORD.finditer(text):
             self.starts.append(word.start())
             self.counts.append(count)
             count += word.end() - word.start()

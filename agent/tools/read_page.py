@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from .. import defaults
 from ..display import domain_of
+from ..json_text import json_object_text
 from ..model import ModelUnavailable
 from ..prompts import load
 from ..results import Locator, StoredResult
@@ -80,6 +81,11 @@ class Extraction(BaseModel):
         return ids
 
 
+# Compiled here, not inline, so tests/test_linear_patterns.py times them with the rest.
+_PARAGRAPH_BREAK = re.compile(r"\n{2,}")
+_HTTP_URL = re.compile(r"^https?://", re.I)
+
+
 def _normalise(text: str) -> str:
     return " ".join(text.split())
 
@@ -109,15 +115,15 @@ def surrounding(page: str, passage: str, chars: int = CONTEXT_CHARS) -> str:
 
 
 def parse_extraction(answer: str) -> Extraction:
-    match = re.search(r"\{.*\}", answer, re.S)
-    if not match:
+    found = json_object_text(answer)
+    if not found:
         raise ValueError("no JSON object in the answer")
-    return Extraction.model_validate(json.loads(match.group(0)))
+    return Extraction.model_validate(json.loads(found))
 
 
 def split_parts(text: str, size: int = PART_CHARS) -> list[str]:
     """Split on headings and paragraphs into parts of at most `size` characters."""
-    blocks = re.split(r"\n{2,}", text)
+    blocks = _PARAGRAPH_BREAK.split(text)
     parts: list[str] = []
     current = ""
     for block in blocks:
@@ -214,7 +220,7 @@ class ReadPage(Tool):
                 )
             return url
         value = value.strip()
-        if not re.match(r"^https?://", value, re.I):
+        if not _HTTP_URL.match(value):
             return ToolResult(
                 f"{value!r} is neither a URL nor a link id. Pass a full http(s) URL, or the "
                 "number of a 【12†…】 link from a read_page result.",

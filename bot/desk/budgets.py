@@ -32,13 +32,18 @@ PERSON_REF = re.compile(r"^<@([UW][A-Z0-9]+)(?:\|[^>]*)?>\s*(.*)$", re.DOTALL)
 NAMED_PERSON = re.compile(r"^@([\w.-]+)")
 CHANNEL_ID = re.compile(r"^#?([CG][A-Z0-9]{6,})\b\s*(.*)$", re.DOTALL)
 NAMED_CHANNEL = re.compile(r"^#([\w.-]+)")
+WORKSPACE = re.compile(r"^workspace\b\s*+(.*)$", re.IGNORECASE | re.DOTALL)
+HERE = re.compile(r"^(?:here|this\s++channel)\b\s*+(.*)$", re.IGNORECASE | re.DOTALL)
 OFF = re.compile(r"^(?:off|none|no\s+limit|unlimited|remove)$", re.IGNORECASE)
+# A number is digits and commas, then optionally a dot and digits, ending in a digit: read
+# atomically (`[\d,]*\.?\d+` would try every split of a digit run), then the digit checked behind.
+_NUMBER = r"(?>[\d,]*+(?:\.\d++)?)(?<=\d)"
 AMOUNT = re.compile(
-    r"^(?:\$\s*(?P<a>[\d,]*\.?\d+)|(?P<b>[\d,]*\.?\d+)\s*(?:\$|usd|dollars?))"
-    r"\s*(?:(?:/|per\s+|a\s+|an\s+|each\s+)\s*(?P<period>[a-z]+))?$",
+    rf"^(?:\$\s*+(?P<a>{_NUMBER})|(?P<b>{_NUMBER})\s*+(?:\$|usd|dollars?))"
+    r"\s*+(?:(?:/\s*+|(?:per|an?|each)\s++)(?P<period>[a-z]++))?$",
     re.IGNORECASE,
 )
-# Longer than any amount ("$1,000,000.00 per month"): the bound that keeps AMOUNT's match short.
+# Longer than any amount ("$1,000,000.00 per month"): refused before it is read at all.
 AMOUNT_MAX_CHARS = 40
 MONTH_WORDS = {"month", "mo", "mon", "monthly"}
 # Far above any real team's research spend: a typo guard, not a policy.
@@ -77,9 +82,9 @@ def parse_budget(text: str, here: str | None = None) -> BudgetChange | None:
             f"I cannot tell who “@{escape_text(m.group(1))}” is. Pick them from Slack's autocomplete as you type @ "
             f"so the message carries who it is, e.g. {EXAMPLES}."
         )
-    elif m := re.match(r"^workspace\b\s*(.*)$", rest, re.IGNORECASE | re.DOTALL):
+    elif m := WORKSPACE.match(rest):
         scope, rest = "workspace", m.group(1)
-    elif m := re.match(r"^(?:here|this\s+channel)\b\s*(.*)$", rest, re.IGNORECASE | re.DOTALL):
+    elif m := HERE.match(rest):
         if not here or here.startswith("D"):
             raise BudgetSyntaxError(f"“here” is not a channel in a direct message. Name the channel: {EXAMPLES}.")
         scope, channel, rest = "channel", here, m.group(1)
@@ -98,7 +103,7 @@ def _amount(raw: str) -> float | None:
         raise BudgetSyntaxError(f"Give the monthly amount in dollars, or `off`: {EXAMPLES}.")
     if OFF.match(raw):
         return None
-    if len(raw) > AMOUNT_MAX_CHARS:  # before AMOUNT, whose digit groups backtrack on a long run
+    if len(raw) > AMOUNT_MAX_CHARS:
         raise BudgetSyntaxError(f"Give the monthly amount in dollars, e.g. {EXAMPLES}.")
     m = AMOUNT.match(raw)
     if not m:

@@ -21,6 +21,8 @@ CHANGES_SHOWN = 8
 FIGURES_SHOWN_PER_SECTION = 4
 REASON_CHARS = 200
 
+_WORD = re.compile(r"[a-z]{3,}")  # words that say what a finding is about
+
 
 @dataclass(frozen=True)
 class FigureChange:
@@ -119,7 +121,7 @@ def _unique(figures: Iterable[Figure]) -> list[Figure]:
 
 
 def _words(text: str) -> set[str]:
-    return set(re.findall(r"[a-z]{3,}", MARKER_RE.sub(" ", text.lower())))
+    return set(_WORD.findall(MARKER_RE.sub(" ", text.lower())))
 
 
 def _overlap(a: str, b: str) -> float:

@@ -78,7 +78,8 @@ STATUS_BY_PHASE = {
     "writing": "is writing the report…",
 }
 
-_FOOTNOTE_MARK = re.compile(r"\s*\[\d+\]")
+# Found alone, the whitespace before each stripped after: `\s*\[\d+\]` rescans a run of spaces from each.
+_FOOTNOTE_MARK = re.compile(r"\[\d++\]")
 # A sentence ends at . ! or ? followed by a space and a capital, digit or quote, or the end.
 _SENTENCE_END = re.compile(r"[.!?…](?=\s+[A-Z0-9\"“'(]|\s*$)")
 _SLACK_USER_ID = re.compile(r"[UW][A-Z0-9]{2,}")
@@ -548,12 +549,23 @@ def _full_layout(
     return out
 
 
+def _without_footnote_marks(text: str) -> str:
+    """`text` without its footnote numbers ("[3]") and the whitespace before each."""
+    kept: list[str] = []
+    at = 0
+    for mark in _FOOTNOTE_MARK.finditer(text):
+        kept.append(text[at : mark.start()].rstrip())
+        at = mark.end()
+    kept.append(text[at:])
+    return "".join(kept)
+
+
 def first_sentence(markdown: str, limit: int) -> str:
     """The first sentence of a section body as plain words (footnote numbers dropped), shortened."""
     if limit <= 0:
         return ""
     for paragraph in paragraph_texts(markdown):
-        text = _FOOTNOTE_MARK.sub("", paragraph).strip()
+        text = _without_footnote_marks(paragraph).strip()
         if not text:
             continue
         end = _SENTENCE_END.search(text)
@@ -664,7 +676,7 @@ def _spill_layout(
     out.extend(summary)
     out.extend(index)
     # The summary's own sources (numbered first) in full when there is room; always the total.
-    cited = [n for n in report.footnotes if re.search(rf"\[{n.number}\]", report.summary)]
+    cited = [n for n in report.footnotes if f"[{n.number}]" in report.summary]
     sources = _measure(
         "\n".join(
             [

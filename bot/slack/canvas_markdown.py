@@ -36,7 +36,9 @@ _SLACK_SYNTAX = re.compile(r"<(?=[@#!])")
 # Characters Markdown may read as markup anywhere in a line (`&` starts an entity: `&lt;@U1&gt;`).
 _INLINE_SPECIAL = re.compile(r"([\\`*_\[\]~<>|!&])")
 # What makes a line a block of its own when it starts it: heading, quote, list, rule, fence, table.
-_LINE_START_SPECIAL = re.compile(r"^(\s*)([#>+\-=]|\d{1,9}[.)])", re.MULTILINE)
+# Blanks within the line (a `\s*` from every line start would rescan a run of newlines); the
+# marker after blank lines is still found, from its own line's start.
+_LINE_START_SPECIAL = re.compile(r"^([^\S\n]*+)([#>+\-=]|\d{1,9}[.)])", re.MULTILINE)
 _URL_UNSAFE = re.compile(r"[\s()<>\x00-\x1f\x7f]")
 LIST_INDENT = "  "
 FENCE = "```"

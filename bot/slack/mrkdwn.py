@@ -76,7 +76,7 @@ _HTML_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
 # Characters that end or corrupt a Slack `<url|label>`; whitespace would end the URL.
 _URL_UNSAFE = re.compile(r"[|<>\s\x00-\x1f\x7f]")
 # A scheme right at the start: urlsplit would forgive leading spaces that Slack would not.
-_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
+_SCHEME = re.compile(r"\A([A-Za-z][A-Za-z0-9+.-]*+):")  # \A: a search does not rescan from every letter
 # Markdown's punctuation that could format, link or start a block (escaped with a backslash).
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_~\[\]#|!>])")
 # A bare URL in text, as Slack would make it a link.

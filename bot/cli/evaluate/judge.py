@@ -41,6 +41,8 @@ ATTEMPTS = 2
 
 M = TypeVar("M", bound=BaseModel)
 
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
+
 
 class SentenceVerdict(BaseModel):
     n: int
@@ -81,7 +83,7 @@ def _prompt(name: str) -> str:
 
 def _fill(template: str, **values: str) -> str:
     # One pass over the template: text put in (passages, reports) is never scanned for placeholders.
-    return re.sub(r"\{(\w+)\}", lambda m: values.get(m.group(1), m.group(0)), template)
+    return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), template)
 
 
 def _cut(text: str, limit: int) -> str:
