@@ -67,3 +67,23 @@ def test_since_keeps_only_later_verdicts(redis: Redis, redis_url: str, tmp_path:
     redis.hset(keys.feedback(run_id), "U0ANA", old.model_dump_json())
     assert _export(redis_url, tmp_path / "all.jsonl") != []
     assert _export(redis_url, tmp_path / "recent.jsonl", "--since", "2026-11-01") == []
+
+
+def test_the_export_runs_as_an_eval_set(redis: Redis, redis_url: str, tmp_path: Path, fake_model, fake_web) -> None:
+    from tests.bot.cli.test_eval import EvalResearchPolicy, JudgePolicy, by_id, run_eval, scorecard, with_judge
+
+    run_id = _rated_run(redis, "What is the expense ratio of VTI?", "C0PUBLIC")
+    feedback = FeedbackStore(redis)
+    feedback.record(run_id, "U0ANA", "unhelpful", {"a": 0}, "public")
+    feedback.note(run_id, "U0ANA", "outdated", "an older fact sheet")
+    exported = tmp_path / "feedback.jsonl"
+    [row] = _export(redis_url, exported)
+
+    fake_model.policy = with_judge(EvalResearchPolicy(), JudgePolicy())
+    out = tmp_path / "eval"
+    done = run_eval(fake_model, fake_web, str(exported), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    [result] = by_id(scorecard(out)).values()
+    assert result["status"] == "completed" and result["requests"] > 0, result
+    assert (out / result["report_file"]).read_text().startswith("# What is the expense ratio of VTI?")
+    assert row["id"] in by_id(scorecard(out))
