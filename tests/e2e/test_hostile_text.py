@@ -140,5 +140,8 @@ def test_a_page_of_unclosed_title_tags_holds_no_other_run_of_a_shared_worker(
         buckets = _lag_buckets(metrics)
     everything = buckets[float("inf")]
     assert everything > 10, buckets
-    assert buckets[LAG_P99_SECONDS] >= 0.99 * everything, buckets
+    # p99 under 100 ms: at most 1 % of the timers late by more, and with fewer than 100 samples one (a
+    # loaded CI machine's scheduler may delay any single timer; the old stall was every run's 13 s).
+    late = everything - buckets[LAG_P99_SECONDS]
+    assert late <= max(1, everything // 100), buckets
     assert buckets[max(le for le in buckets if le <= LAG_WORST_SECONDS)] == everything, buckets

@@ -487,11 +487,13 @@ def test_progress_line_shows_the_expression_briefly() -> None:
 
 def test_module_never_references_eval_exec_or_compile() -> None:
     source = "".join(Path(m.__file__).read_text(encoding="utf-8") for m in (calculator_module, calc_engine))
-    assert not re.search(r"\b(eval|exec|compile|__import__)\b", source)
+    # The builtins that run text as code; `re.compile` (a pattern, module-level so it is held linear) is not one.
+    assert not re.search(r"\b(eval|exec|(?<!re\.)compile|__import__)\b", source)
     names = {
         node.id if isinstance(node, ast.Name) else node.attr
         for node in ast.walk(ast.parse(source))
-        if isinstance(node, (ast.Name, ast.Attribute))
+        if isinstance(node, ast.Name)
+        or (isinstance(node, ast.Attribute) and not (isinstance(node.value, ast.Name) and node.value.id == "re"))
     }
     assert not names & {"eval", "exec", "compile", "__import__", "getattr", "globals", "locals"}
 
