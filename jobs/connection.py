@@ -319,6 +319,14 @@ class _SentinelConnection(SentinelManagedConnection):
             self.host, self.port = self.connection_pool.get_master_address()
         return super()._connect()
 
+    def read_response(self, *args: Any, disconnect_on_error: bool = True, **kwargs: Any) -> Any:
+        # redis-py's sync Sentinel connection reads with disconnect_on_error=False, unlike every other
+        # connection class: a read cut short by an exception (RQ's StopRequested raised by SIGTERM into a
+        # worker's BLPOP, a job's timeout) went back to the pool with its reply still coming, and the next
+        # command on it read that reply as its own (seen in bench.soak: a hand-back's enqueue failed with
+        # "Wrong number of response items", and the dead BLPOP popped the job it had just pushed).
+        return super().read_response(*args, disconnect_on_error=disconnect_on_error, **kwargs)
+
 
 class _SentinelSSLConnection(_SentinelConnection, SentinelManagedSSLConnection):
     pass

@@ -303,6 +303,32 @@ class SentinelTopology:
 
         return wait_for(promoted, timeout, "the sentinels to promote the replica")
 
+    def failover(self) -> int:
+        """Ask the sentinels for a failover (SENTINEL FAILOVER, as an operator moves the primary off a
+        machine it will restart); returns the old primary's port once a new one answers."""
+        from redis import Redis
+
+        old = self.primary()[1]
+        Redis(port=self.sentinel_ports[0], socket_timeout=5).execute_command("SENTINEL", "FAILOVER", self.SERVICE)
+        self.wait_for_failover(old)
+        return old
+
+    def revive(self, port: int) -> None:
+        """Start a killed server again on its port as a replica of today's primary (the machine came
+        back); the sentinels count it as a replica once it has synced."""
+        host, primary = self.primary()
+        self._start(port, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                    "--replicaof", host, str(primary))
+        wait_for(lambda: _redis_answers(port), STARTUP_SECONDS, f"the revived redis-server on {port} to answer")
+
+    def ports(self) -> list[int]:
+        """The data servers running now (primary and replicas)."""
+        return sorted(p for p in self._servers if p not in self.sentinel_ports)
+
+    def pids(self) -> dict[int, int]:
+        """Port → pid of every server running now, sentinels included."""
+        return {port: process.pid for port, process in self._servers.items()}
+
     def stop(self) -> None:
         for process in self._servers.values():
             stop_process(process, grace=10)

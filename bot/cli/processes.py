@@ -29,7 +29,9 @@ from bot.surface.inflight import InFlight
 from bot.surface.oauth import INSTALL_PATH, installation_store, oauth_flow
 from bot.surface.server import web_app
 from jobs import AsyncRuns, Runs, RunStore, keys, spend
+from jobs.background import Stop
 from jobs.connection import connect, connect_async
+from jobs.loop_lag import watch_lag
 from jobs.recovery import sweep
 from jobs.spend import Spend
 from jobs.worker import SWEEP_INTERVAL_SECONDS, WORKER_TTL_SECONDS, DeepthreadWorker
@@ -149,6 +151,8 @@ async def serve(settings: Settings) -> int:
             ),
             name="retention",
         ),
+        # How late serve's loop wakes a timer: every workspace's events and the publisher share it.
+        "loop-lag": asyncio.create_task(_lag_until(done), name="loop-lag"),
         # Re-checks started by workers (and their digests) are shown within seconds, not after the orphan grace.
         "rechecks": asyncio.create_task(
             _every(RECHECK_CHECK_SECONDS, lambda: post_recheck_news(services, client), done, "re-check posts"),
@@ -212,6 +216,15 @@ async def serve(settings: Settings) -> int:
 DRAIN_SECONDS = 15.0
 HTTP_SHUTDOWN_SECONDS = 2.0
 BACKGROUND_STOP_SECONDS = 8.0
+
+
+async def _lag_until(done: asyncio.Event) -> None:
+    """deepthread_event_loop_lag_seconds for serve's loop, until the background work stops."""
+    stop = Stop()
+    watching = asyncio.create_task(watch_lag(stop), name="loop-lag-timer")
+    await done.wait()
+    stop.set()
+    await watching
 
 
 async def _listening() -> str | None:

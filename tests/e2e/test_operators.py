@@ -94,6 +94,8 @@ def test_metrics_are_scraped_during_a_run_and_logs_are_json_lines_without_secret
                          total(s, "deepthread_publisher_lag_seconds_count") >= 1 and s, 10, "publisher lag")
         assert total(shown, "deepthread_slack_calls_total", method="chat.postMessage") >= 2
         assert total(shown, "deepthread_slack_calls_total", method="chat.update") >= 1
+        # serve's loop (every workspace's events and the publisher) reports its lag, as a worker's does.
+        assert total(shown, "deepthread_event_loop_lag_seconds_count") >= 10
 
     for name in ("serve.log", "worker.log"):
         text = (tmp_path / name).read_text()
