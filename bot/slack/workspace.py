@@ -6,6 +6,12 @@ a Bearer header (Slack requires it, with the `files:read` scope). Only files of 
 downloaded, and only from Slack's file host: nothing a user or a page writes can point this
 path at another URL. Without a valid token Slack does not refuse with an error status: it
 sends its sign-in page (HTML, 200), so an HTML answer for a non-HTML file is a refusal.
+
+The bot's own messages (any with a `bot_id`, or from the bot's user) are read but marked
+`is_bot`: they echo model-chosen text, so none of their links becomes fetchable
+(agent/tools/read_thread.py). Files the bot uploaded itself (a spilled report, a chart) are not
+the thread's files: they are the model's own output, not material people shared, so read_thread
+lists none, read_file and find_in_files open none, and no citation of one makes its address seen.
 """
 
 from __future__ import annotations
@@ -106,13 +112,14 @@ class SlackWorkspace:
         channel: str,
         thread_ts: str,
         *,
-        bot_user_id: str = "",
+        bot_user_id: str | None = None,
         http: httpx.AsyncClient | None = None,
         files_origin: str | None = None,
     ) -> None:
         self._client = client
         self.channel = channel
         self.thread_ts = thread_ts
+        # The bot's own user id; None until known (auth.test is asked when a file's uploader matters).
         self._bot_user_id = bot_user_id
         self._http = http
         self._files_origin = (files_origin or files_origin_for(client.base_url)).rstrip("/")
@@ -122,6 +129,7 @@ class SlackWorkspace:
         # Files Slack refused for good (gone, not shared with us, a scope we lack): asked once,
         # however many tools and turns ask again.
         self._refused: dict[str, FileUnavailable] = {}
+        self._own_files: set[str] = set()  # files the bot uploaded itself: never the thread's
 
     # ------------------------------------------------------------ messages
 
@@ -144,19 +152,33 @@ class SlackWorkspace:
         self._replies, self._read_at = messages[:MAX_THREAD_MESSAGES], time.monotonic()
         return self._replies
 
+    def _is_own(self, raw: dict[str, Any]) -> bool:
+        """A message no person wrote: any app's (a `bot_id`), or the bot's own user's. Any app, not only
+        this one: another app's message is not what people wrote either (docs/security.md)."""
+        return bool(raw.get("bot_id")) or (bool(self._bot_user_id) and raw.get("user") == self._bot_user_id)
+
+    def _is_own_file(self, item: dict[str, Any]) -> bool:
+        """A file the bot uploaded (its `user` is the bot's), wherever it is shared from."""
+        return bool(self._bot_user_id) and item.get("user") == self._bot_user_id
+
     def _message(self, number: int, raw: dict[str, Any]) -> ThreadMessage:
-        is_bot = bool(raw.get("bot_id")) or (bool(self._bot_user_id) and raw.get("user") == self._bot_user_id)
+        is_bot = self._is_own(raw)
         return ThreadMessage(
             number=number,
             ts=str(raw["ts"]),
             author=str(raw.get("user") or raw.get("bot_id") or ""),
             text=str(raw.get("text", "")),
             is_bot=is_bot,
-            files=[str(f["id"]) for f in raw.get("files", []) if f.get("id")],
+            # The bot's own uploads are not the thread's files: not listed as something to open.
+            files=[]
+            if is_bot
+            else [str(f["id"]) for f in raw.get("files", []) if f.get("id") and not self._is_own_file(f)],
         )
 
     async def messages(self, start: int, end: int) -> list[ThreadMessage]:
         thread = await self._thread()
+        if any(raw.get("files") for raw in thread):
+            await self._own_user()  # which files are the bot's own is known only by user id
         return [self._message(n, raw) for n, raw in enumerate(thread, start=1) if start <= n <= end]
 
     async def message_count(self) -> int:
@@ -164,12 +186,28 @@ class SlackWorkspace:
 
     # --------------------------------------------------------------- files
 
+    async def _own_user(self) -> str:
+        """The bot's user id: given, else asked of auth.test once ("" when Slack will not say)."""
+        if self._bot_user_id is None:
+            try:
+                self._bot_user_id = str((await self._client.auth_test()).get("user_id") or "")
+            except SlackApiError:
+                self._bot_user_id = ""
+        return self._bot_user_id
+
     async def files(self) -> list[FileInfo]:
+        thread = await self._thread()
+        if any(raw.get("files") for raw in thread):
+            await self._own_user()  # a file's uploader is known only by user id
         shared: list[FileInfo] = []
-        for raw in await self._thread():
+        for raw in thread:
+            own_message = self._is_own(raw)
             for item in raw.get("files", []):
                 file_id = str(item.get("id", ""))
                 if not file_id or item.get("mode") in UNAVAILABLE_MODES or any(f.id == file_id for f in shared):
+                    continue
+                if own_message or self._is_own_file(item):
+                    self._own_files.add(file_id)
                     continue
                 if file_id not in self._infos:
                     # Messages carry full file objects on Slack; when one is thin, ask files.info.
@@ -179,6 +217,9 @@ class SlackWorkspace:
                             update={"unavailable": _too_large(info.name, info.size, MAX_FILE_BYTES).for_people}
                         )
                     self._infos[file_id] = info
+                if self._bot_user_id and self._infos[file_id].shared_by == self._bot_user_id:
+                    self._own_files.add(file_id)  # a thin object whose files.info names the bot as uploader
+                    continue
                 shared.append(self._infos[file_id])
         return shared
 
@@ -221,6 +262,12 @@ class SlackWorkspace:
 
     async def download(self, file_id: str, max_bytes: int = MAX_FILE_BYTES) -> bytes:
         if file_id not in {f.id for f in await self.files()}:
+            if file_id in self._own_files:
+                raise FileUnavailable(
+                    f"file {file_id} is one the bot uploaded itself (a spilled report or a chart: this "
+                    "research's own output, not material people shared), so read_file does not open it; "
+                    "use open_section or open_source for what the report already says"
+                )
             raise FileUnavailable(
                 f"file {file_id} was not shared in this thread; read_file opens only this thread's files"
             )

@@ -602,3 +602,70 @@ class FaultAtTurnThree:
         if self.turn == 5:
             return tool_reply(("write_section", {"title": "Tracking", "body": f"Tracking differs by fund {seen[-1]}."}))
         return ResearchPolicy().final(request["messages"])
+
+
+# --- a URL the model composed, echoed by the bot (tests/e2e/test_crafted_url.py) --------------------
+
+
+def results_of(request: dict[str, Any], name: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(call input, its tool_result block) for every `name` call the request's history answers."""
+    calls = {b["id"]: b["input"] for b in calls_made(request) if b["name"] == name and "id" in b}
+    return [(calls[b["tool_use_id"]], b) for m in request["messages"] if m["role"] == "user"
+            for b in _blocks(m) if b["type"] == "tool_result" and b.get("tool_use_id") in calls]
+
+
+def result_text(block: dict[str, Any]) -> str:
+    content = block.get("content", "")
+    return content if isinstance(content, str) else " ".join(c.get("text", "") for c in content)
+
+
+class CraftedUrlPolicy:
+    """Run 1: web_search with `crafted` (a URL of the model's own) as the query, so the progress
+    message shows "Now: Searching: <crafted>"; once `echoed()` says the thread shows it (and the
+    adapter's thread cache has expired), read_thread; then read_page on `crafted` and on
+    `person_url` (a link a person wrote in the thread). If read_thread came back without the echo
+    (the progress moved on first), the search and the read are tried again, up to `attempts`.
+    A continuation reads both URLs again at once. Each run answers citing what it read."""
+
+    THREAD_CACHE_SECONDS = 5.5  # bot/slack/workspace.py's THREAD_CACHE_SECONDS, and a little
+
+    def __init__(self, crafted: str, person_url: str, echoed: Callable[[], bool], *, attempts: int = 3,
+                 wait_seconds: float = 30.0) -> None:
+        self.crafted = crafted
+        self.person_url = person_url
+        self.echoed = echoed
+        self.attempts = attempts
+        self.wait_seconds = wait_seconds
+        self._thread_read_at = 0.0
+
+    def _reads(self) -> Reply:
+        goal = "what the notes say about the lowest fee of the three funds"
+        return tool_reply(("read_page", {"url": self.crafted, "goal": goal}),
+                          ("read_page", {"url": self.person_url, "goal": goal}))
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        if is_extraction(request):
+            return extract(request)
+        if is_summary_request(request):
+            return summary_reply(request)
+        forced = (request.get("tool_choice") or {}).get("type") == "none"
+        done = [c["name"] for c in calls_made(request)]
+        if forced or "read_page" in done:
+            return ResearchPolicy().final(request["messages"])
+        if run_number(request) > 1:
+            return self._reads()
+        if not done:
+            self._thread_read_at = time.monotonic()  # the opening has just read the thread
+        if done[-1:] == ["read_thread"]:
+            echoes = [self.crafted in result_text(r) for _, r in results_of(request, "read_thread")]
+            if echoes[-1] or done.count("read_thread") >= self.attempts:
+                return self._reads()
+        if done[-1:] != ["web_search"]:
+            return tool_reply(("web_search", {"query": self.crafted}))
+        deadline = time.monotonic() + self.wait_seconds
+        while not (self.echoed() and time.monotonic() - self._thread_read_at >= self.THREAD_CACHE_SECONDS):
+            if time.monotonic() > deadline:
+                break  # the test's assertions say what never showed
+            time.sleep(0.1)
+        self._thread_read_at = time.monotonic()
+        return tool_reply(("read_thread", {"range": "all"}))
