@@ -3,8 +3,8 @@
 The static checks (`doctor.py`) say whether a setting is present; these say whether it
 works: the Slack token's scopes against what the code calls, each configured model
 answering a one-token request, one search through the configured provider chain, and Redis:
-the topology found (one server or Sentinel, the primary, replicas) and an eviction policy that
-would lose leases and dedupe marks.
+the topology found (one server or Sentinel, the primary, replicas), an eviction policy that
+would lose leases and dedupe marks, and its keys by owner with those left over (jobs/key_audit.py).
 """
 
 from __future__ import annotations
@@ -181,6 +181,29 @@ def redis_report(settings: Settings) -> tuple[str | None, list[str]]:
     return line, problems
 
 
+def redis_keys_report(settings: Settings) -> tuple[str | None, list[str]]:
+    """Redis's keys by owner and its used memory (one line), and a line per family of keys left
+    over: without a lifetime or an owner (jobs/key_audit.py). Blocking: call it in a thread."""
+    if not settings.redis_url:
+        return None, []
+    from bot.desk.retention import key_audit
+
+    try:
+        redis = connect(settings.redis_url, retry_window=0)
+    except RedisUrlError:
+        return None, []  # redis_report says what is wrong with the URL
+    try:
+        audit = key_audit(redis)
+    except (RedisError, OSError) as exc:  # it answered redis_report a moment ago
+        return None, [
+            f"the Redis key audit stopped part-way ({type(exc).__name__}: {_short(str(exc))}): run "
+            "`deepthread doctor --live` again once Redis answers"
+        ]
+    finally:
+        redis.close()
+    return audit.fact(), audit.problems
+
+
 async def live_search_problems(settings: Settings, *, ddgs: DDGSFactory | None = None) -> list[str]:
     """One real search through the configured chain (for `doctor --live`): a line per provider that
     failed it, and one if nothing came back. `ddgs` replaces the keyless provider's library in tests."""
@@ -242,10 +265,17 @@ def model_limits_report(settings: Settings) -> list[str]:
 
 
 async def live_problems(settings: Settings) -> tuple[list[str], list[str]]:
-    """(what was found, problems): the facts worth saying either way (Redis's topology), and one line
-    per problem."""
+    """(what was found, problems): the facts worth saying either way (Redis's topology, its keys),
+    and one line per problem."""
     results = await asyncio.gather(*(probe(settings) for probe in PROBES), return_exceptions=True)
     line, problems = await asyncio.to_thread(redis_report, settings)
+    keyspace: str | None = None
+    if line is not None:  # Redis answered: its keys, and those left over
+        try:
+            keyspace, leftovers = await asyncio.to_thread(redis_keys_report, settings)
+            problems += leftovers
+        except Exception as exc:  # a key the audit cannot read must not hide the other checks
+            problems.append(f"Redis key audit crashed ({type(exc).__name__}: {_short(str(exc))}): please report this")
     limits = await asyncio.to_thread(model_limits_report, settings)
     for probe, result in zip(PROBES, results, strict=True):
         if isinstance(result, BaseException):
@@ -255,7 +285,7 @@ async def live_problems(settings: Settings) -> tuple[list[str], list[str]]:
             )
         else:
             problems.extend(result)
-    return ([line] if line else []) + limits, problems
+    return [fact for fact in (line, keyspace) if fact] + limits, problems
 
 
 def _short(text: str, limit: int = 160) -> str:

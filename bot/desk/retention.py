@@ -17,15 +17,18 @@ from bot.publishing.agent_sessions import idle_member
 from bot.services import Services
 from bot.slack.replies import reply, reply_privately
 from jobs import RunState
+from jobs.key_audit import JOBS_EXPIRING, MAX_KEYS, KeyAudit, audit_keys
 from jobs.retention import JOBS_CATALOGUE, Catalogue, Entry, Forgotten, Owner, Retention, Rule
 
 __all__ = [
     "BOT_CATALOGUE",
+    "BOT_EXPIRING",
     "FORGET",
     "forget_channel",
     "forget_deleted_message",
     "forget_thread_command",
     "forget_workspace",
+    "key_audit",
     "retention",
 ]
 
@@ -80,9 +83,36 @@ BOT_CATALOGUE = Catalogue(
 )
 
 
+# The bot's families written with a TTL on every write (leases, refusals asked again in a day, rate
+# counters), whatever their owner: the key audit reports one without a TTL (jobs/key_audit.py).
+BOT_EXPIRING = frozenset(
+    {
+        "session_lease",
+        "status_lease",
+        "sync_lease",
+        "last_sync",
+        "refused",
+        "stream_refused",
+        "ratelimit_window",
+        "ratelimit_pause",
+    }
+)
+
+
 def retention(redis: Redis) -> Retention:
     """Retention over every key the deployment writes: run state's and the bot's own."""
     return Retention(redis, (JOBS_CATALOGUE, BOT_CATALOGUE))
+
+
+def key_audit(redis: Redis, *, limit: int = MAX_KEYS) -> KeyAudit:
+    """The key audit (`doctor --live`) over every key the deployment writes: run state's and the
+    bot's own, under the prefix set by jobs.keys.configure. Blocking."""
+    return audit_keys(
+        redis,
+        (JOBS_CATALOGUE, BOT_CATALOGUE),
+        expiring=JOBS_EXPIRING | BOT_EXPIRING,
+        limit=limit,
+    )
 
 
 # --- what the bot asks for -------------------------------------------------------------------
