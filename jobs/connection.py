@@ -19,6 +19,7 @@ out never costs a run its owner.
 
 from __future__ import annotations
 
+import logging
 import socket
 import time
 from collections.abc import Awaitable, Callable
@@ -36,9 +37,11 @@ from redis.asyncio.sentinel import SentinelManagedConnection as AsyncSentinelMan
 from redis.asyncio.sentinel import SentinelManagedSSLConnection as AsyncSentinelManagedSSLConnection
 from redis.backoff import EqualJitterBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
-from redis.sentinel import Sentinel, SentinelManagedConnection, SentinelManagedSSLConnection
+from redis.sentinel import Sentinel, SentinelConnectionPool, SentinelManagedConnection, SentinelManagedSSLConnection
+from redis.utils import SENTINEL
 
 __all__ = [
     "RETRY_WINDOW_SECONDS",
@@ -46,12 +49,15 @@ __all__ = [
     "RedisUrlError",
     "connect",
     "connect_async",
+    "durably",
+    "on_primary",
     "parse_redis_url",
     "redact",
     "text",
 ]
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 def text(value: bytes | str) -> str:
@@ -319,13 +325,22 @@ class _SentinelConnection(SentinelManagedConnection):
             self.host, self.port = self.connection_pool.get_master_address()
         return super()._connect()
 
-    def read_response(self, *args: Any, disconnect_on_error: bool = True, **kwargs: Any) -> Any:
+    def read_response(
+        self,
+        disable_decoding: Any = False,
+        *,
+        timeout: float | object = SENTINEL,
+        disconnect_on_error: bool | None = True,
+        push_request: bool | None = False,
+    ) -> Any:
         # redis-py's sync Sentinel connection reads with disconnect_on_error=False, unlike every other
         # connection class: a read cut short by an exception (RQ's StopRequested raised by SIGTERM into a
         # worker's BLPOP, a job's timeout) went back to the pool with its reply still coming, and the next
         # command on it read that reply as its own (seen in bench.soak: a hand-back's enqueue failed with
         # "Wrong number of response items", and the dead BLPOP popped the job it had just pushed).
-        return super().read_response(*args, disconnect_on_error=disconnect_on_error, **kwargs)
+        return super().read_response(
+            disable_decoding, timeout=timeout, disconnect_on_error=disconnect_on_error, push_request=push_request
+        )
 
 
 class _SentinelSSLConnection(_SentinelConnection, SentinelManagedSSLConnection):
@@ -391,3 +406,39 @@ def connect_async(
         **blocking,
         **_server_kwargs(target),
     )
+
+
+# --- writes that must survive a failover ---------------------------------------------------------
+# A Sentinel failover promotes the replica before the old primary is told it is one: for that moment
+# both accept writes, and what a client still connected to the old one writes is lost when it resyncs
+# from the new (seen in bench.soak: a run created then was posted in Slack, and gone from Redis).
+
+
+def on_primary(redis: Redis, key: str) -> bool:
+    """Whether `key` is on the primary the sentinels name now, asked on a new connection (one Redis:
+    always, what it acknowledged is there)."""
+    pool = redis.connection_pool
+    if not isinstance(pool, SentinelConnectionPool):
+        return True
+    connection = pool.connection_class(**pool.connection_kwargs)  # connects to the primary named now
+    try:
+        connection.send_command("EXISTS", key)
+        return bool(connection.read_response())
+    except (RedisError, OSError):  # the sentinels or the primary away: the write stands as acknowledged
+        return True
+    finally:
+        connection.disconnect()
+
+
+def durably(redis: Redis, key: str, write: Callable[[], T], what: str) -> T:
+    """`write()`, then once more on the new primary if `key` did not reach it: the write went to a
+    primary being demoted. The write must be safe to repeat."""
+    result = write()
+    if on_primary(redis, key):
+        return result
+    log.warning(
+        "%s was written to a Redis primary that a failover had just replaced; writing it again on the new primary", what
+    )
+    # Idle pooled connections reconnect to the primary named now (one in use elsewhere meets READONLY soon).
+    redis.connection_pool.disconnect(inuse_connections=False)
+    return write()

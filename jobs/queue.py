@@ -11,6 +11,7 @@ from rq.job import Job
 from agent.config import budget_for
 
 from . import keys
+from .connection import durably
 from .models import Run
 
 # The job function, named rather than imported (RQ records a job by this name either way): the serve
@@ -35,14 +36,19 @@ def enqueue(redis: Redis, run: Run, attempt: int = 0, *, stage: str = "", resume
     job_id = keys.job_id(run.id) + (f"-{stage}" if stage else "") + (f"-r{attempt}" if attempt else "")
     if resume and not attempt:  # handed back: a fresh id each time (RQ keeps finished jobs by id)
         job_id += f"-h{uuid.uuid4().hex[:8]}"
-    redis.set(keys.current_job(run.id), job_id, ex=keys.CURRENT_JOB_TTL_SECONDS)
-    return queue.enqueue(
-        EXECUTE,
-        run.id,
-        job_id=job_id,
-        job_timeout=job_timeout_for(run),
-        result_ttl=keys.JOB_RESULT_TTL_SECONDS,
-        failure_ttl=keys.JOB_RESULT_TTL_SECONDS,
-        description=f"research run {run.id}",
-        at_front=resume or attempt > 0,
-    )
+
+    def put() -> Job:
+        redis.set(keys.current_job(run.id), job_id, ex=keys.CURRENT_JOB_TTL_SECONDS)
+        return queue.enqueue(
+            EXECUTE,
+            run.id,
+            job_id=job_id,
+            job_timeout=job_timeout_for(run),
+            result_ttl=keys.JOB_RESULT_TTL_SECONDS,
+            failure_ttl=keys.JOB_RESULT_TTL_SECONDS,
+            description=f"research run {run.id}",
+            at_front=resume or attempt > 0,
+        )
+
+    # Queued again on the new primary if a failover lost it: a lost job is a run nobody works.
+    return durably(redis, str(Job.key_for(job_id)), put, f"run {run.id}'s job")

@@ -20,7 +20,7 @@ from rq.command import send_stop_job_command
 from rq.exceptions import InvalidJobOperation, NoSuchJobError
 
 from . import keys
-from .connection import text
+from .connection import on_primary, text
 from .continuation import create_successor, latest_run, successor
 from .control import add_note, record_upgrade
 from .exceptions import RunNotFound, ThreadMoved
@@ -161,14 +161,28 @@ class Runs:
 
     def attach_messages(self, run_id: str, *, progress: str, report: str) -> RunState:
         """Where the run is shown; reactions and buttons on either message find the run."""
-        state = self.store.set_messages(run_id, progress=progress, report=report)
-        pipe = self._redis.pipeline()
-        for ts in (progress, report):
-            pipe.set(keys.message_run(state.run.team, state.run.channel or "", ts), run_id, ex=RUN_TTL_SECONDS)
-        pipe.zrem(keys.UNPOSTED, run_id)
-        pipe.delete(keys.posting(run_id))
-        pipe.execute()
-        return state
+
+        def attach() -> RunState:
+            state = self.store.set_messages(run_id, progress=progress, report=report)
+            pipe = self._redis.pipeline()
+            for ts in (progress, report):
+                pipe.set(keys.message_run(state.run.team, state.run.channel or "", ts), run_id, ex=RUN_TTL_SECONDS)
+            pipe.zrem(keys.UNPOSTED, run_id)
+            pipe.delete(keys.posting(run_id))
+            pipe.execute()
+            return state
+
+        state = attach()
+        # The run's messages are how a stop or a reply finds it: attached again if a failover lost them.
+        if on_primary(self._redis, keys.message_run(state.run.team, state.run.channel or "", progress)):
+            return state
+        log.warning(
+            "run %s: its messages were attached on a Redis primary a failover had just replaced; "
+            "attaching them again on the new primary",
+            run_id,
+        )
+        self._redis.connection_pool.disconnect(inuse_connections=False)
+        return attach()
 
     def unposted(self, older_than_seconds: float) -> list[RunState]:
         """Runs (any status) whose messages were never posted, created at least this long ago:

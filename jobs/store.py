@@ -48,7 +48,7 @@ from agent.planning import Plan
 from agent.thread_memory import ThreadSummary
 
 from . import keys
-from .connection import text
+from .connection import durably, text
 from .exceptions import LeaseLost, RunNotFound, ThreadMoved
 from .legacy_keys import adopt_legacy, last_in_list
 from .models import STEPS_KEPT, BudgetLeft, Run, RunState, RunStatus, Step, Usage
@@ -251,7 +251,24 @@ class RunStore:
 
         With `after`, the link is a compare-and-set: it succeeds only while `after` is still the
         thread's latest run; otherwise nothing stays stored and ThreadMoved names the run that
-        got there first."""
+        got there first. Written again on the new primary if a failover lost it (connection.durably)."""
+        sections, sources, charts = list(sections), list(sources), list(charts)  # read twice if written twice
+        return durably(
+            self.redis,
+            keys.run_state(run.id),
+            lambda: self._create(run, sections, sources, after, next_check, charts),
+            f"run {run.id}",
+        )
+
+    def _create(
+        self,
+        run: Run,
+        sections: Iterable[Section],
+        sources: Iterable[Source],
+        after: str | None,
+        next_check: datetime | None,
+        charts: Iterable[Chart],
+    ) -> RunState:
         state = RunState(
             run=run,
             sections=list(sections),
