@@ -144,6 +144,10 @@ def main(argv: list[str] | None = None) -> int:
         for line in verdict.memory_table(fleet, sampler.samples, load_began, load_ended, window):
             print(line)
         print()
+        print("what moved with each fault (per minute):")
+        for line in verdict.watch_table(faults, sampler.samples):
+            print(line)
+        print()
         print("processes:")
         for life in fleet.lives:
             lived = ((life.ended or time.monotonic()) - life.started) / 60

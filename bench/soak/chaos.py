@@ -40,11 +40,12 @@ def schedule(seed: int, load_seconds: float, *, outage_seconds: float, burst_sec
     count = max(len(KINDS), int((last - warm_up) // 150) + 1) if load_seconds >= 600 else len(KINDS)
     gap = (last - warm_up) / max(1, count - 1)
     faults = []
+    victims = rng.sample(ROLES, len(ROLES))  # each SIGKILL a different process, in a seeded order
     for n in range(count):
         kind = KINDS[n % len(KINDS)]
         fault = Fault(kind, round(warm_up + n * gap + rng.uniform(-0.1, 0.1) * gap, 1))
         if kind == "SIGKILL":
-            fault.target = rng.choice(ROLES)
+            fault.target = victims[sum(f.kind == "SIGKILL" for f in faults) % len(victims)]
         elif kind == "model outage":
             fault.seconds = outage_seconds
         elif kind == "Slack 429 burst":

@@ -26,10 +26,54 @@ class Sample:
     active_runs: int
 
 
+# What an operator would watch: each summed over its labels, per process, at every scrape.
+WATCHED = (
+    "deepthread_model_requests_total",
+    "deepthread_model_rate_limited_total",
+    "deepthread_slack_calls_total",
+    "deepthread_slack_rate_limited_total",
+    "deepthread_publisher_lag_seconds_sum",
+    "deepthread_publisher_lag_seconds_count",
+    "deepthread_locks_lost_total",
+    "deepthread_runs_requeued_total",
+    "deepthread_runs_resumed_total",
+    "deepthread_model_capacity_wait_seconds_sum",
+)
+
+
 @dataclass
 class Samples:
     memory: dict[int, list[Sample]] = field(default_factory=dict)  # id(life) -> samples
     metrics: dict[int, str] = field(default_factory=dict)  # id(life) -> its last /metrics text
+    history: dict[int, list[tuple[float, dict[str, float]]]] = field(default_factory=dict)  # id(life) -> scrapes
+
+
+def watched(text: str) -> dict[str, float]:
+    """WATCHED's totals in one scrape (every label set summed)."""
+    totals = dict.fromkeys(WATCHED, 0.0)
+    for line in text.splitlines():
+        name = line.split("{", 1)[0].split(" ", 1)[0]
+        if name in totals:
+            try:
+                totals[name] += float(line.rsplit(" ", 1)[1])
+            except ValueError:
+                pass
+    return totals
+
+
+def moved(samples: Samples, start: float, end: float) -> dict[str, float]:
+    """How much each watched figure grew between `start` and `end`, summed over every process
+    (a process's growth: its last scrape by `end` less its last scrape by `start`, or zero)."""
+    grown = dict.fromkeys(WATCHED, 0.0)
+    for scrapes in samples.history.values():
+        before = [v for t, v in scrapes if t <= start]
+        until = [v for t, v in scrapes if t <= end]
+        if not until:
+            continue
+        base = before[-1] if before else dict.fromkeys(WATCHED, 0.0)
+        for name in WATCHED:
+            grown[name] += max(0.0, until[-1][name] - base[name])
+    return grown
 
 
 def lag_buckets(text: str) -> dict[float, float]:
@@ -66,9 +110,11 @@ class Sampler:
     def scrape(self) -> None:
         for life in self.fleet.live():
             try:
-                self.samples.metrics[id(life)] = httpx.get(life.metrics_url, timeout=5).text
+                text = httpx.get(life.metrics_url, timeout=5).text
             except httpx.HTTPError:
-                pass
+                continue
+            self.samples.metrics[id(life)] = text
+            self.samples.history.setdefault(id(life), []).append((time.monotonic(), watched(text)))
 
     def _sample(self, life: Life, active: int) -> None:
         kb = life.memory_kb()

@@ -15,7 +15,7 @@ from tests.fakes.slack_records import TEAM_ID
 
 from .chaos import Fault
 from .fakes import SoakModel, SoakSlack
-from .sampling import Sample, Samples, lag_buckets, p99_of
+from .sampling import WATCHED, Sample, Samples, lag_buckets, moved, p99_of
 from .topology import ROLES, Fleet, Life
 from .traffic import Conversation
 
@@ -322,3 +322,26 @@ def _exists(store: RunStore, run_id: str) -> bool:
         return True
     except Exception:  # RunNotFound: the run's record is gone
         return False
+
+
+def watch_table(faults: list[Fault], samples: Samples) -> list[str]:
+    """Per watched figure and fault: how fast it grew (a minute's worth) over the same span just
+    before the fault → from the fault's start to a minute past its end: what moved before a fault
+    was felt."""
+    done = [(n, f) for n, f in enumerate(faults, 1) if f.began is not None and f.ended is not None]
+    lines = [f"  {'':<34}" + "".join(f"{f'fault {n}':>13}" for n, _ in done)]
+    for metric in WATCHED:
+        cells = []
+        for _, fault in done:
+            assert fault.began is not None and fault.ended is not None
+            span = fault.ended + 60 - fault.began
+            during = moved(samples, fault.began, fault.ended + 60)[metric] * 60 / span
+            before = moved(samples, fault.began - span, fault.began)[metric] * 60 / span
+            cells.append(f"{before:.0f}→{during:.0f}")
+        lines.append(f"  {_short(metric):<34}" + "".join(f"{c:>13}" for c in cells))
+    lines.append("  (growth a minute: just before → during the fault and the minute after, all processes summed)")
+    return lines
+
+
+def _short(name: str) -> str:
+    return name.removeprefix("deepthread_").removesuffix("_total")

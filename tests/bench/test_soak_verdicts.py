@@ -1,0 +1,47 @@
+"""bench.soak's judging, apart from the processes it starts: the chaos schedule is seeded and does
+every kind in turn, and the figures it reads from scrapes are what the scrapes say."""
+from __future__ import annotations
+
+import math
+
+from bench.soak.chaos import KINDS, schedule
+from bench.soak.sampling import WATCHED, Samples, moved, p99_of, watched
+from bench.soak.topology import ROLES
+
+METRICS = """# HELP deepthread_slack_calls_total Slack Web API calls
+deepthread_slack_calls_total{method="chat.update"} 40.0
+deepthread_slack_calls_total{method="chat.postMessage"} 2.0
+deepthread_event_loop_lag_seconds_bucket{le="0.005"} 90.0
+deepthread_event_loop_lag_seconds_bucket{le="0.05"} 99.0
+deepthread_event_loop_lag_seconds_bucket{le="0.25"} 100.0
+deepthread_event_loop_lag_seconds_bucket{le="+Inf"} 100.0
+"""
+
+
+def test_the_schedule_is_seeded_and_does_every_kind_in_turn_each_kill_another_process() -> None:
+    for minutes in (3, 20, 60):
+        faults = schedule(9, minutes * 60, outage_seconds=60, burst_seconds=30)
+        assert [f.kind for f in faults[: len(KINDS)]] == list(KINDS), "every kind, in the issue's order"
+        assert [f.describe() for f in faults] == [f.describe() for f in schedule(9, minutes * 60, outage_seconds=60,
+                                                                                 burst_seconds=30)]
+        times = [f.at for f in faults]
+        assert times == sorted(times) and times[0] > 0 and times[-1] < minutes * 60 - min(150, minutes * 60 * 0.2), "room to recover"
+        victims = [f.target for f in faults if f.kind == "SIGKILL"]
+        first = victims[: len(ROLES)]
+        assert set(victims) <= set(ROLES) and len(first) == len(set(first)), "no process killed twice before all were"
+    assert len(schedule(9, 1200, outage_seconds=60, burst_seconds=30)) > len(KINDS), "a second round in 20 minutes"
+    assert {f.target for s in range(20) for f in schedule(s, 180, outage_seconds=20, burst_seconds=10)
+            if f.kind == "SIGKILL"} == set(ROLES), "the seed chooses which process is killed"
+
+
+def test_scrapes_are_read_as_they_say() -> None:
+    totals = watched(METRICS)
+    assert totals["deepthread_slack_calls_total"] == 42.0 and set(totals) == set(WATCHED)
+    assert p99_of({0.005: 90.0, 0.05: 99.0, 0.25: 100.0, math.inf: 100.0}) == 0.05
+    assert math.isnan(p99_of({}))
+    samples = Samples(history={1: [(0.0, watched(METRICS)), (10.0, {**watched(METRICS),
+                                                                      "deepthread_slack_calls_total": 52.0})],
+                               2: [(5.0, {**watched(METRICS), "deepthread_slack_calls_total": 7.0})]})
+    grown = moved(samples, 1.0, 10.0)
+    # Process 1 grew by 10 after its scrape at 0; process 2 started after 1.0 and counts from zero.
+    assert grown["deepthread_slack_calls_total"] == 17.0
