@@ -141,34 +141,35 @@ def _first_after(times: list[float], after: float) -> float | None:
     return min(later) if later else None
 
 
-def recovery(fault: Fault, conversations: list[Conversation], threads: Threads, model: SoakModel, slack: SoakSlack,
-             clock_offset: float) -> tuple[int, float]:
-    """(runs affected, seconds until the last of them made progress again): a run at work when the
-    fault began has recovered once both its research (a model answer) and its Slack messages (an
-    update) moved after the fault's end, or it ended."""
+def recovery(fault: Fault, conversations: list[Conversation], threads: Threads, model: SoakModel,
+             slack: SoakSlack, clock_offset: float) -> tuple[int, float, float]:
+    """(runs affected, seconds until the last of them made progress again, seconds until Slack took
+    edits again). A run at work when the fault began (researching: not waiting on a plan's approval)
+    has recovered at its first model answer after the fault's end, or at its end. Slack's side is the
+    first edit of any run's message after the fault's end: with 30 runs in one workspace a run's
+    routine edits are minutes apart by design (the finals' reserve), so per run it says little."""
     assert fault.began is not None and fault.ended is not None
     worst, affected = 0.0, 0
     for c in conversations:
         states = threads.states[c.tag]
-        if not states:
-            continue
-        if c.asked_at > fault.began and c.runs_asked == 1:
-            continue  # asked after the fault began
         at_work = [s for s in states if s.run.created_at.timestamp() - clock_offset <= fault.began
-                   and (s.finished_at is None or s.finished_at.timestamp() - clock_offset > fault.began)]
-        at_work = [s for s in at_work if s.status != RunStatus.planned]
-        if not at_work:
+                   and (s.finished_at is None or s.finished_at.timestamp() - clock_offset > fault.began)
+                   and s.status != RunStatus.planned]
+        if not at_work or (at_work[-1].run.plan_first and not at_work[-1].approved_by):
             continue
         state = at_work[-1]
+        if state.run.plan_first and state.approved_by:
+            answers_before = [t for t, status in model.answers.get(c.tag, []) if status == 200 and t <= fault.began]
+            if len(answers_before) <= 1:  # its plan was drafted; its research had not begun
+                continue
         affected += 1
         end = state.finished_at.timestamp() - clock_offset if state.finished_at else math.inf
         answers = [t for t, status in model.answers.get(c.tag, []) if status == 200]
-        model_at = min(_first_after(answers, fault.ended) or math.inf, end)
-        updates = slack.updates.get((c.channel, state.run.progress_message or ""), []) + \
-            slack.updates.get((c.channel, state.run.report_message or ""), [])
-        slack_at = min(_first_after(updates, fault.ended) or math.inf, end + 30)  # its last update follows its end
-        worst = max(worst, max(model_at, slack_at) - fault.ended)
-    return affected, max(0.0, worst)
+        moved = min(_first_after(answers, fault.ended) or math.inf, end)
+        worst = max(worst, moved - fault.ended)
+    edits = [t for times in list(slack.updates.values()) for t in times]
+    slack_again = (_first_after(edits, fault.ended) or math.inf) - fault.ended
+    return affected, max(0.0, worst), max(0.0, slack_again)
 
 
 def recovery_checks(faults: list[Fault], conversations: list[Conversation], threads: Threads, model: SoakModel,
@@ -178,11 +179,11 @@ def recovery_checks(faults: list[Fault], conversations: list[Conversation], thre
         if fault.began is None or fault.ended is None:
             checks.append((f"fault {n}: {fault.describe()}", "not injected (the load ended first)", False, "injected"))
             continue
-        affected, seconds = recovery(fault, conversations, threads, model, slack, clock_offset)
-        value = f"{affected} run(s) at work; all moving again {seconds:.0f} s after" if math.isfinite(seconds) \
-            else f"{affected} run(s) at work; one or more never moved again"
-        checks.append((f"fault {n}: {fault.describe()}", value, seconds <= GOAL_RECOVERY_SECONDS,
-                       f"≤ {GOAL_RECOVERY_SECONDS:.0f} s"))
+        affected, seconds, slack_again = recovery(fault, conversations, threads, model, slack, clock_offset)
+        value = (f"{affected} run(s) at work, all moving again {seconds:.0f} s after; Slack edits again "
+                 f"{slack_again:.0f} s after")
+        met = seconds <= GOAL_RECOVERY_SECONDS and slack_again <= GOAL_RECOVERY_SECONDS
+        checks.append((f"fault {n}: {fault.describe()}", value, met, f"≤ {GOAL_RECOVERY_SECONDS:.0f} s both"))
     return checks
 
 

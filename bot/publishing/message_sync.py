@@ -22,7 +22,7 @@ from bot.exceptions import SlotBusy
 from bot.settings import DEFAULT_STOP_REACTION, ReportMode
 from bot.slack.client import take_slots
 from bot.slack.ratelimit import Urgency
-from jobs import RunState
+from jobs import RunState, RunStatus
 
 from . import rendered
 from .agent_sessions import AgentSessions
@@ -300,7 +300,7 @@ class MessageSync:
     def _urgency(self, state: RunState) -> Urgency:
         """A final state is urgent; so is a routine update whose run ends while it waits for a
         slot (it will send the final state), or the final flush would queue behind it."""
-        if state.status.finished:
+        if state.status.finished or state.status == RunStatus.planned:  # a plan waits on the team
             return True
 
         async def ended() -> bool:

@@ -13,6 +13,8 @@ state and calls chat.update only when the rendering changed.
 - Final states first: the limiter keeps two chat.update slots free for every run still owed
   its final state, and routine syncs of a run are spaced by its fair share of what is left
   (adaptive coalescing), so a busy workspace shows fewer progress edits, never a late answer.
+  A plan awaiting approval goes out like a final state: the run waits on the team, and with 30
+  busy runs a routine sync of it waited ~15 minutes (bench.soak).
 - A report too big for one message lives in a canvas shared in the thread, edited section by
   section (canvas_sync.py); where the workspace has no canvases, its full text goes in a file in
   the thread (spill.py).
@@ -45,7 +47,7 @@ from bot.settings import DEFAULT_STOP_REACTION, ReportMode, StreamConfig
 from bot.slack.client import LimitedWebClient
 from bot.slack.ratelimit import FINAL_CALLS_PER_RUN, SlackRateLimiter
 from bot.slack.tenancy import Tenant, acting_for
-from jobs import RunNotFound, Runs, RunState, RunStore
+from jobs import RunNotFound, Runs, RunState, RunStatus, RunStore
 from jobs import keys as run_keys
 from jobs.background import beside
 from jobs.connection import text
@@ -354,8 +356,9 @@ class Publisher:
         dirty = run_id in self._dirty
         self._dirty.discard(run_id)  # changes announced from now on need another sync
         wait = await self._try_lease(run_id, force=False)
-        # The final state is flushed at once: a run that left the active set has ended.
-        if wait > 0 and not await self._is_active(run_id):
+        # Flushed at once: the final state (a run that left the active set has ended), and a plan that
+        # waits for the team's approval (nothing is researched until someone sees it).
+        if wait > 0 and (not await self._is_active(run_id) or await self._awaits_the_team(run_id)):
             wait = await self._try_lease(run_id, force=True)
         log.debug(
             "run %s: sync lease %s",
@@ -408,6 +411,11 @@ class Publisher:
 
     async def _is_active(self, run_id: str) -> bool:
         return bool(await self.async_redis.sismember(run_keys.ACTIVE_RUNS, run_id))
+
+    async def _awaits_the_team(self, run_id: str) -> bool:
+        """A plan posted for approval (plan first): the run waits on the team, not on the model."""
+        status = await self.async_redis.hget(run_keys.run_state(run_id), "status")
+        return status is not None and text(status) == RunStatus.planned.value
 
     def _wake(self, run_id: str, at_epoch: float) -> None:
         """Look at this run again at `at_epoch` (a status refresh or a deferred file upload)."""

@@ -440,3 +440,39 @@ async def test_slack_refusing_a_rendering_is_logged_not_retried_forever(
     assert await publisher.sync(state)
     assert len(fake_slack.calls_of("chat.update")) == 2, "the same rendering is not sent again"
     assert await async_redis.hget(keys.rendered(state.run.id), "report")
+
+
+async def test_a_plan_awaiting_approval_is_shown_at_once_in_a_workspace_busy_with_other_runs(
+        redis: Redis, async_redis, client, fake_slack: FakeSlack) -> None:
+    """Nothing is researched until the team sees the plan, so it goes out like a final state. Routine
+    syncs share what the finals' reserve leaves (here one chat.update per 4 s among seven runs: a run
+    shown a moment ago is next synced ~56 s later); found by bench.soak, where plans waited ~15
+    minutes behind 30 busy runs."""
+    from datetime import timedelta
+
+    from agent import utcnow
+    from agent.planning import Plan
+
+    store = RunStore(redis)
+    busy = [await posted_run(store, client, team=TEAM_ID) for _ in range(6)]
+    waiting = await posted_run(store, client, team=TEAM_ID)
+    shown_once = Publisher(redis, async_redis, store, client, shared_limiter=False, update_interval=0)
+    for state in [*busy, waiting]:
+        assert await shown_once.sync(state)
+    limiter = SlackRateLimiter(async_redis, calls_per_window={"chat.update": 6}, window_seconds=4)
+    publisher = Publisher(redis, async_redis, store, client, limiter=limiter, update_interval=0.5)
+    for state in [*busy, waiting]:
+        await publisher.leases.edited(state.run.id)  # every run was shown just now
+
+    def plan_shown() -> bool:
+        progress = fake_slack.message(CHANNEL, waiting.run.progress_message or "")
+        return progress is not None and "Plan for approval" in str(progress.blocks)
+
+    async with Running(publisher):
+        plan = Plan(key_questions=["What does each fund charge?"], expected_requests=12, expected_minutes=8)
+        store.propose_plan(waiting.run.id, plan, utcnow() + timedelta(minutes=30))
+        deadline = time.monotonic() + 8
+        while not plan_shown():  # the other runs keep the workspace busy meanwhile
+            assert time.monotonic() < deadline, "the plan waited behind routine progress edits"
+            busy = [store.apply(s, Progress(phase="researching", activity=f"at {time.monotonic():.1f}")) for s in busy]
+            await asyncio.sleep(0.3)
