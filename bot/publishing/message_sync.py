@@ -25,7 +25,7 @@ from bot.slack.ratelimit import Urgency
 from jobs import RunState, RunStatus
 
 from . import rendered
-from .agent_sessions import AgentSessions
+from .agent_sessions import AgentSessions, LatestRun
 from .assistant_status import AssistantStatus, Load, Wake
 from .canvas_sync import CanvasSync
 from .chart_sync import ChartFiles, ChartsOutcome
@@ -96,8 +96,10 @@ class MessageSync:
         sessions: AgentSessions | None = None,
         canvases: CanvasSync | None = None,
         report_mode: ReportMode = "message",
+        latest: LatestRun | None = None,
     ) -> None:
         self.redis = redis
+        self.latest = latest  # the newest run of a thread: only it may edit the report the thread's runs share
         self.sessions = sessions  # the thread as an agent session; where there is none, the assistant status
         self.canvases = canvases  # a report too long for one message lives in a canvas (canvas_sync.py)
         self.report_mode = report_mode  # DEEPTHREAD_REPORT: "canvas" puts every report in its canvas
@@ -121,6 +123,8 @@ class MessageSync:
         run = state.run
         if not run.channel:
             return Synced(ok=True, sent=False)
+        if await self._superseded(state):
+            return await self._progress_only(state)
         # Charts go up first, so the report that links them is rendered with their permalinks.
         charts = await self.charts.sync(state, time.time()) if self.charts is not None else ChartsOutcome()
         if charts.wake_at is not None:
@@ -158,6 +162,28 @@ class MessageSync:
             # The answer first, then the session moved on (or the status cleared).
             presence = await self._presence(state)
         return Synced(ok=ok and presence, sent=edited)
+
+    async def _superseded(self, state: RunState) -> bool:
+        """A finished run whose thread went on: a continuation edits the report they share now, and
+        an older run's sync (a retry, a re-render after a restart) must never put its own back
+        (seen in bench.soak: a parent's rendering landed over its continuation's final report)."""
+        if self.latest is None or not state.status.finished or not state.run.report_message:
+            return False  # a running run is its thread's newest: a reply during it is a note, not a run
+        latest = await self.latest(state.run.team, state.run.channel or "", state.run.thread_ts or "")
+        return (
+            latest is not None
+            and latest.run.id != state.run.id
+            and latest.run.report_message == state.run.report_message
+        )
+
+    async def _progress_only(self, state: RunState) -> Synced:
+        """A superseded run's own progress message; the report is its successor's."""
+        ts = state.run.progress_message
+        progress = await asyncio.to_thread(render_progress, state, self.stop_reaction)
+        stored = await rendered.shown(self.redis, state.run.id)
+        if not ts or stored.get("progress") == progress.digest():
+            return Synced(ok=True, sent=False)
+        return await self._update(state, "progress", ts, progress, time.monotonic(), stored.get("progress"))
 
     async def _report(self, state: RunState, chart_links: Mapping[str, str] | None, *, later: bool = False) -> _Report:
         """Render the pinned report and bring what holds the full text up to date first: its canvas

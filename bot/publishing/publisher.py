@@ -153,6 +153,7 @@ class Publisher:
             sessions=self.sessions,
             canvases=CanvasSync(async_redis, self.client),  # a report too long for one message, by section
             report_mode=report_mode,
+            latest=self._latest,  # only a thread's newest run edits the report its runs share
         )
         # A run whose progress is a native stream (DEEPTHREAD_PROGRESS=stream) is synced here;
         # message_sync.py then keeps only its report, file and status.

@@ -476,3 +476,33 @@ async def test_a_plan_awaiting_approval_is_shown_at_once_in_a_workspace_busy_wit
             assert time.monotonic() < deadline, "the plan waited behind routine progress edits"
             busy = [store.apply(s, Progress(phase="researching", activity=f"at {time.monotonic():.1f}")) for s in busy]
             await asyncio.sleep(0.3)
+
+
+async def test_a_finished_runs_late_sync_never_puts_its_report_back_over_its_continuations(
+        redis: Redis, async_redis, client, fake_slack: FakeSlack) -> None:
+    """A thread's runs share one pinned report; only the newest may edit it. An older run synced
+    again after its continuation ended (a retry, a restart's re-render, its record of what it showed
+    lost in a failover) edits its own progress message only (found by bench.soak: the parent's
+    rendering landed over the continuation's final report)."""
+    from jobs.continuation import create_successor, successor
+
+    store = RunStore(redis)
+    parent = await posted_run(store, client, team=TEAM_ID)
+    parent = store.apply(parent, Finished(status="completed", summary="VTI charges 0.03%.", reason=""))
+    publisher = Publisher(redis, async_redis, store, client)
+    assert await publisher.sync(parent)
+    run = successor(store, parent, "Now compare ITOT", "U0ANA")
+    follow_up = create_successor(store, parent, run)
+    progress = await client.chat_postMessage(channel=CHANNEL, thread_ts=parent.run.thread_ts, text="…")
+    follow_up = store.set_messages(follow_up.run.id, progress=progress["ts"], report=parent.run.report_message or "")
+    follow_up = store.apply(follow_up, Finished(status="completed", summary="ITOT charges 0.03% too.", reason=""))
+    assert await publisher.sync(follow_up)
+    assert shows(fake_slack, follow_up)
+
+    await async_redis.delete(keys.rendered(parent.run.id))  # what the parent showed, forgotten
+    edits = len(fake_slack.calls_of("chat.update"))
+    assert await publisher.sync(store.get(parent.run.id))
+    assert shows(fake_slack, follow_up), "the pinned report still shows the continuation"
+    assert fake_slack.message(CHANNEL, parent.run.progress_message or "") is not None
+    updated = [c for c in fake_slack.calls_of("chat.update")[edits:]]
+    assert all(c["ts"] == parent.run.progress_message for c in updated), "only the parent's own progress message"
