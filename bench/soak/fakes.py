@@ -16,7 +16,7 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.fakes.anthropic import FakeAnthropic, Reply, text_reply, tool_reply
+from tests.fakes.anthropic import FakeAnthropic, Reply, tool_reply
 from tests.fakes.file_reader import extract_file, is_file_extraction, is_ranking, rank
 from tests.fakes.policies import (
     MARKER,

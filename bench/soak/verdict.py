@@ -53,7 +53,9 @@ def _text(slack: SoakSlack, channel: str, ts: str | None) -> str:
 
 def runs_checks(conversations: list[Conversation], threads: Threads, slack: SoakSlack,
                 undelivered: list[str]) -> tuple[list[Check], list[str]]:
-    asked = sum(c.runs_asked for c in conversations)
+    # A note that arrives just after its run ended starts a continuation, as a reply then should: a
+    # thread may hold more runs than the traffic asked for, and each of them must end shown too.
+    asked = sum(max(c.runs_asked, len(threads.states[c.tag])) for c in conversations)
     ended = shown = 0
     statuses: Counter[str] = Counter()
     problems: list[str] = []
@@ -206,7 +208,7 @@ def memory_table(fleet: Fleet, samples: Samples, load_began: float, load_ended: 
     for role in ROLES:
         cells = []
         for a, b in zip(edges, edges[1:], strict=False):
-            def figure(t: float) -> str:
+            def figure(t: float, role: str = role) -> str:
                 for life in fleet.lives:
                     if life.role == role and life.started <= t and (life.ended is None or life.ended >= t):
                         kb = _at(samples.memory.get(id(life), []), t)
