@@ -10,6 +10,7 @@ from jobs import AsyncRuns, Runs, RunStore
 from jobs.spend import Spend
 
 from .settings import DEFAULT_STOP_REACTION, StreamConfig
+from .text_reader import TextReader
 
 # Slack retries for up to ~5 minutes; remember event ids well past that.
 EVENT_DEDUPE_TTL_SECONDS = 24 * 3600
@@ -33,6 +34,8 @@ class Services:
     runs: AsyncRuns = field(init=False)
     # Spend and monthly budgets (sync Redis: listeners call it through asyncio.to_thread).
     spend: Spend = field(init=False)
+    # Reads what people write, a long text in a child process: no pattern holds the loop (text_reader.py).
+    reader: TextReader = field(default_factory=TextReader)
 
     def takes_questions_in(self, channel: str | None) -> bool:
         """DEEPTHREAD_CHANNELS (and DEEPTHREAD_DMS for direct messages): where questions, and the

@@ -85,7 +85,7 @@ def test_the_walk_finds_the_patterns_that_meet_messages_and_pages() -> None:
     for name in (
         "bot.desk.budgets.COMMAND",
         "bot.desk.recheck.RECHECK",
-        "bot.surface.steering.GO_DEEPER",
+        "bot.surface.reading.GO_DEEPER",
         "agent.context.stubs._RESULT_TITLE",  # was compiled inline in a function
     ):
         assert name in PATTERNS

@@ -205,6 +205,7 @@ async def serve(settings: Settings) -> int:
         task.cancel()
     await asyncio.gather(*background.values(), return_exceptions=True)
     await async_redis.aclose()
+    services.reader.close()
     log.info("deepthread serve stopped")
     return code
 

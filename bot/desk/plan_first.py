@@ -14,7 +14,7 @@ from bot.services import Services
 
 from .admins import is_admin
 
-__all__ = ["channel_plans_first", "plan_first_command", "plan_first_question"]
+__all__ = ["channel_plans_first", "plan_first_command", "plan_first_question", "plan_first_switch"]
 
 _PREFIX = re.compile(r"^\s*plan\s+first\s*[:,;—–-]\s*(?P<question>\S.*)$", re.IGNORECASE | re.DOTALL)
 _COMMAND = re.compile(r"^\s*plan\s+first\s+(?P<state>on|off)\s*[.!]?\s*$", re.IGNORECASE)
@@ -30,16 +30,18 @@ def channel_plans_first(services: Services, team: str | None, channel: str) -> b
     return bool(services.redis.hget(keys.plan_first(team), channel))
 
 
-async def plan_first_command(
-    services: Services, client: AsyncWebClient, *, team: str | None, channel: str, user: str, text: str
-) -> str | None:
-    """The reply to `plan first on|off` (admins only), or None when `text` is not that command."""
+def plan_first_switch(text: str) -> bool | None:
+    """`plan first on` (True) or `plan first off` (False), or None when `text` is not that command."""
     found = _COMMAND.match(text)
-    if found is None:
-        return None
+    return None if found is None else found.group("state").lower() == "on"
+
+
+async def plan_first_command(
+    services: Services, client: AsyncWebClient, *, team: str | None, channel: str, user: str, on: bool
+) -> str:
+    """The reply to `plan first on|off`: admins only."""
     if not await is_admin(services, client, user, team=team):
         return "Only a workspace admin (or one named in DEEPTHREAD_ADMINS) can change plan first for a channel."
-    on = found.group("state").lower() == "on"
     if on:
         await asyncio.to_thread(services.redis.hset, keys.plan_first(team), channel, "1")
         return (

@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from markdown_it import MarkdownIt
 from markdown_it.tree import SyntaxTreeNode
 
+from .conversion_memo import ConversionMemo
 from .mrkdwn import ZERO_WIDTH_JOINER, link_target
 
 __all__ = ["canvas_heading", "canvas_link", "canvas_text", "to_canvas_markdown"]
@@ -47,9 +48,17 @@ BACKTICK_LOOKALIKE = "ˋ"
 
 def to_canvas_markdown(markdown: str, footnote_urls: Mapping[int, str] | None = None) -> str:
     """A report body (Markdown) as canvas Markdown: no headings, mentions or non-web links (see module)."""
+    return _MEMO.convert(markdown, footnote_urls, None)
+
+
+def _convert(markdown: str, footnote_urls: Mapping[int, str], _: object) -> str:
     tree = SyntaxTreeNode(_PARSER.parse(markdown))
     ctx = _Ctx(footnotes=footnote_urls or {})
     return "\n\n".join(block for block in (_block(node, ctx, 0) for node in tree.children) if block).strip("\n")
+
+
+# A canvas sync converts only the sections that changed (conversion_memo.py).
+_MEMO = ConversionMemo(_convert)
 
 
 def canvas_text(text: str) -> str:

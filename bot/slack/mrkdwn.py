@@ -11,6 +11,7 @@ or mailto), so nothing the model, a page or a user wrote can become a mention
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 import unicodedata
 from collections.abc import Callable, Mapping
@@ -19,6 +20,8 @@ from urllib.parse import urlsplit
 
 from markdown_it import MarkdownIt
 from markdown_it.tree import SyntaxTreeNode
+
+from .conversion_memo import ConversionMemo
 
 __all__ = [
     "MAX_LINK_CHARS",
@@ -66,6 +69,9 @@ MIN_SPLIT_LIMIT = 32
 # A preferred break leaving a chunk under half full wastes a message; look further.
 SPLIT_MIN_FILL = 0.5
 
+# Texts whose paragraphs are remembered (a report's sections, a few dozen runs' worth).
+PARAGRAPH_MEMO_TEXTS = 256
+
 _PARSER = MarkdownIt("commonmark").enable("table").enable("strikethrough")
 
 _FOOTNOTE = re.compile(r"\[(\d{1,6})\]")
@@ -97,9 +103,17 @@ def to_mrkdwn(
     text) whose target it refuses is shown as its label and the target's domain, never
     clickable: a report links only where the run has been.
     """
+    return _MEMO.convert(markdown, footnote_urls, link_allowed)
+
+
+def _convert(markdown: str, footnote_urls: Mapping[int, str], link_allowed: Callable[[str], bool] | None) -> str:
     tree = SyntaxTreeNode(_PARSER.parse(markdown))
     ctx = _Ctx(footnotes=footnote_urls or {}, allowed=link_allowed)
     return "\n".join(_blocks(tree.children, ctx, depth=0, separator=[""])).strip("\n")
+
+
+# A sync converts only the sections that changed (conversion_memo.py).
+_MEMO = ConversionMemo(_convert)
 
 
 # --- public helpers ----------------------------------------------------------------
@@ -164,6 +178,11 @@ def paragraph_texts(markdown: str) -> list[str]:
 
     For previews such as a section's first sentence: nothing here is escaped.
     """
+    return list(_paragraph_texts(markdown))
+
+
+@functools.lru_cache(maxsize=PARAGRAPH_MEMO_TEXTS)  # each sync asks again for every section's first sentence
+def _paragraph_texts(markdown: str) -> tuple[str, ...]:
     out: list[str] = []
     tokens = _PARSER.parse(markdown)
     for i, token in enumerate(tokens):
@@ -181,7 +200,7 @@ def paragraph_texts(markdown: str) -> list[str]:
         text = " ".join("".join(words).split())
         if text:
             out.append(text)
-    return out
+    return tuple(out)
 
 
 # --- escaping ---------------------------------------------------------------------

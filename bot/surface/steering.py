@@ -7,30 +7,30 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 
 from pydantic import SecretStr
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from agent import MAX_QUESTION_CHARS
 from bot.desk.admins import may_control, only_who_may
 from bot.desk.commands import spend_command
-from bot.desk.recheck import handle_recheck, parse_recheck
-from bot.desk.retention import FORGET, forget_thread_command
+from bot.desk.recheck import handle_recheck
+from bot.desk.retention import forget_thread_command
 from bot.publishing.lifecycle import launch_and_post
 from bot.services import Services
 from bot.slack.audience import shared_externally
 from bot.slack.mrkdwn import escape_text, shorten_mrkdwn, to_mrkdwn
 from bot.slack.replies import reply, reply_privately
 from bot.slack.tenancy import Tenant
+from bot.text_reader import UnreadableText
 from jobs import RunState, RunStatus, Upgrade
 
-from .evidence import SOURCE_COMMAND, SOURCES_COMMAND, source_reply, sources_reply
+from .evidence import source_reply, sources_reply
+from .reading import read_thread_reply, too_long
 
 log = logging.getLogger(__name__)
 
-GO_DEEPER = re.compile(r"^\s*(?:<@\w+>\s*)?(?:please\s+)?go\s+deeper\b[\s.!]*$", re.IGNORECASE)
-HISTORY = re.compile(r"^\s*(?:<@\w+>\s*)?history(?:\s+(sec\d+))?\s*$", re.IGNORECASE)
 # Earlier revisions shown per section in the thread, newest first (the rest via `deepthread inspect`).
 HISTORY_REVISIONS_SHOWN = 5
 NOTE_ACK_REACTION = "memo"
@@ -74,10 +74,18 @@ async def thread_message(
     text = text.strip()
     if not text:
         return
-    if FORGET.match(text):  # an admin's: the thread's stored data, deleted now
+    if len(text) > MAX_QUESTION_CHARS:  # before any reading: no command is this long, nor a note worth its context
+        await reply(client, channel, thread_ts, too_long(text, "reply"))
+        return
+    try:
+        asked = await services.reader.read(read_thread_reply, text, channel)
+    except UnreadableText as exc:
+        await reply(client, channel, thread_ts, str(exc))
+        return
+    if asked.forget:  # an admin's: the thread's stored data, deleted now
         await forget_thread_command(services, client, latest, user, channel, thread_ts)
         return
-    recheck = parse_recheck(text)
+    recheck = asked.recheck
     if recheck is not None:
         if recheck.action == "set" and not await may_control(services, client, latest, user):
             # Each re-check is a run: scheduling them raises what the thread costs.
@@ -85,21 +93,21 @@ async def thread_message(
             return
         await handle_recheck(services, client, latest, recheck, user)
         return
-    answer = await spend_command(services, client, team=latest.run.team, channel=channel, user=user, text=text)
-    if answer is not None:  # `usage`, `budget …`: only where questions are taken
+    if asked.spend is not None:  # `usage`, `budget …`: only where questions are taken
         if services.takes_questions_in(channel) or channel.startswith("D"):
+            answer = await spend_command(
+                services, client, asked.spend, team=latest.run.team, channel=channel, user=user
+            )
             await reply(client, channel, thread_ts, answer)
         return
-    if GO_DEEPER.match(text):
+    if asked.go_deeper:
         await go_deeper(services, client, latest, event_id, channel, user)
         return
-    wanted = HISTORY.match(text)
-    if wanted:
-        await reply(client, channel, thread_ts, section_history(latest, wanted.group(1)))
+    if asked.history:
+        await reply(client, channel, thread_ts, section_history(latest, asked.history_section))
         return
-    footnote = SOURCE_COMMAND.match(text)
-    if footnote or SOURCES_COMMAND.match(text):
-        answer = source_reply(latest, int(footnote.group(1))) if footnote else sources_reply(latest)
+    if asked.footnote is not None or asked.sources:
+        answer = source_reply(latest, asked.footnote) if asked.footnote is not None else sources_reply(latest)
         await reply(client, channel, thread_ts, answer)
         return
     if latest.status == RunStatus.planned and not latest.approved_by:  # plan first: a change to the plan

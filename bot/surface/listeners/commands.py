@@ -10,10 +10,12 @@ from redis.exceptions import RedisError
 from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.desk.commands import spend_command
+from agent import MAX_QUESTION_CHARS
+from bot.desk.commands import read_spend, spend_command
 from bot.services import Services
 from bot.slack.outgoing import inert
 from bot.slack.tenancy import Tenant
+from bot.text_reader import UnreadableText
 
 __all__ = ["SLASH_COMMAND", "register"]
 
@@ -47,17 +49,25 @@ async def answer(services: Services, client: AsyncWebClient, command: dict[str, 
     channel = str(command.get("channel_id") or "")
     if not channel.startswith("D") and not services.takes_questions_in(channel):
         return NOT_ENABLED
+    if len(text) > MAX_QUESTION_CHARS:  # before any reading: no command is this long
+        return HELP
+    try:
+        asked = await services.reader.read(read_spend, text, channel)
+    except UnreadableText as exc:
+        return str(exc)
+    if asked is None:
+        return HELP
     try:
         reply = await spend_command(
             services,
             client,
+            asked,
             team=team,
             channel=channel,
             user=str(command.get("user_id") or ""),
-            text=text,
             private=True,  # answered in the ack: only the person who typed it sees it
         )
     except RedisError as exc:
         log.error("slash command: run storage unavailable: %s", exc)
         return STORAGE_DOWN
-    return reply if reply is not None else HELP
+    return reply

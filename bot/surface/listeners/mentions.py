@@ -13,7 +13,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from agent import MAX_QUESTION_CHARS, private_sources_allowed
 from bot.desk.commands import spend_command
-from bot.desk.plan_first import channel_plans_first, plan_first_command, plan_first_question
+from bot.desk.plan_first import channel_plans_first, plan_first_command
 from bot.publishing.lifecycle import launch_and_post
 from bot.publishing.render import render_help
 from bot.services import EVENT_DEDUPE_TTL_SECONDS, Services
@@ -21,7 +21,9 @@ from bot.slack.audience import shared_externally
 from bot.slack.events import MentionEvent, action_token_of, question_of
 from bot.slack.replies import reply
 from bot.slack.tenancy import Tenant
+from bot.surface.reading import read_question, too_long
 from bot.surface.steering import thread_message
+from bot.text_reader import UnreadableText
 from jobs import Run
 
 log = logging.getLogger(__name__)
@@ -125,13 +127,6 @@ async def handle_mention(
     )
 
 
-def too_long(question: str) -> str:
-    return (
-        f"That question is {len(question):,} characters; I take up to {MAX_QUESTION_CHARS:,}. "
-        "Ask the question in a sentence or two and share long material as a file in the thread."
-    )
-
-
 async def handle_question(
     services: Services,
     client: AsyncWebClient,
@@ -152,16 +147,25 @@ async def handle_question(
         await reply(client, channel, thread_ts, NO_DMS if direct and not services.dms else too_long(question))
         return
     team = tenant.team
-    answer = await spend_command(services, client, team=team, channel=channel, user=user, text=question)
-    if answer is None:
-        answer = await plan_first_command(services, client, team=team, channel=channel, user=user, text=question)
-    if answer is not None:  # `usage`, `budget …`, `plan first on|off`: a command, not a question (DMs too)
+    try:
+        asked = await services.reader.read(read_question, question, channel)
+    except UnreadableText as exc:
+        await reply(client, channel, thread_ts, str(exc))
+        return
+    if asked.spend is not None:  # `usage`, `budget …`: a command, not a question (DMs too)
+        answer = await spend_command(services, client, asked.spend, team=team, channel=channel, user=user)
+        await reply(client, channel, thread_ts, answer)
+        return
+    if asked.plan_first_switch is not None:  # `plan first on|off`
+        answer = await plan_first_command(
+            services, client, team=team, channel=channel, user=user, on=asked.plan_first_switch
+        )
         await reply(client, channel, thread_ts, answer)
         return
     if direct and not services.dms:
         await reply(client, channel, thread_ts, NO_DMS)
         return
-    planned = plan_first_question(question)
+    planned = asked.planned
     plan_first = planned is not None or await asyncio.to_thread(channel_plans_first, services, team, channel)
     question = planned if planned is not None else question
     if not question:

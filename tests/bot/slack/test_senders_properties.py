@@ -17,8 +17,7 @@ from agent import Finished, Progress, SectionWritten, Source, SourceAdded
 from agent.events import Disagreement, SectionRevised
 from bot.desk import recheck_digest, usage
 from bot.publishing import render, stream_render
-from bot.surface import evidence, steering
-from bot.surface.listeners import mentions
+from bot.surface import evidence, reading, steering
 from jobs import Run, RunState
 from jobs.recheck import RecheckRun
 from jobs.spend import MonthUsage, RunSpend, Tally
@@ -33,7 +32,7 @@ REQUESTER, STOPPER = "U0ANA", "U0BOB"
 SENDER_MODULES = [
     "bot.publishing.render", "bot.publishing.stream_render", "bot.desk.usage", "bot.desk.budgets", "bot.desk.recheck",
     "bot.desk.recheck_digest", "bot.desk.commands", "bot.surface.evidence", "bot.surface.steering",
-    "bot.surface.listeners.commands", "bot.surface.listeners.mentions",
+    "bot.surface.listeners.commands", "bot.surface.listeners.mentions", "bot.surface.reading",
 ]
 SLACK_TEXT = {"str", "str | None", "SlackMessage", "ReportRendering", "StreamView", "Chunk"}
 # Functions that return text but are not senders (what each is).
@@ -143,7 +142,7 @@ DRIVERS: dict[str, Driver] = {
     "recheck_digest.digest": lambda s, f, q, t: _digest(s, f),
     "evidence.source_reply": lambda s, f, q, t: [(evidence.source_reply(s, 1), "mrkdwn"), (evidence.source_reply(s, 9), "mrkdwn")],
     "evidence.sources_reply": lambda s, f, q, t: [(evidence.sources_reply(s), "mrkdwn")],
-    "mentions.too_long": lambda s, f, q, t: [(mentions.too_long(q), "mrkdwn")],
+    "reading.too_long": lambda s, f, q, t: [(reading.too_long(q), "mrkdwn"), (reading.too_long(t, "reply"), "mrkdwn")],
     "steering.section_history": lambda s, f, q, t: [(steering.section_history(s, None), "mrkdwn"),
                                                     (steering.section_history(s, q[:20]), "mrkdwn")],
 }
