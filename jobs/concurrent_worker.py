@@ -143,8 +143,8 @@ class ConcurrentWorker(Upkeep, BaseWorker):
         super().set_state(state, pipeline=pipeline)
 
     def _shutdown(self) -> None:
-        """RQ's warm shutdown: waiting for a job ends at once; the runs under way hand themselves back
-        (handle_warm_shutdown_request) and teardown waits for them."""
+        """RQ's warm shutdown: waiting for a job ends at once; then teardown asks the runs under way to
+        hand themselves back and waits for them."""
         self._stop_requested = True
         self.set_shutdown_requested_date()
         if self.scheduler:
@@ -154,13 +154,16 @@ class ConcurrentWorker(Upkeep, BaseWorker):
         with self._changed:
             self._changed.notify_all()
 
-    def handle_warm_shutdown_request(self) -> None:
-        super().handle_warm_shutdown_request()
-        asked = running.hand_back_all()
-        if asked:
-            log.info("worker %s: asking its %d running run(s) to hand themselves back", self.name, asked)
-
     def teardown(self) -> None:
+        if self._stop_requested:
+            # The runs are handed back here, once the loop takes no job, not in the signal handler: there
+            # the main thread's BLMOVE is still blocked in Redis until the handler raises, after stopping
+            # the scheduler (a join, ~1 s), and the first run's job pushed meanwhile went to that BLMOVE
+            # and was dropped with its connection: in RQ's intermediate queue until RQ's cleanup and a
+            # sweep (77 s in bench.soak; tests/e2e/test_worker_runs.py).
+            asked = running.hand_back_all()
+            if asked:
+                log.info("worker %s: asking its %d running run(s) to hand themselves back", self.name, asked)
         self._wait_for_jobs(HAND_BACK_SECONDS if self._stop_requested else None)
         super().teardown()
 

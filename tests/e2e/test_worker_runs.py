@@ -134,9 +134,15 @@ def test_a_stop_reaches_a_waiting_run_by_notification_and_sigterm_hands_every_ru
         assert code == 0 and took < GRACE_SECONDS, (code, took, running.log("worker", 1)[-3000:])
         log = running.log("worker", 1)
         assert "hand themselves back" in log and log.count("handed back at shutdown") == RUNS - 1, log[-3000:]
-        for run_id in run_ids[1:]:  # each has a job of its own queued again (jobs.keys.current_job)
+        # Each has a job of its own queued again (jobs.keys.current_job), in the queue itself: not taken
+        # by the stopping worker's own BLMOVE, still blocked in Redis while its signal handler stopped the
+        # scheduler, and dropped with the connection (the job sat in RQ's intermediate queue until RQ's
+        # cleanup and a sweep, 77 s in bench.soak).
+        queued = redis.lrange(f"rq:queue:{QUEUE}", 0, -1)
+        for run_id in run_ids[1:]:
             job_id = redis.get(f"deepthread:run:{run_id}:job").decode()
             assert "-h" in job_id and Job.fetch(job_id, connection=redis).get_status() == "queued", job_id
+            assert job_id.encode() in queued, (job_id, queued, redis.lrange(f"rq:queue:{QUEUE}:intermediate", 0, -1))
 
         # A fresh worker finishes both from their checkpoints: the section written before is kept.
         running.add_worker()
