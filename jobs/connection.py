@@ -414,20 +414,32 @@ def connect_async(
 # from the new (seen in bench.soak: a run created then was posted in Slack, and gone from Redis).
 
 
-def on_primary(redis: Redis, key: str) -> bool:
-    """Whether `key` is on the primary the sentinels name now, asked on a new connection (one Redis:
-    always, what it acknowledged is there)."""
+def ask_primary(redis: Redis, *command: Any) -> Any:
+    """`command`'s answer from the primary the sentinels name now, on a new connection; None with one
+    Redis (what it acknowledged is there) or when the sentinels or the primary do not answer."""
     pool = redis.connection_pool
     if not isinstance(pool, SentinelConnectionPool):
-        return True
+        return None
     connection = pool.connection_class(**pool.connection_kwargs)  # connects to the primary named now
     try:
-        connection.send_command("EXISTS", key)
-        return bool(connection.read_response())
-    except (RedisError, OSError):  # the sentinels or the primary away: the write stands as acknowledged
-        return True
+        connection.send_command(*command)
+        return connection.read_response()
+    except (RedisError, OSError):  # the write stands as acknowledged
+        return None
     finally:
         connection.disconnect()
+
+
+def on_primary(redis: Redis, key: str) -> bool:
+    """Whether `key` is on the primary the sentinels name now (one Redis: always)."""
+    answer = ask_primary(redis, "EXISTS", key)
+    return answer is None or bool(answer)
+
+
+def reconnect_to_primary(redis: Redis) -> None:
+    """Idle pooled connections reconnect to the primary named now (one in use elsewhere meets READONLY
+    soon): after a write went to a primary being demoted."""
+    redis.connection_pool.disconnect(inuse_connections=False)
 
 
 def durably(redis: Redis, key: str, write: Callable[[], T], what: str) -> T:
@@ -439,6 +451,5 @@ def durably(redis: Redis, key: str, write: Callable[[], T], what: str) -> T:
     log.warning(
         "%s was written to a Redis primary that a failover had just replaced; writing it again on the new primary", what
     )
-    # Idle pooled connections reconnect to the primary named now (one in use elsewhere meets READONLY soon).
-    redis.connection_pool.disconnect(inuse_connections=False)
+    reconnect_to_primary(redis)
     return write()

@@ -22,6 +22,7 @@ assembles the RunState.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -48,12 +49,14 @@ from agent.planning import Plan
 from agent.thread_memory import ThreadSummary
 
 from . import keys
-from .connection import durably, text
+from .connection import ask_primary, durably, reconnect_to_primary, text
 from .exceptions import LeaseLost, RunNotFound, ThreadMoved
 from .legacy_keys import adopt_legacy, last_in_list
 from .models import STEPS_KEPT, BudgetLeft, Run, RunState, RunStatus, Step, Usage
 from .sealing import open_sealed, seal
 from .state import apply_in_place
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "RUN_TTL_SECONDS",
@@ -463,6 +466,25 @@ class RunStore:
         else:
             args += ["", "0", STEPS_KEPT]
         code, version, status = self._write(keys=self._keys(run_id), args=args)
+        if (
+            int(code) == 1
+            and change.status is not None
+            and change.status.finished
+            and not self._ended_on_primary(run_id)
+        ):
+            # The run's end went to a primary being demoted (a failover's moment, ~10 s in bench.soak):
+            # lost when it resyncs, the run would look alive again, be run again from its checkpoint,
+            # and a follow-up asked meanwhile be taken as its note. Written again on the new primary;
+            # a caller that compares versions reads the run there and applies its event again.
+            log.warning(
+                "run %s: its end was written to a Redis primary a failover had just replaced; "
+                "writing it again on the new primary",
+                run_id,
+            )
+            reconnect_to_primary(self.redis)
+            if expected_version is not None:
+                return WriteResult(WriteOutcome.conflict, int(version), None)
+            code, version, status = self._write(keys=self._keys(run_id), args=args)
         outcome = {
             1: WriteOutcome.written,
             0: WriteOutcome.not_found,
@@ -471,6 +493,11 @@ class RunStore:
             -3: WriteOutcome.fenced,
         }[int(code)]
         return WriteResult(outcome, int(version), RunStatus(text(status)) if status else None)
+
+    def _ended_on_primary(self, run_id: str) -> bool:
+        """Whether the primary the sentinels name now has the run ended (one Redis: always)."""
+        status = ask_primary(self.redis, "HGET", keys.run_state(run_id), "status")
+        return status is None or RunStatus(text(status)).finished
 
     def apply(self, state: RunState, event: RunEvent, *, fence: str | None = None) -> RunState:
         """Apply one event from the writer's copy `state` (updated in place and returned).

@@ -99,3 +99,35 @@ def test_a_continuation_started_at_that_moment_is_linked_on_the_new_primary(topo
     run_id = continued.state.run.id
     assert new.exists(keys.run_state(run_id))
     assert RunStore(new).thread_run_ids(TEAM, CHANNEL, THREAD)[-1] == run_id
+
+
+def _finished_by_its_job(store: RunStore, run_id: str) -> None:
+    from agent import Finished
+
+    store.apply(store.get(run_id), Finished(status="completed", summary="0.03%", reason=""))
+
+
+ENDS: dict[str, Callable[[RunStore, str], object]] = {
+    "its job's Finished event": _finished_by_its_job,
+    "a stop carried out": lambda store, run_id: store.finish(run_id, RunStatus.stopped, "stopped by <@U0ANA>"),
+    "a failure": lambda store, run_id: store.mark_failed(run_id, "the model service kept failing"),
+}
+
+
+@pytest.mark.parametrize("end", ENDS.values(), ids=ENDS.keys())
+def test_a_runs_end_written_at_that_moment_reaches_the_new_primary(
+    topology: SentinelTopology, end: Callable[[RunStore, str], object]
+) -> None:
+    """Found by bench.soak: a worker ended two runs on the old primary ~3 s into the ~11 s before it was
+    demoted; the ends were lost, the runs looked alive and ran again, and a follow-up asked meanwhile
+    was taken as a note."""
+    client = connect(topology.url)
+    runs = Runs(RunStore(client))
+    run = Run(question="expense ratio VTI", team=TEAM, channel=CHANNEL, thread_ts=THREAD)
+    runs.start(run)
+    wait_for(lambda: Redis(port=topology.replica_port).exists(keys.run_state(run.id)), 10, "it replicated")
+    client.ping()  # a pooled connection to the primary, open before the failover
+    _, new = split_brain(topology)
+    end(runs.store, run.id)
+    assert RunStore(new).get(run.id).status.finished, "the end is on the new primary"
+    assert runs.store.get(run.id).status.finished
