@@ -30,14 +30,17 @@ from pydantic import BaseModel, ConfigDict, SecretStr
 from redis import Redis
 from redis.asyncio import BlockingConnectionPool
 from redis.asyncio import Redis as AsyncRedis
+from redis.asyncio.client import Pipeline as AsyncPipeline
 from redis.asyncio.retry import Retry as AsyncRetry
 from redis.asyncio.sentinel import Sentinel as AsyncSentinel
 from redis.asyncio.sentinel import SentinelConnectionPool as AsyncSentinelPool
 from redis.asyncio.sentinel import SentinelManagedConnection as AsyncSentinelManagedConnection
 from redis.asyncio.sentinel import SentinelManagedSSLConnection as AsyncSentinelManagedSSLConnection
 from redis.backoff import EqualJitterBackoff
+from redis.client import Pipeline
+from redis.commands.core import AsyncScript, Script
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError
+from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 from redis.sentinel import Sentinel, SentinelConnectionPool, SentinelManagedConnection, SentinelManagedSSLConnection
@@ -319,6 +322,21 @@ def _server_kwargs(target: RedisTarget) -> dict[str, Any]:
 # the retries run out. Asking the sentinels in the socket connect itself covers every path.
 
 
+# A primary configured with min-replicas-to-write (docs/operating.md) refuses writes with NOREPLICAS
+# once its replica has left it, as when the sentinels promote that replica: the moment both would
+# otherwise take writes, and the old one's be lost. For a client that is a primary on its way out, like
+# READONLY from a demoted one: reconnect, ask the sentinels again, retry within the window.
+NO_REPLICAS = "NOREPLICAS"
+PRIMARY_WITHOUT_REPLICA = (
+    "the Redis primary has no replica taking its writes (a failover under way, or its replica down): "
+    "asking the sentinels for the primary again"
+)
+
+
+def _without_replica(error: ResponseError) -> bool:
+    return str(error).startswith(NO_REPLICAS)
+
+
 class _SentinelConnection(SentinelManagedConnection):
     def _connect(self) -> Any:
         if self.connection_pool.is_master:
@@ -338,9 +356,15 @@ class _SentinelConnection(SentinelManagedConnection):
         # worker's BLPOP, a job's timeout) went back to the pool with its reply still coming, and the next
         # command on it read that reply as its own (seen in bench.soak: a hand-back's enqueue failed with
         # "Wrong number of response items", and the dead BLPOP popped the job it had just pushed).
-        return super().read_response(
-            disable_decoding, timeout=timeout, disconnect_on_error=disconnect_on_error, push_request=push_request
-        )
+        try:
+            return super().read_response(
+                disable_decoding, timeout=timeout, disconnect_on_error=disconnect_on_error, push_request=push_request
+            )
+        except ResponseError as error:
+            if not (self.connection_pool.is_master and _without_replica(error)):
+                raise
+            self.disconnect()
+            raise RedisConnectionError(PRIMARY_WITHOUT_REPLICA) from error
 
 
 class _SentinelSSLConnection(_SentinelConnection, SentinelManagedSSLConnection):
@@ -353,9 +377,62 @@ class _AsyncSentinelConnection(AsyncSentinelManagedConnection):
             self.host, self.port = await self.connection_pool.get_master_address()
         await super()._connect()
 
+    async def read_response(
+        self,
+        disable_decoding: bool = False,
+        timeout: float | None = None,
+        *,
+        disconnect_on_error: float | None = True,  # redis-py's own annotation
+        push_request: bool | None = False,
+    ) -> Any:
+        try:
+            return await super().read_response(
+                disable_decoding, timeout, disconnect_on_error=disconnect_on_error, push_request=push_request
+            )
+        except ResponseError as error:
+            if not (self.connection_pool.is_master and _without_replica(error)):
+                raise
+            await self.disconnect()
+            raise RedisConnectionError(PRIMARY_WITHOUT_REPLICA) from error
+
 
 class _AsyncSentinelSSLConnection(_AsyncSentinelConnection, AsyncSentinelManagedSSLConnection):
     pass
+
+
+# --- Lua scripts, sent whole ---------------------------------------------------------------------
+# redis-py runs a registered script by its hash (EVALSHA), loading it where the server has not seen it.
+# A command retried across a failover lands on a server whose script cache is empty, after the load:
+# NOSCRIPT reached the caller (leases, spend, capacity are scripts). EVAL carries the script itself,
+# a few hundred bytes, and the server caches its compilation all the same.
+
+
+class _Script(Script):
+    def __call__(self, keys: Any = None, args: Any = None, client: Any = None) -> Any:
+        client = self.registered_client if client is None else client
+        if isinstance(client, Pipeline):
+            return super().__call__(keys, args, client)
+        keys, args = list(keys or []), list(args or [])
+        return client.eval(self.script, len(keys), *keys, *args)
+
+
+class _AsyncScript(AsyncScript):
+    async def __call__(self, keys: Any = None, args: Any = None, client: Any = None) -> Any:
+        client = self.registered_client if client is None else client
+        if isinstance(client, AsyncPipeline):
+            return await super().__call__(keys, args, client)
+        keys, args = list(keys or []), list(args or [])
+        return await client.eval(self.script, len(keys), *keys, *args)
+
+
+class _Redis(Redis):
+    def register_script(self, script: Any) -> Script:
+        return _Script(self, script)
+
+
+class _AsyncRedis(AsyncRedis):
+    def register_script(self, script: Any) -> AsyncScript:  # type: ignore[override]  # redis-py types it Script
+        return _AsyncScript(self, script)
 
 
 def connect(
@@ -366,10 +443,12 @@ def connect(
     target = parse_redis_url(url)
     options = _options(retry_window, socket_timeout, asynchronous=False)
     if target.topology == "single":
-        return Redis.from_url(target.url, **options)
+        return _Redis.from_url(target.url, **options)
     sentinel = Sentinel(list(target.sentinels), sentinel_kwargs=_sentinel_kwargs(target))
     connection_class = _SentinelSSLConnection if target.tls else _SentinelConnection
-    return sentinel.master_for(target.service, connection_class=connection_class, **options, **_server_kwargs(target))
+    return sentinel.master_for(
+        target.service, redis_class=_Redis, connection_class=connection_class, **options, **_server_kwargs(target)
+    )
 
 
 class _BlockingSentinelPool(AsyncSentinelPool, BlockingConnectionPool):
@@ -393,13 +472,14 @@ def connect_async(
     )
     if target.topology == "single":
         if not blocking:
-            return AsyncRedis.from_url(target.url, **options)
+            return _AsyncRedis.from_url(target.url, **options)
         pool = BlockingConnectionPool.from_url(target.url, **blocking, **options)
-        return AsyncRedis(connection_pool=pool, retry=options["retry"])
+        return _AsyncRedis(connection_pool=pool, retry=options["retry"])
     sentinel = AsyncSentinel(list(target.sentinels), sentinel_kwargs=_sentinel_kwargs(target))
     pool_class = _BlockingSentinelPool if blocking else AsyncSentinelPool
     return sentinel.master_for(
         target.service,
+        redis_class=_AsyncRedis,
         connection_pool_class=pool_class,
         connection_class=_AsyncSentinelSSLConnection if target.tls else _AsyncSentinelConnection,
         **options,

@@ -213,15 +213,22 @@ class SentinelTopology:
     """What a team runs past one machine, on loopback: a Redis primary, a replica of it and three
     sentinels (the same `redis-server` binary in sentinel mode, quorum 2) watching service
     `mymaster`. `kill_primary()` SIGKILLs the primary; `wait_for_failover()` returns once the
-    sentinels have promoted the replica. `url` is what REDIS_URL says for it."""
+    sentinels have promoted the replica. `url` is what REDIS_URL says for it.
+
+    The data servers refuse writes while no replica copies them (min-replicas-to-write 1), as
+    docs/operating.md asks of a deployment. A test that kills the primary and never brings a server
+    back passes `min_replicas_to_write=0`: its one survivor could take no write."""
 
     SERVICE = "mymaster"
     # The sentinels call the primary down after 1 s without an answer; a failover ends within ~5 s.
     DOWN_AFTER_MS = 1000
     FAILOVER_TIMEOUT_MS = 5000
 
-    def __init__(self, directory: Path, *, db: int = 0) -> None:
+    MIN_REPLICAS_MAX_LAG = 10
+
+    def __init__(self, directory: Path, *, db: int = 0, min_replicas_to_write: int = 1) -> None:
         self.directory = directory
+        self.min_replicas_to_write = min_replicas_to_write
         self.primary_port, self.replica_port = free_port(), free_port()
         self.sentinel_ports = [free_port() for _ in range(3)]
         self.url = "redis+sentinel://" + ",".join(f"127.0.0.1:{p}" for p in self.sentinel_ports) + \
@@ -238,8 +245,13 @@ class SentinelTopology:
         log = (workdir / "redis.log").open("wb")
         self._servers[port] = subprocess.Popen([binary, *args], stdout=log, stderr=subprocess.STDOUT, cwd=workdir)
 
+    def _data_server_options(self) -> list[str]:
+        return ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                "--min-replicas-to-write", str(self.min_replicas_to_write),
+                "--min-replicas-max-lag", str(self.MIN_REPLICAS_MAX_LAG)]
+
     def start(self) -> SentinelTopology:
-        base = ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        base = self._data_server_options()
         self._start(self.primary_port, "--port", str(self.primary_port), *base)
         self._start(self.replica_port, "--port", str(self.replica_port), *base,
                     "--replicaof", "127.0.0.1", str(self.primary_port))
@@ -267,7 +279,9 @@ class SentinelTopology:
                 if master["num-other-sentinels"] < 2 or master["num-slaves"] < 1:
                     return False
             link = Redis(port=self.replica_port, socket_timeout=1).info("replication")
-            return link.get("master_link_status") == "up"
+            primary = Redis(port=self.primary_port, socket_timeout=1).info("replication")
+            return link.get("master_link_status") == "up" and (
+                int(primary.get("min_slaves_good_slaves", 1)) >= self.min_replicas_to_write)
         except RedisError:
             return False
 
@@ -317,8 +331,7 @@ class SentinelTopology:
         """Start a killed server again on its port as a replica of today's primary (the machine came
         back); the sentinels count it as a replica once it has synced."""
         host, primary = self.primary()
-        self._start(port, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                    "--replicaof", host, str(primary))
+        self._start(port, "--port", str(port), *self._data_server_options(), "--replicaof", host, str(primary))
         wait_for(lambda: _redis_answers(port), STARTUP_SECONDS, f"the revived redis-server on {port} to answer")
 
     def ports(self) -> list[int]:

@@ -173,6 +173,13 @@ def redis_report(settings: Settings) -> tuple[str | None, list[str]]:
             f"Redis evicts keys under memory pressure (maxmemory-policy {policy}): run leases, stop marks and "
             "Slack's event dedupe would vanish with them; set maxmemory-policy noeviction (and enough maxmemory)"
         )
+    if target.topology == "sentinel" and "min_slaves_good_slaves" not in replication:
+        # INFO shows this field only when min-replicas-to-write is set; CONFIG may be disabled.
+        problems.append(
+            "the Redis primary takes writes that no replica has copied (min-replicas-to-write 0): in a failover's "
+            "first seconds the old primary goes on taking writes, lost when it rejoins as a replica; set "
+            "min-replicas-to-write 1 and min-replicas-max-lag 10 on every Redis data server (docs/operating.md)"
+        )
     if replication.get("role") != "master":
         problems.append(
             f"REDIS_URL={redact(settings.redis_url)} reaches a {replication.get('role')}, which refuses writes: "

@@ -40,6 +40,7 @@ def test_a_run_survives_its_primary_dying_and_a_new_mention_works_after_the_fail
         thread, progress_ts, report_ts = start(stack, fake_slack, "expense ratio and tracking error of VTI ITOT SCHB")
         wait_for(lambda: killed, 30, "the primary to be killed mid-run")
         new_primary = sentinels.wait_for_failover(killed[0])
+        sentinels.revive(killed[0])  # the machine comes back as a replica: the new primary takes writes again
         progress, report = assert_cited_report_pinned(fake_slack, thread, fake_web.url, timeout=90)
         assert (progress.ts, report.ts) == (progress_ts, report_ts)
         text = report_text(fake_slack, report_ts)

@@ -21,7 +21,8 @@ from tests.processes import SentinelTopology
 
 @pytest.fixture
 def sentinels(tmp_path: Path) -> Iterator[SentinelTopology]:
-    topology = SentinelTopology(tmp_path / "sentinel").start()
+    # The killed primary never comes back here: its survivor alone must take the writes.
+    topology = SentinelTopology(tmp_path / "sentinel", min_replicas_to_write=0).start()
     yield topology
     topology.stop()
 

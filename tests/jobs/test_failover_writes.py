@@ -1,23 +1,35 @@
-"""The writes a run's start depends on survive the moment of a failover when two servers take writes.
+"""Writes survive the moment of a failover when two servers would take writes.
 
 A Sentinel failover promotes the replica and the sentinels name it before the old primary is told it
-is a replica: a client still connected to the old one writes there, and what it wrote is lost when
-that server resyncs from the new primary (found by bench.soak: a run posted in Slack, gone from
-Redis, its thread left "Researching" for ever). That moment is held still here: the replica promoted
-and named by every sentinel, the old primary never demoted, a client's pooled connection still on it.
-Generated over each write of a run's start: its record, its continuation, its job, its messages."""
+is a replica (~8-11 s later: a sentinel waits that long before correcting a server's role): a client
+still connected to the old one writes there, and what it wrote is lost when that server resyncs from
+the new primary (found by bench.soak: a run posted in Slack, gone from Redis, its thread left
+"Researching" for ever; runs ended, then run again; a report posted twice).
+
+The class is closed by the deployment: a primary with min-replicas-to-write 1 refuses every write once
+its replica has left it, and jobs/connection.py takes that refusal (NOREPLICAS) as a primary on its way
+out: it asks the sentinels again and retries. Generated here over every kind of write the code makes,
+sync and async. A deployment without that setting (doctor --live says so) still has the older guard,
+tested below it: a run's start and end are checked on the primary the sentinels name and written there
+again."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import asyncio
+import threading
+
 import pytest
 from redis import Redis
+from redis.asyncio import Redis as AsyncRedis
+from redis.exceptions import ResponseError
+from redis.sentinel import Sentinel
 from rq.job import Job
 
 from jobs import RunStore, keys
-from jobs.connection import connect, on_primary
+from jobs.connection import connect, connect_async, on_primary
 from jobs.models import Run, RunStatus
 from jobs.runs import Runs
 from tests.processes import SentinelTopology, wait_for
@@ -26,8 +38,17 @@ TEAM, CHANNEL, THREAD = "T0SPLIT", "C0SPLIT", "1700000000.000100"
 
 
 @pytest.fixture
-def topology(tmp_path: Path) -> Iterator[SentinelTopology]:
+def guarded(tmp_path: Path) -> Iterator[SentinelTopology]:
+    """A deployment as docs/operating.md asks: min-replicas-to-write 1."""
     running = SentinelTopology(tmp_path / "redis").start()
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def topology(tmp_path: Path) -> Iterator[SentinelTopology]:
+    """A deployment without min-replicas-to-write: the old primary takes writes in that moment."""
+    running = SentinelTopology(tmp_path / "redis", min_replicas_to_write=0).start()
     yield running
     running.stop()
 
@@ -44,6 +65,156 @@ def split_brain(topology: SentinelTopology) -> tuple[Redis, Redis]:
     wait_for(lambda: topology.primary()[1] == topology.replica_port, 10, "every sentinel to name the new primary")
     assert old.info("replication")["role"] == "master", "the old primary still takes writes"
     return old, new
+
+
+# --- a deployment with min-replicas-to-write: the old primary refuses, the write waits for the new ---
+
+DEMOTED_AFTER_SECONDS = 1.5  # the sentinels take ~8-11 s; the moment's length does not matter here
+
+
+def demote_later(topology: SentinelTopology, old: Redis, key: str, seen: list[int]) -> threading.Thread:
+    """The sentinels' correction, later: note whether `key` reached the old primary in that moment,
+    then make it a replica of the new one (which has had no replica, and so no write, until then)."""
+
+    def demote() -> None:
+        import time
+
+        time.sleep(DEMOTED_AFTER_SECONDS)
+        seen.append(old.exists(key))
+        old.replicaof("127.0.0.1", topology.replica_port)
+
+    thread = threading.Thread(target=demote, daemon=True)
+    thread.start()
+    return thread
+
+
+def _plain(redis: Redis, key: str) -> None:
+    redis.set(key, "1")
+
+
+def _hash(redis: Redis, key: str) -> None:
+    redis.hset(key, mapping={"status": "running", "turn": 3})
+
+
+def _stream(redis: Redis, key: str) -> None:
+    redis.xadd(key, {"kind": "section"}, maxlen=100)
+
+
+def _transaction(redis: Redis, key: str) -> None:
+    with redis.pipeline(transaction=True) as pipe:
+        pipe.set(key, "1").expire(key, 60).incr(key + ":n")
+        pipe.execute()
+
+
+def _watched(redis: Redis, key: str) -> None:
+    """A compare-and-set, as RunStore.write does: WATCH, read, MULTI, write; a WatchError means again."""
+    from redis.exceptions import WatchError
+
+    while True:
+        with redis.pipeline() as pipe:
+            try:
+                pipe.watch(key)
+                version = int(pipe.get(key) or 0)
+                pipe.multi()
+                pipe.set(key, version + 1)
+                pipe.execute()
+                return
+            except WatchError:
+                continue
+
+
+def _script(redis: Redis, key: str) -> None:
+    redis.register_script("redis.call('SET', KEYS[1], ARGV[1]) return 1")(keys=[key], args=["1"])
+
+
+def _enqueue(redis: Redis, key: str) -> None:
+    from rq import Queue
+
+    Queue("deepthread", connection=redis).enqueue("operator.add", 1, 2, job_id=key.removeprefix("rq:job:"))
+
+
+async def _async_plain(redis: AsyncRedis, key: str) -> None:
+    await redis.set(key, "1")
+
+
+async def _async_transaction(redis: AsyncRedis, key: str) -> None:
+    async with redis.pipeline(transaction=True) as pipe:
+        await pipe.set(key, "1").expire(key, 60).execute()
+
+
+SYNC_WRITES: dict[str, Callable[[Redis, str], None]] = {
+    "a command": _plain,
+    "a hash": _hash,
+    "a stream entry": _stream,
+    "a transaction": _transaction,
+    "a compare-and-set": _watched,
+    "a Lua script": _script,
+    "an RQ job": _enqueue,
+}
+ASYNC_WRITES: dict[str, Callable[[AsyncRedis, str], object]] = {
+    "an async command": _async_plain,
+    "an async transaction": _async_transaction,
+}
+
+
+@pytest.mark.parametrize("write", SYNC_WRITES.values(), ids=SYNC_WRITES.keys())
+def test_with_min_replicas_to_write_a_write_in_that_moment_waits_for_the_new_primary(
+    guarded: SentinelTopology, write: Callable[[Redis, str], None]
+) -> None:
+    client = connect(guarded.url)
+    client.ping()  # a pooled connection to the primary, open before the failover
+    key = "rq:job:split-write" if write is _enqueue else "split:write"
+    old, new = split_brain(guarded)
+    seen: list[int] = []
+    demotion = demote_later(guarded, old, key, seen)
+    write(client, key)
+    demotion.join(10)
+    assert new.exists(key), "the write is on the new primary"
+    assert seen == [0], "the old primary refused it in that moment, so nothing was written to be lost"
+
+
+@pytest.mark.parametrize("write", ASYNC_WRITES.values(), ids=ASYNC_WRITES.keys())
+def test_with_min_replicas_to_write_an_async_write_in_that_moment_waits_for_the_new_primary(
+    guarded: SentinelTopology, write: Callable[[AsyncRedis, str], object]
+) -> None:
+    key = "split:async"
+    held, release = threading.Event(), threading.Event()
+
+    async def scenario() -> None:
+        redis = connect_async(guarded.url, max_connections=4)
+        try:
+            await redis.ping()  # its pooled connection on the old primary
+            held.set()
+            while not release.is_set():
+                await asyncio.sleep(0.01)
+            await write(redis, key)
+        finally:
+            await redis.aclose()
+
+    writer = threading.Thread(target=lambda: asyncio.run(scenario()), daemon=True)
+    writer.start()
+    assert held.wait(10)
+    old, new = split_brain(guarded)
+    seen: list[int] = []
+    demotion = demote_later(guarded, old, key, seen)
+    release.set()
+    writer.join(40)
+    demotion.join(10)
+    assert not writer.is_alive() and new.exists(key), "the write is on the new primary"
+    assert seen == [0], "the old primary refused it in that moment"
+
+
+def test_redis_py_alone_fails_the_write_a_primary_without_its_replica_refuses(guarded: SentinelTopology) -> None:
+    """Why jobs/connection.py reads NOREPLICAS itself: redis-py's own Sentinel client hands the refusal to
+    the caller as an error, so the setting alone would turn lost writes into failed ones."""
+    plain = Sentinel([("127.0.0.1", port) for port in guarded.sentinel_ports]).master_for(guarded.SERVICE)
+    plain.ping()
+    split_brain(guarded)
+    with pytest.raises(ResponseError, match="NOREPLICAS"):
+        plain.set("split:plain", "1")
+
+
+# --- a deployment without it: a run's start and end are checked on the new primary -----------------
 
 
 def start(runs: Runs) -> str:

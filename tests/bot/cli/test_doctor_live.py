@@ -127,6 +127,23 @@ def test_through_sentinel_the_live_check_names_the_primary_and_refuses_a_replica
         topology.stop()
 
 
+def test_through_sentinel_a_primary_that_takes_writes_without_a_replica_is_a_problem(
+        tmp_path, fake_slack, fake_model, fake_web) -> None:
+    from tests.processes import SentinelTopology
+
+    fake_model.policy = lambda request: text_reply("p")
+    topology = SentinelTopology(tmp_path / "redis", min_replicas_to_write=0).start()
+    try:
+        done = doctor_live(fake_slack, fake_model, fake_web, topology.url)
+        assert done.returncode == 1, done.stdout
+        assert problems(done) == [
+            "the Redis primary takes writes that no replica has copied (min-replicas-to-write 0): in a failover's "
+            "first seconds the old primary goes on taking writes, lost when it rejoins as a replica; set "
+            "min-replicas-to-write 1 and min-replicas-max-lag 10 on every Redis data server (docs/operating.md)"]
+    finally:
+        topology.stop()
+
+
 def _cloud_env(provider: str, fake_model: FakeAnthropic, **overrides: str) -> dict[str, str]:
     from tests.fakes import clouds
 
