@@ -42,7 +42,8 @@ from .topology import ROLES, Fleet
 from .traffic import Traffic
 
 SHARED_WORKER_RUNS = 40  # the sharing worker's DEEPTHREAD_WORKER_RUNS: room for every run at once
-SETTLE_SECONDS = 15.0  # after the last run ends: the publishers' last edits land
+SETTLE_SECONDS = 5.0  # after every end is shown: stray late edits (a double post) land before the verdict
+ENDS_SHOWN_SECONDS = 180.0  # the longest the verdict waits for the publishers to show every run's end
 
 
 class Clock:
@@ -135,6 +136,17 @@ def main(argv: list[str] | None = None) -> int:
         while traffic.active() and time.monotonic() < drain_deadline:
             time.sleep(2)
         clock.log(f"drained: {len(traffic.active())} thread(s) still at work")
+        # The runs' ends are in Redis; Slack shows them as fast as its edit rate lets the publishers.
+        # The verdict waits for that (up to ENDS_SHOWN_SECONDS) and reports how long each took.
+        drained, owed = time.monotonic(), verdict.ends_not_shown(traffic.conversations,
+                                                                 verdict.read_threads(store, traffic.conversations),
+                                                                 slack)
+        while owed and time.monotonic() < drained + ENDS_SHOWN_SECONDS:
+            time.sleep(2)
+            owed = verdict.ends_not_shown(traffic.conversations, verdict.read_threads(store, traffic.conversations),
+                                          slack)
+        clock.log(f"ends shown in Slack {time.monotonic() - drained:.0f} s after the drain; {len(owed)} thread(s) "
+                  "ended in Redis and not shown")
         time.sleep(SETTLE_SECONDS)
         traffic.stop()
         sampler.stop()
@@ -164,8 +176,9 @@ def main(argv: list[str] | None = None) -> int:
         runs_asked = sum(c.runs_asked for c in traffic.conversations)
         runs, run_problems = verdict.runs_checks(traffic.conversations, threads, slack, traffic.undelivered)
         messages, message_problems = verdict.messages_checks(traffic.conversations, threads, slack)
+        lags = verdict.end_shown_lags(traffic.conversations, threads, slack, clock_offset)
         checks = [
-            *runs, *messages,
+            *runs, *messages, *verdict.end_shown_checks(lags),
             *verdict.recovery_checks(faults, traffic.conversations, threads, model, slack, clock_offset),
             *verdict.memory_checks(fleet, sampler.samples, load_began, load_ended),
             *verdict.redis_checks(doctor),

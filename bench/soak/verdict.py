@@ -51,6 +51,62 @@ def _text(slack: SoakSlack, channel: str, ts: str | None) -> str:
     return block_text(message) if message is not None else ""
 
 
+END_WORDS = {"completed": "Final ·", "stopped": "Stopped:", "failed": "Incomplete:"}
+
+
+def _report_shows_end(slack: SoakSlack, c: Conversation, last: RunState) -> bool:
+    report = _text(slack, c.channel, last.run.report_message)
+    return END_WORDS[last.status.value] in report and f"run {last.run.id}" in report
+
+
+def _progress_working(slack: SoakSlack, c: Conversation, s: RunState) -> str | None:
+    """The first line of an ended run's progress message when it still shows a working phase."""
+    if not s.run.progress_message:
+        return None
+    first = _text(slack, c.channel, s.run.progress_message).split("\n", 1)[0]
+    return first if any(phase in first for phase in WORKING_PHASES) else None
+
+
+def ends_not_shown(conversations: list[Conversation], threads: Threads, slack: SoakSlack) -> list[int]:
+    """Threads whose every run has ended in Redis while Slack does not show it yet (the report's status
+    line, or a progress message still working): what the publishers still owe once the runs are done."""
+    owed = []
+    for c in conversations:
+        states = threads.states[c.tag]
+        if not states or not all(s.status.finished for s in states):
+            continue
+        if not _report_shows_end(slack, c, states[-1]) or any(_progress_working(slack, c, s) for s in states):
+            owed.append(c.tag)
+    return owed
+
+
+def end_shown_lags(conversations: list[Conversation], threads: Threads, slack: SoakSlack,
+                   clock_offset: float) -> list[float]:
+    """Seconds from each thread's last run ending (its finished_at) to its report's last edit, for the
+    threads whose report shows that end: how long a person waited for "Final" after the work was done."""
+    lags = []
+    for c in conversations:
+        states = threads.states[c.tag]
+        if not states or not all(s.status.finished for s in states) or states[-1].finished_at is None:
+            continue
+        last = states[-1]
+        edits = slack.updates.get((c.channel, last.run.report_message or ""), [])
+        if edits and _report_shows_end(slack, c, last):
+            ended = last.finished_at.timestamp() - clock_offset  # on the monotonic clock the fake records
+            lags.append(max(0.0, max(edits) - ended))
+    return lags
+
+
+def end_shown_checks(lags: list[float]) -> list[Check]:
+    if not lags:
+        return [("end shown in Slack after the run ended", "no run ended shown", False, f"≤ {GOAL_RECOVERY_SECONDS:.0f} s")]
+    ordered = sorted(lags)
+    p90 = ordered[min(len(ordered) - 1, math.ceil(0.9 * len(ordered)) - 1)]
+    return [("end shown in Slack after the run ended",
+             f"p50 {statistics.median(ordered):.0f} s, p90 {p90:.0f} s, max {ordered[-1]:.0f} s over {len(ordered)} threads",
+             ordered[-1] <= GOAL_RECOVERY_SECONDS, f"max ≤ {GOAL_RECOVERY_SECONDS:.0f} s")]
+
+
 def runs_checks(conversations: list[Conversation], threads: Threads, slack: SoakSlack,
                 undelivered: list[str]) -> tuple[list[Check], list[str]]:
     # A note that arrives just after its run ended starts a continuation, as a reply then should: a
@@ -73,11 +129,10 @@ def runs_checks(conversations: list[Conversation], threads: Threads, slack: Soak
                 problems.append(f"soak-q{c.tag:03d} run {s.run.id} ended incomplete: {s.reason}")
         if states and all(s.status.finished for s in states):
             last = states[-1]
-            report = _text(slack, c.channel, last.run.report_message)
-            word = {"completed": "Final ·", "stopped": "Stopped:", "failed": "Incomplete:"}[last.status.value]
-            if word in report and f"run {last.run.id}" in report:
+            if _report_shows_end(slack, c, last):
                 shown += len(finished)
             else:
+                word = END_WORDS[last.status.value]
                 problems.append(f"soak-q{c.tag:03d}: its report does not show run {last.run.id}'s end ({word!r})")
     answered = sum(1 for c in conversations if c.answered_at is not None)
     lost = asked - shown
@@ -119,12 +174,10 @@ def messages_checks(conversations: list[Conversation], threads: Threads, slack: 
         for s in states:
             if s.run.report_message:
                 reports.setdefault(c.channel, set()).add(s.run.report_message)
-            if s.status.finished and s.run.progress_message:
-                progress = _text(slack, c.channel, s.run.progress_message)
-                if any(phase in progress.split("\n", 1)[0] for phase in WORKING_PHASES):
-                    left_working += 1
-                    problems.append(f"soak-q{c.tag:03d} run {s.run.id} ended, its progress still says "
-                                    f"{progress.splitlines()[0][:60]!r}")
+            working = _progress_working(slack, c, s) if s.status.finished else None
+            if working:
+                left_working += 1
+                problems.append(f"soak-q{c.tag:03d} run {s.run.id} ended, its progress still says {working[:60]!r}")
     for channel, expected in reports.items():
         pinned = Counter(p.ts for p in slack.pins(channel))
         double_pins += sum(n - 1 for n in pinned.values() if n > 1)

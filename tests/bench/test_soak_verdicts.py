@@ -45,3 +45,12 @@ def test_scrapes_are_read_as_they_say() -> None:
     grown = moved(samples, 1.0, 10.0)
     # Process 1 grew by 10 after its scrape at 0; process 2 started after 1.0 and counts from zero.
     assert grown["deepthread_slack_calls_total"] == 17.0
+
+
+def test_the_time_to_show_an_end_is_judged_by_its_slowest_thread() -> None:
+    from bench.soak.verdict import end_shown_checks
+
+    [(name, value, met, goal)] = end_shown_checks([3.0, 1.0, 2.0, 40.0, 5.0, 4.0, 6.0, 7.0, 8.0, 9.0])
+    assert (value, met, goal) == ("p50 6 s, p90 9 s, max 40 s over 10 threads", True, "max ≤ 120 s")
+    assert end_shown_checks([1.0, 121.0])[0][2] is False, "one end shown past two minutes misses"
+    assert end_shown_checks([])[0][2] is False, "a soak where no end was shown shows nothing"
