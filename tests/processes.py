@@ -226,9 +226,11 @@ class SentinelTopology:
 
     MIN_REPLICAS_MAX_LAG = 10
 
-    def __init__(self, directory: Path, *, db: int = 0, min_replicas_to_write: int = 1) -> None:
+    def __init__(self, directory: Path, *, db: int = 0, min_replicas_to_write: int = 1,
+                 down_after_ms: int = DOWN_AFTER_MS) -> None:
         self.directory = directory
         self.min_replicas_to_write = min_replicas_to_write
+        self.down_after_ms = down_after_ms
         self.primary_port, self.replica_port = free_port(), free_port()
         self.sentinel_ports = [free_port() for _ in range(3)]
         self.url = "redis+sentinel://" + ",".join(f"127.0.0.1:{p}" for p in self.sentinel_ports) + \
@@ -246,7 +248,9 @@ class SentinelTopology:
         self._servers[port] = subprocess.Popen([binary, *args], stdout=log, stderr=subprocess.STDOUT, cwd=workdir)
 
     def _data_server_options(self) -> list[str]:
-        return ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+        # A replica syncs at once (Redis waits 5 s by default to batch replicas into one transfer):
+        # until it has, the primary takes no writes, and a failover then would promote an empty one.
+        return ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--repl-diskless-sync-delay", "0",
                 "--min-replicas-to-write", str(self.min_replicas_to_write),
                 "--min-replicas-max-lag", str(self.MIN_REPLICAS_MAX_LAG)]
 
@@ -262,7 +266,7 @@ class SentinelTopology:
             conf.write_text(
                 f"port {port}\nbind 127.0.0.1\ndir {self.directory}\n"
                 f"sentinel monitor {self.SERVICE} 127.0.0.1 {self.primary_port} 2\n"
-                f"sentinel down-after-milliseconds {self.SERVICE} {self.DOWN_AFTER_MS}\n"
+                f"sentinel down-after-milliseconds {self.SERVICE} {self.down_after_ms}\n"
                 f"sentinel failover-timeout {self.SERVICE} {self.FAILOVER_TIMEOUT_MS}\n"
                 f"sentinel parallel-syncs {self.SERVICE} 1\n")
             self._start(port, str(conf), "--sentinel")
