@@ -22,7 +22,7 @@ from bot.exceptions import SlotBusy
 from bot.settings import DEFAULT_STOP_REACTION, ReportMode
 from bot.slack.client import take_slots
 from bot.slack.ratelimit import Urgency
-from jobs import RunState, RunStatus
+from jobs import Run, RunState, RunStatus
 
 from . import rendered
 from .agent_sessions import AgentSessions, LatestRun
@@ -167,14 +167,18 @@ class MessageSync:
         """A finished run whose thread went on: a continuation edits the report they share now, and
         an older run's sync (a retry, a re-render after a restart) must never put its own back
         (seen in bench.soak: a parent's rendering landed over its continuation's final report)."""
-        if self.latest is None or not state.status.finished or not state.run.report_message:
+        if not state.status.finished:
             return False  # a running run is its thread's newest: a reply during it is a note, not a run
-        latest = await self.latest(state.run.team, state.run.channel or "", state.run.thread_ts or "")
-        return (
-            latest is not None
-            and latest.run.id != state.run.id
-            and latest.run.report_message == state.run.report_message
-        )
+        return await self._successor(state.run) is not None
+
+    async def _successor(self, run: Run) -> RunState | None:
+        """The thread's newest run, when it is not `run` and edits the report they share."""
+        if self.latest is None or not run.report_message:
+            return None
+        latest = await self.latest(run.team, run.channel or "", run.thread_ts or "")
+        if latest is not None and latest.run.id != run.id and latest.run.report_message == run.report_message:
+            return latest
+        return None
 
     async def _progress_only(self, state: RunState) -> Synced:
         """A superseded run's own progress message; the report is its successor's."""
@@ -281,8 +285,17 @@ class MessageSync:
                         message = await asyncio.to_thread(render_progress, fresh, self.stop_reaction)
                     if message.digest() == sent:
                         return None
+            # The report is checked again at the last moment: a continuation may have begun (and
+            # ended) while this edit waited for its slot (seen in bench.soak: a parent's final,
+            # queued behind twenty others, landed over its continuation's).
+            if name == "report" and await self._successor(run) is not None:
+                return None
             await self.client.chat_update(channel=channel, ts=ts, text=message.text, blocks=message.blocks)
             log.debug("run %s: %s sent, %s", run.id, name, message.text[:50])
+            if name == "report" and (successor := await self._successor(run)) is not None:
+                # One began while the edit was in flight (a 429's wait): it puts its own back.
+                await rendered.forget(self.redis, successor.run.id, "report")
+                self.wake(successor.run.id, time.time())
             return message.digest()
 
         try:

@@ -14,7 +14,7 @@ from redis.asyncio import Redis as AsyncRedis
 from bot import keys
 from jobs.connection import text
 
-__all__ = ["RENDERED_TTL_SECONDS", "remember", "remember_rendered", "shown", "status_shown"]
+__all__ = ["RENDERED_TTL_SECONDS", "forget", "remember", "remember_rendered", "shown", "status_shown"]
 
 RENDERED_TTL_SECONDS = 90 * 24 * 3600  # as long as run state is kept
 
@@ -28,6 +28,11 @@ def remember_rendered(redis: Redis, run_id: str, *, progress: str, report: str) 
 async def remember(redis: AsyncRedis, run_id: str, fields: dict[str, str | float]) -> None:
     await redis.hset(keys.rendered(run_id), mapping=fields)  # type: ignore[arg-type]
     await redis.expire(keys.rendered(run_id), RENDERED_TTL_SECONDS)
+
+
+async def forget(redis: AsyncRedis, run_id: str, name: str) -> None:
+    """What the run showed in one message is no longer known: its next sync sends it again."""
+    await redis.hdel(keys.rendered(run_id), name)
 
 
 async def shown(redis: AsyncRedis, run_id: str) -> dict[str, str]:

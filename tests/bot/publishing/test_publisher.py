@@ -506,3 +506,64 @@ async def test_a_finished_runs_late_sync_never_puts_its_report_back_over_its_con
     assert fake_slack.message(CHANNEL, parent.run.progress_message or "") is not None
     updated = [c for c in fake_slack.calls_of("chat.update")[edits:]]
     assert all(c["ts"] == parent.run.progress_message for c in updated), "only the parent's own progress message"
+
+
+@pytest.mark.parametrize("moment", ["while it waited for its slot", "while its edit was in flight"])
+async def test_a_continuation_begun_while_its_parents_final_edit_waited_keeps_the_report(
+        redis: Redis, async_redis, client, fake_slack: FakeSlack, monkeypatch: pytest.MonkeyPatch,
+        moment: str) -> None:
+    """Found by bench.soak: twenty runs ended at once, a parent's final report edit queued behind
+    them for its chat.update slot; its follow-up began and ended meanwhile, and the parent's edit,
+    checked against the thread only when its sync began, landed over the follow-up's final report."""
+    from jobs.continuation import create_successor, successor
+
+    store = RunStore(redis)
+    parent = await posted_run(store, client, team=TEAM_ID)
+    parent = store.apply(parent, Finished(status="completed", summary="VTI charges 0.03%.", reason=""))
+    publisher = Publisher(redis, async_redis, store, client)
+    report_ts = parent.run.report_message or ""
+    follow_up: list[RunState] = []
+    begun: list[bool] = []
+
+    async def continue_the_thread() -> None:
+        """A person replies and the follow-up runs to its end, all before the parent's edit goes."""
+        begun.append(True)
+        run = successor(store, parent, "Now compare ITOT", "U0ANA")
+        created = create_successor(store, parent, run)
+        progress = await client.chat_postMessage(channel=CHANNEL, thread_ts=parent.run.thread_ts, text="…")
+        created = store.set_messages(created.run.id, progress=progress["ts"], report=report_ts)
+        created = store.apply(created, Finished(status="completed", summary="ITOT charges 0.03% too.", reason=""))
+        assert await publisher.sync(created)
+        assert shows(fake_slack, created)
+        follow_up.append(created)
+
+    if moment == "while it waited for its slot":
+        real_take_slots = message_sync.take_slots
+
+        async def slow_slot(client_: Any, team: str, method: str, send: Any, **options: Any) -> Any:
+            if not begun and method == "chat.update" and options.get("urgent") is True:
+                names = [getattr(cell, "cell_contents", None) for cell in send.__closure__ or ()]
+                if "report" in names and report_ts in names:  # the parent's report edit, about to wait
+                    await continue_the_thread()
+            return await real_take_slots(client_, team, method, send, **options)
+
+        monkeypatch.setattr(message_sync, "take_slots", slow_slot)
+    else:
+        limited = publisher.messages.client  # the publisher's own client (the limiter's wrapper)
+        real_update = limited.chat_update
+
+        async def in_flight(**kwargs: Any) -> Any:
+            answer = await real_update(**kwargs)
+            if not begun and kwargs.get("ts") == report_ts:
+                await continue_the_thread()  # the follow-up's edit lands first; the parent's answer was late
+                await real_update(**kwargs)  # then the parent's, as Slack applied it
+            return answer
+
+        monkeypatch.setattr(limited, "chat_update", in_flight)
+
+    assert await publisher.sync(parent)
+    [continued] = follow_up
+    if moment == "while its edit was in flight":
+        assert continued.run.id in publisher._due, "the follow-up is asked to put its report back"
+        assert await publisher.sync(store.get(continued.run.id))
+    assert shows(fake_slack, store.get(continued.run.id)), "the pinned report shows the follow-up's end"
