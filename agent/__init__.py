@@ -15,9 +15,6 @@ from .lazy import lazy_exports
 
 # Imported when first used (lazy.py): what the serve process needs must not load the model SDK.
 if TYPE_CHECKING:
-    from .capabilities import MODELS, Capabilities, capabilities, unknown_model_notice
-    from .capabilities import WEB_SEARCH as WEB_SEARCH_TYPE
-    from .capabilities import WEB_SEARCH_BASIC as WEB_SEARCH_BASIC_TYPE
     from .capacity import ModelLimits
     from .charts import Chart
     from .charts.blobs import load_png
@@ -42,6 +39,9 @@ if TYPE_CHECKING:
     from .language import detect as detect_language
     from .markers import MARKER_RE
     from .model import describe_api_error, search_model
+    from .model_capabilities import MODELS, Capabilities, capabilities, unknown_model_notice
+    from .model_capabilities import WEB_SEARCH as WEB_SEARCH_TYPE
+    from .model_capabilities import WEB_SEARCH_BASIC as WEB_SEARCH_BASIC_TYPE
     from .model_provider import ModelAPI, model_api
     from .pricing import cost_usd
     from .provider_config import ProviderConfig, ProviderUnavailable

@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import AliasChoices, BaseModel, Field, SecretStr, field_validator, model_validator
 
 from . import defaults
-from .capabilities import Provider, capabilities
+from .model_capabilities import Provider, capabilities
 
 SearchProvider = Literal["duckduckgo", "searxng", "brave", "tavily", "anthropic"]
 DEFAULT_SEARCH_CHAIN: tuple[SearchProvider, ...] = ("duckduckgo",)  # keyless, so a fresh install can search

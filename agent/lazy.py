@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import ast
 import importlib
+import pkgutil
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 
 __all__ = ["lazy_exports"]
 
@@ -34,9 +34,23 @@ def _exports(source: str) -> dict[str, tuple[str, str]]:
     return found
 
 
+def _shadowed(exports: dict[str, tuple[str, str]], package_dir: Path) -> list[str]:
+    """Exports that a submodule of the same name would replace. Importing `package.name` (anywhere,
+    for any of its names) binds the module as the package's attribute `name`, so which object
+    `from package import name` gives would depend on import order."""
+    submodules = {info.name for info in pkgutil.iter_modules([str(package_dir)])}
+    # attr is "" for `from . import name`, the submodule itself, which is no clash
+    return sorted(name for name, (_, attr) in exports.items() if attr and name in submodules)
+
+
 def lazy_exports(package: str, init_file: str) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
     """`__getattr__` and `__dir__` for a package whose exports are its TYPE_CHECKING imports."""
     exports = _exports(Path(init_file).read_text(encoding="utf-8"))
+    if clashes := _shadowed(exports, Path(init_file).parent):
+        raise ImportError(
+            f"{package} exports {', '.join(clashes)} under the name of a submodule, which replaces the"
+            " export once anything imports that submodule: rename the submodule or the export"
+        )
     namespace = importlib.import_module(package).__dict__
 
     def __getattr__(name: str) -> object:
@@ -47,11 +61,6 @@ def lazy_exports(package: str, init_file: str) -> tuple[Callable[[str], object],
         loaded = importlib.import_module(module, package)
         value = getattr(loaded, attr) if attr else loaded
         namespace[name] = value  # asked once: later lookups are plain attribute reads
-        # Importing `.capabilities` (for MODELS) binds the module as `agent.capabilities`: an
-        # export of that name (the function) must win, as the eager import let it.
-        bound = module[1:].split(".")[0]
-        if bound in exports and exports[bound][1] and isinstance(namespace.get(bound), ModuleType):
-            namespace[bound] = getattr(namespace[bound], exports[bound][1])
         return value
 
     def __dir__() -> list[str]:

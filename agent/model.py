@@ -16,11 +16,11 @@ import anthropic
 from anthropic.types import Message
 
 from . import defaults
-from .capabilities import Capabilities, Provider, capabilities
 from .capacity import CAPACITY_WAIT, STREAM_SETTLE, is_spend_limit
 from .context.requestlog import RequestLog, RequestRecord, describe
 from .context.tokens import CHARS_PER_TOKEN, estimate_chars
 from .exceptions import ModelUnavailable
+from .model_capabilities import Capabilities, Provider, capabilities
 from .model_provider import ModelAPI
 from .usage import Usage
 

@@ -1,9 +1,9 @@
-"""Estimated cost of model usage, at the list prices of the capability table (agent/capabilities.py);
+"""Estimated cost of model usage, at the list prices of the capability table (agent/model_capabilities.py);
 an estimate for the report footer, spend and `inspect`, not a bill."""
 
 from __future__ import annotations
 
-from .capabilities import capabilities
+from .model_capabilities import capabilities
 from .usage import Usage
 
 __all__ = ["cost_usd"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .capabilities import Provider
+from .model_capabilities import Provider
 
 __all__ = ["ProviderConfig", "ProviderUnavailable"]
 

@@ -21,7 +21,7 @@ class Usage(BaseModel):
     cache_creation_tokens: int = 0
     # Of output_tokens, those the model spent thinking (the API reports them; they are billed as output).
     thinking_tokens: int = 0
-    # Server-side web searches the API ran (billed per search, agent/capabilities.py).
+    # Server-side web searches the API ran (billed per search, agent/model_capabilities.py).
     web_search_requests: int = 0
     # Estimated USD at list prices (agent/pricing.py) when someone priced it; 0 until then.
     cost_usd: float = 0.0

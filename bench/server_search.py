@@ -28,7 +28,7 @@ from typing import Any
 
 from anthropic import AsyncAnthropic
 
-from agent.capabilities import WEB_SEARCH, capabilities
+from agent.model_capabilities import WEB_SEARCH, capabilities
 from agent.tools.search.anthropic import hits_of
 from tests.fakes.anthropic import FakeAnthropic, Reply, scripted_search_model
 from tests.fakes.server import ServerThread

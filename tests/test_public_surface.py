@@ -3,6 +3,8 @@ public surface is deliberate, and every exported name exists."""
 from __future__ import annotations
 
 import importlib
+import os
+from pathlib import Path
 
 import pytest
 
@@ -68,22 +70,64 @@ def test_the_serve_process_does_not_load_the_engine_or_the_model_sdk() -> None:
     assert done.stdout.strip() == "", f"the serve path loads {done.stdout.strip()}"
 
 
-def test_a_lazy_export_is_the_object_its_import_names_even_beside_a_submodule_of_the_same_name() -> None:
-    """`agent.capabilities` is both a submodule and the exported function: importing the submodule
-    for another name (MODELS) must not leave the package's attribute pointing at the module."""
+@pytest.mark.parametrize("first", ["submodules", "exports", "namesakes"])
+@pytest.mark.parametrize("package", ["agent", "jobs"])
+def test_every_lazy_export_is_the_object_its_import_names_whatever_was_imported_first(
+        package: str, first: str) -> None:
+    """Generated over each lazy package's exports, in three orders: every submodule imported (as
+    another module's `from package.sub import x` does, which binds `package.sub`) before or after
+    every export was asked for, or only the submodules named like an export, `from package import name` still gives what the TYPE_CHECKING
+    import names. `from agent import capabilities` once gave the submodule, not the function."""
     import subprocess
     import sys
 
     probe = (
-        "import agent\n"
-        "agent.MODELS\n"
-        "from agent import capabilities\n"
-        "import jobs\n"
-        "print(callable(capabilities), type(jobs.keys).__name__, jobs.execute.__module__)\n"
+        "import importlib, pkgutil, pathlib, sys\n"
+        "from agent.lazy import _exports\n"
+        f"package = importlib.import_module({package!r})\n"
+        "init = pathlib.Path(package.__file__)\n"
+        "exports = _exports(init.read_text())\n"
+        f"if {first == 'exports'}:\n"
+        "    for name in exports:\n"
+        "        getattr(package, name)\n"
+        "submodules = {info.name for info in pkgutil.iter_modules([str(init.parent)])}\n"
+        "for sub in sorted(submodules):\n"
+        f"    if {first != 'namesakes'} or sub in exports:\n"
+        "        importlib.import_module(package.__name__ + '.' + sub)\n"
+        "# namesakes first: asking any other export of theirs could hide what a namesake did\n"
+        "for name in sorted(exports, key=lambda name: name not in submodules):\n"
+        "    module, attr = exports[name]\n"
+        "    source = importlib.import_module(module, package.__name__)\n"
+        "    expected = getattr(source, attr) if attr else source\n"
+        "    exec(f'from {package.__name__} import {name} as got', globals())\n"
+        "    if got is not expected:\n"
+        "        print(name)\n"
     )
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["True", "module", "jobs.executor"]
+    assert done.stdout.split() == [], f"{package} exports replaced by a submodule: {done.stdout.split()}"
+
+
+def test_a_lazy_package_that_exports_a_name_under_a_submodule_of_that_name_is_refused(tmp_path: Path) -> None:
+    """The class of the shadowing above is refused when the package is imported, not met later."""
+    import subprocess
+    import sys
+
+    pkg = tmp_path / "clash"
+    pkg.mkdir()
+    (pkg / "tool.py").write_text("def tool() -> int:\n    return 1\n")
+    (pkg / "__init__.py").write_text(
+        "from typing import TYPE_CHECKING\n"
+        "from agent.lazy import lazy_exports\n"
+        "if TYPE_CHECKING:\n"
+        "    from .tool import tool\n"
+        "__getattr__, __dir__ = lazy_exports(__name__, __file__)\n")
+    env_path = f"{tmp_path}{os.pathsep}{ROOT}"
+    done = subprocess.run([sys.executable, "-c", "import clash"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "PYTHONPATH": env_path})
+    assert done.returncode != 0
+    assert "clash exports tool under the name of a submodule" in done.stderr
+    assert "rename the submodule or the export" in done.stderr
 
 
 def test_the_queue_names_the_job_function_rq_runs() -> None:

@@ -188,7 +188,7 @@ def test_the_fake_refuses_what_recent_models_refuse(fake_model: FakeAnthropic) -
      "claude-sonnet-5-5"),
 ])
 def test_every_providers_form_of_an_id_finds_its_row(model: str, canonical: str) -> None:
-    from agent.capabilities import canonical_id, capabilities
+    from agent.model_capabilities import canonical_id, capabilities
 
     assert canonical_id(model) == canonical and capabilities(model).known
 
@@ -197,12 +197,12 @@ def test_prices_follow_the_model_and_an_unknown_id_is_priced_high_and_noticed(ca
     import logging
 
     from agent import Usage, cost_usd
-    from agent.capabilities import capabilities
+    from agent.model_capabilities import capabilities
 
     million = Usage(input_tokens=1_000_000, output_tokens=1_000_000)
     assert cost_usd("claude-sonnet-5-5", million) == pytest.approx(12.0)  # $2 + $10
     assert cost_usd("claude-haiku-4-5-20251001", million) == pytest.approx(6.0)
-    with caplog.at_level(logging.INFO, logger="agent.capabilities"):
+    with caplog.at_level(logging.INFO, logger="agent.model_capabilities"):
         unknown = capabilities("some-new-model-x")
         capabilities("some-new-model-x")
     assert not unknown.known and unknown.thinking == "none" and not unknown.server_tools

@@ -1,11 +1,11 @@
-"""docs/research.md shows the capability table as the code holds it (agent/capabilities.py)."""
+"""docs/research.md shows the capability table as the code holds it (agent/model_capabilities.py)."""
 from __future__ import annotations
 
 import re
 
 import pytest
 
-from agent.capabilities import MODELS
+from agent.model_capabilities import MODELS
 from tests.paths import ROOT
 
 TABLE = (ROOT / "docs" / "research.md").read_text(encoding="utf-8")

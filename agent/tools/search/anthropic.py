@@ -21,9 +21,9 @@ import httpx
 from anthropic.types import Message
 
 from ... import defaults
-from ...capabilities import WEB_SEARCH, WEB_SEARCH_BASIC, Capabilities
 from ...config import SearchConfig
 from ...exceptions import ModelUnavailable
+from ...model_capabilities import WEB_SEARCH, WEB_SEARCH_BASIC, Capabilities
 from ...prompts import load
 from .normalise import SNIPPET_MAX_CHARS, hits_from
 from .outcome import FailureKind, SearchFailed, SearchHit

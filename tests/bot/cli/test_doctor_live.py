@@ -60,7 +60,7 @@ def test_an_unknown_model_name_is_reported_by_its_variable(fake_slack, fake_mode
         "DEEPTHREAD_SMALL_MODEL=claude-nonexistent is not a model this key can use: set it to a current model name "
         "from the Anthropic models overview",
         # Not a problem: what the capability table makes of an id it does not know.
-        "note: model 'claude-nonexistent' is not in the capability table (agent/capabilities.py): using conservative "
+        "note: model 'claude-nonexistent' is not in the capability table (agent/model_capabilities.py): using conservative "
         "defaults (no thinking, no server tools, 200k context, $5/$25 per MTok); add a row for it to use more"]
 
 

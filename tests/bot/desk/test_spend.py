@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from redis import Redis
 
 from agent.budget import Ledger
-from agent.capabilities import capabilities  # the function: `agent.capabilities` is also a submodule
+from agent import capabilities
 from agent.config import Caps, budget_for
 from agent.usage import Usage
 from bot.desk.budgets import BudgetChange, parse_budget

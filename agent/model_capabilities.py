@@ -185,7 +185,7 @@ _noticed: set[str] = set()
 def unknown_model_notice(model: str) -> str:
     """The one-line notice for an id the table does not know (doctor prints it; the engine logs it once)."""
     return (
-        f"model {model!r} is not in the capability table (agent/capabilities.py): using conservative defaults "
+        f"model {model!r} is not in the capability table (agent/model_capabilities.py): using conservative defaults "
         f"(no thinking, no server tools, {CONSERVATIVE_CONTEXT_WINDOW // 1000}k context, "
         f"${_CONSERVATIVE_INPUT:g}/${_CONSERVATIVE_OUTPUT:g} per MTok); add a row for it to use more"
     )
