@@ -9,11 +9,15 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
 WORKDIR /app
+# The locked releases first (every package pinned with its hashes), in a layer of their own that a
+# change to the code does not rebuild; then the project without dependencies.
+COPY requirements/app.txt ./requirements/app.txt
+RUN pip install --require-hashes -r requirements/app.txt
 COPY pyproject.toml README.md ./
 COPY agent ./agent
 COPY jobs ./jobs
 COPY bot ./bot
-RUN pip install . && useradd --system --uid 10001 --no-create-home --home-dir /app deepthread
+RUN pip install --no-deps . && useradd --system --uid 10001 --no-create-home --home-dir /app deepthread
 
 USER deepthread
 # serve: Slack's events (HTTP mode) and /healthz, /readyz; a worker's health endpoints listen on

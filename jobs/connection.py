@@ -245,7 +245,7 @@ class _AsyncWindowRetry(AsyncRetry):
         super().__init__(
             EqualJitterBackoff(cap=REDIS_MAX_WAIT_SECONDS, base=REDIS_FIRST_WAIT_SECONDS),
             -1,
-            REDIS_RETRY_ON,  # type: ignore[arg-type]  # socket.timeout is what a dead peer raises
+            REDIS_RETRY_ON,  # socket.timeout is what a dead peer raises
         )
         self.window = window
 
