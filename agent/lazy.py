@@ -11,10 +11,10 @@ from __future__ import annotations
 import ast
 import importlib
 import pkgutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
-__all__ = ["lazy_exports"]
+__all__ = ["lazy_exports", "resolve"]
 
 
 def _exports(source: str) -> dict[str, tuple[str, str]]:
@@ -43,8 +43,29 @@ def _shadowed(exports: dict[str, tuple[str, str]], package_dir: Path) -> list[st
     return sorted(name for name, (_, attr) in exports.items() if attr and name in submodules)
 
 
-def lazy_exports(package: str, init_file: str) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
-    """`__getattr__` and `__dir__` for a package whose exports are its TYPE_CHECKING imports."""
+def resolve(module: str, attr: str, package: str) -> object:
+    """What `from {module} import {attr}` gives, as Python's own import does: the module's attribute,
+    or its submodule of that name (`from .keyspace import keys`) imported now."""
+    loaded = importlib.import_module(module, package)
+    if not attr:
+        return loaded
+    try:
+        return getattr(loaded, attr)
+    except AttributeError:
+        if not hasattr(loaded, "__path__"):
+            raise
+        return importlib.import_module(f"{loaded.__name__}.{attr}")
+
+
+def lazy_exports(
+    package: str, init_file: str, moved: Mapping[str, str] | None = None
+) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
+    """`__getattr__` and `__dir__` for a package whose exports are its TYPE_CHECKING imports.
+
+    `moved` maps a former submodule's name to the module that holds it now (absolute): such a name
+    is no export, but what was stored under the old dotted path (RQ keeps a job's function so,
+    `jobs.recheck.run_recheck` for a re-check weeks ahead) still finds it."""
+    moved = dict(moved or {})
     exports = _exports(Path(init_file).read_text(encoding="utf-8"))
     if clashes := _shadowed(exports, Path(init_file).parent):
         raise ImportError(
@@ -54,12 +75,13 @@ def lazy_exports(package: str, init_file: str) -> tuple[Callable[[str], object],
     namespace = importlib.import_module(package).__dict__
 
     def __getattr__(name: str) -> object:
+        if name in moved:
+            return importlib.import_module(moved[name])
         try:
             module, attr = exports[name]
         except KeyError:
             raise AttributeError(f"module {package!r} has no attribute {name!r}") from None
-        loaded = importlib.import_module(module, package)
-        value = getattr(loaded, attr) if attr else loaded
+        value = resolve(module, attr, package)
         namespace[name] = value  # asked once: later lookups are plain attribute reads
         return value
 

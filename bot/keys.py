@@ -1,5 +1,5 @@
 """Every Redis key the bot's own records use (the publisher's, the limiter's, the streams'),
-in one place; run state's keys are in jobs/keys.py, whose deployment prefix these share (read at
+in one place; run state's keys are in jobs/keyspace/keys.py, whose deployment prefix these share (read at
 each use, DEEPTHREAD_REDIS_PREFIX). Each record's lifetime stays with the module that writes it,
 next to why."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from jobs import keys as _jobs_keys
-from jobs.keys import team_part
+from jobs.keyspace.keys import team_part
 
 __all__ = [
     "DEFAULT_WORKSPACE",
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     IDLE_SESSIONS: str  # Sorted set: threads whose agent session waits for the team, by when it is closed (epoch s)
 else:
 
-    def __getattr__(name: str) -> str:  # read at each use: the prefix is a setting (jobs/keys.py)
+    def __getattr__(name: str) -> str:  # read at each use: the prefix is a setting (jobs/keyspace/keys.py)
         if name == "PUBLISHER_CURSOR":
             return f"{_jobs_keys.prefix()}:publisher:cursor"
         if name == "INSTALLATIONS":

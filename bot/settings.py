@@ -34,8 +34,8 @@ from agent import (
 )
 from agent import defaults as agent_defaults
 from jobs.hard_stop import HARD_STOP_SECONDS
-from jobs.keys import DEFAULT_PREFIX
-from jobs.keys import NAME as KEY_NAME
+from jobs.keyspace.keys import DEFAULT_PREFIX
+from jobs.keyspace.keys import NAME as KEY_NAME
 from jobs.ownership import LEASE_SECONDS
 from jobs.sealing import derived_key
 from jobs.spend import BudgetDefaults
@@ -302,7 +302,7 @@ class Settings(BaseSettings):
         return derived_key(bot_token) if bot_token and not self.multi_workspace else None
 
     def deployment(self) -> dict[str, Any]:
-        """The keyword arguments of jobs.keys.configure: where this deployment's keys and jobs live."""
+        """The keyword arguments of jobs.keyspace.keys.configure: where this deployment's keys and jobs live."""
         return {"prefix": self.redis_prefix, "queue": self.queue}
 
     @property

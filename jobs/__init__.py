@@ -16,10 +16,10 @@ from agent.lazy import lazy_exports
 # Imported when first used (agent/lazy.py): the serve process asks for Runs and RunStore, and
 # must not load the executor (and with it the engine and the model SDK).
 if TYPE_CHECKING:
-    from . import keys
     from .exceptions import RunNotFound
     from .executor import execute
     from .inline import run_inline
+    from .keyspace import keys
     from .models import Run, RunState, RunStatus
     from .queue import enqueue, job_timeout_for
     from .runs import AsyncRuns, Continuation, Runs, Upgrade

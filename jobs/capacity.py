@@ -54,8 +54,8 @@ from agent.capacity import (
     tightest,
 )
 
-from . import keys
-from .connection import text
+from .keyspace import keys
+from .keyspace.connection import text
 from .metrics import metrics
 
 __all__ = ["DIMENSIONS", "RedisModelLimiter", "limits_in_force", "model_limits", "waiting_runs_by_team"]

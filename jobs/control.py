@@ -15,9 +15,9 @@ from agent import defaults
 from agent.config import Caps, budget_for
 from agent.control import ControlUpdate, Note, StopRequest
 
-from . import keys
-from .connection import text
 from .control_listener import ControlListener, stop_watching
+from .keyspace import keys
+from .keyspace.connection import text
 
 log = logging.getLogger(__name__)
 

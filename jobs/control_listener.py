@@ -19,9 +19,9 @@ import logging
 
 from redis.asyncio import Redis as AsyncRedis
 
-from . import keys
 from .background import Stop
-from .connection import connect_async, text
+from .keyspace import keys
+from .keyspace.connection import connect_async, text
 
 __all__ = ["ControlListener", "for_this_loop", "stop_watching"]
 

@@ -26,13 +26,14 @@ from agent.config import Caps, budget_for
 from agent.task import PriorRun
 from agent.visibility import is_requester_dm
 
-from . import keys, ownership, running, shared_loop
+from . import ownership, running, shared_loop
 from .background import Stop
-from .connection import connect_async
 from .continuation import prior_of
 from .control import RedisRunControl, upgraded_profile
 from .control_listener import for_this_loop
 from .exceptions import LeaseLost
+from .keyspace import keys
+from .keyspace.connection import connect_async
 from .logcontext import log_context
 from .loop_lag import watch_lag
 from .metrics import metrics

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from agent import RunEvent, research
 from agent.backend import RunBackend
 
-from .connection import connect_async
 from .executor import task_for
+from .keyspace.connection import connect_async
 from .model_client import model_client
 from .models import Run, RunState
 from .runtime import JobRuntime

@@ -37,7 +37,7 @@ from redis import Redis
 from redis.client import Pipeline
 from redis.exceptions import ResponseError
 
-from . import keys
+from .keyspace import keys
 from .retention import JOBS_CATALOGUE, Catalogue, Owner
 
 __all__ = [
@@ -53,7 +53,7 @@ __all__ = [
 # audited in part, and the result says so.
 MAX_KEYS = 200_000
 SCAN_COUNT = 1000
-# Families of jobs/keys.py written with a TTL on every write (leases, a secret, a workspace's
+# Families of jobs/keyspace/keys.py written with a TTL on every write (leases, a secret, a workspace's
 # marks), whatever their owner: one without a TTL stays for good. The bot adds its own
 # (bot/desk/retention.py BOT_EXPIRING).
 JOBS_EXPIRING = frozenset({"lock", "posting", "recheck_digest_lease", "action_token", "seen", "file_refusal"})
@@ -129,7 +129,7 @@ class Leftover:
             )
         if self.kind == LeftoverKind.UNOWNED:
             return (
-                f"Redis holds {n} key{s} no module owns, like {e} ({self.family}): no key catalogue (jobs/keys.py, "
+                f"Redis holds {n} key{s} no module owns, like {e} ({self.family}): no key catalogue (jobs/keyspace/keys.py, "
                 "bot/keys.py) names them, so no forget or retention round deletes them; if the app writes them, "
                 "report a bug (their family needs a retention rule), else delete them: "
                 f"redis-cli --scan --pattern '{self.family}' | xargs redis-cli DEL"
@@ -411,7 +411,7 @@ def audit_keys(
     count: int = SCAN_COUNT,
 ) -> KeyAudit:
     """Every key of this Redis database (at most `limit`), classified by the catalogues under the
-    current deployment's prefix (jobs.keys.configure): counts per owner and the keys left over.
+    current deployment's prefix (jobs.keyspace.keys.configure): counts per owner and the keys left over.
     `expiring`: the families that must hold a TTL whatever their owner. Blocking."""
     auditor = _Auditor(redis, catalogues, expiring)
     cursor: int | bytes = 0

@@ -14,7 +14,7 @@ refuses it unless the lock holds exactly that fence (jobs/store.py, jobs/stores.
 is told at once (LeaseLost). A holder that cannot show a renewal within the lease's lifetime counts
 it lost as well, without waiting for Redis to say so, and stops working the run.
 
-The lease lives longer than a command's retry window (jobs/connection.py): an outage that commands
+The lease lives longer than a command's retry window (jobs/keyspace/connection.py): an outage that commands
 ride out never costs a run its holder; a longer one hands the run to a new holder, and the old one's
 late writes are refused. `Tenure` is one holder's view of one lease; a process may hold many.
 """
@@ -32,16 +32,16 @@ from redis import Redis
 from redis.asyncio import Redis as AsyncRedis
 from redis.exceptions import RedisError
 
-from . import keys
 from .background import Stop
 from .exceptions import LeaseLost
+from .keyspace import keys
 from .metrics import metrics
 
 __all__ = ["LEASE_SECONDS", "Lease", "LeaseLost", "Tenure", "acquire", "holder", "release", "renew"]
 
 log = logging.getLogger(__name__)
 
-# A run's lease: longer than jobs.connection.RETRY_WINDOW_SECONDS (30 s) plus a renewal interval, so
+# A run's lease: longer than jobs.keyspace.connection.RETRY_WINDOW_SECONDS (30 s) plus a renewal interval, so
 # a Redis restart or a failover that commands wait out leaves the run with its holder. A dead
 # worker's run waits this long before another resumes it (DEEPTHREAD_RUN_LOCK_SECONDS changes it).
 # 90 s, renewed every 30 s: a run waiting on the model costs Redis ~7 commands a minute for its

@@ -10,8 +10,8 @@ from rq.job import Job
 
 from agent.config import budget_for
 
-from . import keys
-from .connection import durably
+from .keyspace import keys
+from .keyspace.connection import durably
 from .models import Run
 
 # The job function, named rather than imported (RQ records a job by this name either way): the serve

@@ -33,10 +33,10 @@ from rq.job import Job
 from agent.events import utcnow
 from agent.prompts import load
 
-from . import keys
-from .connection import text
 from .continuation import create_successor, successor
 from .exceptions import RunNotFound, ThreadMoved
+from .keyspace import keys
+from .keyspace.connection import text
 from .models import RunState, RunStatus
 from .runs import Runs
 from .spend import Spend

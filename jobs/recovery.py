@@ -20,9 +20,9 @@ from rq.job import Job, JobStatus
 
 from agent.events import utcnow
 
-from . import keys
-from .connection import text
 from .exceptions import RunNotFound
+from .keyspace import keys
+from .keyspace.connection import text
 from .metrics import metrics
 from .models import RunState, RunStatus
 from .queue import enqueue

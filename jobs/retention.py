@@ -1,5 +1,5 @@
 """What is kept, for how long, and how it is forgotten: one rule for every key family of the key
-catalogues (jobs/keys.py here, bot/keys.py in bot/retention.py), and the deletions they drive.
+catalogues (jobs/keyspace/keys.py here, bot/keys.py in bot/retention.py), and the deletions they drive.
 
 Each key family has an owner, and is deleted when its owner is forgotten:
 
@@ -49,9 +49,9 @@ from rq.job import Job
 
 from agent.events import utcnow
 
-from . import keys
-from .connection import text
 from .exceptions import RunNotFound
+from .keyspace import keys
+from .keyspace.connection import text
 from .metrics import metrics
 from .models import RunStatus
 

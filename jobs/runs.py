@@ -19,14 +19,14 @@ from redis import Redis
 from rq.command import send_stop_job_command
 from rq.exceptions import InvalidJobOperation, NoSuchJobError
 
-from . import keys
-from .connection import on_primary, text
 from .continuation import create_successor, latest_run, successor
 from .control import add_note, record_upgrade
 from .exceptions import RunNotFound, ThreadMoved
 from .hard_stop import HARD_STOP_SECONDS, claim_due, request_stop_with_deadline
 from .hard_stop import done as hard_stop_done
-from .legacy_keys import adopt_legacy, string_value
+from .keyspace import keys
+from .keyspace.connection import on_primary, text
+from .keyspace.legacy_keys import adopt_legacy, string_value
 from .models import Run, RunState, RunStatus
 from .queue import enqueue
 from .spend import record_spend

@@ -15,7 +15,7 @@ from agent.provider_config import ProviderConfig
 from agent.workspace import ThreadWorkspace
 from agent.workspace_search import WorkspaceSearch
 
-from . import keys
+from .keyspace import keys
 from .models import Run
 from .ownership import LEASE_SECONDS
 

@@ -34,8 +34,8 @@ from agent.events import utcnow
 from agent.pricing import cost_usd
 from agent.usage import usage_by_model
 
-from . import keys
-from .connection import text
+from .keyspace import keys
+from .keyspace.connection import text
 from .models import RunState
 from .store import RunNotFound, RunStore, Write, WriteOutcome
 from .stores import load_request_records

@@ -48,10 +48,10 @@ from agent.events import ChartDrawn, ConstraintsFound, FileUnreadable, Notice, S
 from agent.planning import Plan
 from agent.thread_memory import ThreadSummary
 
-from . import keys
-from .connection import ask_primary, durably, reconnect_to_primary, text
 from .exceptions import LeaseLost, RunNotFound, ThreadMoved
-from .legacy_keys import adopt_legacy, last_in_list
+from .keyspace import keys
+from .keyspace.connection import ask_primary, durably, reconnect_to_primary, text
+from .keyspace.legacy_keys import adopt_legacy, last_in_list
 from .models import STEPS_KEPT, BudgetLeft, Run, RunState, RunStatus, Step, Usage
 from .sealing import open_sealed, seal
 from .state import apply_in_place

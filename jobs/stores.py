@@ -3,7 +3,7 @@
 The engine (agent/) defines what it stores and keeps it in memory for the terminal mode and
 tests; these are the Redis versions a worker hands to `research()`: tool results (read back
 by `fetch_result` and on resume), checkpoints (a crashed run resumes from them) and the
-request log (`deepthread inspect`). Keys and lifetimes are in jobs/keys.py.
+request log (`deepthread inspect`). Keys and lifetimes are in jobs/keyspace/keys.py.
 
 A job's results and checkpoints are written under its lease (`tenure`, jobs/ownership.py): each
 write is a script that lands only while the run's lock holds that lease, so a job that lost the
@@ -32,8 +32,8 @@ from agent.context.requestlog import ContentAddressedLog, RequestRecord, request
 from agent.pricing import cost_usd
 from agent.results import StoredResult
 
-from . import keys
-from .connection import text
+from .keyspace import keys
+from .keyspace.connection import text
 from .metrics import metrics
 from .ownership import Tenure
 

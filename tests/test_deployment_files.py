@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from jobs.connection import parse_redis_url
+from jobs.keyspace.connection import parse_redis_url
 from tests.paths import ROOT
 
 

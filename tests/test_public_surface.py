@@ -83,7 +83,7 @@ def test_every_lazy_export_is_the_object_its_import_names_whatever_was_imported_
 
     probe = (
         "import importlib, pkgutil, pathlib, sys\n"
-        "from agent.lazy import _exports\n"
+        "from agent.lazy import _exports, resolve\n"
         f"package = importlib.import_module({package!r})\n"
         "init = pathlib.Path(package.__file__)\n"
         "exports = _exports(init.read_text())\n"
@@ -97,8 +97,7 @@ def test_every_lazy_export_is_the_object_its_import_names_whatever_was_imported_
         "# namesakes first: asking any other export of theirs could hide what a namesake did\n"
         "for name in sorted(exports, key=lambda name: name not in submodules):\n"
         "    module, attr = exports[name]\n"
-        "    source = importlib.import_module(module, package.__name__)\n"
-        "    expected = getattr(source, attr) if attr else source\n"
+        "    expected = resolve(module, attr, package.__name__)\n"
         "    exec(f'from {package.__name__} import {name} as got', globals())\n"
         "    if got is not expected:\n"
         "        print(name)\n"

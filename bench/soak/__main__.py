@@ -28,7 +28,7 @@ from pathlib import Path
 
 from bench.common import report_checks
 from jobs import RunStore
-from jobs.connection import connect
+from jobs.keyspace.connection import connect
 from tests.fakes.server import ServerThread
 from tests.fakes.web import FakeWeb
 from tests.paths import PAGES

@@ -18,7 +18,7 @@ from agent import defaults as agent_defaults
 from bot.settings import SEARCH_PROVIDERS, Settings
 from bot.slack.admission import InstallAllowlist
 from bot.slack.installations import TokenCipher
-from jobs.connection import RedisUrlError, connect, redact
+from jobs.keyspace.connection import RedisUrlError, connect, redact
 
 # Where an operator gets each provider's key, for the one-line "not set" problem.
 PROVIDER_KEYS = {

@@ -27,7 +27,7 @@ from agent import search_providers as providers
 from agent import search_web as search
 from bot.settings import Settings
 from bot.slack.scopes import REQUIRED_BOT_SCOPES
-from jobs.connection import RedisUrlError, connect, parse_redis_url, redact
+from jobs.keyspace.connection import RedisUrlError, connect, parse_redis_url, redact
 
 # A plain query any working web index answers, for the live check.
 LIVE_SEARCH_QUERY = "index fund expense ratio"

@@ -28,7 +28,7 @@ from redis.asyncio import Redis as AsyncRedis
 
 from bot.publishing.publisher import Publisher
 from jobs import keys, ownership
-from jobs.connection import text
+from jobs.keyspace.connection import text
 
 __all__ = ["ServeHealth", "WorkerHealth"]
 
@@ -114,7 +114,7 @@ class WorkerHealth:
 
     def __init__(self, worker: Any, redis_url: str, port: int, host: str) -> None:
         """Listens on `host`: loopback unless DEEPTHREAD_METRICS_HOST opens it (the answers are unauthenticated)."""
-        from jobs.connection import connect
+        from jobs.keyspace.connection import connect
 
         self.worker = worker
         self.redis: Redis = connect(redis_url, retry_window=0, socket_timeout=CHECK_TIMEOUT_SECONDS)

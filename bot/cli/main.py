@@ -24,7 +24,7 @@ log = logging.getLogger("deepthread")
 
 
 def load_settings() -> Settings:
-    """Settings, read once; this process's key prefix and queue are set from them (jobs.keys)."""
+    """Settings, read once; this process's key prefix and queue are set from them (jobs.keyspace.keys)."""
     try:
         settings = Settings()
     except ValidationError as exc:
@@ -148,7 +148,7 @@ def cmd_inspect(settings: Settings, args: argparse.Namespace) -> int:
     if not settings.redis_url:
         print("REDIS_URL is not set: point it at the Redis the workers use", file=sys.stderr)
         return 2
-    from jobs.connection import connect
+    from jobs.keyspace.connection import connect
 
     from .inspect import inspect, sections, sources
 
@@ -169,7 +169,7 @@ def cmd_forget(settings: Settings, args: argparse.Namespace) -> int:
         print("--thread needs --channel: a thread is named by its channel and its first message's ts", file=sys.stderr)
         return 2
     from bot.desk.retention import retention
-    from jobs.connection import connect
+    from jobs.keyspace.connection import connect
 
     keeper = retention(connect(settings.redis_url))
     if args.thread:
@@ -188,7 +188,7 @@ def _export_feedback(settings: Settings, args: argparse.Namespace) -> int:
     """Write the rated-down public questions as a question set (QUESTIONS, or a dated file)."""
     from datetime import UTC, datetime
 
-    from jobs.connection import connect
+    from jobs.keyspace.connection import connect
 
     from .evaluate.from_feedback import feedback_questions, write_questions
 

@@ -30,7 +30,7 @@ from bot.surface.oauth import INSTALL_PATH, installation_store, oauth_flow
 from bot.surface.server import web_app
 from jobs import AsyncRuns, Runs, RunStore, keys, spend
 from jobs.background import Stop
-from jobs.connection import connect, connect_async
+from jobs.keyspace.connection import connect, connect_async
 from jobs.loop_lag import watch_lag
 from jobs.recovery import sweep
 from jobs.spend import Spend

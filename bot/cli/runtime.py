@@ -24,7 +24,7 @@ from bot.slack.tenancy import Tenant
 from bot.slack.workspace import SlackWorkspace
 from bot.slack.workspace_search import SlackWorkspaceSearch
 from jobs import JobRuntime, Run
-from jobs.connection import connect
+from jobs.keyspace.connection import connect
 
 __all__ = ["job_runtime"]
 

@@ -42,7 +42,7 @@ from bot.settings import DEFAULT_SESSION_IDLE_HOURS
 from bot.slack.client import PATIENCE_SECONDS, is_rate_limited, take_slots
 from bot.slack.tenancy import Tenant, acting_for
 from jobs import RunState
-from jobs.connection import text
+from jobs.keyspace.connection import text
 
 from .leases import Leases
 from .refusals import SESSION_STOP_EVENT, SESSIONS, AsyncRefusals

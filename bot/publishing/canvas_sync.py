@@ -46,7 +46,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot import keys
 from bot.slack.client import take_slots
 from jobs import RunState
-from jobs.connection import text
+from jobs.keyspace.connection import text
 
 from .canvas_render import CanvasDocument, CanvasPart
 from .refusals import CANVASES, AsyncRefusals

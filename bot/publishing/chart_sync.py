@@ -23,7 +23,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from agent import MARKER_RE, Chart, load_png
 from bot import keys
 from jobs import RunState
-from jobs.connection import text
+from jobs.keyspace.connection import text
 from jobs.stores import RedisResultStore
 
 from .spill import RECORD_TTL_SECONDS, SETUP_ERROR_RETRY_SECONDS

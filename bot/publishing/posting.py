@@ -35,7 +35,7 @@ from bot import keys
 from bot.slack.client import take_slots
 from jobs import AsyncRuns, Run
 from jobs.background import Stop, beside
-from jobs.connection import text
+from jobs.keyspace.connection import text
 from jobs.runs import POSTING_LEASE_SECONDS
 
 __all__ = ["MARKER_EVENT", "PostingLease", "PostingLost", "RunPoster", "marker"]

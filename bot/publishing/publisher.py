@@ -50,7 +50,7 @@ from bot.slack.tenancy import Tenant, acting_for
 from jobs import RunNotFound, Runs, RunState, RunStatus, RunStore
 from jobs import keys as run_keys
 from jobs.background import beside
-from jobs.connection import text
+from jobs.keyspace.connection import text
 from jobs.logcontext import log_context
 from jobs.metrics import metrics
 

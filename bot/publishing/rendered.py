@@ -12,7 +12,7 @@ from redis import Redis
 from redis.asyncio import Redis as AsyncRedis
 
 from bot import keys
-from jobs.connection import text
+from jobs.keyspace.connection import text
 
 __all__ = ["RENDERED_TTL_SECONDS", "forget", "remember", "remember_rendered", "shown", "status_shown"]
 

@@ -19,7 +19,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import keys
 from jobs import RunState
-from jobs.connection import text
+from jobs.keyspace.connection import text
 
 from .render import Attachment
 from .thread_files import ThreadFiles, adopt_legacy

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 from redis import Redis
 
 from bot import keys
-from jobs.connection import text
+from jobs.keyspace.connection import text
 
 from .refusals import REFUSAL_TTL_SECONDS, STREAMS, Refusals
 from .rendered import RENDERED_TTL_SECONDS

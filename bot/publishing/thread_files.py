@@ -13,7 +13,7 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack.client import take_slots
-from jobs.connection import text
+from jobs.keyspace.connection import text
 
 __all__ = ["GONE", "SETUP_ERRORS", "UPLOAD_METHODS", "ThreadFiles", "Upload", "adopt_legacy"]
 

@@ -32,7 +32,7 @@ from slack_sdk.oauth.installation_store.async_installation_store import AsyncIns
 
 from bot import keys
 from bot.exceptions import TokenKeyMismatch
-from jobs.connection import text
+from jobs.keyspace.connection import text
 
 from .tenancy import Tenant
 

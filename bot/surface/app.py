@@ -24,7 +24,7 @@ from bot.settings import Settings
 from bot.slack.client import BotTokens, LimitedWebClient, limit_every_write
 from bot.slack.ratelimit import SlackRateLimiter
 from bot.slack.retries import retry_handlers
-from jobs.connection import connect_async
+from jobs.keyspace.connection import connect_async
 from jobs.logcontext import log_context
 
 from .listeners import register

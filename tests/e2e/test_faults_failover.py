@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from jobs import RunStatus, RunStore
-from jobs.connection import connect
+from jobs.keyspace.connection import connect
 from tests.e2e.stack import assert_cited_report_pinned, block_text, report_text, start
 from tests.fakes.anthropic import FakeAnthropic
 from tests.fakes.policies import MARKER, FaultAtTurnThree, ResearchPolicy

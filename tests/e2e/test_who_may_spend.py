@@ -14,7 +14,7 @@ import pytest
 from redis import Redis
 
 from jobs import RunStore
-from jobs.keys import upgrades
+from jobs.keyspace.keys import upgrades
 from tests.e2e.stack import CHANNEL, main_requests, post_event, start, stack_environment, serve_only
 from tests.fakes.policies import SteadyPolicy
 from tests.fakes.slack import FakeSlack, message_event, reaction_added_event, sign

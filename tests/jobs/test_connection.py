@@ -1,4 +1,4 @@
-"""REDIS_URL and the connections made from it (jobs/connection.py): sentinel URLs parsed into their
+"""REDIS_URL and the connections made from it (jobs/keyspace/connection.py): sentinel URLs parsed into their
 parts, bad ones refused with what to write instead, and real clients that carry on across a Sentinel
 failover (a real primary, replica and three sentinels on loopback) or give up on a server that stopped
 answering."""
@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from jobs.connection import RedisUrlError, connect, connect_async, parse_redis_url, redact
+from jobs.keyspace.connection import RedisUrlError, connect, connect_async, parse_redis_url, redact
 from tests.processes import SentinelTopology
 
 

@@ -7,7 +7,7 @@ the new primary (found by bench.soak: a run posted in Slack, gone from Redis, it
 "Researching" for ever; runs ended, then run again; a report posted twice).
 
 The class is closed by the deployment: a primary with min-replicas-to-write 1 refuses every write once
-its replica has left it, and jobs/connection.py takes that refusal (NOREPLICAS) as a primary on its way
+its replica has left it, and jobs/keyspace/connection.py takes that refusal (NOREPLICAS) as a primary on its way
 out: it asks the sentinels again and retries. Generated here over every kind of write the code makes,
 sync and async. A deployment without that setting (doctor --live says so) still has the older guard,
 tested below it: a run's start and end are checked on the primary the sentinels name and written there
@@ -29,7 +29,7 @@ from redis.sentinel import Sentinel
 from rq.job import Job
 
 from jobs import RunStore, keys
-from jobs.connection import connect, connect_async, on_primary
+from jobs.keyspace.connection import connect, connect_async, on_primary
 from jobs.models import Run, RunStatus
 from jobs.runs import Runs
 from tests.processes import SentinelTopology, wait_for
@@ -205,7 +205,7 @@ def test_with_min_replicas_to_write_an_async_write_in_that_moment_waits_for_the_
 
 
 def test_redis_py_alone_fails_the_write_a_primary_without_its_replica_refuses(guarded: SentinelTopology) -> None:
-    """Why jobs/connection.py reads NOREPLICAS itself: redis-py's own Sentinel client hands the refusal to
+    """Why jobs/keyspace/connection.py reads NOREPLICAS itself: redis-py's own Sentinel client hands the refusal to
     the caller as an error, so the setting alone would turn lost writes into failed ones."""
     plain = Sentinel([("127.0.0.1", port) for port in guarded.sentinel_ports]).master_for(guarded.SERVICE)
     plain.ping()

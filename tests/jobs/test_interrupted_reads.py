@@ -16,7 +16,7 @@ import pytest
 from rq.exceptions import StopRequested
 from rq.timeouts import JobTimeoutException
 
-from jobs.connection import connect
+from jobs.keyspace.connection import connect
 from tests.processes import SentinelTopology
 
 

@@ -17,7 +17,7 @@ from rq import Queue
 from agent import Progress, SectionWritten
 from agent.results import Locator, StoredResult
 from jobs import Run, Runs, RunStore, keys, ownership
-from jobs.connection import connect_async
+from jobs.keyspace.connection import connect_async
 from jobs.exceptions import LeaseLost
 from jobs.ownership import Tenure
 from jobs.queue import enqueue

@@ -1,4 +1,4 @@
-"""Records named before their keys had a team (see jobs/keys.py), moved under their team once.
+"""Records named before their keys had a team (see jobs/keyspace/keys.py), moved under their team once.
 
 A deployment upgraded from single-workspace keys still has threads, message links and re-check
 schedules under the old names. The first read under the new name that finds nothing looks at
