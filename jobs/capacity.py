@@ -56,7 +56,7 @@ from agent.capacity import (
 
 from .keyspace import keys
 from .keyspace.connection import text
-from .metrics import metrics
+from .process.metrics import metrics
 
 __all__ = ["DIMENSIONS", "RedisModelLimiter", "limits_in_force", "model_limits", "waiting_runs_by_team"]
 

@@ -5,11 +5,11 @@ holds ~125 MB to wait. This worker is RQ's own, on its extension points: it dequ
 and each run is still an RQ job, started in RQ's registries, heartbeaten, timed out, finished or
 failed by RQ's own code (`perform_job`), so `rq info` and RQ's dashboard stay true. What changes
 is where a job runs: in a thread of this process, whose coroutine goes to the one event loop every
-run shares (jobs/shared_loop.py). CPU-heavy work (page extraction, charts) goes to a process pool
+run shares (jobs/process/shared_loop.py). CPU-heavy work (page extraction, charts) goes to a process pool
 (agent/offload.py), so one run's page never delays another run's heartbeat.
 
 A crash of this process loses no run: each is recovered from its checkpoint by the sweep, as a
-dead work-horse's is. SIGTERM asks every run to hand itself back (jobs/running.py) and waits for
+dead work-horse's is. SIGTERM asks every run to hand itself back (jobs/process/running.py) and waits for
 them to do so before exiting.
 """
 
@@ -33,9 +33,9 @@ from rq.worker import BaseWorker, WorkerStatus
 
 from agent import offload
 
-from . import running, shared_loop
-from .background import Stop
-from .loop_lag import watch_lag
+from .process import running, shared_loop
+from .process.background import Stop
+from .process.loop_lag import watch_lag
 from .worker import Upkeep
 
 __all__ = ["ConcurrentWorker"]

@@ -8,7 +8,7 @@ check once, and while the subscription is down runs check as often as they did b
 (RedisRunControl.stop_check_seconds).
 
 The listening loop reads with a timeout and is stopped between reads, never cancelled mid-call
-(jobs/background.py says why).
+(jobs/process/background.py says why).
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ import logging
 
 from redis.asyncio import Redis as AsyncRedis
 
-from .background import Stop
 from .keyspace import keys
 from .keyspace.connection import connect_async, text
+from .process.background import Stop
 
 __all__ = ["ControlListener", "for_this_loop", "stop_watching"]
 

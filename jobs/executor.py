@@ -26,20 +26,21 @@ from agent.config import Caps, budget_for
 from agent.task import PriorRun
 from agent.visibility import is_requester_dm
 
-from . import ownership, running, shared_loop
-from .background import Stop
+from . import ownership
 from .continuation import prior_of
 from .control import RedisRunControl, upgraded_profile
 from .control_listener import for_this_loop
 from .exceptions import LeaseLost
 from .keyspace import keys
 from .keyspace.connection import connect_async
-from .logcontext import log_context
-from .loop_lag import watch_lag
-from .metrics import metrics
 from .model_client import model_client, model_limiter
 from .models import RunState
 from .ownership import Tenure
+from .process import running, shared_loop
+from .process.background import Stop
+from .process.logcontext import log_context
+from .process.loop_lag import watch_lag
+from .process.metrics import metrics
 from .runtime import JobRuntime, current
 from .spend import Spend, record_spend
 from .store import RunStore
@@ -181,7 +182,7 @@ async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime, tenur
     finally:
         stopping()
         unregister()
-        stop_keeping.set()  # between renewals, never by cancelling one mid-call (jobs/background.py)
+        stop_keeping.set()  # between renewals, never by cancelling one mid-call (jobs/process/background.py)
         await asyncio.wait([keeper] + ([watching] if watching else []))
         await control.close()
         await async_redis.aclose()

@@ -32,10 +32,10 @@ from redis import Redis
 from redis.asyncio import Redis as AsyncRedis
 from redis.exceptions import RedisError
 
-from .background import Stop
 from .exceptions import LeaseLost
 from .keyspace import keys
-from .metrics import metrics
+from .process.background import Stop
+from .process.metrics import metrics
 
 __all__ = ["LEASE_SECONDS", "Lease", "LeaseLost", "Tenure", "acquire", "holder", "release", "renew"]
 
@@ -155,7 +155,7 @@ class Tenure:
 
     async def keep(self, redis: AsyncRedis, stop: Stop | None = None) -> None:
         """Renew every third of the lease until asked to stop (between renewals, never mid-call:
-        jobs/background.py), or until it is lost: refused by Redis, or not renewed within its
+        jobs/process/background.py), or until it is lost: refused by Redis, or not renewed within its
         lifetime (measured from when each renewal was sent, so this side always gives up before
         Redis lets the lock go)."""
         stop = stop or Stop()

@@ -19,13 +19,13 @@ from agent.config import budget_for
 from agent.events import utcnow
 from agent.planning import Plan, draft_plan
 
-from . import shared_loop
 from .continuation import notes_of
 from .exceptions import RunNotFound
 from .keyspace import keys
 from .keyspace.connection import text
 from .model_client import model_client
 from .models import RunState, RunStatus
+from .process import shared_loop
 from .queue import enqueue
 from .runtime import JobRuntime
 from .store import RunStore

@@ -23,8 +23,8 @@ from agent.events import utcnow
 from .exceptions import RunNotFound
 from .keyspace import keys
 from .keyspace.connection import text
-from .metrics import metrics
 from .models import RunState, RunStatus
+from .process.metrics import metrics
 from .queue import enqueue
 from .spend import record_spend
 from .store import RunStore

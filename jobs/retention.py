@@ -52,8 +52,8 @@ from agent.events import utcnow
 from .exceptions import RunNotFound
 from .keyspace import keys
 from .keyspace.connection import text
-from .metrics import metrics
 from .models import RunStatus
+from .process.metrics import metrics
 
 __all__ = [
     "JOBS_CATALOGUE",

@@ -63,7 +63,7 @@ def configure(runtime: JobRuntime) -> None:
     _runtime = runtime
     from agent.counters import install
 
-    from .metrics import PrometheusEngineCounters
+    from .process.metrics import PrometheusEngineCounters
 
     install(PrometheusEngineCounters())
 

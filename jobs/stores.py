@@ -14,7 +14,7 @@ crash recoveries starts again (jobs/recovery.py).
 The bulky ones, tool results (page texts) and the request log's records and parts, are stored
 compressed (zlib, marked by a prefix, so a value written before compression still reads) and
 kept for the operator's retention (DEEPTHREAD_BULKY_RETENTION_DAYS). Every logged model request
-is also counted for the metrics endpoint (jobs/metrics.py).
+is also counted for the metrics endpoint (jobs/process/metrics.py).
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from agent.results import StoredResult
 
 from .keyspace import keys
 from .keyspace.connection import text
-from .metrics import metrics
 from .ownership import Tenure
+from .process.metrics import metrics
 
 __all__ = [
     "RedisCheckpointStore",

@@ -21,7 +21,7 @@ from rq import Worker
 from rq.job import Job
 from rq.queue import Queue
 
-from .metrics import metrics
+from .process.metrics import metrics
 from .recovery import sweep
 from .runs import Runs
 from .store import RunStore

@@ -1,7 +1,7 @@
 """What an operator sees of a process: its log lines and its metrics endpoint.
 
 Log lines are text (the default) or JSON (`DEEPTHREAD_LOG_FORMAT=json`), one object a line with
-the run id and workspace it is about (jobs.logcontext; null when none). No secret is ever
+the run id and workspace it is about (jobs.process.logcontext; null when none). No secret is ever
 written: every configured secret's value is replaced before a line leaves the process, whatever
 logged it (our code, an SDK, a traceback).
 
@@ -30,7 +30,7 @@ from pydantic import SecretStr
 from redis import Redis
 
 from bot.settings import Settings
-from jobs.logcontext import current_log_context
+from jobs.process.logcontext import current_log_context
 
 __all__ = ["JsonFormatter", "TextFormatter", "enable_metrics", "metrics_directory", "secrets_of", "setup_logging"]
 
@@ -115,7 +115,7 @@ def enable_metrics(settings: Settings, redis: Redis) -> int | None:
     if directory:
         from prometheus_client import values
 
-        # Before any metric exists (jobs.metrics makes them on first use): values live in files.
+        # Before any metric exists (jobs.process.metrics makes them on first use): values live in files.
         values.ValueClass = values.MultiProcessValue()
     if settings.metrics_port is None:
         return None

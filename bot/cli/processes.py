@@ -29,9 +29,9 @@ from bot.surface.inflight import InFlight
 from bot.surface.oauth import INSTALL_PATH, installation_store, oauth_flow
 from bot.surface.server import web_app
 from jobs import AsyncRuns, Runs, RunStore, keys, spend
-from jobs.background import Stop
 from jobs.keyspace.connection import connect, connect_async
-from jobs.loop_lag import watch_lag
+from jobs.process.background import Stop
+from jobs.process.loop_lag import watch_lag
 from jobs.recovery import sweep
 from jobs.spend import Spend
 from jobs.worker import SWEEP_INTERVAL_SECONDS, WORKER_TTL_SECONDS, DeepthreadWorker

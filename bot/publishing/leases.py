@@ -13,7 +13,7 @@ from __future__ import annotations
 from redis.asyncio import Redis as AsyncRedis
 
 from bot import keys
-from jobs.background import Stop
+from jobs.process.background import Stop
 
 __all__ = ["LEASE_SECONDS", "Leases"]
 
@@ -88,7 +88,7 @@ class Leases:
         await self._edited(keys=[keys.last_sync(run_id)], args=[LAST_SYNC_TTL_SECONDS * 1000])
 
     async def keep(self, run_id: str, stop: Stop) -> None:
-        """Renew the run's lease until asked to stop (jobs/background.py: never cancelled mid-call)."""
+        """Renew the run's lease until asked to stop (jobs/process/background.py: never cancelled mid-call)."""
         while not await stop.pause(LEASE_SECONDS / 3):
             await self._renew(keys=[keys.sync_lease(run_id)], args=[self.owner, int(LEASE_SECONDS * 1000)])
 

@@ -34,8 +34,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot import keys
 from bot.slack.client import take_slots
 from jobs import AsyncRuns, Run
-from jobs.background import Stop, beside
 from jobs.keyspace.connection import text
+from jobs.process.background import Stop, beside
 from jobs.runs import POSTING_LEASE_SECONDS
 
 __all__ = ["MARKER_EVENT", "PostingLease", "PostingLost", "RunPoster", "marker"]
@@ -78,7 +78,7 @@ class PostingLease:
     async def __aenter__(self) -> PostingLease:
         self.held = await self.runs.claim_posting(self.run_id, self.seconds, self.owner)
         if self.held:
-            # Renewed while the posts are made, stopped between renewals (jobs/background.py).
+            # Renewed while the posts are made, stopped between renewals (jobs/process/background.py).
             self._keeper = beside(partial(self._keep, time.monotonic()), f"posting-{self.run_id}")
             await self._keeper.__aenter__()
         return self

@@ -49,10 +49,10 @@ from bot.slack.ratelimit import FINAL_CALLS_PER_RUN, SlackRateLimiter
 from bot.slack.tenancy import Tenant, acting_for
 from jobs import RunNotFound, Runs, RunState, RunStatus, RunStore
 from jobs import keys as run_keys
-from jobs.background import beside
 from jobs.keyspace.connection import text
-from jobs.logcontext import log_context
-from jobs.metrics import metrics
+from jobs.process.background import beside
+from jobs.process.logcontext import log_context
+from jobs.process.metrics import metrics
 
 from . import chart_sync, spill
 from .agent_sessions import AgentSessions, SessionConfig
@@ -372,7 +372,7 @@ class Publisher:
             self._schedule(run_id, time.monotonic() + (LEASED_RETRY_SECONDS if wait < 0 else wait))
             return
         try:
-            # Renewed while the sync runs, and stopped between renewals (jobs/background.py).
+            # Renewed while the sync runs, and stopped between renewals (jobs/process/background.py).
             async with beside(partial(self.leases.keep, run_id), f"sync-lease-{run_id}"):
                 state = await self._load(run_id)  # read under the lease: nothing newer was synced before
                 if state is None:

@@ -45,7 +45,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from bot.exceptions import NotInstalled, SlotBusy
-from jobs.metrics import metrics
+from jobs.process.metrics import metrics
 
 from .outgoing import MESSAGE_METHODS, guard
 from .ratelimit import SlackRateLimiter, Urgency, bucket_method, retry_after_seconds

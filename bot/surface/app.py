@@ -25,7 +25,7 @@ from bot.slack.client import BotTokens, LimitedWebClient, limit_every_write
 from bot.slack.ratelimit import SlackRateLimiter
 from bot.slack.retries import retry_handlers
 from jobs.keyspace.connection import connect_async
-from jobs.logcontext import log_context
+from jobs.process.logcontext import log_context
 
 from .listeners import register
 
@@ -88,7 +88,7 @@ async def identify(client: AsyncWebClient) -> AuthorizeResult:
 
 
 async def _name_the_workspace(body: dict[str, Any], next: Callable[[], Awaitable[None]]) -> None:
-    """Every line logged while handling this request names its workspace (jobs.logcontext)."""
+    """Every line logged while handling this request names its workspace (jobs.process.logcontext)."""
     team = (body.get("team_id") or (body.get("team") or {}).get("id")) if isinstance(body, dict) else None
     with log_context(team=team if isinstance(team, str) else None):
         await next()

@@ -1,7 +1,7 @@
 """RQ job functions for tests/jobs/test_concurrent_worker.py (RQ imports a job's function by its
 dotted path, so they live in a module of their own rather than in the test file).
 
-Each reaches async code the way a research run does, through jobs.shared_loop.run_coroutine, and
+Each reaches async code the way a research run does, through jobs.process.shared_loop.run_coroutine, and
 reports where it ran: the job's thread, the loop's thread, the process, and whether the shared
 loop was installed."""
 
@@ -16,7 +16,7 @@ from typing import Any
 from redis.asyncio import Redis as AsyncRedis
 from rq.job import Job
 
-from jobs import shared_loop
+from jobs.process import shared_loop
 
 # How long a job waits for the others before giving up (it then reports how many it saw).
 TOGETHER_SECONDS = 20.0

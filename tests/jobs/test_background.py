@@ -9,7 +9,7 @@ from redis.asyncio import Redis as AsyncRedis
 
 from bot import keys
 from bot.publishing.leases import Leases
-from jobs.background import Stop, beside
+from jobs.process.background import Stop, beside
 
 
 class SwallowingCall:

@@ -22,7 +22,7 @@ from rq.queue import Queue
 from rq.results import Result
 
 from agent import offload
-from jobs import shared_loop
+from jobs.process import shared_loop
 from jobs.concurrent_worker import ConcurrentWorker
 from tests.jobs import concurrent_jobs
 

@@ -20,7 +20,7 @@ from agent.tools.read_file import ReadFile, ReadFileInput
 from agent.workspace import FileInfo, MemoryWorkspace
 from jobs import keys
 from jobs.ownership import Tenure, acquire
-from jobs.metrics import PrometheusEngineCounters
+from jobs.process.metrics import PrometheusEngineCounters
 
 
 def sample(name: str, **labels: str) -> float:

@@ -28,7 +28,7 @@ from bot.services import Services
 from bot.slack.tenancy import Tenant
 from jobs.exceptions import RunNotFound
 from jobs.feedback import NOTE_CHARS, REASONS, FeedbackStore
-from jobs.metrics import metrics
+from jobs.process.metrics import metrics
 
 from .actions import run_of
 
