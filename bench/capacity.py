@@ -10,8 +10,8 @@ compressed), two page reads stored (compressed) with three sources each, progres
 applied to run state (jobs.store's Lua write), a checkpoint saved, the publisher reading the run
 back three times (jobs.store.get; a publisher follows the updates stream too); and what the run
 does while the turn takes `--turn-seconds` (20 s: the model's answer and the tools): its stop
-flag read as a backstop every 5 minutes (a stop is notified: jobs/control_listener.py) and its lease
-renewed every 30 s by the product's script, recording it alive once a minute (jobs.ownership).
+flag read as a backstop every 5 minutes (a stop is notified: jobs/control/control_listener.py) and its lease
+renewed every 30 s by the product's script, recording it alive once a minute (jobs.control.ownership).
 
 The replay goes as fast as this client can (one Python process cannot play 1,000 real runs at
 their real pace on a shared machine); Redis's cost is what is measured: its CPU for every
@@ -47,18 +47,18 @@ from agent.results import Locator, StoredResult
 from bot.cli.local_redis import LocalRedis
 from jobs import Run, RunStore, keys
 from jobs.capacity import RedisModelLimiter
-from jobs import ownership
-from jobs.control import BACKSTOP_CHECK_SECONDS, RedisRunControl
-from jobs.ownership import ALIVE_EVERY_SECONDS, LEASE_SECONDS
+from jobs.control import ownership
+from jobs.control.control import BACKSTOP_CHECK_SECONDS, RedisRunControl
+from jobs.control.ownership import ALIVE_EVERY_SECONDS, LEASE_SECONDS
 from jobs.stores import RedisCheckpointStore, RedisRequestLog, RedisResultStore
 
 DEFAULT_RUNS = 1_000
 DEFAULT_TURNS = 3
 DEFAULT_TURN_SECONDS = 20.0  # a model turn and its tools, end to end, in a real run
 DEFAULT_TURNS_PER_RUN = 80  # the standard profile's request budget
-# A waiting run hears of a stop by notification (jobs/control_listener.py) and reads its stop key only
-# as a backstop (jobs.control.BACKSTOP_CHECK_SECONDS); its lease is renewed every third of its
-# lifetime and records it alive once a minute (jobs.ownership).
+# A waiting run hears of a stop by notification (jobs/control/control_listener.py) and reads its stop key only
+# as a backstop (jobs.control.control.BACKSTOP_CHECK_SECONDS); its lease is renewed every third of its
+# lifetime and records it alive once a minute (jobs.control.ownership).
 STOP_CHECK_SECONDS = BACKSTOP_CHECK_SECONDS
 RENEW_SECONDS = LEASE_SECONDS / 3
 # A turn's events reach Redis in about three bursts (the answer, the tool results, the next

@@ -33,10 +33,10 @@ from agent import (
     WorkspaceSearchMode,
 )
 from agent import defaults as agent_defaults
-from jobs.hard_stop import HARD_STOP_SECONDS
+from jobs.control.hard_stop import HARD_STOP_SECONDS
+from jobs.control.ownership import LEASE_SECONDS
 from jobs.keyspace.keys import DEFAULT_PREFIX
 from jobs.keyspace.keys import NAME as KEY_NAME
-from jobs.ownership import LEASE_SECONDS
 from jobs.sealing import derived_key
 from jobs.spend import BudgetDefaults
 
@@ -199,7 +199,7 @@ class Settings(BaseSettings):
     admins: str = Field(default="", validation_alias=_env("DEEPTHREAD_ADMINS"))
     channels: str = Field(default="", validation_alias=_env("DEEPTHREAD_CHANNELS"))
     max_task_agents: int | None = Field(default=None, ge=0, validation_alias=_env("DEEPTHREAD_MAX_TASK_AGENTS"))
-    # A run's lease (jobs/ownership.py): how long a dead worker's run stays held before another resumes it.
+    # A run's lease (jobs/control/ownership.py): how long a dead worker's run stays held before another resumes it.
     run_lock_seconds: float = Field(default=LEASE_SECONDS, gt=0, validation_alias=_env("DEEPTHREAD_RUN_LOCK_SECONDS"))
     # How long an overloaded model service is waited out before the run answers from what it has.
     model_patience_seconds: float | None = Field(

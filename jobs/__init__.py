@@ -4,7 +4,7 @@ stream).
 
 The one owner of run records and their Redis keys: the bot asks through `Runs`/`AsyncRuns`,
 never touching Redis itself. Uses the engine through `agent`'s exports and the storage and
-control protocols it defines (kept in Redis here, jobs/stores.py and jobs/control.py), not
+control protocols it defines (kept in Redis here, jobs/stores.py and jobs/control/control.py), not
 how it thinks. Knows nothing about Slack, and imports nothing from `bot`."""
 
 from __future__ import annotations

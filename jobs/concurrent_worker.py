@@ -45,7 +45,7 @@ log = logging.getLogger(__name__)
 # RQ's heartbeat for each running job, in one pipeline for all of them, every four minutes (RQ's
 # default is 30 s): five commands per job each time, most of an idle run's Redis traffic. RQ counts
 # a job abandoned when its heartbeat (this plus 60 s) lapses; a dead run is found sooner by its
-# lease (jobs/ownership.py) and resumed by the sweep, so this only keeps RQ's registries true.
+# lease (jobs/control/ownership.py) and resumed by the sweep, so this only keeps RQ's registries true.
 JOB_MONITORING_SECONDS = 240
 # What a run loads on first use (lazy exports, tools): loaded at start-up instead.
 ENGINE_MODULES = ("jobs.executor", "agent.run", "agent.loop", "agent.tools.read_page", "agent.tools.extract")

@@ -30,7 +30,7 @@ class ThreadMoved(Exception):
 
 
 class LeaseLost(Exception):
-    """This job no longer holds the run's lease: its write was refused (jobs/ownership.py)."""
+    """This job no longer holds the run's lease: its write was refused (jobs/control/ownership.py)."""
 
     def __init__(self, run_id: str) -> None:
         super().__init__(f"run {run_id}: another job holds it now; this one stops")

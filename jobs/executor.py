@@ -1,6 +1,6 @@
 """The RQ job: run the agent for one Run, applying every event to run state as it happens.
 
-One job at a time holds a run (a lease with a fencing token, jobs/ownership.py): its writes land
+One job at a time holds a run (a lease with a fencing token, jobs/control/ownership.py): its writes land
 only while it holds the lease, and it stops the moment the lease is lost. A job that finds a
 checkpoint resumes from it, so a worker that dies costs at most the turn it was on; a worker asked
 to shut down hands its run back to the front of the queue.
@@ -26,16 +26,16 @@ from agent.config import Caps, budget_for
 from agent.task import PriorRun
 from agent.visibility import is_requester_dm
 
-from . import ownership
 from .continuation import prior_of
-from .control import RedisRunControl, upgraded_profile
-from .control_listener import for_this_loop
+from .control import ownership
+from .control.control import RedisRunControl, upgraded_profile
+from .control.control_listener import for_this_loop
+from .control.ownership import Tenure
 from .exceptions import LeaseLost
 from .keyspace import keys
 from .keyspace.connection import connect_async
 from .model_client import model_client, model_limiter
 from .models import RunState
-from .ownership import Tenure
 from .process import running, shared_loop
 from .process.background import Stop
 from .process.logcontext import log_context

@@ -20,10 +20,10 @@ from rq.command import send_stop_job_command
 from rq.exceptions import InvalidJobOperation, NoSuchJobError
 
 from .continuation import create_successor, latest_run, successor
-from .control import add_note, record_upgrade
+from .control.control import add_note, record_upgrade
+from .control.hard_stop import HARD_STOP_SECONDS, claim_due, request_stop_with_deadline
+from .control.hard_stop import done as hard_stop_done
 from .exceptions import RunNotFound, ThreadMoved
-from .hard_stop import HARD_STOP_SECONDS, claim_due, request_stop_with_deadline
-from .hard_stop import done as hard_stop_done
 from .keyspace import keys
 from .keyspace.connection import on_primary, text
 from .keyspace.legacy_keys import adopt_legacy, string_value

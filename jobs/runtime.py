@@ -15,9 +15,9 @@ from agent.provider_config import ProviderConfig
 from agent.workspace import ThreadWorkspace
 from agent.workspace_search import WorkspaceSearch
 
+from .control.ownership import LEASE_SECONDS
 from .keyspace import keys
 from .models import Run
-from .ownership import LEASE_SECONDS
 
 
 @dataclass
@@ -29,7 +29,7 @@ class JobRuntime:
     model_provider: ProviderConfig | None = field(default=None, repr=False)
     # The async side of the agent (result store) opens its own connection to the same Redis.
     redis_url: str | None = None
-    # A job's lease on its run (jobs/ownership.py), renewed every third of it; a dead worker's run
+    # A job's lease on its run (jobs/control/ownership.py), renewed every third of it; a dead worker's run
     # is recovered after at most this.
     lock_seconds: float = LEASE_SECONDS
     # The run's thread (files, earlier messages), given by the surface that knows where runs live

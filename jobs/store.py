@@ -12,7 +12,7 @@ Storage is incremental, so a run's write cost per event does not grow with its l
                                          (a write sends only the step it added or changed)
 
 Every write is one Lua script, atomic on the server: it refuses a job's write once that job's
-lease is no longer the run's (the fence, jobs/ownership.py), refuses to touch a finished run
+lease is no longer the run's (the fence, jobs/control/ownership.py), refuses to touch a finished run
 (lifecycle moves only forward: queued -> running -> completed | failed | stopped), applies
 a compare-and-set on the version when the writer computed its change from a copy, bumps the
 version, and announces the change (with the writer's epoch, when a job wrote it). `get` reads all five keys in one transaction and
@@ -154,7 +154,7 @@ class WriteOutcome(str, Enum):
     not_found = "not_found"
     closed = "closed"  # the run had finished: lifecycle moves only forward
     conflict = "conflict"  # the writer's copy was older than the stored run
-    fenced = "fenced"  # the writer's lease is no longer the run's (jobs/ownership.py)
+    fenced = "fenced"  # the writer's lease is no longer the run's (jobs/control/ownership.py)
 
 
 @dataclass
@@ -441,7 +441,7 @@ class RunStore:
         fence: str | None = None,
     ) -> WriteResult:
         """Apply `change` atomically (see the module docstring for the rules). With `fence` (a job's
-        lease, jobs/ownership.py), only while that lease still holds the run."""
+        lease, jobs/control/ownership.py), only while that lease still holds the run."""
         args: list[Any] = [
             run_id,
             RUN_TTL_SECONDS,

@@ -5,7 +5,7 @@ tests; these are the Redis versions a worker hands to `research()`: tool results
 by `fetch_result` and on resume), checkpoints (a crashed run resumes from them) and the
 request log (`deepthread inspect`). Keys and lifetimes are in jobs/keyspace/keys.py.
 
-A job's results and checkpoints are written under its lease (`tenure`, jobs/ownership.py): each
+A job's results and checkpoints are written under its lease (`tenure`, jobs/control/ownership.py): each
 write is a script that lands only while the run's lock holds that lease, so a job that lost the
 run cannot overwrite the checkpoint its successor resumes from. A refused write tells the tenure
 (which stops the job) and raises LeaseLost. A saved checkpoint is progress: the run's count of
@@ -32,9 +32,9 @@ from agent.context.requestlog import ContentAddressedLog, RequestRecord, request
 from agent.pricing import cost_usd
 from agent.results import StoredResult
 
+from .control.ownership import Tenure
 from .keyspace import keys
 from .keyspace.connection import text
-from .ownership import Tenure
 from .process.metrics import metrics
 
 __all__ = [

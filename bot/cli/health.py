@@ -27,7 +27,8 @@ from redis import Redis
 from redis.asyncio import Redis as AsyncRedis
 
 from bot.publishing.publisher import Publisher
-from jobs import keys, ownership
+from jobs import keys
+from jobs.control import ownership
 from jobs.keyspace.connection import text
 
 __all__ = ["ServeHealth", "WorkerHealth"]

@@ -13,7 +13,7 @@ sentinels' own credentials, when they have any, are `?sentinel_username=…&sent
 Every connection has socket timeouts and TCP keepalive, so a primary that died without closing its
 sockets is noticed in seconds, not when the kernel gives up; and every command is retried across a
 restart or a failover for RETRY_WINDOW_SECONDS (jittered, doubling waits) before the error reaches
-the caller. A run's lease outlives that window (jobs/ownership.py), so an outage the commands ride
+the caller. A run's lease outlives that window (jobs/control/ownership.py), so an outage the commands ride
 out never costs a run its owner.
 """
 

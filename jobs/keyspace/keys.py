@@ -63,7 +63,7 @@ _SHARED = {
     "RECHECK_NOTICES": "recheck:notices",  # skip notices serve says in the thread
     "CAPACITY_MODELS": "capacity:models",  # set: models some run has asked capacity for (jobs/capacity.py)
     # Pub/sub channel: a run id, published when the run is asked to stop or given more budget
-    # (jobs/control_listener.py), so a waiting run hears of it without polling.
+    # (jobs/control/control_listener.py), so a waiting run hears of it without polling.
     "CONTROL_CHANNEL": "control",
     # Retention (jobs/retention.py): held by the one process whose turn it is to run the round.
     "RETENTION_LEASE": "retention:lease",
@@ -228,7 +228,7 @@ def plan_drafts(run_id: str) -> str:
 
 
 def lock(run_id: str) -> str:
-    """String "{epoch}:{token}": the one job holding this run and its fence (jobs/ownership.py)."""
+    """String "{epoch}:{token}": the one job holding this run and its fence (jobs/control/ownership.py)."""
     return f"{_deployment.prefix}:run:{run_id}:lock"
 
 

@@ -10,7 +10,7 @@ from redis import Redis
 
 from agent import Finished
 from jobs import Run, Runs, RunStatus, RunStore, keys
-from jobs.hard_stop import claim_due
+from jobs.control.hard_stop import claim_due
 from tests.e2e.stack import CHANNEL, block_text, post_event, serve_only, stack_environment, start
 from tests.e2e.stack import report_text as report
 from tests.fakes.policies import SteadyPolicy, slow_page

@@ -1,4 +1,4 @@
-"""The control channel (jobs/control_listener.py, jobs/control.py): a run waiting on the model is
+"""The control channel (jobs/control/control_listener.py, jobs/control/control.py): a run waiting on the model is
 woken by the announcement of its stop instead of polling Redis, with a real redis-server.
 
 One subscription per event loop; a message wakes only the runs it names; every (re)subscription
@@ -24,8 +24,8 @@ from agent.control import StopRequest
 from agent.exceptions import Interrupted
 from agent.guard import guarded
 from jobs import keys
-from jobs.control import BACKSTOP_CHECK_SECONDS, RedisRunControl, announce, request_stop
-from jobs.control_listener import ControlListener, for_this_loop, stop_watching
+from jobs.control.control import BACKSTOP_CHECK_SECONDS, RedisRunControl, announce, request_stop
+from jobs.control.control_listener import ControlListener, for_this_loop, stop_watching
 
 # Generous: each wait ends as soon as its condition holds.
 WAIT_SECONDS = 10.0

@@ -19,7 +19,7 @@ from agent.tools.base import ToolContext
 from agent.tools.read_file import ReadFile, ReadFileInput
 from agent.workspace import FileInfo, MemoryWorkspace
 from jobs import keys
-from jobs.ownership import Tenure, acquire
+from jobs.control.ownership import Tenure, acquire
 from jobs.process.metrics import PrometheusEngineCounters
 
 

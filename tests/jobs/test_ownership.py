@@ -1,4 +1,4 @@
-"""Fenced run ownership (jobs/ownership.py) on a real redis-server: one holder at a time, each with a
+"""Fenced run ownership (jobs/control/ownership.py) on a real redis-server: one holder at a time, each with a
 higher epoch; a lease renewed and released only by its holder; every kind of job write refused once
 its lease is not the run's; a holder that cannot renew gives up on its own; progress resets the
 recovery count; a resumed run goes to the front of the queue."""
@@ -16,10 +16,11 @@ from rq import Queue
 
 from agent import Progress, SectionWritten
 from agent.results import Locator, StoredResult
-from jobs import Run, Runs, RunStore, keys, ownership
+from jobs import Run, Runs, RunStore, keys
+from jobs.control import ownership
 from jobs.keyspace.connection import connect_async
 from jobs.exceptions import LeaseLost
-from jobs.ownership import Tenure
+from jobs.control.ownership import Tenure
 from jobs.queue import enqueue
 from jobs.stores import RedisCheckpointStore, RedisResultStore
 

@@ -22,7 +22,7 @@ from bot.publishing.stream_render import end_text
 from bot.publishing.stream_sync import open_stream
 from bot.settings import StreamConfig
 from jobs import Run, RunState, RunStore
-from jobs.control import RedisRunControl
+from jobs.control.control import RedisRunControl
 from tests.fakes import slack_sessions, slack_streaming
 from tests.fakes.slack import TEAM_ID, FakeSlack
 from tests.helpers import eventually

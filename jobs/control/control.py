@@ -1,6 +1,6 @@
 """Run control through Redis: the bot records stops, upgrades and notes; the running loop
 reads them at its next step. A stop or an upgrade is also announced on the control channel, so a
-loop waiting on the model hears of it at once (jobs/control_listener.py) instead of polling."""
+loop waiting on the model hears of it at once (jobs/control/control_listener.py) instead of polling."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from agent import defaults
 from agent.config import Caps, budget_for
 from agent.control import ControlUpdate, Note, StopRequest
 
+from ..keyspace import keys
+from ..keyspace.connection import text
 from .control_listener import ControlListener, stop_watching
-from .keyspace import keys
-from .keyspace.connection import text
 
 log = logging.getLogger(__name__)
 

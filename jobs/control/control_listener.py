@@ -19,9 +19,9 @@ import logging
 
 from redis.asyncio import Redis as AsyncRedis
 
-from .keyspace import keys
-from .keyspace.connection import connect_async, text
-from .process.background import Stop
+from ..keyspace import keys
+from ..keyspace.connection import connect_async, text
+from ..process.background import Stop
 
 __all__ = ["ControlListener", "for_this_loop", "stop_watching"]
 

@@ -19,9 +19,9 @@ from redis import Redis
 
 from agent.control import StopRequest
 
+from ..keyspace import keys
+from ..keyspace.connection import text
 from .control import announce
-from .keyspace import keys
-from .keyspace.connection import text
 
 __all__ = ["HARD_STOP_SECONDS", "DueStop", "claim_due", "done", "forced_reason", "request_stop_with_deadline"]
 

@@ -32,10 +32,10 @@ from redis import Redis
 from redis.asyncio import Redis as AsyncRedis
 from redis.exceptions import RedisError
 
-from .exceptions import LeaseLost
-from .keyspace import keys
-from .process.background import Stop
-from .process.metrics import metrics
+from ..exceptions import LeaseLost
+from ..keyspace import keys
+from ..process.background import Stop
+from ..process.metrics import metrics
 
 __all__ = ["LEASE_SECONDS", "Lease", "LeaseLost", "Tenure", "acquire", "holder", "release", "renew"]
 
