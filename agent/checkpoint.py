@@ -7,7 +7,7 @@ own notes. This module composes them into one record and back; it writes nothing
 
 Written incrementally (only steps that changed, plus a small meta record), so a checkpoint
 costs the same at turn 300 as at turn 3. Result texts are not copied: they are in the result
-store already and are read back from there on resume. The Redis store is jobs.stores.
+store already and are read back from there on resume. The Redis store is jobs.records.stores.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from .json_text import json_object_text
 from .prompts import load
 from .usage import Usage
 
-if TYPE_CHECKING:  # a type only: jobs/models.py reads the plan's models without the SDK
+if TYPE_CHECKING:  # a type only: jobs/records/models.py reads the plan's models without the SDK
     from .model_provider import ModelAPI
 
 __all__ = ["Plan", "draft_plan"]

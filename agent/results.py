@@ -1,7 +1,7 @@
 """The result store: every tool result, and every page read, under its own id with a locator.
 
 Results live outside the prompt; the model gets them back by id with fetch_result. Memory in
-the terminal mode and tests; a worker keeps them in Redis (jobs.stores.RedisResultStore).
+the terminal mode and tests; a worker keeps them in Redis (jobs.records.stores.RedisResultStore).
 """
 
 from __future__ import annotations

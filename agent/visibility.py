@@ -8,7 +8,7 @@ audience. The rule is held in code three times, each independent of the model: t
 never asks Slack for private results when they are not allowed (agent/tools/search_workspace.py),
 no private source is registered then, and at report assembly a private source becomes no
 footnote unless allowed (agent/report.py). A channel shared with another organization gets no
-workspace search at all (jobs/models.py `Run.shared_audience`, decided by bot/slack/audience.py).
+workspace search at all (jobs/records/models.py `Run.shared_audience`, decided by bot/slack/audience.py).
 """
 
 from __future__ import annotations

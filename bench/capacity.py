@@ -5,10 +5,10 @@ keys and scripts, no model.
 
 Starts a private redis-server and plays N runs at once through the product's own classes, each
 for `--turns` turns. What one turn of a real run sends is replayed in its real proportions: a
-model turn's place from the shared limiter (jobs.capacity), the request logged (jobs.stores,
+model turn's place from the shared limiter (jobs.capacity), the request logged (jobs.records.stores,
 compressed), two page reads stored (compressed) with three sources each, progress and usage
-applied to run state (jobs.store's Lua write), a checkpoint saved, the publisher reading the run
-back three times (jobs.store.get; a publisher follows the updates stream too); and what the run
+applied to run state (jobs.records.store's Lua write), a checkpoint saved, the publisher reading the run
+back three times (jobs.records.store.get; a publisher follows the updates stream too); and what the run
 does while the turn takes `--turn-seconds` (20 s: the model's answer and the tools): its stop
 flag read as a backstop every 5 minutes (a stop is notified: jobs/control/control_listener.py) and its lease
 renewed every 30 s by the product's script, recording it alive once a minute (jobs.control.ownership).
@@ -50,7 +50,7 @@ from jobs.capacity import RedisModelLimiter
 from jobs.control import ownership
 from jobs.control.control import BACKSTOP_CHECK_SECONDS, RedisRunControl
 from jobs.control.ownership import ALIVE_EVERY_SECONDS, LEASE_SECONDS
-from jobs.stores import RedisCheckpointStore, RedisRequestLog, RedisResultStore
+from jobs.records.stores import RedisCheckpointStore, RedisRequestLog, RedisResultStore
 
 DEFAULT_RUNS = 1_000
 DEFAULT_TURNS = 3

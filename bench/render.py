@@ -28,7 +28,7 @@ from bot.publishing.render import render_report
 from bot.slack import canvas_markdown, mrkdwn
 from bot.slack.conversion_memo import ConversionMemo
 from jobs import Run, RunState
-from jobs.state import apply_event
+from jobs.records.state import apply_event
 
 SECTION_CHARS = 12_000  # agent/tools/report_tools.py MAX_SECTION_CHARS
 GOAL_LATER_SHARE = 0.2  # a later sync at most a fifth of the first: only what changed is converted

@@ -35,7 +35,7 @@ from agent import (
 )
 from bot.cli.local_redis import LocalRedis
 from jobs import Run, RunState, RunStore, keys
-from jobs.state import apply_event
+from jobs.records.state import apply_event
 
 DEFAULT_SOURCES = 2_000
 DEFAULT_WINDOW = 300

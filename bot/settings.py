@@ -37,7 +37,7 @@ from jobs.control.hard_stop import HARD_STOP_SECONDS
 from jobs.control.ownership import LEASE_SECONDS
 from jobs.keyspace.keys import DEFAULT_PREFIX
 from jobs.keyspace.keys import NAME as KEY_NAME
-from jobs.sealing import derived_key
+from jobs.records.sealing import derived_key
 from jobs.spend import BudgetDefaults
 
 from . import limits
@@ -294,7 +294,7 @@ class Settings(BaseSettings):
         return None if isinstance(value, str) and value.strip().lower() == "off" else value
 
     def sealing_key(self) -> str | None:
-        """The key a run's action token is encrypted with in Redis (jobs/sealing.py): DEEPTHREAD_TOKEN_KEY,
+        """The key a run's action token is encrypted with in Redis (jobs/records/sealing.py): DEEPTHREAD_TOKEN_KEY,
         else one derived from SLACK_BOT_TOKEN (never in Redis), else none (the token is not stored)."""
         key, bot_token = self.secret("token_key"), self.secret("slack_bot_token")
         if key:

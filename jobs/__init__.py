@@ -4,7 +4,7 @@ stream).
 
 The one owner of run records and their Redis keys: the bot asks through `Runs`/`AsyncRuns`,
 never touching Redis itself. Uses the engine through `agent`'s exports and the storage and
-control protocols it defines (kept in Redis here, jobs/stores.py and jobs/control/control.py), not
+control protocols it defines (kept in Redis here, jobs/records/stores.py and jobs/control/control.py), not
 how it thinks. Knows nothing about Slack, and imports nothing from `bot`."""
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ if TYPE_CHECKING:
     from .executor import execute
     from .inline import run_inline
     from .keyspace import keys
-    from .models import Run, RunState, RunStatus
     from .queue import enqueue, job_timeout_for
+    from .records.models import Run, RunState, RunStatus
+    from .records.store import RunStore
     from .runs import AsyncRuns, Continuation, Runs, Upgrade
     from .runtime import JobRuntime, configure
-    from .store import RunStore
 
 __all__ = [
     "AsyncRuns",

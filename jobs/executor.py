@@ -26,7 +26,6 @@ from agent.config import Caps, budget_for
 from agent.task import PriorRun
 from agent.visibility import is_requester_dm
 
-from .continuation import prior_of
 from .control import ownership
 from .control.control import RedisRunControl, upgraded_profile
 from .control.control_listener import for_this_loop
@@ -35,16 +34,17 @@ from .exceptions import LeaseLost
 from .keyspace import keys
 from .keyspace.connection import connect_async
 from .model_client import model_client, model_limiter
-from .models import RunState
 from .process import running, shared_loop
 from .process.background import Stop
 from .process.logcontext import log_context
 from .process.loop_lag import watch_lag
 from .process.metrics import metrics
+from .records.continuation import prior_of
+from .records.models import RunState
+from .records.store import RunStore
+from .records.stores import RedisCheckpointStore, RedisFileRefusals, RedisRequestLog, RedisResultStore, RedisSeenUrls
 from .runtime import JobRuntime, current
 from .spend import Spend, record_spend
-from .store import RunStore
-from .stores import RedisCheckpointStore, RedisFileRefusals, RedisRequestLog, RedisResultStore, RedisSeenUrls
 
 log = logging.getLogger(__name__)
 
@@ -150,7 +150,7 @@ async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime, tenur
                 sections=state.sections,
                 active_until=float(alive) if alive else None,
                 workspace=runtime.workspace_for(state.run) if runtime.workspace_for else None,
-                # A channel shared with another organization gets nothing from the team's Slack (jobs/models.py).
+                # A channel shared with another organization gets nothing from the team's Slack (jobs/records/models.py).
                 workspace_search=(
                     runtime.search_for(state.run) if runtime.search_for and not state.run.shared_audience else None
                 ),

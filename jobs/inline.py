@@ -10,10 +10,10 @@ from agent.backend import RunBackend
 from .executor import task_for
 from .keyspace.connection import connect_async
 from .model_client import model_client
-from .models import Run, RunState
+from .records.models import Run, RunState
+from .records.state import apply_event
+from .records.stores import RedisRequestLog
 from .runtime import JobRuntime
-from .state import apply_event
-from .stores import RedisRequestLog
 
 __all__ = ["run_inline"]
 

@@ -19,16 +19,16 @@ from agent.config import budget_for
 from agent.events import utcnow
 from agent.planning import Plan, draft_plan
 
-from .continuation import notes_of
 from .exceptions import RunNotFound
 from .keyspace import keys
 from .keyspace.connection import text
 from .model_client import model_client
-from .models import RunState, RunStatus
 from .process import shared_loop
 from .queue import enqueue
+from .records.continuation import notes_of
+from .records.models import RunState, RunStatus
+from .records.store import RunStore
 from .runtime import JobRuntime
-from .store import RunStore
 
 __all__ = ["approve", "expire_due", "plan_run"]
 

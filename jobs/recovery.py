@@ -23,11 +23,11 @@ from agent.events import utcnow
 from .exceptions import RunNotFound
 from .keyspace import keys
 from .keyspace.connection import text
-from .models import RunState, RunStatus
 from .process.metrics import metrics
 from .queue import enqueue
+from .records.models import RunState, RunStatus
+from .records.store import RunStore
 from .spend import record_spend
-from .store import RunStore
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from agent.workspace_search import WorkspaceSearch
 
 from .control.ownership import LEASE_SECONDS
 from .keyspace import keys
-from .models import Run
+from .records.models import Run
 
 
 @dataclass

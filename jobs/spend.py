@@ -36,9 +36,9 @@ from agent.usage import usage_by_model
 
 from .keyspace import keys
 from .keyspace.connection import text
-from .models import RunState
-from .store import RunNotFound, RunStore, Write, WriteOutcome
-from .stores import load_request_records
+from .records.models import RunState
+from .records.store import RunNotFound, RunStore, Write, WriteOutcome
+from .records.stores import load_request_records
 
 __all__ = [
     "BudgetDefaults",

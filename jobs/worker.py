@@ -22,9 +22,9 @@ from rq.job import Job
 from rq.queue import Queue
 
 from .process.metrics import metrics
+from .records.store import RunStore
 from .recovery import sweep
 from .runs import Runs
-from .store import RunStore
 
 log = logging.getLogger(__name__)
 

@@ -132,10 +132,10 @@ async def async_redis(redis_url: str) -> AsyncIterator[AsyncRedis]:
 @pytest.fixture
 def sealing_key() -> Iterator[str]:
     """This process seals action tokens with a fresh key (as serve and the workers do from their
-    settings, jobs/sealing.py); back to sealing nothing afterwards."""
+    settings, jobs/records/sealing.py); back to sealing nothing afterwards."""
     from cryptography.fernet import Fernet
 
-    from jobs import sealing as sealing_module
+    from jobs.records import sealing as sealing_module
 
     key = Fernet.generate_key().decode()
     sealing_module.configure(key)

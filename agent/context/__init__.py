@@ -6,5 +6,5 @@ and the manager that applies them before every request (manager.py).
 
 Knows nothing of the tools (a result is a record with a tool's name and text), of the budget
 ledger (the manager is told by a callable whether it may summarise) or of where a run is
-stored (the request log's Redis version is jobs/stores.py).
+stored (the request log's Redis version is jobs/records/stores.py).
 """

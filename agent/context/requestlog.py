@@ -1,6 +1,6 @@
 """Every model request as it was dispatched, for `deepthread inspect`.
 
-The engine defines the log and keeps it in memory; the Redis version is jobs.stores.RedisRequestLog.
+The engine defines the log and keeps it in memory; the Redis version is jobs.records.stores.RedisRequestLog.
 
 Messages are stored once, content-addressed: a step that did not change between two
 requests costs nothing more to log, so a 300-turn run logs in O(turns) space, not O(turns²).

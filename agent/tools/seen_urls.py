@@ -11,7 +11,7 @@ source the citation registry holds (each search result and excerpt is one), and 
 (links on pages read, links in the request). URLs compare after normalising what does not change the
 request (scheme and host case, a default port, the fragment, an empty path).
 
-The set lives in memory for the run and in a `SeenUrlStore` across runs (jobs.stores keeps it per
+The set lives in memory for the run and in a `SeenUrlStore` across runs (jobs.records.stores keeps it per
 thread in Redis); refused URLs are recorded there too, so `deepthread inspect` can show them.
 """
 

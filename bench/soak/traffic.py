@@ -17,7 +17,7 @@ import httpx
 from redis.exceptions import RedisError
 
 from jobs import RunStore
-from jobs.models import RunState
+from jobs.records.models import RunState
 from tests.e2e.stack import block_text
 from tests.fakes.slack import app_mention_event, message_event, reaction_added_event, sign
 from tests.fakes.slack_events import block_action_form

@@ -9,7 +9,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from jobs import RunStore
-from jobs.models import RunState, RunStatus
+from jobs.records.models import RunState, RunStatus
 from tests.e2e.stack import block_text
 from tests.fakes.slack_records import TEAM_ID
 

@@ -9,7 +9,7 @@ from redis import Redis
 
 from agent import RequestRecord, assemble, cost_usd, usage_by_model
 from jobs import RunNotFound, RunStore
-from jobs.stores import load_request_body, load_request_records, refused_fetches
+from jobs.records.stores import load_request_body, load_request_records, refused_fetches
 
 
 def _k(n: int) -> str:

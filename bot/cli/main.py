@@ -32,7 +32,8 @@ def load_settings() -> Settings:
             name = str(error["loc"][0]).upper() if error["loc"] else "setting"
             print(f"{name}: {error['msg'].removeprefix('Value error, ')}", file=sys.stderr)
         raise SystemExit(2) from None
-    from jobs import keys, sealing
+    from jobs import keys
+    from jobs.records import sealing
 
     keys.configure(**settings.deployment())
     try:

@@ -24,7 +24,7 @@ from agent import MARKER_RE, Chart, load_png
 from bot import keys
 from jobs import RunState
 from jobs.keyspace.connection import text
-from jobs.stores import RedisResultStore
+from jobs.records.stores import RedisResultStore
 
 from .spill import RECORD_TTL_SECONDS, SETUP_ERROR_RETRY_SECONDS
 from .thread_files import ThreadFiles, adopt_legacy

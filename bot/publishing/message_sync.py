@@ -350,5 +350,5 @@ class MessageSync:
 
 def _moved_on(fresh: RunState, rendered: RunState) -> bool:
     """Whether the stored state differs from the one a message was rendered from: every write
-    bumps the version (jobs/store.py), the messages' own addresses included."""
+    bumps the version (jobs/records/store.py), the messages' own addresses included."""
     return fresh.version != rendered.version

@@ -25,7 +25,7 @@ from typing import Any
 from agent import domain_of, shorten
 from bot.slack.mrkdwn import escape_markdown, escape_text
 from jobs import RunState, RunStatus
-from jobs.models import Step
+from jobs.records.models import Step
 
 from .render import _STOPPED_BY, GO_DEEPER_ACTION, PHASES, _budget_left, _minutes, _plural, shows_constraints
 

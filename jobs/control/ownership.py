@@ -10,7 +10,7 @@ A job `acquire`s the run's lease: only when nobody holds it, and with the next e
 renewing (compare-and-expire: only while the lock still names this exact holder), and lets go by
 compare-and-delete, so no holder ever extends or deletes another's lock. Every write a holder makes
 to the run (its state, its checkpoint, its stored results) names the fence; the writer's script
-refuses it unless the lock holds exactly that fence (jobs/store.py, jobs/stores.py), and the holder
+refuses it unless the lock holds exactly that fence (jobs/records/store.py, jobs/records/stores.py), and the holder
 is told at once (LeaseLost). A holder that cannot show a renewal within the lease's lifetime counts
 it lost as well, without waiting for Redis to say so, and stops working the run.
 

@@ -178,7 +178,7 @@ def run_source_order(run_id: str) -> str:
 
 
 def run_steps(run_id: str) -> str:
-    """List: the run's last progress steps (jobs.models.STEPS_KEPT), oldest first, as JSON."""
+    """List: the run's last progress steps (jobs.records.models.STEPS_KEPT), oldest first, as JSON."""
     return f"{_deployment.prefix}:run:{run_id}:steps"
 
 
@@ -218,7 +218,7 @@ def notes(run_id: str) -> str:
 
 
 def feedback(run_id: str) -> str:
-    """Hash: user id -> their verdict on the run's report (jobs/feedback.py)."""
+    """Hash: user id -> their verdict on the run's report (jobs/records/feedback.py)."""
     return f"{_deployment.prefix}:run:{run_id}:feedback"
 
 
@@ -284,7 +284,7 @@ def action_token(run_id: str) -> str:
 
 
 def checkpoint(run_id: str) -> str:
-    """Hash: `meta` -> the loop's snapshot, `step:{i}` -> one history step (jobs.stores)."""
+    """Hash: `meta` -> the loop's snapshot, `step:{i}` -> one history step (jobs.records.stores)."""
     return f"{_deployment.prefix}:checkpoint:{run_id}"
 
 
@@ -300,7 +300,7 @@ def request_parts(run_id: str) -> str:
 
 def seen_urls(team: str | None, channel: str, thread_ts: str) -> str:
     """Set: the URLs a thread's runs have seen (normalised), which read_page may fetch; follow-up
-    runs inherit them (agent/tools/seen_urls.py, jobs.stores.RedisSeenUrls)."""
+    runs inherit them (agent/tools/seen_urls.py, jobs.records.stores.RedisSeenUrls)."""
     return f"{_deployment.prefix}:seen-urls:{team_part(team)}:{channel}:{thread_ts}"
 
 
@@ -311,7 +311,7 @@ def refused_fetches(run_id: str) -> str:
 
 def file_refusal(team: str | None, version_key: str) -> str:
     """String: why one version of a thread file could not be read (agent FileInfo.version_key),
-    so no run downloads and parses it again (jobs.stores.RedisFileRefusals)."""
+    so no run downloads and parses it again (jobs.records.stores.RedisFileRefusals)."""
     return f"{_deployment.prefix}:file-refusal:{team_part(team)}:{version_key}"
 
 

@@ -149,8 +149,8 @@ async def test_a_checking_line_tells_the_thread_where_sources_disagree(fake_mode
     from agent.events import Disagreement
     from bot.publishing.render import render_progress
     from jobs import Run
-    from jobs.models import RunState
-    from jobs.state import apply_event
+    from jobs.records.models import RunState
+    from jobs.records.state import apply_event
 
     calls = iter([
         tool_reply(("web_search", {"query": "itot tracking difference"}),

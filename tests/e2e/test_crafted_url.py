@@ -17,8 +17,8 @@ from redis import Redis
 
 from agent.tools.seen_urls import normalise
 from jobs import keys
-from jobs.store import RunStore
-from jobs.stores import refused_fetches
+from jobs.records.store import RunStore
+from jobs.records.stores import refused_fetches
 from tests.e2e.stack import CHANNEL, block_text, bot_replies, post_event
 from tests.fakes.policies import CraftedUrlPolicy, is_extraction, result_text, results_of
 from tests.fakes.slack import TEAM_ID, FakeSlack, app_mention_event, message_event

@@ -8,7 +8,7 @@ import httpx
 from redis import Redis
 
 from jobs import RunStore
-from jobs.feedback import FeedbackStore
+from jobs.records.feedback import FeedbackStore
 from tests.e2e.stack import CHANNEL, assert_cited_report_pinned, post_event, start
 from tests.fakes.slack import FakeSlack, app_mention_event, sign
 from tests.fakes.slack_events import FORM, ephemeral_action_form, feedback_action_form

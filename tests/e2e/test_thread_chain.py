@@ -16,7 +16,7 @@ from redis import Redis
 
 from agent import domain_of
 from agent.thread_memory import OPENING_BUDGET_CHARS
-from jobs.store import RunStore
+from jobs.records.store import RunStore
 from tests.e2e.stack import CHANNEL, block_text, bot_replies, post_event
 from tests.fakes.policies import ThreadPolicy, is_extraction
 from tests.fakes.slack import TEAM_ID, FakeSlack, app_mention_event, message_event

@@ -30,7 +30,7 @@ from rq.job import Job
 
 from jobs import RunStore, keys
 from jobs.keyspace.connection import connect, connect_async, on_primary
-from jobs.models import Run, RunStatus
+from jobs.records.models import Run, RunStatus
 from jobs.runs import Runs
 from tests.processes import SentinelTopology, wait_for
 

@@ -11,9 +11,9 @@ import jobs
 from agent import PROFILES, AgentConfig, FetchConfig, SearchConfig, SectionRevised, SectionWritten
 from agent.results import ResultIds, StoredResult
 from jobs import JobRuntime, Run, RunStatus, RunStore, enqueue, keys
-from jobs.models import RunState
-from jobs.state import apply_event
-from jobs.stores import RedisResultStore
+from jobs.records.models import RunState
+from jobs.records.state import apply_event
+from jobs.records.stores import RedisResultStore
 
 
 def runtime(fake_model, fake_web, redis_url: str) -> JobRuntime:

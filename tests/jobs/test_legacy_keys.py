@@ -6,7 +6,7 @@ from redis import Redis
 
 from jobs import Run, Runs, RunStore, keys
 from jobs.recheck import Rechecks, Schedule
-from jobs.models import utcnow
+from jobs.records.models import utcnow
 
 TEAM, OTHER = "T0TEST", "T0OTHER"
 

@@ -22,7 +22,7 @@ from jobs.keyspace.connection import connect_async
 from jobs.exceptions import LeaseLost
 from jobs.control.ownership import Tenure
 from jobs.queue import enqueue
-from jobs.stores import RedisCheckpointStore, RedisResultStore
+from jobs.records.stores import RedisCheckpointStore, RedisResultStore
 
 
 def started(redis: Redis, question: str = "fees of VTI?") -> str:

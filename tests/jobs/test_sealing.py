@@ -1,4 +1,4 @@
-"""A run's action token is in Redis only encrypted (jobs/sealing.py): whatever the token, no key of
+"""A run's action token is in Redis only encrypted (jobs/records/sealing.py): whatever the token, no key of
 the run holds it in any form Redis returns, it comes back whole to a process with the key, and a
 process with no key stores nothing rather than the token in clear."""
 from __future__ import annotations
@@ -8,8 +8,9 @@ from hypothesis import strategies as st
 from pydantic import SecretStr
 from redis import Redis
 
-from jobs import Run, RunStore, keys, sealing
-from jobs.sealing import derived_key
+from jobs import Run, RunStore, keys
+from jobs.records import sealing
+from jobs.records.sealing import derived_key
 from tests.redis_values import holding
 
 TOKENS = st.text(st.characters(min_codepoint=33, max_codepoint=126), min_size=8, max_size=80)

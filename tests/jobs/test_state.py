@@ -19,7 +19,7 @@ from agent import (
 )
 from agent.events import Disagreement
 from jobs import Run, Runs, RunState, RunStatus, RunStore, keys
-from jobs.state import apply_event
+from jobs.records.state import apply_event
 
 _ids = itertools.count()
 

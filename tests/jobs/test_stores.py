@@ -1,4 +1,4 @@
-"""The engine's stores kept in Redis (jobs.stores): what one process writes, another reads back,
+"""The engine's stores kept in Redis (jobs.records.stores): what one process writes, another reads back,
 whichever way its connection decodes replies."""
 from __future__ import annotations
 
@@ -8,13 +8,7 @@ from redis.asyncio import Redis as AsyncRedis
 
 from agent.context.requestlog import RequestRecord
 from agent.results import Locator, StoredResult
-from jobs.stores import (
-    RedisCheckpointStore,
-    RedisRequestLog,
-    RedisResultStore,
-    load_request_body,
-    load_request_records,
-)
+from jobs.records.stores import RedisCheckpointStore, RedisRequestLog, RedisResultStore, load_request_body, load_request_records
 
 STEP = {"index": 0, "assistant": [{"type": "text", "text": "looking"}], "results": [], "extra": ["<budget>"]}
 
@@ -67,7 +61,7 @@ async def test_inspect_reads_back_each_request_as_it_was_sent(redis_url: str) ->
 async def test_a_thread_s_seen_urls_are_inherited_by_its_next_run_and_refusals_are_kept_per_run(
         async_redis, redis: Redis) -> None:
     from agent.tools.seen_urls import normalise
-    from jobs.stores import RedisSeenUrls, refused_fetches
+    from jobs.records.stores import RedisSeenUrls, refused_fetches
 
     first = RedisSeenUrls(async_redis, "run1", "C1", "1700000000.000100")
     await first.add([normalise("https://fees.test/a"), normalise("https://fees.test/b")])

@@ -18,7 +18,7 @@ from redis import Redis
 from agent import PROFILES, assemble
 from jobs import RunStore
 from jobs.exceptions import RunNotFound
-from jobs.feedback import REASONS, FeedbackStore
+from jobs.records.feedback import REASONS, FeedbackStore
 from jobs.spend import is_direct
 
 from .questions import EvalQuestion

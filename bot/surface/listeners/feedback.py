@@ -27,8 +27,8 @@ from bot.publishing.render import FEEDBACK_ACTION, FEEDBACK_HELPFUL, FEEDBACK_UN
 from bot.services import Services
 from bot.slack.tenancy import Tenant
 from jobs.exceptions import RunNotFound
-from jobs.feedback import NOTE_CHARS, REASONS, FeedbackStore
 from jobs.process.metrics import metrics
+from jobs.records.feedback import NOTE_CHARS, REASONS, FeedbackStore
 
 from .actions import run_of
 

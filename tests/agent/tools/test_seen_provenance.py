@@ -20,7 +20,7 @@ from agent.tools.read_thread import ReadThread, ReadThreadInput
 from agent.workspace import MemoryWorkspace
 from bot.publishing import render, stream_render
 from jobs import Run, RunState
-from jobs.state import apply_event
+from jobs.records.state import apply_event
 
 PERSON_URL = "https://people.example/fund-facts"
 

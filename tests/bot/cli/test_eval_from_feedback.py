@@ -14,7 +14,7 @@ from redis import Redis
 from agent import SectionWritten, Source, SourceAdded
 from bot.cli.evaluate import load_questions
 from jobs import Run, RunStore, keys
-from jobs.feedback import FeedbackStore, Verdict
+from jobs.records.feedback import FeedbackStore, Verdict
 from tests.processes import DEEPTHREAD, ROOT, environment
 
 FETCHED = datetime(2026, 11, 30, 9, 15, tzinfo=UTC)

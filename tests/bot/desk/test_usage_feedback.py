@@ -4,7 +4,7 @@ channel's counts, a private channel named as one (its id never shown)."""
 from __future__ import annotations
 
 from bot.desk.usage import Visibility, render_usage
-from jobs.feedback import Tally as Ratings
+from jobs.records.feedback import Tally as Ratings
 from jobs.spend import MonthUsage, Tally
 
 

@@ -8,7 +8,7 @@ from agent import Finished, Progress, SectionWritten, Source, SourceAdded, Usage
 from bot.catalogue import CATALOGUES, DE, EN
 from bot.publishing.render import render_progress, render_report
 from jobs import Run, RunState
-from jobs.state import apply_event
+from jobs.records.state import apply_event
 
 QUESTIONS = {"en": "What is the expense ratio of VTI?", "de": "Wie hoch ist die Kostenquote von VTI?"}
 SOURCE = Source(marker="s1", url="https://www.example.org/vti", title="VTI fact sheet",

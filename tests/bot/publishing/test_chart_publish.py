@@ -25,8 +25,8 @@ from agent.tools.report_tools import WriteSection, WriteSectionInput
 from bot import keys
 from bot.publishing.publisher import Publisher
 from jobs import Run, RunState, RunStatus, RunStore
-from jobs.continuation import create_successor, successor
-from jobs.stores import RedisResultStore
+from jobs.records.continuation import create_successor, successor
+from jobs.records.stores import RedisResultStore
 from tests.fakes.anthropic import FakeAnthropic
 from tests.fakes.slack import FakeSlack
 

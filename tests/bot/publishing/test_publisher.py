@@ -484,7 +484,7 @@ async def test_a_finished_runs_late_sync_never_puts_its_report_back_over_its_con
     again after its continuation ended (a retry, a restart's re-render, its record of what it showed
     lost in a failover) edits its own progress message only (found by bench.soak: the parent's
     rendering landed over the continuation's final report)."""
-    from jobs.continuation import create_successor, successor
+    from jobs.records.continuation import create_successor, successor
 
     store = RunStore(redis)
     parent = await posted_run(store, client, team=TEAM_ID)
@@ -515,7 +515,7 @@ async def test_a_continuation_begun_while_its_parents_final_edit_waited_keeps_th
     """Found by bench.soak: twenty runs ended at once, a parent's final report edit queued behind
     them for its chat.update slot; its follow-up began and ended meanwhile, and the parent's edit,
     checked against the thread only when its sync began, landed over the follow-up's final report."""
-    from jobs.continuation import create_successor, successor
+    from jobs.records.continuation import create_successor, successor
 
     store = RunStore(redis)
     parent = await posted_run(store, client, team=TEAM_ID)

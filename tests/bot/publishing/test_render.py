@@ -11,7 +11,7 @@ from bot import limits
 from bot.publishing.render import ASTERISK_LOOKALIKE, render_progress, render_report, render_report_parts, render_status
 from bot.slack.mrkdwn import ZERO_WIDTH_JOINER
 from jobs import Run, RunState
-from jobs.state import apply_event
+from jobs.records.state import apply_event
 
 FETCHED = datetime(2026, 11, 30, 9, 15, tzinfo=UTC)
 

@@ -271,7 +271,7 @@ async def test_a_restarted_publisher_resumes_the_open_stream_and_closes_it_at_th
 
 def test_a_task_agent_board_is_one_card_listing_every_branch() -> None:
     from bot.publishing.stream_render import render_view
-    from jobs.state import apply_event
+    from jobs.records.state import apply_event
 
     state = RunState(run=Run(channel=CHANNEL, thread_ts="1.0", question="fees?"))
     for line in ("Planning the research",

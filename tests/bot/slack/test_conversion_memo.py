@@ -17,7 +17,7 @@ from bot.publishing.render import render_report
 from bot.slack import canvas_markdown, mrkdwn
 from bot.slack.conversion_memo import MIN_MEMO_CHARS, ConversionMemo
 from jobs import Run, RunState
-from jobs.state import apply_event
+from jobs.records.state import apply_event
 
 URLS = [f"https://site{i}.example/page" for i in range(4)] + ["https://evil.example/?d=secret"]
 PIECES = (

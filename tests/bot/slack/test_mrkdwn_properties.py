@@ -29,7 +29,7 @@ from bot.slack.mrkdwn import (
     to_mrkdwn,
 )
 from jobs import Run, RunState
-from jobs.state import apply_event
+from jobs.records.state import apply_event
 from tests.fakes.hostile_text import ATOM, documents, hostile_text, labels, live_markup, targets
 
 PROFILE = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -21,7 +21,7 @@ from bot.surface import evidence, reading, steering
 from jobs import Run, RunState
 from jobs.recheck import RecheckRun
 from jobs.spend import MonthUsage, RunSpend, Tally
-from jobs.state import apply_event
+from jobs.records.state import apply_event
 from tests.fakes.hostile_text import documents, hostile_text, live, targets
 
 # Each example renders every sender over several hostile documents (~3 s); 20 keep the suite inside its time.

@@ -48,10 +48,10 @@ from agent.events import ChartDrawn, ConstraintsFound, FileUnreadable, Notice, S
 from agent.planning import Plan
 from agent.thread_memory import ThreadSummary
 
-from .exceptions import LeaseLost, RunNotFound, ThreadMoved
-from .keyspace import keys
-from .keyspace.connection import ask_primary, durably, reconnect_to_primary, text
-from .keyspace.legacy_keys import adopt_legacy, last_in_list
+from ..exceptions import LeaseLost, RunNotFound, ThreadMoved
+from ..keyspace import keys
+from ..keyspace.connection import ask_primary, durably, reconnect_to_primary, text
+from ..keyspace.legacy_keys import adopt_legacy, last_in_list
 from .models import STEPS_KEPT, BudgetLeft, Run, RunState, RunStatus, Step, Usage
 from .sealing import open_sealed, seal
 from .state import apply_in_place
@@ -317,7 +317,7 @@ class RunStore:
             pipe.expire(keys.run_steps(run_id), RUN_TTL_SECONDS)
         for key in self._keys(run_id)[:5]:
             pipe.expire(key, RUN_TTL_SECONDS)
-        # A secret: its own key, a short life, never the record, and only encrypted (jobs/sealing.py).
+        # A secret: its own key, a short life, never the record, and only encrypted (jobs/records/sealing.py).
         sealed = seal(state.run.action_token.get_secret_value()) if state.run.action_token is not None else None
         if sealed is not None:
             pipe.set(keys.action_token(run_id), sealed, ex=keys.ACTION_TOKEN_TTL_SECONDS)

@@ -32,10 +32,10 @@ from agent.context.requestlog import ContentAddressedLog, RequestRecord, request
 from agent.pricing import cost_usd
 from agent.results import StoredResult
 
-from .control.ownership import Tenure
-from .keyspace import keys
-from .keyspace.connection import text
-from .process.metrics import metrics
+from ..control.ownership import Tenure
+from ..keyspace import keys
+from ..keyspace.connection import text
+from ..process.metrics import metrics
 
 __all__ = [
     "RedisCheckpointStore",

@@ -16,7 +16,7 @@ from redis import Redis
 
 from agent import utcnow
 
-from .keyspace import keys
+from ..keyspace import keys
 
 __all__ = ["REASONS", "FeedbackStore", "Tally", "Verdict"]
 

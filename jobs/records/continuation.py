@@ -7,8 +7,8 @@ from pydantic import SecretStr
 from agent.control import Note
 from agent.task import PriorRun
 
-from .keyspace import keys
-from .keyspace.connection import text
+from ..keyspace import keys
+from ..keyspace.connection import text
 from .models import Run, RunState
 from .store import RunStore
 
