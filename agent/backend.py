@@ -1,7 +1,7 @@
 """What a run is given from outside: where it keeps what outlives a turn, and how it is steered.
 
 In memory by default (the terminal mode, tests); a worker gives Redis versions (jobs.records.stores,
-jobs.control.control, jobs.capacity) so a crashed run resumes, `deepthread inspect` reads what
+jobs.control.control, jobs.budgets.capacity) so a crashed run resumes, `deepthread inspect` reads what
 happened, and every run of the deployment shares the organization's model limits.
 """
 

@@ -11,7 +11,7 @@ runs waiting gets the same turns as one with 2, and each of those 2 runs gets ha
 This module holds the protocol and the in-memory version (the terminal, tests); the SDK middleware
 that calls it once per HTTP attempt is capacity_middleware.py (so the SDK's own retries wait their
 turn too, and what only reads limits need not import the SDK). The Redis version, shared by every
-worker, is jobs/capacity.py.
+worker, is jobs/budgets/capacity.py.
 
 A run that waits shows "waiting for model capacity" and the wait does not count against its
 active time: the loop in charge of the request installs a `CapacityWait` hook (a context
@@ -225,7 +225,7 @@ class ModelLimiter(Protocol):
         ...
 
 
-# --- the fair queue, shared by the in-memory limiter (jobs/capacity.py is the same in Lua) ---
+# --- the fair queue, shared by the in-memory limiter (jobs/budgets/capacity.py is the same in Lua) ---
 
 
 @dataclass
@@ -391,7 +391,7 @@ class MemoryModelLimiter:
             state.paused_until = max(state.paused_until, now + seen.retry_after)
 
     def _learn(self, state: _ModelState, seen: Observed) -> None:
-        """Cut or raise the limits no one named (the same rule as jobs/capacity.py's Lua)."""
+        """Cut or raise the limits no one named (the same rule as jobs/budgets/capacity.py's Lua)."""
         number = state.grant_numbers.pop(seen.ticket, None)
         learning = [d for d in DIMENSIONS if state.sources[d] == SOURCE_LEARNED and seen.limits.get(d) is None]
         if not learning:

@@ -5,7 +5,7 @@ keys and scripts, no model.
 
 Starts a private redis-server and plays N runs at once through the product's own classes, each
 for `--turns` turns. What one turn of a real run sends is replayed in its real proportions: a
-model turn's place from the shared limiter (jobs.capacity), the request logged (jobs.records.stores,
+model turn's place from the shared limiter (jobs.budgets.capacity), the request logged (jobs.records.stores,
 compressed), two page reads stored (compressed) with three sources each, progress and usage
 applied to run state (jobs.records.store's Lua write), a checkpoint saved, the publisher reading the run
 back three times (jobs.records.store.get; a publisher follows the updates stream too); and what the run
@@ -46,7 +46,7 @@ from agent.context.requestlog import RequestRecord
 from agent.results import Locator, StoredResult
 from bot.cli.local_redis import LocalRedis
 from jobs import Run, RunStore, keys
-from jobs.capacity import RedisModelLimiter
+from jobs.budgets.capacity import RedisModelLimiter
 from jobs.control import ownership
 from jobs.control.control import BACKSTOP_CHECK_SECONDS, RedisRunControl
 from jobs.control.ownership import ALIVE_EVERY_SECONDS, LEASE_SECONDS

@@ -5,7 +5,7 @@ limits and against one that hides them, through the real SDK clients and the sha
 
 `--runs` runs at once, each sending its next model request (max_tokens 4,096, a short answer) as
 soon as its last is answered, every request through the product's CapacityMiddleware and
-jobs.capacity.RedisModelLimiter on a private redis-server, for `--seconds` each form:
+jobs.budgets.capacity.RedisModelLimiter on a private redis-server, for `--seconds` each form:
 
   (a) Anthropic's API with its `anthropic-ratelimit-*` headers (the limit named: the baseline);
   (b) Bedrock's wire form, no headers, a hidden quota of `--quota` requests a minute past which
@@ -36,7 +36,7 @@ from agent import ProviderConfig, model_api
 from agent.capacity import DEFAULT_LIMITS, ModelLimits
 from agent.capacity_middleware import CapacityMiddleware
 from bot.cli.local_redis import LocalRedis
-from jobs.capacity import RedisModelLimiter
+from jobs.budgets.capacity import RedisModelLimiter
 from tests.fakes import clouds
 from tests.fakes.anthropic import FakeAnthropic
 from tests.fakes.server import ServerThread

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from redis import Redis
 
 from jobs import AsyncRuns, Runs, RunStore
-from jobs.spend import Spend
+from jobs.budgets.spend import Spend
 
 from .settings import DEFAULT_STOP_REACTION, StreamConfig
 from .text_reader import TextReader

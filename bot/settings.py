@@ -33,12 +33,12 @@ from agent import (
     WorkspaceSearchMode,
 )
 from agent import defaults as agent_defaults
+from jobs.budgets.spend import BudgetDefaults
 from jobs.control.hard_stop import HARD_STOP_SECONDS
 from jobs.control.ownership import LEASE_SECONDS
 from jobs.keyspace.keys import DEFAULT_PREFIX
 from jobs.keyspace.keys import NAME as KEY_NAME
 from jobs.records.sealing import derived_key
-from jobs.spend import BudgetDefaults
 
 from . import limits
 from .limits import LOOPBACK

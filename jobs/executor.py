@@ -26,6 +26,7 @@ from agent.config import Caps, budget_for
 from agent.task import PriorRun
 from agent.visibility import is_requester_dm
 
+from .budgets.spend import Spend, record_spend
 from .control import ownership
 from .control.control import RedisRunControl, upgraded_profile
 from .control.control_listener import for_this_loop
@@ -44,7 +45,6 @@ from .records.models import RunState
 from .records.store import RunStore
 from .records.stores import RedisCheckpointStore, RedisFileRefusals, RedisRequestLog, RedisResultStore, RedisSeenUrls
 from .runtime import JobRuntime, current
-from .spend import Spend, record_spend
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ from redis.exceptions import RedisError
 
 from agent.capacity import DIMENSIONS, ModelLimits
 
-from .capacity import model_limits, waiting_runs_by_team
+from .budgets.capacity import model_limits, waiting_runs_by_team
 from .keyspace import keys
 from .keyspace.connection import text
 

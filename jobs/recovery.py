@@ -20,6 +20,7 @@ from rq.job import Job, JobStatus
 
 from agent.events import utcnow
 
+from .budgets.spend import record_spend
 from .exceptions import RunNotFound
 from .keyspace import keys
 from .keyspace.connection import text
@@ -27,7 +28,6 @@ from .process.metrics import metrics
 from .queue import enqueue
 from .records.models import RunState, RunStatus
 from .records.store import RunStore
-from .spend import record_spend
 
 log = logging.getLogger(__name__)
 

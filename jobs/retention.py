@@ -174,7 +174,7 @@ def _delete_rq_job(redis: Redis, subject: Subject) -> int:
 
 def _delete_capacity_marks(redis: Redis, subject: Subject) -> int:
     """A run's, or a workspace's, "last served" marks in each model's capacity records (an hour
-    each, jobs/capacity.py), and a workspace's queue of waiting runs."""
+    each, jobs/budgets/capacity.py), and a workspace's queue of waiting runs."""
     if subject.run_id != "*":
         names = [f"served:r:{subject.run_id}"]
     elif subject.team not in ("*", None) and subject.channel == "*":

@@ -36,7 +36,7 @@ class JobRuntime:
     # (the Slack app); None in the terminal or without a thread.
     workspace_for: Callable[[Run], ThreadWorkspace | None] | None = field(default=None, repr=False)
     # The organization's model limits per minute set by the operator; unset ones are read from
-    # the service's rate-limit headers (jobs/capacity.py shares them between every run).
+    # the service's rate-limit headers (jobs/budgets/capacity.py shares them between every run).
     model_limits: ModelLimits = field(default_factory=ModelLimits)
     # How long page texts and the request log are kept (DEEPTHREAD_BULKY_RETENTION_DAYS).
     bulky_retention_seconds: int = keys.STORED_RESULT_TTL_SECONDS

@@ -243,7 +243,7 @@ PROBES: tuple[Probe, ...] = (slack_live_problems, model_live_problems, live_sear
 def model_limits_report(settings: Settings) -> list[str]:
     """Where the model limits in force come from (set, the service's headers, learned), per model
     the shared limiter has seen, else what will decide them. Blocking: call it in a thread."""
-    from jobs.capacity import DIMENSIONS, model_limits
+    from jobs.budgets.capacity import DIMENSIONS, model_limits
 
     configured = settings.model_limits()
     seen: dict[str, Any] = {}

@@ -28,12 +28,13 @@ from bot.surface.app import build_app, identify, slack_client
 from bot.surface.inflight import InFlight
 from bot.surface.oauth import INSTALL_PATH, installation_store, oauth_flow
 from bot.surface.server import web_app
-from jobs import AsyncRuns, Runs, RunStore, keys, spend
+from jobs import AsyncRuns, Runs, RunStore, keys
+from jobs.budgets import spend
+from jobs.budgets.spend import Spend
 from jobs.keyspace.connection import connect, connect_async
 from jobs.process.background import Stop
 from jobs.process.loop_lag import watch_lag
 from jobs.recovery import sweep
-from jobs.spend import Spend
 from jobs.worker import SWEEP_INTERVAL_SECONDS, WORKER_TTL_SECONDS, DeepthreadWorker
 
 from .health import ServeHealth, WorkerHealth

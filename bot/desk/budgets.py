@@ -1,5 +1,5 @@
 """`budget #channel $50/month`, `budget @person $20/month`, `budget workspace $200/month`,
-`budget #channel off`: admins set the monthly budgets (jobs/spend.py keeps them; a person's covers
+`budget #channel off`: admins set the monthly budgets (jobs/budgets/spend.py keeps them; a person's covers
 their questions in direct messages); anyone may read them with `budget`."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.exceptions import BudgetSyntaxError
 from bot.services import Services
 from bot.slack.mrkdwn import escape_text
-from jobs.spend import MICROS, Spend, usd
+from jobs.budgets.spend import MICROS, Spend, usd
 
 from .admins import is_admin
 from .names import display_names

@@ -13,7 +13,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.exceptions import BudgetSyntaxError
 from bot.services import Services
-from jobs.spend import is_direct
+from jobs.budgets.spend import is_direct
 
 from .budgets import BudgetChange, budget_reply, parse_budget, wants_budgets
 from .usage import USAGE, usage_reply

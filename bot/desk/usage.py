@@ -28,9 +28,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 from agent import utcnow
 from bot.services import Services
 from bot.slack.mrkdwn import escape_text, link
+from jobs.budgets.spend import CapState, MonthUsage, RunSpend, Tally, is_direct, month_of, usd
 from jobs.records.feedback import FeedbackStore
 from jobs.records.feedback import Tally as Ratings
-from jobs.spend import CapState, MonthUsage, RunSpend, Tally, is_direct, month_of, usd
 
 from .admins import is_admin
 from .names import display_names

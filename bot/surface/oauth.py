@@ -34,7 +34,7 @@ from bot.slack.admission import InstallAllowlist, refusal_page
 from bot.slack.installations import RedisInstallationStore, TokenCipher
 from bot.slack.oauth_state import STATE_SECONDS, RedisOAuthStateStore
 from bot.slack.scopes import REQUIRED_BOT_SCOPES
-from jobs.spend import Spend
+from jobs.budgets.spend import Spend
 
 __all__ = [
     "AdmittingOAuthFlow",

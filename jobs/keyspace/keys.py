@@ -61,7 +61,7 @@ _SHARED = {
     "RECHECKS_TO_SHOW": "recheck:to-show",  # re-check runs serve must post at once
     "RECHECK_DIGESTS": "recheck:digests",  # ended re-checks whose digest is owed
     "RECHECK_NOTICES": "recheck:notices",  # skip notices serve says in the thread
-    "CAPACITY_MODELS": "capacity:models",  # set: models some run has asked capacity for (jobs/capacity.py)
+    "CAPACITY_MODELS": "capacity:models",  # set: models some run has asked capacity for (jobs/budgets/capacity.py)
     # Pub/sub channel: a run id, published when the run is asked to stop or given more budget
     # (jobs/control/control_listener.py), so a waiting run hears of it without polling.
     "CONTROL_CHANNEL": "control",
@@ -316,7 +316,7 @@ def file_refusal(team: str | None, version_key: str) -> str:
 
 
 def capacity(model: str) -> str:
-    """Prefix of one model's shared capacity records (jobs/capacity.py lists them)."""
+    """Prefix of one model's shared capacity records (jobs/budgets/capacity.py lists them)."""
     return f"{_deployment.prefix}:capacity:{model}:"
 
 

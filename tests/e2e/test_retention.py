@@ -11,7 +11,7 @@ from redis import Redis
 
 from agent.events import utcnow
 from jobs import RunStore, keys
-from jobs.spend import Spend
+from jobs.budgets.spend import Spend
 from tests.e2e.stack import CHANNEL, bot_replies, post_event, start
 from tests.fakes.slack import FakeSlack, message_event
 from tests.fakes.slack_events import app_uninstalled_event, channel_deleted_event, message_deleted_event

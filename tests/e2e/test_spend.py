@@ -14,7 +14,7 @@ from redis import Redis
 
 from bot.cli.inspect import inspect
 from jobs import RunStore
-from jobs.spend import Spend
+from jobs.budgets.spend import Spend
 from tests.e2e.stack import block_text, socket_mode_stack
 from tests.fakes.slack import TEAM_ID, FakeSlack, app_mention_event, message_event
 from tests.fakes.slack_commands import command_response, send_slash_command
@@ -66,7 +66,7 @@ def finished_report(slack: FakeSlack, channel: str, thread_ts: str, timeout: flo
 
 
 def recorded_runs(redis: Redis) -> dict[str, float]:
-    """run id -> the cost jobs/spend.py recorded for it."""
+    """run id -> the cost jobs/budgets/spend.py recorded for it."""
     return {run.run_id: run.micros / 1e6 for run in Spend(redis).month(TEAM_ID).top_runs}
 
 

@@ -15,7 +15,7 @@ from redis import Redis
 
 from agent import Usage
 from jobs import Run, RunState, RunStatus
-from jobs.spend import Spend
+from jobs.budgets.spend import Spend
 from tests.e2e.stack import socket_mode_stack
 from tests.fakes.slack import TEAM_ID, FakeSlack, app_mention_event, message_event
 from tests.fakes.slack_commands import command_response, send_slash_command

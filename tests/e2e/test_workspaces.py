@@ -18,7 +18,7 @@ from rq.job import Job
 from jobs import RunStatus, RunStore
 from jobs import keys as job_keys
 from jobs.recheck import Rechecks
-from jobs.spend import Spend
+from jobs.budgets.spend import Spend
 from tests.e2e.stack import (
     APP_TOKEN,
     begin_install,
@@ -44,7 +44,7 @@ SHARED_CONSTANTS = set(constant_keys())
 RQ_INFRASTRUCTURE = re.compile(r"rq:(queues|workers|workers:.+|worker:.+|scheduler.*|clean_.+|finished:.+|"
                                r"queue:.+|scheduled:.+|started:.+|failed:.+|deferred:.+|canceled:.+|pubsub:.+)")
 RQ_JOB = re.compile(r"rq:(?:job|results):(?P<job>[^:]+)(?::.+)?")
-# The organization's model capacity (jobs/capacity.py) is one limiter for every workspace by design:
+# The organization's model capacity (jobs/budgets/capacity.py) is one limiter for every workspace by design:
 # its queues and last-served marks hold the ids of both workspaces' runs, read only by the limiter.
 ORGANIZATION_WIDE = re.compile(re.escape(job_keys.capacity("MODEL").split("MODEL")[0]) + r".+")
 

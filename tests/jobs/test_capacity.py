@@ -1,5 +1,5 @@
 """The shared model limiter: fair between workspaces and runs, limits from the service's headers
-or the operator, 429s held off for everyone. The Redis version (jobs/capacity.py) and the
+or the operator, 429s held off for everyone. The Redis version (jobs/budgets/capacity.py) and the
 engine's in-memory one (agent/capacity.py) are held to the same rules by the same tests."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from redis.asyncio import Redis as AsyncRedis
 
 from agent.capacity import Demand, MemoryModelLimiter, ModelLimiter, ModelLimits, Observed, observed
-from jobs.capacity import RedisModelLimiter, waiting_runs_by_team
+from jobs.budgets.capacity import RedisModelLimiter, waiting_runs_by_team
 
 
 class Clock:

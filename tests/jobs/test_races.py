@@ -202,7 +202,7 @@ def test_a_worker_still_writing_after_a_forced_stop_cannot_undo_it(tmp_path, red
     so every write the worker makes afterwards races the stop, and loses."""
     from rq.job import Job
 
-    from jobs.spend import record_spend
+    from jobs.budgets.spend import record_spend
     from tests.e2e.stack import CHANNEL, block_text, main_requests, start
     from tests.fakes.policies import SteadyPolicy
     from tests.processes import deepthread_stack, wait_for

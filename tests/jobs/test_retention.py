@@ -21,7 +21,7 @@ from bot.desk.retention import BOT_CATALOGUE, retention
 from jobs import JobRuntime, Run, Runs, RunStatus, RunStore, enqueue, keys
 from jobs.process.metrics import metrics
 from jobs.retention import JOBS_CATALOGUE, Catalogue, Owner, Subject
-from jobs.spend import Spend
+from jobs.budgets.spend import Spend
 from tests.helpers import keys_holding, web_config
 
 QUESTION = "expense ratio VTI SCHB ITOT"

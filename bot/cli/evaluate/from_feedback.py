@@ -17,9 +17,9 @@ from redis import Redis
 
 from agent import PROFILES, assemble
 from jobs import RunStore
+from jobs.budgets.spend import is_direct
 from jobs.exceptions import RunNotFound
 from jobs.records.feedback import REASONS, FeedbackStore
-from jobs.spend import is_direct
 
 from .questions import EvalQuestion
 

@@ -25,7 +25,7 @@ from bot.desk.recheck import parse_recheck
 from bot.desk.recheck_digest import digest, figure_changes
 from jobs import Run, RunStatus, RunStore, keys
 from jobs.recheck import WEEK_SECONDS, RecheckRun, Rechecks
-from jobs.spend import Spend
+from jobs.budgets.spend import Spend
 from tests.e2e.stack import CHANNEL, block_text, bot_replies, post_event
 from tests.fakes.anthropic import text_reply, tool_reply
 from tests.fakes.policies import _blocks, _text, extract, is_constraints, is_extraction

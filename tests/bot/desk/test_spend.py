@@ -1,4 +1,4 @@
-"""jobs/spend.py against a real Redis, and the budget command's parser: recording is once per run,
+"""jobs/budgets/spend.py against a real Redis, and the budget command's parser: recording is once per run,
 every rollup is exactly the sum of its runs, and budgets resolve override > default."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from agent.usage import Usage
 from bot.desk.budgets import BudgetChange, parse_budget
 from bot.exceptions import BudgetSyntaxError
 from jobs import Run, RunState, RunStatus, RunStore
-from jobs.spend import MICROS, BudgetDefaults, Spend, month_of
+from jobs.budgets.spend import MICROS, BudgetDefaults, Spend, month_of
 
 NOW = datetime.now(UTC)
 

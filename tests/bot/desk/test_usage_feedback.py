@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bot.desk.usage import Visibility, render_usage
 from jobs.records.feedback import Tally as Ratings
-from jobs.spend import MonthUsage, Tally
+from jobs.budgets.spend import MonthUsage, Tally
 
 
 def _usage() -> MonthUsage:

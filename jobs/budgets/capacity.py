@@ -54,9 +54,9 @@ from agent.capacity import (
     tightest,
 )
 
-from .keyspace import keys
-from .keyspace.connection import text
-from .process.metrics import metrics
+from ..keyspace import keys
+from ..keyspace.connection import text
+from ..process.metrics import metrics
 
 __all__ = ["DIMENSIONS", "RedisModelLimiter", "limits_in_force", "model_limits", "waiting_runs_by_team"]
 

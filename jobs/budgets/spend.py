@@ -34,11 +34,11 @@ from agent.events import utcnow
 from agent.pricing import cost_usd
 from agent.usage import usage_by_model
 
-from .keyspace import keys
-from .keyspace.connection import text
-from .records.models import RunState
-from .records.store import RunNotFound, RunStore, Write, WriteOutcome
-from .records.stores import load_request_records
+from ..keyspace import keys
+from ..keyspace.connection import text
+from ..records.models import RunState
+from ..records.store import RunNotFound, RunStore, Write, WriteOutcome
+from ..records.stores import load_request_records
 
 __all__ = [
     "BudgetDefaults",
