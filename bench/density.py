@@ -46,7 +46,7 @@ from bench.common import ROOT, START_TIMEOUT_SECONDS, report_checks, stop
 from bot.cli.local_redis import LocalRedis
 from jobs import RunStatus, RunStore
 from jobs.records.models import Run
-from jobs.queue import enqueue
+from jobs.lifecycle.queue import enqueue
 from tests.fakes.anthropic import FakeAnthropic, Reply, tool_reply
 from tests.fakes.policies import MARKER, ResearchPolicy, is_extraction, side_reply, turn_of
 from tests.fakes.server import ServerThread, free_port

@@ -20,11 +20,11 @@ if TYPE_CHECKING:
     from .executor import execute
     from .inline import run_inline
     from .keyspace import keys
-    from .queue import enqueue, job_timeout_for
+    from .lifecycle.queue import enqueue, job_timeout_for
+    from .lifecycle.runs import AsyncRuns, Continuation, Runs, Upgrade
+    from .lifecycle.runtime import JobRuntime, configure
     from .records.models import Run, RunState, RunStatus
     from .records.store import RunStore
-    from .runs import AsyncRuns, Continuation, Runs, Upgrade
-    from .runtime import JobRuntime, configure
 
 __all__ = [
     "AsyncRuns",

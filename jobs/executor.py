@@ -34,7 +34,8 @@ from .control.ownership import Tenure
 from .exceptions import LeaseLost
 from .keyspace import keys
 from .keyspace.connection import connect_async
-from .model_client import model_client, model_limiter
+from .lifecycle.model_client import model_client, model_limiter
+from .lifecycle.runtime import JobRuntime, current
 from .process import running, shared_loop
 from .process.background import Stop
 from .process.logcontext import log_context
@@ -44,7 +45,6 @@ from .records.continuation import prior_of
 from .records.models import RunState
 from .records.store import RunStore
 from .records.stores import RedisCheckpointStore, RedisFileRefusals, RedisRequestLog, RedisResultStore, RedisSeenUrls
-from .runtime import JobRuntime, current
 
 log = logging.getLogger(__name__)
 
@@ -232,7 +232,7 @@ def execute(run_id: str) -> str:
     if shared_loop.shared() is None:
         gc.freeze()
     if state.run.plan_first and not state.approved_by:  # plan first: draft the plan, spend nothing more
-        from .planning import plan_run
+        from .lifecycle.planning import plan_run
 
         try:
             return plan_run(store, state, runtime).status.value
@@ -249,7 +249,7 @@ def execute(run_id: str) -> str:
             ran = shared_loop.run_coroutine(run_agent(store, state, runtime, tenure))
             log.info("run %s: %s", run_id, ran.state.status.value)
         if ran.handed_back:
-            from .queue import enqueue  # the queue names this module's entry point
+            from .lifecycle.queue import enqueue  # the queue names this module's entry point
 
             ownership.release(redis, lease)  # before queueing, so the next job finds the run free
             enqueue(redis, ran.state.run, resume=True)

@@ -9,11 +9,11 @@ from agent.backend import RunBackend
 
 from .executor import task_for
 from .keyspace.connection import connect_async
-from .model_client import model_client
+from .lifecycle.model_client import model_client
+from .lifecycle.runtime import JobRuntime
 from .records.models import Run, RunState
 from .records.state import apply_event
 from .records.stores import RedisRequestLog
-from .runtime import JobRuntime
 
 __all__ = ["run_inline"]
 

@@ -24,8 +24,8 @@ from .budgets.spend import record_spend
 from .exceptions import RunNotFound
 from .keyspace import keys
 from .keyspace.connection import text
+from .lifecycle.queue import enqueue
 from .process.metrics import metrics
-from .queue import enqueue
 from .records.models import RunState, RunStatus
 from .records.store import RunStore
 

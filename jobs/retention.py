@@ -414,8 +414,8 @@ class Retention:
     def _forget_runs(self, run_ids: Iterable[str], *, stop: bool) -> tuple[Forgotten, bool]:
         """Forget these runs; an active one is stopped first (`stop`) or, when not, kept with the rest
         of its thread. Returns what went and whether every run went."""
+        from .lifecycle.runs import Runs  # runs imports spend, which imports the store: only when a run must stop
         from .records.store import RunStore
-        from .runs import Runs  # runs imports spend, which imports the store: only when a run must stop
 
         gone = Forgotten()
         ids = list(dict.fromkeys(run_ids))

@@ -21,10 +21,10 @@ from rq import Worker
 from rq.job import Job
 from rq.queue import Queue
 
+from .lifecycle.runs import Runs
 from .process.metrics import metrics
 from .records.store import RunStore
 from .recovery import sweep
-from .runs import Runs
 
 log = logging.getLogger(__name__)
 

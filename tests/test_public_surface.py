@@ -131,7 +131,7 @@ def test_a_lazy_package_that_exports_a_name_under_a_submodule_of_that_name_is_re
 
 def test_the_queue_names_the_job_function_rq_runs() -> None:
     from jobs import execute
-    from jobs.queue import EXECUTE
+    from jobs.lifecycle.queue import EXECUTE
 
     assert EXECUTE == f"{execute.__module__}.{execute.__qualname__}"
 

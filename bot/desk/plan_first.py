@@ -1,6 +1,6 @@
 """Plan first, as the team asks for it: `plan first: <question>` for one question, or an admin's
 `plan first on` / `plan first off` for every question in a channel (kept in the bot's own record,
-bot/keys.py). A plan-first run posts its plan for approval before it spends its budget (jobs/planning.py)."""
+bot/keys.py). A plan-first run posts its plan for approval before it spends its budget (jobs/lifecycle/planning.py)."""
 
 from __future__ import annotations
 

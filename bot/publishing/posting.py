@@ -35,8 +35,8 @@ from bot import keys
 from bot.slack.client import take_slots
 from jobs import AsyncRuns, Run
 from jobs.keyspace.connection import text
+from jobs.lifecycle.runs import POSTING_LEASE_SECONDS
 from jobs.process.background import Stop, beside
-from jobs.runs import POSTING_LEASE_SECONDS
 
 __all__ = ["MARKER_EVENT", "PostingLease", "PostingLost", "RunPoster", "marker"]
 

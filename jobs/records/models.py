@@ -140,7 +140,7 @@ class RunState(BaseModel):
     finished_at: datetime | None = None
     # When the thread's report is re-checked next (jobs/recheck.py); shown in the report footer.
     next_check: datetime | None = None
-    # Plan first (jobs/planning.py): the plan awaiting approval, when it expires, and who approved it.
+    # Plan first (jobs/lifecycle/planning.py): the plan awaiting approval, when it expires, and who approved it.
     plan: Plan | None = None
     plan_expires_at: datetime | None = None
     approved_by: str | None = None

@@ -31,7 +31,7 @@ from rq.job import Job
 from jobs import RunStore, keys
 from jobs.keyspace.connection import connect, connect_async, on_primary
 from jobs.records.models import Run, RunStatus
-from jobs.runs import Runs
+from jobs.lifecycle.runs import Runs
 from tests.processes import SentinelTopology, wait_for
 
 TEAM, CHANNEL, THREAD = "T0SPLIT", "C0SPLIT", "1700000000.000100"

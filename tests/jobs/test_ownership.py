@@ -21,7 +21,7 @@ from jobs.control import ownership
 from jobs.keyspace.connection import connect_async
 from jobs.exceptions import LeaseLost
 from jobs.control.ownership import Tenure
-from jobs.queue import enqueue
+from jobs.lifecycle.queue import enqueue
 from jobs.records.stores import RedisCheckpointStore, RedisResultStore
 
 

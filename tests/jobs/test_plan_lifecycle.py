@@ -14,7 +14,7 @@ from agent import Progress
 from agent.events import utcnow
 from agent.planning import Plan
 from jobs import Run, RunStatus, RunStore, keys
-from jobs.planning import approve, expire_due
+from jobs.lifecycle.planning import approve, expire_due
 from jobs.records.store import Write
 
 PLAN = Plan(key_questions=["What does VTI charge?"], outline=["Fees"], expected_requests=5, expected_minutes=3)

@@ -19,15 +19,15 @@ from agent.config import budget_for
 from agent.events import utcnow
 from agent.planning import Plan, draft_plan
 
-from .exceptions import RunNotFound
-from .keyspace import keys
-from .keyspace.connection import text
+from ..exceptions import RunNotFound
+from ..keyspace import keys
+from ..keyspace.connection import text
+from ..process import shared_loop
+from ..records.continuation import notes_of
+from ..records.models import RunState, RunStatus
+from ..records.store import RunStore
 from .model_client import model_client
-from .process import shared_loop
 from .queue import enqueue
-from .records.continuation import notes_of
-from .records.models import RunState, RunStatus
-from .records.store import RunStore
 from .runtime import JobRuntime
 
 __all__ = ["approve", "expire_due", "plan_run"]

@@ -15,9 +15,9 @@ from agent.provider_config import ProviderConfig
 from agent.workspace import ThreadWorkspace
 from agent.workspace_search import WorkspaceSearch
 
-from .control.ownership import LEASE_SECONDS
-from .keyspace import keys
-from .records.models import Run
+from ..control.ownership import LEASE_SECONDS
+from ..keyspace import keys
+from ..records.models import Run
 
 
 @dataclass
@@ -63,7 +63,7 @@ def configure(runtime: JobRuntime) -> None:
     _runtime = runtime
     from agent.counters import install
 
-    from .process.metrics import PrometheusEngineCounters
+    from ..process.metrics import PrometheusEngineCounters
 
     install(PrometheusEngineCounters())
 

@@ -19,18 +19,18 @@ from redis import Redis
 from rq.command import send_stop_job_command
 from rq.exceptions import InvalidJobOperation, NoSuchJobError
 
-from .budgets.spend import record_spend
-from .control.control import add_note, record_upgrade
-from .control.hard_stop import HARD_STOP_SECONDS, claim_due, request_stop_with_deadline
-from .control.hard_stop import done as hard_stop_done
-from .exceptions import RunNotFound, ThreadMoved
-from .keyspace import keys
-from .keyspace.connection import on_primary, text
-from .keyspace.legacy_keys import adopt_legacy, string_value
+from ..budgets.spend import record_spend
+from ..control.control import add_note, record_upgrade
+from ..control.hard_stop import HARD_STOP_SECONDS, claim_due, request_stop_with_deadline
+from ..control.hard_stop import done as hard_stop_done
+from ..exceptions import RunNotFound, ThreadMoved
+from ..keyspace import keys
+from ..keyspace.connection import on_primary, text
+from ..keyspace.legacy_keys import adopt_legacy, string_value
+from ..records.continuation import create_successor, latest_run, successor
+from ..records.models import Run, RunState, RunStatus
+from ..records.store import RUN_TTL_SECONDS, RunStore
 from .queue import enqueue
-from .records.continuation import create_successor, latest_run, successor
-from .records.models import Run, RunState, RunStatus
-from .records.store import RUN_TTL_SECONDS, RunStore
 
 __all__ = ["AsyncRuns", "Continuation", "Runs", "Upgrade"]
 

@@ -10,9 +10,9 @@ from rq.job import Job
 
 from agent.config import budget_for
 
-from .keyspace import keys
-from .keyspace.connection import durably
-from .records.models import Run
+from ..keyspace import keys
+from ..keyspace.connection import durably
+from ..records.models import Run
 
 # The job function, named rather than imported (RQ records a job by this name either way): the serve
 # process enqueues runs and must not load the executor, the engine and the model SDK to do it.

@@ -9,7 +9,7 @@ from redis.asyncio import Redis as AsyncRedis
 
 from agent.model_provider import ModelAPI, model_api
 
-from .budgets.capacity import RedisModelLimiter
+from ..budgets.capacity import RedisModelLimiter
 from .runtime import JobRuntime
 
 __all__ = ["model_client", "model_limiter"]
