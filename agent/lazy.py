@@ -64,7 +64,7 @@ def lazy_exports(
 
     `moved` maps a former submodule's name to the module that holds it now (absolute): such a name
     is no export, but what was stored under the old dotted path (RQ keeps a job's function so,
-    `jobs.recheck.run_recheck` for a re-check weeks ahead) still finds it."""
+    `jobs.upkeep.recheck.run_recheck` for a re-check weeks ahead) still finds it."""
     moved = dict(moved or {})
     exports = _exports(Path(init_file).read_text(encoding="utf-8"))
     if clashes := _shadowed(exports, Path(init_file).parent):

@@ -232,7 +232,7 @@ class Settings(BaseSettings):
     # Bulky records (page texts, request logs): how long they are kept.
     bulky_retention_days: float = Field(default=30.0, gt=0, validation_alias=_env("DEEPTHREAD_BULKY_RETENTION_DAYS"))
     # Runs (state, sources, passages, request logs, the thread's memory, file texts) are deleted this many
-    # days after they finished, by the maintenance round (jobs/retention.py); the spend ledger keeps totals.
+    # days after they finished, by the maintenance round (jobs/upkeep/retention.py); the spend ledger keeps totals.
     retention_days: float = Field(default=90.0, gt=0, validation_alias=_env("DEEPTHREAD_RETENTION_DAYS"))
     # Where results from the team's own Slack may be searched and cited (agent/visibility.py): public
     # channels only (default), also private channels and DMs in a DM with the requester, or not at all.

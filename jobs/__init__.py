@@ -45,4 +45,8 @@ __all__ = [
     "run_inline",
 ]
 
-__getattr__, __dir__ = lazy_exports(__name__, __file__)
+# RQ keeps a queued job's function by its dotted name: a run queued, or a re-check scheduled weeks
+# ahead, before these modules moved into packages still names where they were.
+MOVED_JOB_MODULES = {"recheck": "jobs.upkeep.recheck"}
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__, moved=MOVED_JOB_MODULES)

@@ -24,7 +24,7 @@ from rq.queue import Queue
 from .lifecycle.runs import Runs
 from .process.metrics import metrics
 from .records.store import RunStore
-from .recovery import sweep
+from .upkeep.recovery import sweep
 
 log = logging.getLogger(__name__)
 

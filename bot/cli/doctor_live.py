@@ -4,7 +4,7 @@ The static checks (`doctor.py`) say whether a setting is present; these say whet
 works: the Slack token's scopes against what the code calls, each configured model
 answering a one-token request, one search through the configured provider chain, and Redis:
 the topology found (one server or Sentinel, the primary, replicas), an eviction policy that
-would lose leases and dedupe marks, and its keys by owner with those left over (jobs/key_audit.py).
+would lose leases and dedupe marks, and its keys by owner with those left over (jobs/upkeep/key_audit.py).
 """
 
 from __future__ import annotations
@@ -190,7 +190,7 @@ def redis_report(settings: Settings) -> tuple[str | None, list[str]]:
 
 def redis_keys_report(settings: Settings) -> tuple[str | None, list[str]]:
     """Redis's keys by owner and its used memory (one line), and a line per family of keys left
-    over: without a lifetime or an owner (jobs/key_audit.py). Blocking: call it in a thread."""
+    over: without a lifetime or an owner (jobs/upkeep/key_audit.py). Blocking: call it in a thread."""
     if not settings.redis_url:
         return None, []
     from bot.desk.retention import key_audit

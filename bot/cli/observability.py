@@ -10,7 +10,7 @@ from a thread of serve or of the worker. RQ runs each job in a forked work-horse
 live in prometheus_client's multiprocess files (a directory of the process's own, or the one
 `deepthread up` shares with its worker), and the endpoint sums every process's, the horses'
 that ended included. The run gauges are read from Redis at most once per GAUGES_CACHE_SECONDS,
-however often it is scraped (jobs/gauges.py). The endpoint is unauthenticated, so it listens on
+however often it is scraped (jobs/upkeep/gauges.py). The endpoint is unauthenticated, so it listens on
 loopback unless DEEPTHREAD_METRICS_HOST opens it (docs/security.md).
 """
 
@@ -122,7 +122,7 @@ def enable_metrics(settings: Settings, redis: Redis) -> int | None:
     from prometheus_client import CollectorRegistry, start_http_server
     from prometheus_client.multiprocess import MultiProcessCollector
 
-    from jobs.gauges import RunsCollector
+    from jobs.upkeep.gauges import RunsCollector
 
     registry = CollectorRegistry()
     MultiProcessCollector(registry, path=directory)

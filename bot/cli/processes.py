@@ -34,7 +34,7 @@ from jobs.budgets.spend import Spend
 from jobs.keyspace.connection import connect, connect_async
 from jobs.process.background import Stop
 from jobs.process.loop_lag import watch_lag
-from jobs.recovery import sweep
+from jobs.upkeep.recovery import sweep
 from jobs.worker import SWEEP_INTERVAL_SECONDS, WORKER_TTL_SECONDS, DeepthreadWorker
 
 from .health import ServeHealth, WorkerHealth

@@ -1,5 +1,5 @@
 """Re-checks in Slack: the `recheck …` commands in a thread, and serve's sweep that shows what
-the re-check jobs (jobs/recheck.py) recorded: the re-check runs, the skipped checks, and each
+the re-check jobs (jobs/upkeep/recheck.py) recorded: the re-check runs, the skipped checks, and each
 re-check's digest of what changed.
 
     recheck                  show the thread's schedule
@@ -26,7 +26,7 @@ from bot.services import Services
 from bot.slack.replies import reply
 from bot.slack.tenancy import Tenant, acting_for
 from jobs import RunState
-from jobs.recheck import (
+from jobs.upkeep.recheck import (
     DAY_SECONDS,
     MAX_DELAY_SECONDS,
     MIN_REPEAT_SECONDS,

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from agent import MARKER_RE, Figure, figures_in, sentences, shorten
 from bot.slack.mrkdwn import escape_text, link
 from jobs import RunState, RunStatus
-from jobs.recheck import RecheckRun, Schedule, next_check_words, verified
+from jobs.upkeep.recheck import RecheckRun, Schedule, next_check_words, verified
 
 __all__ = ["FigureChange", "digest", "figure_changes"]
 

@@ -1,4 +1,4 @@
-"""The bot's key families (bot/keys.py) under the retention rules of jobs/retention.py, and the
+"""The bot's key families (bot/keys.py) under the retention rules of jobs/upkeep/retention.py, and the
 deletions the bot asks for: a deleted question or report, a deleted channel, an uninstall, an
 admin's `forget this thread`, `deepthread forget`, and the maintenance round."""
 
@@ -17,8 +17,8 @@ from bot.publishing.agent_sessions import idle_member
 from bot.services import Services
 from bot.slack.replies import reply, reply_privately
 from jobs import RunState
-from jobs.key_audit import JOBS_EXPIRING, MAX_KEYS, KeyAudit, audit_keys
-from jobs.retention import JOBS_CATALOGUE, Catalogue, Entry, Forgotten, Owner, Retention, Rule
+from jobs.upkeep.key_audit import JOBS_EXPIRING, MAX_KEYS, KeyAudit, audit_keys
+from jobs.upkeep.retention import JOBS_CATALOGUE, Catalogue, Entry, Forgotten, Owner, Retention, Rule
 
 __all__ = [
     "BOT_CATALOGUE",
@@ -84,7 +84,7 @@ BOT_CATALOGUE = Catalogue(
 
 
 # The bot's families written with a TTL on every write (leases, refusals asked again in a day, rate
-# counters), whatever their owner: the key audit reports one without a TTL (jobs/key_audit.py).
+# counters), whatever their owner: the key audit reports one without a TTL (jobs/upkeep/key_audit.py).
 BOT_EXPIRING = frozenset(
     {
         "session_lease",

@@ -1,7 +1,7 @@
 """Runs nobody showed in Slack: serve died after recording (and perhaps launching) a run but
 before posting its messages. Serve looks for them periodically and posts them as the mention
 flow would have (progress, then the pinned report); if Slack refuses, the run is ended with
-the reason. Launching a run that never was is the workers' part (jobs/recovery.py).
+the reason. Launching a run that never was is the workers' part (jobs/upkeep/recovery.py).
 """
 
 from __future__ import annotations

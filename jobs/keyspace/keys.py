@@ -65,7 +65,7 @@ _SHARED = {
     # Pub/sub channel: a run id, published when the run is asked to stop or given more budget
     # (jobs/control/control_listener.py), so a waiting run hears of it without polling.
     "CONTROL_CHANNEL": "control",
-    # Retention (jobs/retention.py): held by the one process whose turn it is to run the round.
+    # Retention (jobs/upkeep/retention.py): held by the one process whose turn it is to run the round.
     "RETENTION_LEASE": "retention:lease",
     # Sorted set: run id -> when it was forgotten (epoch s); forgotten again once its job has surely
     # stopped writing, so nothing a stopped run wrote late outlives the forget.

@@ -4,7 +4,7 @@ Every metric is made on first use, not at import, so a process that turns on mul
 collection (bot/cli/observability.py, for RQ's forked work-horses) does so before any value
 exists. Names are a contract for dashboards and alerts; docs/operating.md lists them. The
 gauges of runs (active, queued, waiting for model capacity, per workspace) are read from Redis
-when scraped (jobs/gauges.py), so any process shows the deployment's numbers.
+when scraped (jobs/upkeep/gauges.py), so any process shows the deployment's numbers.
 
 Labels never carry a secret or a question: a model name, a method, a workspace id, a reason.
 """
@@ -108,7 +108,7 @@ def metrics() -> Metrics:
         ),
         deletions=Counter(
             "deepthread_deletions",
-            "Records deleted by retention or a forget (jobs/retention.py), by reason and record (run, key)",
+            "Records deleted by retention or a forget (jobs/upkeep/retention.py), by reason and record (run, key)",
             ["reason", "record"],
         ),
         feedback=Counter(

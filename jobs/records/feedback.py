@@ -1,7 +1,7 @@
 """Verdicts on finished reports: one per person per run (a second click changes it), with the
 note a 👎 is asked for, and which sections (and their revisions) the person was rating.
 
-Kept in a hash named by the run (`keys.feedback`), so it goes with the run (jobs/retention.py).
+Kept in a hash named by the run (`keys.feedback`), so it goes with the run (jobs/upkeep/retention.py).
 """
 
 from __future__ import annotations

@@ -53,7 +53,7 @@ class Run(BaseModel):
     parent_run_id: str | None = None
     # A continuation's new request, verbatim (ResearchTask.follow_up). Stored as "request" before.
     follow_up: str | None = Field(default=None, validation_alias=AliasChoices("follow_up", "request"))
-    recheck: bool = False  # a scheduled re-check (jobs/recheck.py): its request is the fixed brief
+    recheck: bool = False  # a scheduled re-check (jobs/upkeep/recheck.py): its request is the fixed brief
     # Plan first: a plan is drafted and posted, and the research starts only once someone approves it.
     plan_first: bool = False
     created_at: datetime = Field(default_factory=utcnow)
@@ -138,7 +138,7 @@ class RunState(BaseModel):
     updated_at: datetime = Field(default_factory=utcnow)
     report_updated_at: datetime | None = None  # last change a reader of the report would see
     finished_at: datetime | None = None
-    # When the thread's report is re-checked next (jobs/recheck.py); shown in the report footer.
+    # When the thread's report is re-checked next (jobs/upkeep/recheck.py); shown in the report footer.
     next_check: datetime | None = None
     # Plan first (jobs/lifecycle/planning.py): the plan awaiting approval, when it expires, and who approved it.
     plan: Plan | None = None

@@ -9,7 +9,7 @@ A job's results and checkpoints are written under its lease (`tenure`, jobs/cont
 write is a script that lands only while the run's lock holds that lease, so a job that lost the
 run cannot overwrite the checkpoint its successor resumes from. A refused write tells the tenure
 (which stops the job) and raises LeaseLost. A saved checkpoint is progress: the run's count of
-crash recoveries starts again (jobs/recovery.py).
+crash recoveries starts again (jobs/upkeep/recovery.py).
 
 The bulky ones, tool results (page texts) and the request log's records and parts, are stored
 compressed (zlib, marked by a prefix, so a value written before compression still reads) and

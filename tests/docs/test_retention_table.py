@@ -1,12 +1,12 @@
 """docs/security.md's table of what is kept names every key family of the key catalogues
-(jobs/keys.py, bot/keys.py) once, with the owner its retention rule gives it (jobs/retention.py,
+(jobs/keys.py, bot/keys.py) once, with the owner its retention rule gives it (jobs/upkeep/retention.py,
 bot/desk/retention.py): a family added to a catalogue, or a rule changed, without the table fails."""
 from __future__ import annotations
 
 import re
 
 from bot.desk.retention import BOT_CATALOGUE
-from jobs.retention import JOBS_CATALOGUE, Owner
+from jobs.upkeep.retention import JOBS_CATALOGUE, Owner
 from tests.paths import ROOT
 
 SECTION = "## What is kept, for how long, and how it is forgotten"

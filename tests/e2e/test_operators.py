@@ -12,7 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from redis import Redis
 
 from jobs import RunStore
-from jobs.gauges import GAUGES_CACHE_SECONDS
+from jobs.upkeep.gauges import GAUGES_CACHE_SECONDS
 from tests.e2e.stack import CHANNEL, assert_cited_report_pinned, post_event, stack_environment
 from tests.fakes.slack import TEAM_ID, FakeSlack, app_mention_event
 from tests.processes import SIGNING_SECRET, Stack, free_port, running, wait_for, wait_listening

@@ -17,7 +17,7 @@ from rq.job import Job
 
 from jobs import RunStatus, RunStore
 from jobs import keys as job_keys
-from jobs.recheck import Rechecks
+from jobs.upkeep.recheck import Rechecks
 from jobs.budgets.spend import Spend
 from tests.e2e.stack import (
     APP_TOKEN,
@@ -277,7 +277,7 @@ def test_an_uninstalled_workspace_has_its_runs_stopped_and_tokens_deleted_while_
     assert post_event(s, envelope).status_code == 200
 
     if how == "app_uninstalled":
-        # An uninstall stops the workspace's runs and forgets its data (jobs/retention.py): the run's
+        # An uninstall stops the workspace's runs and forgets its data (jobs/upkeep/retention.py): the run's
         # every record goes, not only its tokens.
         wait_for(lambda: not keys_holding(redis, alpha_run), 20, "Alpha's run to be stopped and forgotten")
     else:

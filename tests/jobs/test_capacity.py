@@ -257,7 +257,7 @@ async def test_any_hidden_quota_is_found_and_held_with_few_throttles(per_minute:
 
 
 async def test_the_metrics_say_where_each_limit_in_force_came_from(async_redis: AsyncRedis, redis) -> None:
-    from jobs.gauges import RunsCollector
+    from jobs.upkeep.gauges import RunsCollector
 
     limiter = RedisModelLimiter(async_redis, ModelLimits(requests=600))
     wanted = demand("t", "r")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from redis import Redis
 
 from jobs import Run, Runs, RunStore
-from jobs.gauges import GAUGES_CACHE_SECONDS, RunsCollector
+from jobs.upkeep.gauges import GAUGES_CACHE_SECONDS, RunsCollector
 
 
 def active(collector: RunsCollector) -> float:

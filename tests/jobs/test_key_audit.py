@@ -1,4 +1,4 @@
-"""The key audit (jobs/key_audit.py, bot/desk/retention.py `key_audit`) against a real
+"""The key audit (jobs/upkeep/key_audit.py, bot/desk/retention.py `key_audit`) against a real
 redis-server: a real thread's runs, written through the real queue, leave nothing over, before and
 after the retention round deletes them; a key no family names, a mark whose TTL was removed, a
 run's record written after its run was forgotten, a thread's record with no run left and RQ's
@@ -14,8 +14,8 @@ from agent.events import utcnow
 from bot import keys as bot_keys
 from bot.desk.retention import BOT_CATALOGUE, BOT_EXPIRING, key_audit, retention
 from jobs import Run, Runs, RunStore, keys
-from jobs.key_audit import JOBS_EXPIRING, LeftoverKind, audit_keys
-from jobs.retention import JOBS_CATALOGUE, Owner
+from jobs.upkeep.key_audit import JOBS_EXPIRING, LeftoverKind, audit_keys
+from jobs.upkeep.retention import JOBS_CATALOGUE, Owner
 from tests.jobs.test_retention import _finished_thread
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from redis import Redis
 
 from jobs import Run, Runs, RunStore, keys
-from jobs.recheck import Rechecks, Schedule
+from jobs.upkeep.recheck import Rechecks, Schedule
 from jobs.records.models import utcnow
 
 TEAM, OTHER = "T0TEST", "T0OTHER"

@@ -232,7 +232,7 @@ def test_a_job_just_started_is_let_take_its_lease_but_one_started_long_ago_witho
     from rq.job import Job, JobStatus
 
     from agent.events import utcnow
-    from jobs.recovery import JOB_START_GRACE_SECONDS, sweep
+    from jobs.upkeep.recovery import JOB_START_GRACE_SECONDS, sweep
 
     runs = Runs(RunStore(redis))
     run = runs.start(Run(question="fees of VTI?")).run

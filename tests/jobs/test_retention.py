@@ -1,4 +1,4 @@
-"""Retention (jobs/retention.py, bot/desk/retention.py): every key family of jobs/keys.py and
+"""Retention (jobs/upkeep/retention.py, bot/desk/retention.py): every key family of jobs/keys.py and
 bot/keys.py has a rule (read from the modules, so a family added later without one fails here);
 the round deletes a run's every record `days` after it finished, with a clock the test holds (the
 round's `now`), leaves a thread whose run is active, and keeps the spend ledger's totals only; a
@@ -20,7 +20,7 @@ from bot import keys as bot_keys
 from bot.desk.retention import BOT_CATALOGUE, retention
 from jobs import JobRuntime, Run, Runs, RunStatus, RunStore, enqueue, keys
 from jobs.process.metrics import metrics
-from jobs.retention import JOBS_CATALOGUE, Catalogue, Owner, Subject
+from jobs.upkeep.retention import JOBS_CATALOGUE, Catalogue, Owner, Subject
 from jobs.budgets.spend import Spend
 from tests.helpers import keys_holding, web_config
 

@@ -1,5 +1,5 @@
 """`deepthread doctor --live` through the real command line says how many keys Redis holds, by
-owner, and its used memory, and reports the keys left over (jobs/key_audit.py): a key no module
+owner, and its used memory, and reports the keys left over (jobs/upkeep/key_audit.py): a key no module
 owns, a mark that never expires; a real run and the deployment's records pass."""
 from __future__ import annotations
 

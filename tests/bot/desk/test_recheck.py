@@ -24,7 +24,7 @@ from agent.report import Revision, Section
 from bot.desk.recheck import parse_recheck
 from bot.desk.recheck_digest import digest, figure_changes
 from jobs import Run, RunStatus, RunStore, keys
-from jobs.recheck import WEEK_SECONDS, RecheckRun, Rechecks
+from jobs.upkeep.recheck import WEEK_SECONDS, RecheckRun, Rechecks
 from jobs.budgets.spend import Spend
 from tests.e2e.stack import CHANNEL, block_text, bot_replies, post_event
 from tests.fakes.anthropic import text_reply, tool_reply
@@ -300,7 +300,7 @@ def test_the_digest_pairs_old_and_new_figures_sentence_by_sentence() -> None:
 
 def test_a_recheck_that_failed_says_so_with_the_next_check() -> None:
     from jobs import RunState
-    from jobs.recheck import Schedule
+    from jobs.upkeep.recheck import Schedule
 
     section = Section(section_id="sec1", title="Fees", body="VTI costs 0.04%.")
     parent = RunState(run=Run(question="q"), sections=[section], status=RunStatus.completed)

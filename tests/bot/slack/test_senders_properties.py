@@ -19,7 +19,7 @@ from bot.desk import recheck_digest, usage
 from bot.publishing import render, stream_render
 from bot.surface import evidence, reading, steering
 from jobs import Run, RunState
-from jobs.recheck import RecheckRun
+from jobs.upkeep.recheck import RecheckRun
 from jobs.budgets.spend import MonthUsage, RunSpend, Tally
 from jobs.records.state import apply_event
 from tests.fakes.hostile_text import documents, hostile_text, live, targets

@@ -20,14 +20,14 @@ from rq.job import Job, JobStatus
 
 from agent.events import utcnow
 
-from .budgets.spend import record_spend
-from .exceptions import RunNotFound
-from .keyspace import keys
-from .keyspace.connection import text
-from .lifecycle.queue import enqueue
-from .process.metrics import metrics
-from .records.models import RunState, RunStatus
-from .records.store import RunStore
+from ..budgets.spend import record_spend
+from ..exceptions import RunNotFound
+from ..keyspace import keys
+from ..keyspace.connection import text
+from ..lifecycle.queue import enqueue
+from ..process.metrics import metrics
+from ..records.models import RunState, RunStatus
+from ..records.store import RunStore
 
 log = logging.getLogger(__name__)
 

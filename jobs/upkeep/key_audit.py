@@ -1,6 +1,6 @@
 """The key audit of `deepthread doctor --live`: every key in Redis, by owner, and the ones left over.
 
-Each key is classified by the key catalogues (jobs/retention.py; the bot passes bot/keys.py's too,
+Each key is classified by the key catalogues (jobs/upkeep/retention.py; the bot passes bot/keys.py's too,
 bot/desk/retention.py `key_audit`): its family, and so its owner. A key is *left over* when
 nothing will ever delete it:
 
@@ -37,7 +37,7 @@ from redis import Redis
 from redis.client import Pipeline
 from redis.exceptions import ResponseError
 
-from .keyspace import keys
+from ..keyspace import keys
 from .retention import JOBS_CATALOGUE, Catalogue, Owner
 
 __all__ = [
@@ -148,7 +148,7 @@ class KeyAudit:
     keys: int = 0  # keys audited
     total: int = 0  # keys in the database (DBSIZE)
     complete: bool = True  # False: the audit stopped after `limit` keys
-    # Keys audited per owner (jobs.retention.Owner values), and "rq", "unowned", "other".
+    # Keys audited per owner (jobs.upkeep.retention.Owner values), and "rq", "unowned", "other".
     by_owner: Counter[str] = field(default_factory=Counter)
     used_memory: int = 0  # bytes, the server's (INFO memory used_memory)
     leftovers: list[Leftover] = field(default_factory=list)

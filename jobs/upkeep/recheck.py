@@ -33,14 +33,14 @@ from rq.job import Job
 from agent.events import utcnow
 from agent.prompts import load
 
-from .budgets.spend import Spend
-from .exceptions import RunNotFound, ThreadMoved
-from .keyspace import keys
-from .keyspace.connection import text
-from .lifecycle.runs import Runs
-from .records.continuation import create_successor, successor
-from .records.models import RunState, RunStatus
-from .records.store import RUN_TTL_SECONDS, RunStore
+from ..budgets.spend import Spend
+from ..exceptions import RunNotFound, ThreadMoved
+from ..keyspace import keys
+from ..keyspace.connection import text
+from ..lifecycle.runs import Runs
+from ..records.continuation import create_successor, successor
+from ..records.models import RunState, RunStatus
+from ..records.store import RUN_TTL_SECONDS, RunStore
 
 __all__ = [
     "MAX_DELAY_SECONDS",

@@ -22,9 +22,9 @@ from redis.exceptions import RedisError
 
 from agent.capacity import DIMENSIONS, ModelLimits
 
-from .budgets.capacity import model_limits, waiting_runs_by_team
-from .keyspace import keys
-from .keyspace.connection import text
+from ..budgets.capacity import model_limits, waiting_runs_by_team
+from ..keyspace import keys
+from ..keyspace.connection import text
 
 __all__ = ["RunsCollector", "runs_by_team"]
 

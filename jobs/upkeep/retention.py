@@ -49,11 +49,11 @@ from rq.job import Job
 
 from agent.events import utcnow
 
-from .exceptions import RunNotFound
-from .keyspace import keys
-from .keyspace.connection import text
-from .process.metrics import metrics
-from .records.models import RunStatus
+from ..exceptions import RunNotFound
+from ..keyspace import keys
+from ..keyspace.connection import text
+from ..process.metrics import metrics
+from ..records.models import RunStatus
 
 __all__ = [
     "JOBS_CATALOGUE",
@@ -414,8 +414,8 @@ class Retention:
     def _forget_runs(self, run_ids: Iterable[str], *, stop: bool) -> tuple[Forgotten, bool]:
         """Forget these runs; an active one is stopped first (`stop`) or, when not, kept with the rest
         of its thread. Returns what went and whether every run went."""
-        from .lifecycle.runs import Runs  # runs imports spend, which imports the store: only when a run must stop
-        from .records.store import RunStore
+        from ..lifecycle.runs import Runs  # runs imports spend, which imports the store: only when a run must stop
+        from ..records.store import RunStore
 
         gone = Forgotten()
         ids = list(dict.fromkeys(run_ids))
