@@ -1,7 +1,7 @@
 """CPU-bound work (page extraction, charts) off the event loop.
 
 By default in a thread: a process researching one run loses nothing while its own loop waits on
-it. A worker carrying many runs on one loop (jobs/concurrent_worker.py) switches to a process
+it. A worker carrying many runs on one loop (jobs/workers/concurrent_worker.py) switches to a process
 pool: in a thread, a long page would hold the interpreter's lock and delay every other run's
 awaits, heartbeats and lease renewals. The pool's processes fork from a server that has loaded
 the extractor once (copy-on-write), so each adds little memory.

@@ -1,7 +1,7 @@
 """One TLS context per process for every HTTP client a run opens (the model SDK's, the web fetcher's).
 
 Building one loads the CA bundle, ~50 ms of CPU; each run opens two clients, so on a loop that many
-runs share (jobs/concurrent_worker.py) fifty runs starting together would stall it for seconds. A
+runs share (jobs/workers/concurrent_worker.py) fifty runs starting together would stall it for seconds. A
 context is safe to share between clients and connections; it is what httpx would build itself.
 """
 

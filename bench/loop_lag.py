@@ -88,7 +88,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--turns", type=int, default=1000)
     args = parser.parse_args()
-    gc.freeze()  # as the worker does before a job (jobs/executor.py)
+    gc.freeze()  # as the worker does before a job (jobs/workers/executor.py)
     base_lags, _, base_seconds = asyncio.run(one_run(args.turns, heavy=False))
     heavy_lags, pages, heavy_seconds = asyncio.run(one_run(args.turns, heavy=True))
     b_med, b_p99, b_max = figures(base_lags)

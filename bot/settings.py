@@ -221,7 +221,7 @@ class Settings(BaseSettings):
         default=None, gt=0, validation_alias=_env("DEEPTHREAD_MODEL_OUTPUT_TOKENS_PER_MINUTE")
     )
     # Research runs one worker process carries at once: 1 is RQ's forking worker (a work-horse per run);
-    # more share one event loop in one process (jobs/concurrent_worker.py), each run still an RQ job.
+    # more share one event loop in one process (jobs/workers/concurrent_worker.py), each run still an RQ job.
     worker_runs: int = Field(default=1, ge=1, le=500, validation_alias=_env("DEEPTHREAD_WORKER_RUNS"))
     # Operators: Prometheus metrics on this port (serve and workers), and text or JSON log lines.
     metrics_port: int | None = Field(default=None, ge=1, le=65535, validation_alias=_env("DEEPTHREAD_METRICS_PORT"))

@@ -62,7 +62,7 @@ def test_the_serve_process_does_not_load_the_engine_or_the_model_sdk() -> None:
 
     probe = (
         "import sys, bot.cli.main, bot.cli.processes, bot.surface.app\n"
-        "heavy = sorted(m for m in ('anthropic', 'jobs.executor', 'agent.run', 'agent.loop', 'ddgs') if m in sys.modules)\n"
+        "heavy = sorted(m for m in ('anthropic', 'jobs.workers.executor', 'agent.run', 'agent.loop', 'ddgs') if m in sys.modules)\n"
         "print(','.join(heavy))\n"
     )
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)

@@ -153,7 +153,7 @@ class WorkerHealth:
         self.server.socket.close()
 
     def live(self) -> tuple[bool, Checks]:
-        from jobs.worker import WORKER_TTL_SECONDS
+        from jobs.workers.worker import WORKER_TTL_SECONDS
 
         beat = self.worker.last_heartbeat
         age = (datetime.now(UTC) - beat.replace(tzinfo=UTC)).total_seconds() if beat else None

@@ -78,7 +78,7 @@ def cmd_serve(settings: Settings, _: argparse.Namespace) -> int:
     require(settings, "serve")
     from .processes import serve
 
-    gc.freeze()  # start-up objects live forever: keep them out of full collections (see jobs.executor)
+    gc.freeze()  # start-up objects live forever: keep them out of full collections (see jobs.workers.executor)
     return asyncio.run(serve(settings))
 
 

@@ -35,7 +35,7 @@ from jobs.keyspace.connection import connect, connect_async
 from jobs.process.background import Stop
 from jobs.process.loop_lag import watch_lag
 from jobs.upkeep.recovery import sweep
-from jobs.worker import SWEEP_INTERVAL_SECONDS, WORKER_TTL_SECONDS, DeepthreadWorker
+from jobs.workers.worker import SWEEP_INTERVAL_SECONDS, WORKER_TTL_SECONDS, DeepthreadWorker
 
 from .health import ServeHealth, WorkerHealth
 from .observability import enable_metrics
@@ -338,7 +338,7 @@ def work(settings: Settings, *, burst: bool = False) -> int:
     }
     worker: Any
     if settings.worker_runs > 1:
-        from jobs.concurrent_worker import ConcurrentWorker
+        from jobs.workers.concurrent_worker import ConcurrentWorker
 
         worker = ConcurrentWorker(queues, runs=settings.worker_runs, **common)
     else:

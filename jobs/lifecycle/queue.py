@@ -16,7 +16,7 @@ from ..records.models import Run
 
 # The job function, named rather than imported (RQ records a job by this name either way): the serve
 # process enqueues runs and must not load the executor, the engine and the model SDK to do it.
-EXECUTE = "jobs.executor.execute"
+EXECUTE = "jobs.workers.executor.execute"
 
 # Headroom past the wall-time budget for finalization and state writes before RQ kills the job.
 JOB_TIMEOUT_GRACE_SECONDS = 300

@@ -1,6 +1,6 @@
 """Which run (and workspace) a log line is about: a context variable every log line reads.
 
-The job sets it for the whole run (jobs/executor.py), the surface for the event it handles and
+The job sets it for the whole run (jobs/workers/executor.py), the surface for the event it handles and
 the publisher for the run it syncs; asyncio tasks inherit it, so a line logged deep inside the
 engine still names its run. bot/cli/observability.py puts it on every line (text or JSON).
 """

@@ -1,7 +1,7 @@
 """The runs this process is researching right now, and how to hand each back at shutdown.
 
 A forked work-horse carries one run and takes SIGTERM itself; a worker carrying many runs on a
-shared loop (jobs/concurrent_worker.py) takes the signal in its main thread and asks every run
+shared loop (jobs/workers/concurrent_worker.py) takes the signal in its main thread and asks every run
 here to hand itself back: each stops at once, keeps its checkpoint and is queued again at the front.
 """
 

@@ -2,7 +2,7 @@
 
 A run spends almost all its hour waiting on the model, so many runs share one loop (their I/O
 interleaves) instead of a process each. RQ still runs each job in a thread of its own (its
-registries, heartbeats, results and failures stay RQ's, jobs/concurrent_worker.py); the thread
+registries, heartbeats, results and failures stay RQ's, jobs/workers/concurrent_worker.py); the thread
 only hands the run's coroutine to this loop and waits for it.
 
 The wait wakes every second so RQ's job timeout (delivered to the job's thread as an exception

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.import_graph import imports_of
 from tests.paths import ROOT
 
 BOT = ROOT / "bot"
@@ -29,24 +30,6 @@ def _layer_of(module: str) -> str | None:
     return parts[1] if parts[1] in LAYERS else "<ground>"
 
 
-def _imports(path: Path, root: Path = ROOT) -> list[tuple[int, str]]:
-    """Every module an import in `path` names, made absolute."""
-    package = list(path.relative_to(root).parts[:-1])
-    found: list[tuple[int, str]] = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            found += [(node.lineno, alias.name) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package[: len(package) - (node.level - 1)]
-                module = ".".join(base + ([node.module] if node.module else []))
-            else:
-                module = node.module or ""
-            # `from bot import keys` names the module bot.keys; `from .x import Y` names .x
-            found += [(node.lineno, f"{module}.{alias.name}") for alias in node.names]
-    return found
-
-
 MODULES = sorted(BOT.rglob("*.py"))
 
 
@@ -55,7 +38,7 @@ def upward_imports(path: Path, root: Path = ROOT) -> list[str]:
     own = _layer_of(".".join(path.relative_to(root).with_suffix("").parts))
     assert own is not None, f"{path} is not in bot/"
     upward = []
-    for line, module in _imports(path, root):
+    for line, module in imports_of(path, root):
         target = _layer_of(module)
         if target is not None and LAYERS.index(target) < LAYERS.index(own):
             upward.append(f"{path.relative_to(root)}:{line} imports {module} ({own} must not know {target})")

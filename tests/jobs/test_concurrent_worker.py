@@ -1,4 +1,4 @@
-"""ConcurrentWorker (jobs/concurrent_worker.py) carries many RQ jobs at once in one process, each
+"""ConcurrentWorker (jobs/workers/concurrent_worker.py) carries many RQ jobs at once in one process, each
 in a thread of its own whose coroutine runs on the one shared loop, and RQ still records every
 job's end: finished with its return value, failed with its error, timed out by its own timer.
 
@@ -23,7 +23,7 @@ from rq.results import Result
 
 from agent import offload
 from jobs.process import shared_loop
-from jobs.concurrent_worker import ConcurrentWorker
+from jobs.workers.concurrent_worker import ConcurrentWorker
 from tests.jobs import concurrent_jobs
 
 
@@ -146,7 +146,7 @@ def test_a_full_worker_keeps_its_own_record_and_its_maintenance_while_it_waits_f
         queue: Queue, monkeypatch: pytest.MonkeyPatch) -> None:
     """While every slot is taken RQ's loop is not running: the worker must still renew its own record
     (which lives worker_ttl + 60 s) and run the maintenance round (sweeps, due hard stops)."""
-    from jobs import concurrent_worker
+    from jobs.workers import concurrent_worker
 
     monkeypatch.setattr(concurrent_worker, "SLOT_WAIT_SECONDS", 0.05)
     monkeypatch.setattr(concurrent_worker, "SLOT_WAIT_HEARTBEAT_SECONDS", 0.0)

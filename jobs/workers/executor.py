@@ -26,25 +26,25 @@ from agent.config import Caps, budget_for
 from agent.task import PriorRun
 from agent.visibility import is_requester_dm
 
-from .budgets.spend import Spend, record_spend
-from .control import ownership
-from .control.control import RedisRunControl, upgraded_profile
-from .control.control_listener import for_this_loop
-from .control.ownership import Tenure
-from .exceptions import LeaseLost
-from .keyspace import keys
-from .keyspace.connection import connect_async
-from .lifecycle.model_client import model_client, model_limiter
-from .lifecycle.runtime import JobRuntime, current
-from .process import running, shared_loop
-from .process.background import Stop
-from .process.logcontext import log_context
-from .process.loop_lag import watch_lag
-from .process.metrics import metrics
-from .records.continuation import prior_of
-from .records.models import RunState
-from .records.store import RunStore
-from .records.stores import RedisCheckpointStore, RedisFileRefusals, RedisRequestLog, RedisResultStore, RedisSeenUrls
+from ..budgets.spend import Spend, record_spend
+from ..control import ownership
+from ..control.control import RedisRunControl, upgraded_profile
+from ..control.control_listener import for_this_loop
+from ..control.ownership import Tenure
+from ..exceptions import LeaseLost
+from ..keyspace import keys
+from ..keyspace.connection import connect_async
+from ..lifecycle.model_client import model_client, model_limiter
+from ..lifecycle.runtime import JobRuntime, current
+from ..process import running, shared_loop
+from ..process.background import Stop
+from ..process.logcontext import log_context
+from ..process.loop_lag import watch_lag
+from ..process.metrics import metrics
+from ..records.continuation import prior_of
+from ..records.models import RunState
+from ..records.store import RunStore
+from ..records.stores import RedisCheckpointStore, RedisFileRefusals, RedisRequestLog, RedisResultStore, RedisSeenUrls
 
 log = logging.getLogger(__name__)
 
@@ -162,7 +162,7 @@ async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime, tenur
     stop_keeping = Stop()
     keeper = asyncio.create_task(tenure.keep(async_redis, stop_keeping), name=f"lease-{run_id}")
     # A loop of the run's own (a work-horse) has its lateness watched here; a shared loop's is
-    # watched once by its worker (jobs/concurrent_worker.py).
+    # watched once by its worker (jobs/workers/concurrent_worker.py).
     watching = None if shared_loop.shared() else asyncio.create_task(watch_lag(stop_keeping), name="loop-lag")
 
     def hand_back() -> None:
@@ -232,7 +232,7 @@ def execute(run_id: str) -> str:
     if shared_loop.shared() is None:
         gc.freeze()
     if state.run.plan_first and not state.approved_by:  # plan first: draft the plan, spend nothing more
-        from .lifecycle.planning import plan_run
+        from ..lifecycle.planning import plan_run
 
         try:
             return plan_run(store, state, runtime).status.value
@@ -249,7 +249,7 @@ def execute(run_id: str) -> str:
             ran = shared_loop.run_coroutine(run_agent(store, state, runtime, tenure))
             log.info("run %s: %s", run_id, ran.state.status.value)
         if ran.handed_back:
-            from .lifecycle.queue import enqueue  # the queue names this module's entry point
+            from ..lifecycle.queue import enqueue  # the queue names this module's entry point
 
             ownership.release(redis, lease)  # before queueing, so the next job finds the run free
             enqueue(redis, ran.state.run, resume=True)

@@ -5,7 +5,7 @@ that hands a running research back instead of waiting an hour for it.
 On SIGTERM RQ's warm shutdown waits for the current job, and a platform kills the process after
 its grace (about 30 s) whatever it is doing. A research run lasts up to an hour, so the worker
 passes the signal on to its work-horse: the job stops at once, keeps its checkpoint, lets go of
-the run's lease and queues the run again at the front (jobs/executor.py); the worker then exits
+the run's lease and queues the run again at the front (jobs/workers/executor.py); the worker then exits
 as RQ would, within seconds.
 """
 
@@ -21,10 +21,10 @@ from rq import Worker
 from rq.job import Job
 from rq.queue import Queue
 
-from .lifecycle.runs import Runs
-from .process.metrics import metrics
-from .records.store import RunStore
-from .upkeep.recovery import sweep
+from ..lifecycle.runs import Runs
+from ..process.metrics import metrics
+from ..records.store import RunStore
+from ..upkeep.recovery import sweep
 
 log = logging.getLogger(__name__)
 

@@ -33,9 +33,9 @@ from rq.worker import BaseWorker, WorkerStatus
 
 from agent import offload
 
-from .process import running, shared_loop
-from .process.background import Stop
-from .process.loop_lag import watch_lag
+from ..process import running, shared_loop
+from ..process.background import Stop
+from ..process.loop_lag import watch_lag
 from .worker import Upkeep
 
 __all__ = ["ConcurrentWorker"]
@@ -48,7 +48,7 @@ log = logging.getLogger(__name__)
 # lease (jobs/control/ownership.py) and resumed by the sweep, so this only keeps RQ's registries true.
 JOB_MONITORING_SECONDS = 240
 # What a run loads on first use (lazy exports, tools): loaded at start-up instead.
-ENGINE_MODULES = ("jobs.executor", "agent.run", "agent.loop", "agent.tools.read_page", "agent.tools.extract")
+ENGINE_MODULES = ("jobs.workers.executor", "agent.run", "agent.loop", "agent.tools.read_page", "agent.tools.extract")
 # While every slot is taken: how often the main thread looks up, and renews the worker's own record
 # (it lives worker_ttl + 60 s).
 SLOT_WAIT_SECONDS = 1.0
@@ -79,7 +79,7 @@ class ConcurrentWorker(Upkeep, BaseWorker):
         # The engine, loaded now: imported by the first run, it would stall every run on the loop.
         for module in ENGINE_MODULES:
             importlib.import_module(module)
-        gc.freeze()  # start-up objects live forever (jobs/executor.py freezes per job when a horse runs one)
+        gc.freeze()  # start-up objects live forever (jobs/workers/executor.py freezes per job when a horse runs one)
         loop = shared_loop.SharedLoop().start()
         shared_loop.install(loop)
         lag_stop = Stop()

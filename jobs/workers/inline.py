@@ -7,13 +7,13 @@ from collections.abc import Callable
 from agent import RunEvent, research
 from agent.backend import RunBackend
 
+from ..keyspace.connection import connect_async
+from ..lifecycle.model_client import model_client
+from ..lifecycle.runtime import JobRuntime
+from ..records.models import Run, RunState
+from ..records.state import apply_event
+from ..records.stores import RedisRequestLog
 from .executor import task_for
-from .keyspace.connection import connect_async
-from .lifecycle.model_client import model_client
-from .lifecycle.runtime import JobRuntime
-from .records.models import Run, RunState
-from .records.state import apply_event
-from .records.stores import RedisRequestLog
 
 __all__ = ["run_inline"]
 
