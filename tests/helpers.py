@@ -50,7 +50,7 @@ def seen(ctx, url: str) -> str:  # noqa: ANN001 - an agent ToolContext
     return url
 
 
-# --- every Redis key builder as a pattern (jobs/keys.py, bot/keys.py) ----------------------------
+# --- every Redis key builder as a pattern (jobs/keyspace/keys.py, bot/keys.py) ----------------------------
 
 # Builders whose key has neither a team nor a run id, each with why that is safe. A new builder
 # without either fails tests/jobs/test_keys.py until it is given one or listed here.

@@ -14,8 +14,8 @@ from agent.answer import tagged_texts
 from agent.json_text import json_object_text
 from agent.tools import extract, links
 from bot.desk import budgets
-from bot.publishing.render import _without_footnote_marks as without_footnote_marks
-from bot.slack import canvas_markdown, mrkdwn
+from bot.publishing.report_spill import _without_footnote_marks as without_footnote_marks
+from bot.slack import canvas_markdown, mrkdwn_escaping
 
 
 def _text(alphabet: str, size: int = 40) -> st.SearchStrategy[str]:
@@ -82,7 +82,7 @@ def test_line_start_markup_is_escaped_as_before(text: str) -> None:
 @given(_made_of("http", "s", ":", "//", "a", "1", "+", ".", "-", " ", "mailto"))
 def test_the_scheme_is_read_as_before(url: str) -> None:
     old = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):").match(url)
-    new = mrkdwn._SCHEME.match(url)
+    new = mrkdwn_escaping._SCHEME.match(url)
     assert (new.group(1) if new else None) == (old.group(1) if old else None)
 
 

@@ -14,7 +14,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.exceptions import BudgetSyntaxError
 from bot.services import Services
-from bot.slack.mrkdwn import escape_text
+from bot.slack.mrkdwn_escaping import escape_text
 from jobs.budgets.spend import MICROS, Spend, usd
 
 from .admins import is_admin

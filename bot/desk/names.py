@@ -9,7 +9,7 @@ import logging
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.slack.mrkdwn import escape_text
+from bot.slack.mrkdwn_escaping import escape_text
 
 __all__ = ["NAME_TIMEOUT_SECONDS", "display_names", "plain_name"]
 

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from agent import MARKER_RE, Figure, figures_in, sentences, shorten
-from bot.slack.mrkdwn import escape_text, link
+from bot.slack.mrkdwn_escaping import escape_text, link
 from jobs import RunState, RunStatus
 from jobs.upkeep.recheck import RecheckRun, Schedule, next_check_words, verified
 

@@ -27,7 +27,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from agent import utcnow
 from bot.services import Services
-from bot.slack.mrkdwn import escape_text, link
+from bot.slack.mrkdwn_escaping import escape_text, link
 from jobs.budgets.spend import CapState, MonthUsage, RunSpend, Tally, is_direct, month_of, usd
 from jobs.records.feedback import FeedbackStore
 from jobs.records.feedback import Tally as Ratings

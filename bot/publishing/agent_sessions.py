@@ -45,8 +45,8 @@ from jobs import RunState
 from jobs.keyspace.connection import text
 
 from .leases import Leases
+from .message_parts import _SLACK_USER_ID
 from .refusals import SESSION_STOP_EVENT, SESSIONS, AsyncRefusals
-from .render import _SLACK_USER_ID
 
 __all__ = [
     "DEFAULT_IDLE_SECONDS",

@@ -26,8 +26,8 @@ from jobs import RunState
 
 from . import rendered
 from .leases import Leases
+from .progress_render import render_status
 from .refusals import STATUSES, AsyncRefusals
-from .render import render_status
 
 __all__ = ["STATUS_REFRESH_SECONDS", "AssistantStatus"]
 

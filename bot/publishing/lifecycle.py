@@ -16,8 +16,9 @@ from bot.slack.tenancy import Tenant, acting_for
 from jobs import RunState
 
 from .posting import OUTCOME_UNKNOWN, POST_ATTEMPTS, PostingLease, PostingLost, RunPoster
-from .render import render_progress, render_report
+from .progress_render import render_progress
 from .rendered import remember_rendered
+from .report_render import render_report
 from .stream_records import StreamRecords
 from .stream_sync import open_stream
 

@@ -30,7 +30,9 @@ from .assistant_status import AssistantStatus, Load, Wake
 from .canvas_sync import CanvasSync
 from .chart_sync import ChartFiles, ChartsOutcome
 from .file_notices import FileNotices
-from .render import CanvasView, ReportRendering, SlackMessage, render_progress, render_report_parts
+from .message_parts import CanvasView, ReportRendering, SlackMessage
+from .progress_render import render_progress
+from .report_render import render_report_parts
 from .spill import SpillFiles
 
 __all__ = ["MessageSync", "Synced"]

@@ -21,7 +21,7 @@ from bot import keys
 from jobs import RunState
 from jobs.keyspace.connection import text
 
-from .render import Attachment
+from .message_parts import Attachment
 from .thread_files import ThreadFiles, adopt_legacy
 
 log = logging.getLogger(__name__)

@@ -23,11 +23,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent import domain_of, shorten
-from bot.slack.mrkdwn import escape_markdown, escape_text
+from bot.slack.mrkdwn_escaping import escape_markdown, escape_text
 from jobs import RunState, RunStatus
 from jobs.records.models import Step
 
-from .render import _STOPPED_BY, GO_DEEPER_ACTION, PHASES, _budget_left, _minutes, _plural, shows_constraints
+from .message_parts import _STOPPED_BY, _minutes, _plural
+from .progress_render import GO_DEEPER_ACTION, PHASES, _budget_left, shows_constraints
 
 __all__ = [
     "Chunk",

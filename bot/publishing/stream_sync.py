@@ -35,8 +35,8 @@ from bot.slack.client import take_slots
 from jobs import Runs, RunState, RunStore
 
 from .assistant_status import Wake
+from .message_parts import _SLACK_USER_ID
 from .message_sync import Synced
-from .render import _SLACK_USER_ID
 from .stream_records import StreamRecord, StreamRecords
 from .stream_render import Chunk, StreamView, chunk_chars, controls_block, digest, end_text, render_view
 

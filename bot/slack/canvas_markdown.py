@@ -8,7 +8,7 @@ token tree, as mrkdwn.py does, and writes Markdown again from it, so nothing is 
 the raw source:
 
 - headings inside a body become bold lines (the report's own headings are the only ones);
-- only http(s) and mailto targets become links (mrkdwn.link_target decides, for both surfaces);
+- only http(s) and mailto targets become links (mrkdwn_escaping.link_target decides, for both surfaces);
   any other link or image is shown as its words and target, as text;
 - text is backslash-escaped where Markdown would read it as markup, `@here`/`@channel`/`@everyone`
   get a zero-width joiner, and `<` before `@`, `#` or `!` is broken the same way, so Slack's
@@ -26,7 +26,7 @@ from markdown_it import MarkdownIt
 from markdown_it.tree import SyntaxTreeNode
 
 from .conversion_memo import ConversionMemo
-from .mrkdwn import ZERO_WIDTH_JOINER, link_target
+from .mrkdwn_escaping import ZERO_WIDTH_JOINER, link_target
 
 __all__ = ["canvas_heading", "canvas_link", "canvas_text", "to_canvas_markdown"]
 

@@ -1,16 +1,12 @@
-"""Render the research agent's Markdown as Slack ``mrkdwn`` and split it into messages.
+"""Render the research agent's Markdown as Slack ``mrkdwn``.
 
 The conversion walks markdown-it-py's token tree, so Markdown syntax is never
-pattern-matched in the raw source; only the text *inside* tokens is escaped.
-
-Every `<…>` this module emits is a link whose target passed `link_target` (http, https
-or mailto), so nothing the model, a page or a user wrote can become a mention
-(`<@U…>`, `<#C…>`), a broadcast (`<!channel>`, `<!subteam^…>`) or an unclosed `<`.
-"""
+pattern-matched in the raw source; only the text *inside* tokens is escaped, by the rules of
+mrkdwn_escaping.py (every `<…>` emitted is a link whose target passed `link_target`). Cutting the
+result into messages is mrkdwn_split.py's."""
 
 from __future__ import annotations
 
-import bisect
 import functools
 import re
 import unicodedata
@@ -22,18 +18,32 @@ from markdown_it import MarkdownIt
 from markdown_it.tree import SyntaxTreeNode
 
 from .conversion_memo import ConversionMemo
+from .mrkdwn_escaping import (
+    BACKTICK_LOOKALIKE,
+    FENCE,
+    MAX_LINK_LABEL_CHARS,
+    _bare_link,
+    _code_text,
+    _defuse_broadcasts,
+    _escape,
+    _label,
+    _link_as_text,
+    _link_label,
+    _plain_text,
+    _shorten_words,
+    link_target,
+)
 
 __all__ = [
-    "MAX_LINK_CHARS",
-    "escape_markdown",
-    "escape_text",
-    "link",
-    "link_target",
+    "BULLET",
+    "HORIZONTAL_RULE",
+    "LIST_INDENT",
+    "NESTED_BULLET",
+    "PARAGRAPH_MEMO_TEXTS",
     "paragraph_texts",
-    "shorten_mrkdwn",
-    "split_text",
     "to_mrkdwn",
 ]
+
 
 # Spaces per nesting level: Slack has no list markup, so indentation is the nesting.
 LIST_INDENT = 4
@@ -42,32 +52,6 @@ BULLET = "•"
 NESTED_BULLET = "◦"
 # Slack has no rule markup; a line of em dashes reads as one.
 HORIZONTAL_RULE = "———"
-# Slack's code-block delimiter; it must never occur inside code or text we emit.
-FENCE = "```"
-# Modifier-letter grave accent looks like a backtick but Slack does not treat it as one.
-BACKTICK_LOOKALIKE = "ˋ"
-# Replace `|` and `>` in link text: Slack ends the link label at either.
-LINK_TEXT_PIPE = "∣"
-LINK_TEXT_GT = "›"
-# The only link targets Slack gets: anything else ("!channel", "@U1", "#C1", "#fragment",
-# a relative path, javascript:) would be a mention, a broadcast or a dead link, so it is text.
-LINK_SCHEMES = frozenset({"http", "https", "mailto"})
-# A longer URL (as sent, encoded) is shown as text: no browser handles much more, and with
-# the label limit every link `<url|label>` fits one 3,000-char section block whole.
-MAX_LINK_URL_CHARS = 2_000
-# A longer link label (as sent, escaped) is shortened, as plain words, for the same reason.
-MAX_LINK_LABEL_CHARS = 300
-# The longest `<url|label>` this module emits: "<", "|", ">" around the two.
-MAX_LINK_CHARS = MAX_LINK_URL_CHARS + MAX_LINK_LABEL_CHARS + 3
-# A bare URL shown as its own label is shortened past this; the target stays whole.
-URL_LABEL_CHARS = 80
-ELLIPSIS = "…"
-# Placed after "@" so "@channel" stays readable but no longer notifies anyone.
-ZERO_WIDTH_JOINER = "\u200d"
-# Smallest chunk split_text accepts: a re-opened fence, its closing line and some text.
-MIN_SPLIT_LIMIT = 32
-# A preferred break leaving a chunk under half full wastes a message; look further.
-SPLIT_MIN_FILL = 0.5
 
 # Texts whose paragraphs are remembered (a report's sections, a few dozen runs' worth).
 PARAGRAPH_MEMO_TEXTS = 256
@@ -75,20 +59,9 @@ PARAGRAPH_MEMO_TEXTS = 256
 _PARSER = MarkdownIt("commonmark").enable("table").enable("strikethrough")
 
 _FOOTNOTE = re.compile(r"\[(\d{1,6})\]")
-# Not after a word character, so e-mail addresses like "ops@here.com" stay intact.
-_BROADCAST = re.compile(r"(?<![\w.])@(?=(?:channel|here|everyone)\b)", re.IGNORECASE)
-_BACKTICK_RUN = re.compile(r"`{3,}")
 _HTML_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
-# Characters that end or corrupt a Slack `<url|label>`; whitespace would end the URL.
-_URL_UNSAFE = re.compile(r"[|<>\s\x00-\x1f\x7f]")
-# A scheme right at the start: urlsplit would forgive leading spaces that Slack would not.
-_SCHEME = re.compile(r"\A([A-Za-z][A-Za-z0-9+.-]*+):")  # \A: a search does not rescan from every letter
-# Markdown's punctuation that could format, link or start a block (escaped with a backslash).
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_~\[\]#|!>])")
 # A bare URL in text, as Slack would make it a link.
 _BARE_URL = re.compile(r"https?://[^\s<>|\"'`]+", re.IGNORECASE)
-# Unbreakable spans of emitted mrkdwn: `<...>` links and mentions, `&...;` entities.
-_ATOM = re.compile(r"<[^<>]*>|&#?[A-Za-z0-9]+;")
 
 
 def to_mrkdwn(
@@ -114,63 +87,6 @@ def _convert(markdown: str, footnote_urls: Mapping[int, str], link_allowed: Call
 
 # A sync converts only the sections that changed (conversion_memo.py).
 _MEMO = ConversionMemo(_convert)
-
-
-# --- public helpers ----------------------------------------------------------------
-
-
-def escape_text(text: str) -> str:
-    """Plain text made safe for mrkdwn: `&<>` escaped, fences defused, broadcasts made inert."""
-    return _plain_text(text)
-
-
-def escape_markdown(text: str) -> str:
-    """Plain text made safe for a Markdown field (the stream's `markdown_text`, task cards): `&<>`
-    as entities, Markdown's punctuation backslash-escaped, broadcasts made inert. Shown as written."""
-    return _defuse_broadcasts(_MARKDOWN_SPECIAL.sub(r"\\\1", _escape(text)))
-
-
-def link(url: str, label: str) -> str:
-    """A Slack link whose URL and label cannot end it early or inject markup.
-
-    A target that is not http(s)/mailto, or is too long, comes out as text instead.
-    """
-    label = " ".join(label.split())
-    target = link_target(url)
-    if target is None:
-        return _link_as_text(_plain_text(_shorten_words(label, MAX_LINK_LABEL_CHARS)), url)
-    if not label:
-        return _bare_link(target, url)
-    return f"<{target}|{_label(label)}>"
-
-
-def link_target(url: str) -> str | None:
-    """The URL encoded for `<url|label>`, or None when it must not become a Slack link.
-
-    Only http(s) with a host and mailto with an address qualify, up to
-    MAX_LINK_URL_CHARS; everything else is shown as text by the callers.
-    """
-    scheme = _SCHEME.match(url)
-    if scheme is None or scheme.group(1).lower() not in LINK_SCHEMES or len(url) > MAX_LINK_URL_CHARS:
-        return None
-    try:
-        parts = urlsplit(url)
-    except ValueError:  # e.g. an unbalanced "[" in the host
-        return None
-    if parts.scheme.lower() == "mailto" and not parts.path.strip():
-        return None
-    if parts.scheme.lower() != "mailto" and not parts.netloc.strip():
-        return None  # "https:!channel" has no host: nothing to open
-    target = _url(url)
-    return target if len(target) <= MAX_LINK_URL_CHARS else None
-
-
-def shorten_mrkdwn(mrkdwn: str, limit: int) -> str:
-    """Mrkdwn cut to at most ``limit`` characters at a break, never inside a link or entity."""
-    if len(mrkdwn) <= limit:
-        return mrkdwn
-    chunks = split_text(mrkdwn, limit - len(ELLIPSIS))
-    return (chunks[0] + ELLIPSIS) if chunks else ""
 
 
 def paragraph_texts(markdown: str) -> list[str]:
@@ -201,88 +117,6 @@ def _paragraph_texts(markdown: str) -> tuple[str, ...]:
         if text:
             out.append(text)
     return tuple(out)
-
-
-# --- escaping ---------------------------------------------------------------------
-
-
-def _escape(text: str) -> str:
-    """Escape Slack's three control characters; everything else is shown as is."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def _lookalike_backticks(match: re.Match[str]) -> str:
-    return BACKTICK_LOOKALIKE * len(match.group())
-
-
-def _code_text(code: str) -> str:
-    """Code keeps its characters, except fences (which would end the block), &<>, and broadcasts:
-    inert inside code, but a code span that splitting or shortening opens would let one live."""
-    return _defuse_broadcasts(_escape(_BACKTICK_RUN.sub(_lookalike_backticks, code)))
-
-
-def _defuse_broadcasts(text: str) -> str:
-    return _BROADCAST.sub("@" + ZERO_WIDTH_JOINER, text)
-
-
-def _plain_text(text: str) -> str:
-    """Ordinary text: escaped, fences defused, broadcast mentions made inert."""
-    text = _BACKTICK_RUN.sub(_lookalike_backticks, text)
-    return _defuse_broadcasts(_escape(text))
-
-
-def _link_label(text: str) -> str:
-    return text.replace("|", LINK_TEXT_PIPE).replace(">", LINK_TEXT_GT)
-
-
-def _label(plain: str) -> str:
-    """Plain words as a link label, made safe inside `<url|…>`, at most MAX_LINK_LABEL_CHARS.
-
-    The words are cut, never the escaped text, so no `&amp;` is cut in half; escaping
-    can grow the text, hence the search for the longest prefix that fits.
-    """
-    label = _plain_text(_link_label(plain))
-    if len(label) <= MAX_LINK_LABEL_CHARS:
-        return label
-    low, high = 0, min(len(plain), MAX_LINK_LABEL_CHARS)
-    while low < high:  # the longest prefix whose escaped form, with "…", fits
-        mid = (low + high + 1) // 2
-        if len(_plain_text(_link_label(plain[:mid].rstrip()))) + len(ELLIPSIS) <= MAX_LINK_LABEL_CHARS:
-            low = mid
-        else:
-            high = mid - 1
-    return _plain_text(_link_label(plain[:low].rstrip())) + ELLIPSIS
-
-
-def _shorten_words(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - len(ELLIPSIS)].rstrip() + ELLIPSIS
-
-
-def _bare_link(target: str, url: str) -> str:
-    """A link that shows its own URL; a long one shows a shortened URL, the target stays whole."""
-    if len(url) <= URL_LABEL_CHARS:
-        return f"<{target}>"
-    return f"<{target}|{_label(_shorten_words(url, URL_LABEL_CHARS))}>"
-
-
-def _link_as_text(label: str, url: str) -> str:
-    """A link that cannot be a Slack link, as text: its label, then where it pointed.
-
-    ``label`` is mrkdwn already. A same-page "#fragment" means nothing in Slack, so only
-    the label is kept; otherwise the target follows, shortened and escaped.
-    """
-    shown = _plain_text(_shorten_words(" ".join(url.split()), URL_LABEL_CHARS))
-    if not label:
-        return shown
-    if url.startswith("#") or not shown or shown == label:
-        return label
-    return f"{label} ({shown})"
-
-
-def _url(url: str) -> str:
-    """Make a URL safe inside `<url|label>`: percent-encode delimiters, escape `&`."""
-    encoded = _URL_UNSAFE.sub(lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), url)
-    return encoded.replace("&", "&amp;")
 
 
 # --- inline content ---------------------------------------------------------------
@@ -592,122 +426,3 @@ def _table(node: SyntaxTreeNode, ctx: _Ctx) -> list[str]:
 
     rule = "-+-".join("-" * width for width in widths)
     return [FENCE, line(rows[0]), rule, *(line(row) for row in rows[1:]), FENCE]
-
-
-# --- splitting --------------------------------------------------------------------
-
-# Break kinds, most preferred first: paragraph, line, word.
-_BREAKS = ("\n\n", "\n", " ")
-
-
-def split_text(text: str, limit: int) -> list[str]:
-    """Split mrkdwn into chunks of at most ``limit`` characters.
-
-    Breaks fall on paragraph breaks, then line breaks, then spaces (the break
-    itself is dropped), never inside a `<...>` link or an `&...;` entity: a link
-    too long for one chunk is shown as text (label, then URL) rather than cut.
-    A code block cut by a break is closed at the end of one chunk and re-opened
-    at the start of the next. Returns no chunks for empty text.
-    """
-    if limit < MIN_SPLIT_LIMIT:
-        raise ValueError(f"limit must be at least {MIN_SPLIT_LIMIT}, got {limit}")
-    reserve = len(FENCE) + 1  # room for a closing "\n```" on every chunk
-    # The room a link has: links never sit in code, so only the closing reserve is taken.
-    text = _unlink_longer_than(text, limit - reserve)
-    layout = _Layout(text)
-    chunks: list[str] = []
-    start = _skip_newlines(text, 0)
-    while start < len(text):
-        prefix = FENCE + "\n" if layout.in_code(start) else ""
-        if len(prefix) + len(text) - start <= limit:
-            chunks.append(prefix + text[start:])
-            break
-        cut, resume = layout.find_cut(start, limit - len(prefix) - reserve)
-        suffix = "\n" + FENCE if layout.in_code(cut) else ""
-        body = text[start:cut]
-        if body.strip():
-            chunks.append(prefix + body + suffix)
-        start = _skip_newlines(text, resume)
-    return chunks
-
-
-def _unlink_longer_than(text: str, longest: int) -> str:
-    """Links longer than ``longest`` as text, so no cut can leave an unclosed `<`."""
-
-    def as_text(match: re.Match[str]) -> str:
-        atom = match.group()
-        if len(atom) <= longest or not atom.startswith("<"):
-            return atom
-        url, _, label = atom[1:-1].partition("|")
-        return f"{label} ({url})" if label else url
-
-    return _ATOM.sub(as_text, text)
-
-
-class _Layout:
-    """Where a mrkdwn text may be cut, and whether a position is inside code."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        # Fences are the only backtick runs we emit; alternate runs open and close.
-        self._fence_ends = [m.end() for m in _BACKTICK_RUN.finditer(text)]
-        spans = sorted([m.span() for m in _ATOM.finditer(text)] + [m.span() for m in _BACKTICK_RUN.finditer(text)])
-        merged: list[tuple[int, int]] = []
-        for span_start, span_end in spans:
-            if merged and span_start < merged[-1][1]:
-                merged[-1] = (merged[-1][0], max(merged[-1][1], span_end))
-            else:
-                merged.append((span_start, span_end))
-        self._atom_starts = [span[0] for span in merged]
-        self._atom_ends = [span[1] for span in merged]
-
-    def in_code(self, pos: int) -> bool:
-        return bisect.bisect_right(self._fence_ends, pos) % 2 == 1
-
-    def splits_atom(self, pos: int) -> bool:
-        i = bisect.bisect_left(self._atom_starts, pos) - 1
-        return i >= 0 and pos < self._atom_ends[i]
-
-    def empties_code(self, cut: int, resume: int) -> bool:
-        """Whether the cut leaves a code block with no code on one side."""
-        resume = _skip_newlines(self.text, resume)
-        opened_just_before = self.in_code(cut) and self.text.endswith(FENCE, 0, cut)
-        closes_just_after = self.in_code(resume) and self.text.startswith(FENCE, resume)
-        return opened_just_before or closes_just_after
-
-    def find_cut(self, start: int, budget: int) -> tuple[int, int]:
-        """Where the chunk starting at ``start`` ends, and where the next one starts."""
-        text = self.text
-        window_end = start + budget
-        for min_fill in (SPLIT_MIN_FILL, 0.0):
-            floor = start + max(1, int(budget * min_fill))
-            for brk in _BREAKS:
-                pos = text.rfind(brk, start, window_end + len(brk))
-                while pos >= floor:
-                    resume = pos + len(brk)
-                    if not (self.splits_atom(pos) or self.splits_atom(resume) or self.empties_code(pos, resume)):
-                        return pos, resume
-                    pos = text.rfind(brk, start, pos + len(brk) - 1)
-        # No break fits: cut mid-word, not through an atom nor (if avoidable) a character
-        # cluster. Atoms come first: a cut link would leave an unclosed "<".
-        for splits in (lambda pos: self.splits_atom(pos) or _splits_cluster(text, pos), self.splits_atom):
-            cut = window_end
-            while cut > start and splits(cut):
-                cut -= 1
-            if cut > start:  # even one character: a link right after it then fits whole
-                return cut, cut
-        return window_end, window_end  # only an atom longer than the budget gets here
-
-
-def _splits_cluster(text: str, pos: int) -> bool:
-    """Whether cutting at pos would separate a mark or joiner from its character."""
-    after, before = text[pos], text[pos - 1]
-    if unicodedata.combining(after) or ZERO_WIDTH_JOINER in (after, before):
-        return True
-    return "\ufe00" <= after <= "\ufe0f"  # variation selectors
-
-
-def _skip_newlines(text: str, pos: int) -> int:
-    while pos < len(text) and text[pos] == "\n":
-        pos += 1
-    return pos

@@ -25,7 +25,7 @@ import json
 import re
 from typing import Any, Literal
 
-from .mrkdwn import ZERO_WIDTH_JOINER
+from .mrkdwn_escaping import ZERO_WIDTH_JOINER
 
 __all__ = ["MESSAGE_METHODS", "TEXT_METHODS", "TextKind", "guard", "inert"]
 

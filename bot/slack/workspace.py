@@ -26,7 +26,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from agent import MAX_FILE_BYTES, FileInfo, FileUnavailable, ThreadMessage, WorkspaceError, too_large
 
-from .mrkdwn import escape_text
+from .mrkdwn_escaping import escape_text
 
 __all__ = ["SLACK_FILES_ORIGIN", "SlackWorkspace", "files_origin_for"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from agent import AssembledReport, Footnote, assemble, domain_of, shorten
-from bot.slack.mrkdwn import escape_text, link
+from bot.slack.mrkdwn_escaping import escape_text, link
 from jobs import RunState
 
 SOURCE_COMMAND = re.compile(r"^\s*(?:<@\w+>\s*)?(?:source|footnote)\s+\[?(\d+)\]?\s*$", re.IGNORECASE)

@@ -20,7 +20,9 @@ from bot.desk.retention import forget_thread_command
 from bot.publishing.lifecycle import launch_and_post
 from bot.services import Services
 from bot.slack.audience import shared_externally
-from bot.slack.mrkdwn import escape_text, shorten_mrkdwn, to_mrkdwn
+from bot.slack.mrkdwn import to_mrkdwn
+from bot.slack.mrkdwn_escaping import escape_text
+from bot.slack.mrkdwn_split import shorten_mrkdwn
 from bot.slack.replies import reply, reply_privately
 from bot.slack.tenancy import Tenant
 from bot.text_reader import UnreadableText

@@ -37,7 +37,9 @@ from agent.usage import usage_by_model
 from ..keyspace import keys
 from ..keyspace.connection import text
 from ..records.models import RunState
-from ..records.store import RunNotFound, RunStore, Write, WriteOutcome
+from ..records.run_fields import Write
+from ..records.store import RunNotFound, RunStore
+from ..records.store_scripts import WriteOutcome
 from ..records.stores import load_request_records
 
 __all__ = [

@@ -23,10 +23,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 from datetime import datetime
-from enum import Enum
 from typing import Any
 
 from pydantic import SecretStr
@@ -34,202 +32,34 @@ from redis import Redis
 from redis.typing import EncodableT, FieldT
 
 from agent import (
-    Finished,
-    Progress,
     RunEvent,
     Section,
-    SectionRevised,
-    SectionWritten,
     Source,
-    SourceAdded,
 )
 from agent.charts import Chart
-from agent.events import ChartDrawn, ConstraintsFound, FileUnreadable, Notice, SearchDegraded, utcnow
+from agent.events import utcnow
 from agent.planning import Plan
-from agent.thread_memory import ThreadSummary
 
 from ..exceptions import LeaseLost, RunNotFound, ThreadMoved
 from ..keyspace import keys
 from ..keyspace.connection import ask_primary, durably, reconnect_to_primary, text
 from ..keyspace.legacy_keys import adopt_legacy, last_in_list
-from .models import STEPS_KEPT, BudgetLeft, Run, RunState, RunStatus, Step, Usage
+from .models import STEPS_KEPT, Run, RunState, RunStatus
+from .run_fields import MESSAGE_FIELDS, Write, _assemble, _charts, _file_notices, _thread_summary, _time, write_for
 from .sealing import open_sealed, seal
 from .state import apply_in_place
+from .store_scripts import _LINK, _WRITE, WriteOutcome, WriteResult
+
+__all__ = ["LeaseLost", "MAX_CAS_RETRIES", "RUN_TTL_SECONDS", "RunNotFound", "RunStore", "ThreadMoved"]
+
 
 log = logging.getLogger(__name__)
-
-__all__ = [
-    "RUN_TTL_SECONDS",
-    "LeaseLost",
-    "RunNotFound",
-    "RunStore",
-    "ThreadMoved",
-    "Write",
-    "WriteOutcome",
-    "WriteResult",
-    "write_for",
-]
 
 # Finished runs stay readable (continuations, re-renders) for this long.
 RUN_TTL_SECONDS = 90 * 24 * 3600
 # A writer whose copy went stale re-reads and re-applies its event; more conflicts than this
 # in a row means something is writing in a loop: give up loudly rather than spin.
 MAX_CAS_RETRIES = 8
-# Fields of the Run record that change after creation; kept apart so attaching them never
-# rewrites the record.
-MESSAGE_FIELDS = ("progress_message", "report_message")
-
-_WRITE = """
--- KEYS: state, sections, section-order, sources, source-order, active set, updates stream, run lock, steps
--- ARGV: run id, ttl, expected version or '', allowed after finish '1'/'0', new status or '',
---       stream maxlen, fence or '', then: n, n field/value pairs; n, n id/json/move-to-end triples;
---       n, n marker/json pairs; the step's json or '', '1' when it is a new step (appended) or '0' (it
---       replaces the last), steps kept
-local rank = {queued=0, planned=1, running=2, completed=3, failed=3, stopped=3}
-local current = redis.call('HGET', KEYS[1], 'status')
-if not current then return {0, 0, ''} end
-local version = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
--- A job's write names its lease; it lands only while the lock holds exactly that lease (ownership.py).
-if ARGV[7] ~= '' and redis.call('GET', KEYS[8]) ~= ARGV[7] then return {-3, version, current} end
-if rank[current] == 3 and ARGV[4] ~= '1' then return {-1, version, current} end
-if ARGV[3] ~= '' and tonumber(ARGV[3]) ~= version then return {-2, version, current} end
-local status = current
-if ARGV[5] ~= '' and rank[ARGV[5]] > rank[current] then
-  status = ARGV[5]
-  redis.call('HSET', KEYS[1], 'status', status)
-end
-local i = 8
-local n = tonumber(ARGV[i]); i = i + 1
-for _ = 1, n do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]); i = i + 2 end
-n = tonumber(ARGV[i]); i = i + 1
-for _ = 1, n do
-  redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
-  if ARGV[i + 2] == '1' then
-    redis.call('ZADD', KEYS[3], redis.call('HINCRBY', KEYS[1], 'section_seq', 1), ARGV[i])
-  end
-  i = i + 3
-end
-n = tonumber(ARGV[i]); i = i + 1
-for _ = 1, n do
-  if redis.call('HSET', KEYS[4], ARGV[i], ARGV[i + 1]) == 1 then redis.call('RPUSH', KEYS[5], ARGV[i]) end
-  i = i + 2
-end
-if ARGV[i] ~= '' then
-  if ARGV[i + 1] == '1' or redis.call('LLEN', KEYS[9]) == 0 then
-    redis.call('RPUSH', KEYS[9], ARGV[i])
-    redis.call('LTRIM', KEYS[9], -tonumber(ARGV[i + 2]), -1)
-  else
-    redis.call('LSET', KEYS[9], -1, ARGV[i])
-  end
-  redis.call('EXPIRE', KEYS[9], ARGV[2])
-end
-version = redis.call('HINCRBY', KEYS[1], 'version', 1)
-if rank[status] == 3 then redis.call('SREM', KEYS[6], ARGV[1]) end
-local epoch = string.match(ARGV[7], '^(%d+):')
-if epoch then  -- who wrote it: a reader can tell an old holder's write from a new one's
-  redis.call('XADD', KEYS[7], 'MAXLEN', '~', ARGV[6], '*', 'run_id', ARGV[1], 'version', version, 'epoch', epoch)
-else
-  redis.call('XADD', KEYS[7], 'MAXLEN', '~', ARGV[6], '*', 'run_id', ARGV[1], 'version', version)
-end
-for k = 1, 5 do redis.call('EXPIRE', KEYS[k], ARGV[2]) end
-return {1, version, status}
-"""
-
-_LINK = """
--- KEYS: the thread's run list, the active set. ARGV: run id, the run it must follow or '', ttl.
--- Compare-and-set on the thread: a continuation is linked only if its parent is still the latest.
-if ARGV[2] ~= '' then
-  local last = redis.call('LINDEX', KEYS[1], -1)
-  if last ~= ARGV[2] then return last end
-end
-redis.call('RPUSH', KEYS[1], ARGV[1])
-redis.call('EXPIRE', KEYS[1], ARGV[3])
-redis.call('SADD', KEYS[2], ARGV[1])
-return ARGV[1]
-"""
-
-
-class WriteOutcome(str, Enum):
-    written = "written"
-    not_found = "not_found"
-    closed = "closed"  # the run had finished: lifecycle moves only forward
-    conflict = "conflict"  # the writer's copy was older than the stored run
-    fenced = "fenced"  # the writer's lease is no longer the run's (jobs/control/ownership.py)
-
-
-@dataclass
-class Write:
-    """One change to a run: hot fields, sections (moved to the end or revised in place), sources."""
-
-    fields: dict[str, str] = field(default_factory=dict)
-    status: RunStatus | None = None
-    sections: list[tuple[Section, bool]] = field(default_factory=list)  # (section, moved to the end)
-    sources: list[Source] = field(default_factory=list)
-    # The progress step this change added (True) or updated (False); older steps are not resent.
-    step: tuple[Step, bool] | None = None
-
-
-@dataclass(frozen=True)
-class WriteResult:
-    outcome: WriteOutcome
-    version: int
-    status: RunStatus | None
-
-
-def _time(value: datetime | None) -> str:
-    return value.isoformat() if value else ""
-
-
-def write_for(state: RunState, event: RunEvent, before_steps: int | None = None) -> Write:
-    """What `event` changes, read off the state after it was applied: only those items.
-    `before_steps` is the number of the last step before the event (None: there was none), so a
-    Progress that added no step (the same activity again) sends none."""
-    change = Write(fields={"updated_at": _time(state.updated_at)})
-    if state.report_updated_at is not None and isinstance(
-        event, (SectionWritten, SectionRevised, Finished, ChartDrawn)
-    ):
-        change.fields["report_updated_at"] = _time(state.report_updated_at)
-    if isinstance(event, SourceAdded):
-        change.sources.append(state.sources[event.source.marker])
-        if state.steps:
-            change.step = (state.steps[-1], False)  # the step that found it lists it
-    elif isinstance(event, (SectionWritten, SectionRevised)):
-        section = state.section(event.section_id)
-        if section is not None:
-            change.sections.append((section, isinstance(event, SectionWritten)))
-    elif isinstance(event, Finished):
-        change.status = state.status
-        change.fields.update(
-            summary=state.summary,
-            reason=state.reason,
-            phase=state.phase,
-            activity=state.activity,
-            context_summaries=json.dumps(state.context_summaries),
-            finished_at=_time(state.finished_at),
-            checking=state.checking,
-            thread_summary=_thread_summary(state),
-        )
-    elif isinstance(event, ConstraintsFound):
-        change.fields["run"] = state.run.model_dump_json(exclude=set(MESSAGE_FIELDS))
-        change.fields["constraints_changed"] = "1" if state.constraints_changed else ""
-    elif isinstance(event, FileUnreadable):
-        change.fields["file_notices"] = _file_notices(state)
-    elif isinstance(event, (SearchDegraded, Notice)):
-        change.fields["notices"] = json.dumps(state.notices)
-    elif isinstance(event, ChartDrawn):
-        change.fields["charts"] = _charts(state)
-    else:
-        change.status = state.status
-        change.fields.update(
-            phase=state.phase,
-            activity=state.activity,
-            checking=state.checking,
-            usage=state.usage.model_dump_json(),
-            budget_left=state.budget_left.model_dump_json() if state.budget_left else "",
-        )
-        if isinstance(event, Progress) and state.steps and (before_steps is None or state.steps[-1].n != before_steps):
-            change.step = (state.steps[-1], True)
-    return change
 
 
 class RunStore:
@@ -623,63 +453,3 @@ class RunStore:
 
     def mark_failed(self, run_id: str, reason: str, *, fence: str | None = None) -> RunState:
         return self.finish(run_id, RunStatus.failed, reason, fence=fence)
-
-
-def _assemble(
-    run_id: str,
-    hot: Mapping[bytes, bytes],
-    sections: Mapping[bytes, bytes],
-    order: list[bytes],
-    sources: Mapping[bytes, bytes],
-    source_order: list[bytes],
-    steps: list[bytes] | None = None,
-) -> RunState:
-    h = {text(k): text(v) for k, v in hot.items()}
-    run = Run.model_validate_json(h["run"]).model_copy(update={name: h.get(name) or None for name in MESSAGE_FIELDS})
-    return RunState.model_validate(
-        {
-            "run": run,
-            "status": h["status"],
-            "version": int(h.get("version", 0)),
-            "phase": h.get("phase", ""),
-            "activity": h.get("activity", ""),
-            "checking": h.get("checking", ""),
-            "sections": [Section.model_validate_json(sections[sid]) for sid in order if sid in sections],
-            "sources": {text(m): Source.model_validate_json(sources[m]) for m in source_order if m in sources},
-            "summary": h.get("summary", ""),
-            "reason": h.get("reason", ""),
-            "context_summaries": json.loads(h.get("context_summaries") or "[]"),
-            "usage": Usage.model_validate_json(h["usage"]) if h.get("usage") else Usage(),
-            "budget_left": BudgetLeft.model_validate_json(h["budget_left"]) if h.get("budget_left") else None,
-            # Timestamps are stored as ISO text; pydantic parses them back.
-            "started_at": h.get("started_at") or None,
-            "updated_at": h.get("updated_at") or utcnow(),
-            "report_updated_at": h.get("report_updated_at") or None,
-            "finished_at": h.get("finished_at") or None,
-            "notices": json.loads(h.get("notices") or "[]"),
-            "file_notices": json.loads(h.get("file_notices") or "[]"),
-            "constraints_changed": bool(h.get("constraints_changed")),
-            "charts": [Chart.model_validate(c) for c in json.loads(h.get("charts") or "[]")],
-            # Runs written before steps had a list of their own kept them in the hash.
-            "steps": [json.loads(step) for step in steps] if steps else json.loads(h.get("steps") or "[]"),
-            "next_check": h.get("next_check") or None,
-            "plan": Plan.model_validate_json(h["plan"]) if h.get("plan") else None,
-            "plan_expires_at": h.get("plan_expires_at") or None,
-            "approved_by": h.get("approved_by") or None,
-            "thread_summary": ThreadSummary.model_validate_json(h["thread_summary"])
-            if h.get("thread_summary")
-            else None,
-        }
-    )
-
-
-def _file_notices(state: RunState) -> str:
-    return json.dumps([notice.model_dump() for notice in state.file_notices])
-
-
-def _charts(state: RunState) -> str:
-    return json.dumps([c.model_dump(mode="json") for c in state.charts])
-
-
-def _thread_summary(state: RunState) -> str:
-    return state.thread_summary.model_dump_json() if state.thread_summary is not None else ""

@@ -147,7 +147,7 @@ async def test_hostile_pages_become_actionable_tool_errors(fake_model, fake_web,
 
 async def test_a_checking_line_tells_the_thread_where_sources_disagree(fake_model, fake_web) -> None:
     from agent.events import Disagreement
-    from bot.publishing.render import render_progress
+    from bot.publishing.progress_render import render_progress
     from jobs import Run
     from jobs.records.models import RunState
     from jobs.records.state import apply_event

@@ -8,7 +8,7 @@ import re
 
 from hypothesis import strategies as st
 
-from bot.slack.mrkdwn import MAX_LINK_LABEL_CHARS, MAX_LINK_URL_CHARS, URL_LABEL_CHARS
+from bot.slack.mrkdwn_escaping import MAX_LINK_LABEL_CHARS, MAX_LINK_URL_CHARS, URL_LABEL_CHARS
 
 # `<target|label>` or `<target>`: what Slack turns into a link, a mention or a broadcast.
 ATOM = re.compile(r"<([^<>]*)>")

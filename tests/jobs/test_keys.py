@@ -1,6 +1,6 @@
 """Redis keys: every key follows the deployment's prefix (DEEPTHREAD_REDIS_PREFIX) and its queue
 (DEEPTHREAD_QUEUE), read at each use, so no module keeps a copy made before they were set; and every
-key belongs to one installation: generated over every key builder in jobs/keys.py and bot/keys.py
+key belongs to one installation: generated over every key builder in jobs/keyspace/keys.py and bot/keys.py
 (read from the modules, so a builder added later is checked too). A builder takes the team, or the
 run id (a run has one team), or is listed with why it needs neither."""
 from __future__ import annotations
@@ -55,8 +55,8 @@ def _frozen_copies(path: Path) -> list[str]:
     found = []
     tree = ast.parse(path.read_text())
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module in ("jobs.keys", "bot.keys", "keys") or (
-                isinstance(node, ast.ImportFrom) and node.level and node.module == "keys"):
+        if isinstance(node, ast.ImportFrom) and node.module in ("jobs.keys", "jobs.keyspace.keys", "bot.keys", "keys") or (
+                isinstance(node, ast.ImportFrom) and node.level and node.module in ("keys", "keyspace.keys")):
             found += [f"{path}:{node.lineno} imports {a.name}" for a in node.names if a.name in SHARED]
     for node in tree.body:  # module-level statements run at import
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
@@ -66,7 +66,7 @@ def _frozen_copies(path: Path) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("module", ["jobs/keys.py", "bot/keys.py"])
+@pytest.mark.parametrize("module", ["jobs/keyspace/keys.py", "bot/keys.py"])
 def test_the_key_modules_build_no_name_at_import(module: str) -> None:
     """A module-level name built from the prefix keeps the prefix of import time: the shared names
     are built at each use (their __getattr__), never as constants."""

@@ -15,7 +15,7 @@ from agent.events import utcnow
 from agent.planning import Plan
 from jobs import Run, RunStatus, RunStore, keys
 from jobs.lifecycle.planning import approve, expire_due
-from jobs.records.store import Write
+from jobs.records.run_fields import Write
 
 PLAN = Plan(key_questions=["What does VTI charge?"], outline=["Fees"], expected_requests=5, expected_minutes=3)
 

@@ -7,7 +7,8 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.publishing.render import APPROVE_PLAN_ACTION, CHANGE_PLAN_ACTION, GO_DEEPER_ACTION
+from bot.publishing.plan_render import APPROVE_PLAN_ACTION, CHANGE_PLAN_ACTION
+from bot.publishing.progress_render import GO_DEEPER_ACTION
 from bot.services import Services
 from bot.slack.replies import reply
 from bot.slack.tenancy import Tenant

@@ -23,7 +23,7 @@ from slack_sdk.models.blocks import (
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.desk.usage import conversation_kind
-from bot.publishing.render import FEEDBACK_ACTION, FEEDBACK_HELPFUL, FEEDBACK_UNHELPFUL
+from bot.publishing.report_blocks import FEEDBACK_ACTION, FEEDBACK_HELPFUL, FEEDBACK_UNHELPFUL
 from bot.services import Services
 from bot.slack.tenancy import Tenant
 from jobs.exceptions import RunNotFound

@@ -15,7 +15,7 @@ from agent import MAX_QUESTION_CHARS, private_sources_allowed
 from bot.desk.commands import spend_command
 from bot.desk.plan_first import channel_plans_first, plan_first_command
 from bot.publishing.lifecycle import launch_and_post
-from bot.publishing.render import render_help
+from bot.publishing.progress_render import render_help
 from bot.services import EVENT_DEDUPE_TTL_SECONDS, Services
 from bot.slack.audience import shared_externally
 from bot.slack.events import MentionEvent, action_token_of, question_of

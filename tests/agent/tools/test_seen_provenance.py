@@ -18,7 +18,7 @@ from agent.events import Disagreement
 from agent.tools.base import ToolContext
 from agent.tools.read_thread import ReadThread, ReadThreadInput
 from agent.workspace import MemoryWorkspace
-from bot.publishing import render, stream_render
+from bot.publishing import progress_render, report_render, stream_render
 from jobs import Run, RunState
 from jobs.records.state import apply_event
 
@@ -46,17 +46,17 @@ def _strings(node: object) -> list[str]:
     return []
 
 
-def _texts(message: render.SlackMessage) -> list[str]:
+def _texts(message: report_render.SlackMessage) -> list[str]:
     return [message.text, *_strings(message.blocks)]
 
 
 # Every surface where the bot shows model-chosen text, with the text it would post.
 ECHOES: dict[str, Callable[[RunState], list[str]]] = {
-    "progress": lambda s: _texts(render.render_progress(s)),
-    "report": lambda s: _texts(render.render_report(s)),
-    "status": lambda s: [render.render_status(s)],  # the run's phase and counts: shows no URL today
+    "progress": lambda s: _texts(progress_render.render_progress(s)),
+    "report": lambda s: _texts(report_render.render_report(s)),
+    "status": lambda s: [progress_render.render_status(s)],  # the run's phase and counts: shows no URL today
     "stream": lambda s: list(stream_render.render_view(s).texts.values()),
-    "final report": lambda s: _texts(render.render_report(
+    "final report": lambda s: _texts(report_render.render_report(
         apply_event(s, Finished(status="completed", summary=f"Done: {s.run.constraints[0]}")))),  # type: ignore[arg-type]
 }
 

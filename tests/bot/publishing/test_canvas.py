@@ -15,7 +15,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from agent import Finished, SectionRevised, SectionWritten, Source, SourceAdded
 from bot import keys
-from bot.publishing import render
+from bot.publishing import report_render
 from bot.publishing.publisher import Publisher
 from jobs import RunState, RunStore
 from tests.fakes import slack_canvases
@@ -226,13 +226,13 @@ async def test_a_report_that_just_moved_into_its_canvas_is_not_tried_at_full_len
     the summary at once, not tried at full length twice more (the dearest part of a rendering,
     and the last runs of a burst of endings waited on it: bench.publish)."""
     layouts = [0]
-    full_layout = render._full_layout
+    full_layout = report_render._full_layout
 
     def counted(*args: Any) -> Any:
         layouts[0] += 1
         return full_layout(*args)
 
-    monkeypatch.setattr(render, "_full_layout", counted)
+    monkeypatch.setattr(report_render, "_full_layout", counted)
     store = RunStore(redis)
     state = await posted_run(store, client, team=TEAM_ID, question="What do the findings say?")
     state = long_report(store, state)

@@ -6,7 +6,8 @@ import pytest
 
 from agent import Finished, Progress, SectionWritten, Source, SourceAdded, UsageRecorded
 from bot.catalogue import CATALOGUES, DE, EN
-from bot.publishing.render import render_progress, render_report
+from bot.publishing.progress_render import render_progress
+from bot.publishing.report_render import render_report
 from jobs import Run, RunState
 from jobs.records.state import apply_event
 

@@ -11,7 +11,8 @@ from slack_sdk.models.blocks import Block, ContextActionsBlock
 
 from agent import Finished, SectionWritten, SourceAdded
 from bot import limits
-from bot.publishing.render import FEEDBACK_ACTION, FEEDBACK_HELPFUL, FEEDBACK_UNHELPFUL, render_report_parts
+from bot.publishing.report_blocks import FEEDBACK_ACTION, FEEDBACK_HELPFUL, FEEDBACK_UNHELPFUL
+from bot.publishing.report_render import render_report_parts
 from bot.surface.listeners.feedback import note_prompt
 from tests.bot.publishing.test_render import apply, big_run, new_state, source
 

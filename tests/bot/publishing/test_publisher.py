@@ -20,7 +20,9 @@ from agent import Finished, Progress, SectionRevised, SectionWritten, Source, So
 from bot import keys
 from bot.publishing import message_sync
 from bot.publishing.publisher import UPDATE_INTERVAL_SECONDS, Publisher
-from bot.publishing.render import CanvasView, render_progress, render_report_parts
+from bot.publishing.message_parts import CanvasView
+from bot.publishing.progress_render import render_progress
+from bot.publishing.report_render import render_report_parts
 from bot.slack.ratelimit import SlackRateLimiter
 from jobs import RunState, RunStore
 from tests.fakes import slack_canvases

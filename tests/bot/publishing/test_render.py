@@ -8,8 +8,10 @@ import pytest
 
 from agent import Finished, Progress, SectionRevised, SectionWritten, Source, SourceAdded, UsageRecorded
 from bot import limits
-from bot.publishing.render import ASTERISK_LOOKALIKE, render_progress, render_report, render_report_parts, render_status
-from bot.slack.mrkdwn import ZERO_WIDTH_JOINER
+from bot.publishing.message_parts import ASTERISK_LOOKALIKE
+from bot.publishing.progress_render import render_progress, render_status
+from bot.publishing.report_render import render_report, render_report_parts
+from bot.slack.mrkdwn_escaping import ZERO_WIDTH_JOINER
 from jobs import Run, RunState
 from jobs.records.state import apply_event
 

@@ -14,7 +14,7 @@ from markdown_it.tree import SyntaxTreeNode
 from agent import Section, Source
 from bot.publishing.canvas_render import render_canvas
 from bot.slack.canvas_markdown import canvas_heading, to_canvas_markdown
-from bot.slack.mrkdwn import link_target
+from bot.slack.mrkdwn_escaping import link_target
 from jobs import Run, RunState
 
 PARSER = MarkdownIt("commonmark").enable("table").enable("strikethrough")

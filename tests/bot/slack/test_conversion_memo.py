@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from agent import SectionWritten, Source, SourceAdded
 from bot.publishing.canvas_render import render_canvas
-from bot.publishing.render import render_report
+from bot.publishing.report_render import render_report
 from bot.slack import canvas_markdown, mrkdwn
 from bot.slack.conversion_memo import MIN_MEMO_CHARS, ConversionMemo
 from jobs import Run, RunState

@@ -17,7 +17,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 from agent import Finished, Progress, SectionWritten, Source, SourceAdded
 from bot import keys
 from bot.publishing.publisher import Publisher
-from bot.publishing.render import render_progress, render_report
+from bot.publishing.progress_render import render_progress
+from bot.publishing.report_render import render_report
 from bot.slack.client import LimitedWebClient
 from bot.slack.ratelimit import SlackRateLimiter
 from jobs import Run, RunState, RunStore

@@ -5,19 +5,9 @@ import re
 
 import pytest
 
-from bot.slack.mrkdwn import (
-    BACKTICK_LOOKALIKE,
-    FENCE,
-    HORIZONTAL_RULE,
-    MAX_LINK_LABEL_CHARS,
-    MAX_LINK_URL_CHARS,
-    MIN_SPLIT_LIMIT,
-    URL_LABEL_CHARS,
-    ZERO_WIDTH_JOINER,
-    link,
-    split_text,
-    to_mrkdwn,
-)
+from bot.slack.mrkdwn_escaping import BACKTICK_LOOKALIKE, FENCE, MAX_LINK_LABEL_CHARS, MAX_LINK_URL_CHARS, URL_LABEL_CHARS, ZERO_WIDTH_JOINER, link
+from bot.slack.mrkdwn import HORIZONTAL_RULE, to_mrkdwn
+from bot.slack.mrkdwn_split import MIN_SPLIT_LIMIT, split_text
 
 ZWJ = ZERO_WIDTH_JOINER
 

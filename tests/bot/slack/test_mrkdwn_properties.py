@@ -17,17 +17,11 @@ from hypothesis import strategies as st
 from agent import Finished, Progress, SectionWritten, Source, SourceAdded
 from agent.events import Disagreement
 from bot import limits
-from bot.publishing.render import render_progress, render_report_parts
-from bot.slack.mrkdwn import (
-    MAX_LINK_CHARS,
-    MAX_LINK_URL_CHARS,
-    MIN_SPLIT_LIMIT,
-    URL_LABEL_CHARS,
-    link,
-    link_target,
-    split_text,
-    to_mrkdwn,
-)
+from bot.publishing.progress_render import render_progress
+from bot.publishing.report_render import render_report_parts
+from bot.slack.mrkdwn_escaping import MAX_LINK_CHARS, MAX_LINK_URL_CHARS, URL_LABEL_CHARS, link, link_target
+from bot.slack.mrkdwn_split import MIN_SPLIT_LIMIT, split_text
+from bot.slack.mrkdwn import to_mrkdwn
 from jobs import Run, RunState
 from jobs.records.state import apply_event
 from tests.fakes.hostile_text import ATOM, documents, hostile_text, labels, live_markup, targets

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from agent import Finished, Progress, SectionWritten, Source, SourceAdded
 from agent.events import Disagreement, SectionRevised
 from bot.desk import recheck_digest, usage
-from bot.publishing import render, stream_render
+from bot.publishing import message_parts, progress_render, report_render, stream_render
 from bot.surface import evidence, reading, steering
 from jobs import Run, RunState
 from jobs.upkeep.recheck import RecheckRun
@@ -30,14 +30,16 @@ FETCHED = datetime(2026, 11, 30, 9, 15, tzinfo=UTC)
 REQUESTER, STOPPER = "U0ANA", "U0BOB"
 
 SENDER_MODULES = [
-    "bot.publishing.render", "bot.publishing.stream_render", "bot.desk.usage", "bot.desk.budgets", "bot.desk.recheck",
+    "bot.publishing.message_parts", "bot.publishing.plan_render", "bot.publishing.progress_render",
+    "bot.publishing.report_blocks", "bot.publishing.report_spill", "bot.publishing.report_render",
+    "bot.publishing.stream_render", "bot.desk.usage", "bot.desk.budgets", "bot.desk.recheck",
     "bot.desk.recheck_digest", "bot.desk.commands", "bot.surface.evidence", "bot.surface.steering",
     "bot.surface.listeners.commands", "bot.surface.listeners.mentions", "bot.surface.reading",
 ]
 SLACK_TEXT = {"str", "str | None", "SlackMessage", "ReportRendering", "StreamView", "Chunk"}
 # Functions that return text but are not senders (what each is).
 NOT_SENDERS = {
-    "render.first_sentence": "a section's first sentence, escaped by the index that shows it",
+    "report_spill.first_sentence": "a section's first sentence, escaped by the index that shows it",
     "stream_render.digest": "a hash of a chunk, never sent",
     "recheck.describe": "fixed words ('weekly', 'every 3 days')",
     "mentions.bot_user": "the bot's user id in the event's workspace, compared with, never sent",
@@ -79,7 +81,7 @@ def _state(question: str, body: str, url: str, title: str, text: str) -> RunStat
 Texts = list[tuple[str, str]]  # (text, the kind Slack makes of it)
 
 
-def _message(m: render.SlackMessage) -> Texts:
+def _message(m: message_parts.SlackMessage) -> Texts:
     return [(m.text, "mrkdwn")] + [(t, "mrkdwn") for t in _strings(m.blocks)]
 
 
@@ -95,9 +97,9 @@ def _strings(node: object) -> list[str]:
 
 
 def _report(state: RunState) -> Texts:
-    parts = render.render_report_parts(state)
+    parts = report_render.render_report_parts(state)
     out = _message(parts.message)
-    big = render.render_report_parts(state.model_copy(update={"sections": [state.sections[0]] * 60}))
+    big = report_render.render_report_parts(state.model_copy(update={"sections": [state.sections[0]] * 60}))
     out += _message(big.message)
     if big.attachment is not None:
         out += [(big.attachment.title, "plain"), (big.attachment.comment, "mrkdwn")]  # a file title is shown as is
@@ -130,11 +132,13 @@ def _digest(state: RunState, finished: RunState) -> Texts:
 
 Driver = Callable[[RunState, RunState, str, str], Texts]
 DRIVERS: dict[str, Driver] = {
-    "render.render_progress": lambda s, f, q, t: _message(render.render_progress(s)) + _message(render.render_progress(f)),
-    "render.render_report": lambda s, f, q, t: _message(render.render_report(s)) + _message(render.render_report(f)),
-    "render.render_report_parts": lambda s, f, q, t: _report(s) + _report(f),
-    "render.render_status": lambda s, f, q, t: [(render.render_status(s), "mrkdwn")],
-    "render.render_help": lambda s, f, q, t: [(render.render_help(), "mrkdwn")],
+    "progress_render.render_progress": lambda s, f, q, t: (_message(progress_render.render_progress(s))
+                                                           + _message(progress_render.render_progress(f))),
+    "report_render.render_report": lambda s, f, q, t: (_message(report_render.render_report(s))
+                                                       + _message(report_render.render_report(f))),
+    "report_render.render_report_parts": lambda s, f, q, t: _report(s) + _report(f),
+    "progress_render.render_status": lambda s, f, q, t: [(progress_render.render_status(s), "mrkdwn")],
+    "progress_render.render_help": lambda s, f, q, t: [(progress_render.render_help(), "mrkdwn")],
     "stream_render.render_view": lambda s, f, q, t: _stream(s) + _stream(f),
     "stream_render.end_text": lambda s, f, q, t: [(stream_render.end_text(f), "markdown")],
     "stream_render.controls_block": lambda s, f, q, t: [(x, "mrkdwn") for x in _strings(stream_render.controls_block(t))],
