@@ -55,7 +55,9 @@ from bot.cli.local_redis import LocalRedis
 from bot.publishing.canvas_render import render_canvas
 from bot.publishing.canvas_sync import CanvasRecord
 from bot.publishing.publisher import Publisher, remember_rendered
-from bot.publishing.render import CanvasView, render_progress, render_report, render_report_parts
+from bot.publishing.message_parts import CanvasView
+from bot.publishing.progress_render import render_progress
+from bot.publishing.report_render import render_report, render_report_parts
 from bot.publishing.stream_records import StreamRecords
 from bot.publishing.stream_render import end_text
 from bot.publishing.stream_sync import open_stream

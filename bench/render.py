@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from agent import SectionWritten, Source, SourceAdded
 from bench.common import report_checks
 from bot.publishing.canvas_render import render_canvas
-from bot.publishing.render import render_report
+from bot.publishing.report_render import render_report
 from bot.slack import canvas_markdown, mrkdwn
 from bot.slack.conversion_memo import ConversionMemo
 from jobs import Run, RunState
