@@ -44,9 +44,10 @@ if TYPE_CHECKING:
     from .model_capabilities import WEB_SEARCH_BASIC as WEB_SEARCH_BASIC_TYPE
     from .model_provider import ModelAPI, model_api
     from .pricing import cost_usd
-    from .provider_config import ProviderConfig, ProviderUnavailable
+    from .provider_config import ProviderConfig, ProviderUnavailable, Silence, provider_problems
     from .report import SNIPPET_NOTE, AssembledReport, Footnote, Section, assemble, figure_line, to_markdown
     from .run import research
+    from .silence import ModelWatch, Waiting
     from .task import ResearchTask
     from .tools.search import DDGSFactory
     from .tools.search import providers as search_providers
@@ -74,6 +75,9 @@ __all__ = [
     "WorkspaceSearch",
     "WorkspaceHit",
     "SearchUnavailable",
+    "ModelWatch",
+    "Silence",
+    "Waiting",
     "AgentConfig",
     "AssembledReport",
     "Budget",
@@ -125,6 +129,7 @@ __all__ = [
     "figures_in",
     "load_png",
     "model_api",
+    "provider_problems",
     "research",
     "search_model",
     "search_providers",

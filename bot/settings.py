@@ -30,6 +30,7 @@ from agent import (
     ProviderConfig,
     SearchConfig,
     SearchProvider,
+    Silence,
     WorkspaceSearchMode,
 )
 from agent import defaults as agent_defaults
@@ -204,6 +205,18 @@ class Settings(BaseSettings):
     # How long an overloaded model service is waited out before the run answers from what it has.
     model_patience_seconds: float | None = Field(
         default=None, gt=0, validation_alias=_env("DEEPTHREAD_MODEL_PATIENCE_SECONDS")
+    )
+    # A model request that gets no byte for this long is given up on (then retried): before its answer
+    # starts, and between the events of its stream (agent/silence.py).
+    model_first_byte_seconds: float = Field(
+        default=agent_defaults.MODEL_FIRST_BYTE_SECONDS,
+        gt=0,
+        validation_alias=_env("DEEPTHREAD_MODEL_FIRST_BYTE_SECONDS"),
+    )
+    model_stream_idle_seconds: float = Field(
+        default=agent_defaults.MODEL_STREAM_IDLE_SECONDS,
+        gt=0,
+        validation_alias=_env("DEEPTHREAD_MODEL_STREAM_IDLE_SECONDS"),
     )
     # After a stop, how long the loop may take to finish on its own before its job is killed.
     hard_stop_seconds: float = Field(
@@ -426,6 +439,10 @@ class Settings(BaseSettings):
             caps=caps,
             **extra,
         )
+
+    def model_silence(self) -> Silence:
+        """How long a model request may go without a byte, first and between stream events."""
+        return Silence(first_byte=self.model_first_byte_seconds, between_events=self.model_stream_idle_seconds)
 
     def model_limits(self) -> ModelLimits:
         return ModelLimits(

@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -130,12 +131,17 @@ def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:
     if len(question) > MAX_QUESTION_CHARS:
         print(f"The question is {len(question):,} characters; the limit is {MAX_QUESTION_CHARS:,}.", file=sys.stderr)
         return 2
+    from .terminal import ReportFile, ask, default_output, out_problem
+
+    path = Path(args.out) if args.out else default_output(question)
+    problem = out_problem(path)  # before any work: a run must not end unable to write its report
+    if problem:
+        print(problem, file=sys.stderr)
+        return 2
     require(settings, "ask")
     from .runtime import job_runtime
-    from .terminal import ReportFile, ask, default_output
 
     gc.freeze()
-    path = Path(args.out) if args.out else default_output(question)
     report = ReportFile(path)
     try:
         return asyncio.run(ask(question, job_runtime(settings), path, args.profile, report))
@@ -268,8 +274,17 @@ def cmd_eval(settings: Settings, args: argparse.Namespace) -> int:
     return 1 if card.totals.errors else 0
 
 
+def version() -> str:
+    """The installed release (pyproject.toml's version; CHANGELOG.md says what each one changed)."""
+    try:
+        return metadata.version("deepthread")
+    except metadata.PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown (not installed: bash scripts/install app)"
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="deepthread", description="A Slack research bot.")
+    p.add_argument("--version", action="version", version=f"deepthread {version()}")
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("serve", help="run the Slack app (Socket Mode if SLACK_APP_TOKEN is set, else HTTP on PORT)")
     w = sub.add_parser("worker", help="run an RQ worker that executes research runs")
@@ -336,11 +351,17 @@ COMMANDS = {
 }
 
 
+# The long-running processes log what they do; the commands a person runs and reads (ask, doctor,
+# inspect, forget, eval) print for that person, and log only warnings unless DEEPTHREAD_LOG_LEVEL says.
+SERVICES = frozenset({"serve", "worker", "up"})
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     settings = load_settings()
+    level = os.environ.get("DEEPTHREAD_LOG_LEVEL", "").strip() or ("INFO" if args.command in SERVICES else "WARNING")
     # Text or JSON lines, each naming its run and workspace; no secret ever written (observability.py).
-    setup_logging(settings, os.environ.get("DEEPTHREAD_LOG_LEVEL", "INFO"))
+    setup_logging(settings, level)
     return COMMANDS[args.command](settings, args)
 
 

@@ -49,6 +49,7 @@ def job_runtime(settings: Settings) -> JobRuntime:
         bulky_retention_seconds=int(settings.bulky_retention_days * 86_400),
         search_for=partial(_search_for, settings, token_for),
         plan_expiry_seconds=settings.plan_expiry_minutes * 60,
+        model_silence=settings.model_silence(),
     )
 
 
