@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from .provider_config import ProviderConfig, ProviderUnavailable, Silence, provider_problems
     from .report import SNIPPET_NOTE, AssembledReport, Footnote, Section, assemble, figure_line, to_markdown
     from .run import research
-    from .silence import ModelWatch, Waiting
+    from .silence import ModelWatch, Waiting, endpoint
     from .task import ResearchTask
     from .tools.search import DDGSFactory
     from .tools.search import providers as search_providers
@@ -76,6 +76,7 @@ __all__ = [
     "WorkspaceHit",
     "SearchUnavailable",
     "ModelWatch",
+    "endpoint",
     "Silence",
     "Waiting",
     "AgentConfig",

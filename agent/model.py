@@ -99,7 +99,7 @@ def describe_api_error(exc: anthropic.APIError, provider: str = "anthropic", tri
             else "DEEPTHREAD_MODEL_STREAM_IDLE_SECONDS"
         )
         return (
-            f"the model endpoint {silent.url} sent nothing for {silent.waited:.0f} s ({attempts}); check that the "
+            f"the model endpoint {silent.url} sent nothing for {silent.waited:g} s ({attempts}); check that the "
             f"service there is up and speaks the Messages API ({setting}), or allow it longer with {knob}"
         )
     if isinstance(exc, anthropic.APITimeoutError):

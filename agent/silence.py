@@ -44,7 +44,7 @@ class ModelSilent(httpx2.ReadTimeout):
         self.url = endpoint(request.url)
         self.waited = waited
         self.awaited = awaited
-        super().__init__(f"{self.url} sent nothing for {waited:.0f} s (waiting for {awaited})", request=request)
+        super().__init__(f"{self.url} sent nothing for {waited:g} s (waiting for {awaited})", request=request)
 
 
 @dataclass

@@ -25,7 +25,7 @@ EXPORTS = {
         "MODELS", "Capabilities", "ModelAPI", "ProviderConfig", "ProviderUnavailable", "capabilities", "model_api",
         "unknown_model_notice", "search_model", "WEB_SEARCH_TYPE", "WEB_SEARCH_BASIC_TYPE", "detect_language",
         # A silent model service given up on in seconds; what a run waits on, for the terminal (issue 49).
-        "ModelWatch", "Silence", "Waiting", "provider_problems",
+        "ModelWatch", "Silence", "Waiting", "endpoint", "provider_problems",
     },
     "jobs": {
         "AsyncRuns", "Continuation", "JobRuntime", "Run", "RunNotFound", "RunState", "RunStatus", "RunStore", "Runs",
