@@ -100,7 +100,8 @@ def cmd_up(settings: Settings, _: argparse.Namespace) -> int:
         settings = settings.model_copy(update={"redis_url": local.url})
         print(
             f"Started a local redis-server at {local.url}, data in {local.data_dir} "
-            f"(set {DATA_DIR_VARIABLE} to keep it elsewhere)",
+            f"(set {DATA_DIR_VARIABLE} to keep it elsewhere); `deepthread inspect` and `forget` find it while "
+            "this runs",
             file=sys.stderr,
         )
     env = {**os.environ, "REDIS_URL": settings.redis_url or ""}
@@ -151,15 +152,35 @@ def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:
         return 130
 
 
+def stored_runs_url(settings: Settings) -> str | None:
+    """Where the runs are for inspect, forget and eval --from-feedback: REDIS_URL, else the Redis of a
+    `deepthread up` running on this machine's data directory; None (said on stderr) when neither."""
+    if settings.redis_url:
+        return settings.redis_url
+    from .local_redis import running_url
+
+    url = running_url(settings.data_dir)
+    if url is None:
+        print(
+            f"REDIS_URL is not set and no `deepthread up` is running with its data in {settings.data_dir}: point "
+            f"REDIS_URL at the Redis the workers use, or start `deepthread up` (set {DATA_DIR_VARIABLE} if it "
+            "keeps its data elsewhere)",
+            file=sys.stderr,
+        )
+    else:
+        print(f"Using the Redis of `deepthread up` at {url} (data in {settings.data_dir})", file=sys.stderr)
+    return url
+
+
 def cmd_inspect(settings: Settings, args: argparse.Namespace) -> int:
-    if not settings.redis_url:
-        print("REDIS_URL is not set: point it at the Redis the workers use", file=sys.stderr)
+    url = stored_runs_url(settings)
+    if url is None:
         return 2
     from jobs.keyspace.connection import connect
 
     from .inspect import inspect, sections, sources
 
-    redis = connect(settings.redis_url)
+    redis = connect(url)
     if args.sections:
         return sections(redis, args.run_id, sys.stdout)
     if args.sources:
@@ -169,16 +190,16 @@ def cmd_inspect(settings: Settings, args: argparse.Namespace) -> int:
 
 def cmd_forget(settings: Settings, args: argparse.Namespace) -> int:
     """Delete a workspace's, a channel's or a thread's stored data now (active runs stopped first)."""
-    if not settings.redis_url:
-        print("REDIS_URL is not set: point it at the Redis the workers use", file=sys.stderr)
-        return 2
     if args.thread and not args.channel:
         print("--thread needs --channel: a thread is named by its channel and its first message's ts", file=sys.stderr)
+        return 2
+    url = stored_runs_url(settings)
+    if url is None:
         return 2
     from bot.desk.retention import retention
     from jobs.keyspace.connection import connect
 
-    keeper = retention(connect(settings.redis_url))
+    keeper = retention(connect(url))
     if args.thread:
         gone = keeper.forget_thread(args.team, args.channel, args.thread, "forget")
     elif args.channel:
@@ -199,8 +220,8 @@ def _export_feedback(settings: Settings, args: argparse.Namespace) -> int:
 
     from .evaluate.from_feedback import feedback_questions, write_questions
 
-    if not settings.redis_url:
-        print("REDIS_URL is not set: point it at the Redis the workers use", file=sys.stderr)
+    url = stored_runs_url(settings)
+    if url is None:
         return 2
     since = None
     if args.since:
@@ -211,7 +232,7 @@ def _export_feedback(settings: Settings, args: argparse.Namespace) -> int:
             return 2
         since = since if since.tzinfo else since.replace(tzinfo=UTC)
     path = Path(args.questions or f"deepthread-feedback-{datetime.now(UTC):%Y%m%d}.jsonl")
-    questions = list(feedback_questions(connect(settings.redis_url), since))
+    questions = list(feedback_questions(connect(url), since))
     write_questions(path, questions)
     print(f"{len(questions)} rated-down question(s) written to {path}; run them with: deepthread eval {path}")
     return 0

@@ -86,3 +86,39 @@ def test_the_model_endpoint_is_named_when_doctor_live_cannot_reach_it(fake_slack
     [model] = [line for line in done.stdout.splitlines() if "model service" in line]
     assert model.startswith("The model service at http://127.0.0.1:9/v1/messages could not be reached"), model
     assert model.endswith("check the network or ANTHROPIC_BASE_URL") and "APIConnectionError" not in model
+
+
+def test_inspect_and_forget_find_the_redis_up_started_and_say_when_none_runs(tmp_path) -> None:
+    """`deepthread up` picks a free port; while it runs its address is in the data directory for the commands
+    that read runs (the Redis is started here as `up` starts it, with the data directory it would use)."""
+    from bot.cli.local_redis import ADDRESS_FILE, LocalRedis
+    from bot.settings import DATA_DIR_VARIABLE
+
+    env = {DATA_DIR_VARIABLE: str(tmp_path)}
+    with LocalRedis(data_dir=tmp_path) as up:
+        assert (tmp_path / "redis" / ADDRESS_FILE).read_text().strip() == up.url
+        forget = deepthread("forget", "--team", "T0TEAM", **env)
+        inspect = deepthread("inspect", "r-none", **env)
+    assert forget.returncode == 0, forget.stderr
+    for done in (forget, inspect):
+        assert f"Using the Redis of `deepthread up` at {up.url}" in done.stderr, done.stderr
+        assert "REDIS_URL is not set" not in done.stderr
+    assert not (tmp_path / "redis" / ADDRESS_FILE).exists(), "a stopped server's address is removed"
+    done = deepthread("forget", "--team", "T0TEAM", **env)
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        f"REDIS_URL is not set and no `deepthread up` is running with its data in {tmp_path}: point REDIS_URL at the "
+        f"Redis the workers use, or start `deepthread up` (set {DATA_DIR_VARIABLE} if it keeps its data elsewhere)")
+
+
+def test_scripts_up_says_how_to_reach_deepthread_when_it_is_not_on_the_path() -> None:
+    venv = ROOT / ".venv" / "bin" / "deepthread"
+    env = environment(PATH="/usr/bin:/bin")  # no .venv/bin: the usual fresh shell; `up` then stops for settings
+    done = subprocess.run(["bash", "scripts/up"], env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr  # doctor's lines: nothing is configured
+    [note] = [line for line in done.stderr.splitlines() if line.startswith("note:")]
+    assert f"`deepthread` is not on your PATH. Run the other commands as {venv}" in note
+    assert "source .venv/bin/activate" in note and f"ln -s {venv} ~/.local/bin/deepthread" in note
+    on_path = environment(PATH=f"{venv.parent}:/usr/bin:/bin")
+    done = subprocess.run(["bash", "scripts/up"], env=on_path, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert "not on your PATH" not in done.stderr
