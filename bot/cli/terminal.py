@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from agent import ModelWatch, assemble, to_markdown
+from bot.catalogue import said_once
 from jobs import JobRuntime, Run, RunState, RunStatus, run_inline
 
 from .interrupts import interrupts
@@ -110,13 +111,18 @@ async def ask(
         else "Set REDIS_URL to keep this run's model requests for deepthread inspect",
         file=sys.stderr,
     )
-    if state.status == RunStatus.failed:  # the last line: what failed and what to try
-        print(f"Run failed: {state.reason}", file=sys.stderr)
-    elif state.status == RunStatus.stopped:
-        print(f"Run stopped: {state.reason}", file=sys.stderr)
-    elif state.reason:
-        print(f"Note: {state.reason}", file=sys.stderr)
+    if end_line(state):  # the last line: what failed and what to try
+        print(end_line(state), file=sys.stderr)
     return 0 if state.status == RunStatus.completed else 1
+
+
+def end_line(state: RunState) -> str:
+    """How a finished run ended, in one line ("" for a plain success), each thing said once."""
+    if state.status == RunStatus.failed:  # as the thread says it ("Ended early"); the reason says what failed
+        return f"Run ended early: {state.reason}"
+    if state.status == RunStatus.stopped:
+        return f"Run {said_once('stopped', state.reason) or f'stopped: {state.reason}'}"
+    return f"Note: {state.reason}" if state.reason else ""
 
 
 @contextmanager

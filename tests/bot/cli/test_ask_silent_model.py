@@ -91,8 +91,8 @@ def test_a_silent_model_shows_what_it_waits_on_then_ends_naming_the_endpoint(tmp
                                      "saying the run waits on the model")
         assert at - started <= PROGRESS_WITHIN_SECONDS
         assert f"{silent.url}/v1/messages" in waiting and "nothing received" in waiting, waiting
-        at, end = lines.wait_for(lambda line: line.startswith("Run failed:"), END_WITHIN_SECONDS,
-                                 "saying the run failed")
+        at, end = lines.wait_for(lambda line: line.startswith("Run ended early:"), END_WITHIN_SECONDS,
+                                 "saying the run ended early")
         assert at - started <= END_WITHIN_SECONDS
         process.wait(10)
     assert process.returncode == 1
