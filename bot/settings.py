@@ -105,6 +105,12 @@ class Settings(BaseSettings):
     slack_signing_secret: SecretStr | None = Field(default=None, validation_alias=_env("SLACK_SIGNING_SECRET"))
     slack_app_token: SecretStr | None = Field(default=None, validation_alias=_env("SLACK_APP_TOKEN"))
     slack_api_url: str = Field(default=SLACK_DEFAULT_API_URL, validation_alias=_env("SLACK_API_URL"))
+    # The app is distributed to other organizations outside the Slack Marketplace: Slack then allows it
+    # one conversations.replies a minute of at most 15 messages, so threads are read from the events
+    # received and paged slowly (bot/slack/thread_log.py; docs/slack-app.md).
+    slack_distributed: Literal["on", "off"] = Field(
+        default="off", validation_alias=_env("DEEPTHREAD_SLACK_DISTRIBUTED")
+    )
     # Multi-workspace mode (Slack's OAuth install flow) when the app's client id and secret are set;
     # else single-token mode with SLACK_BOT_TOKEN.
     slack_client_id: str | None = Field(default=None, validation_alias=_env("SLACK_CLIENT_ID"))
