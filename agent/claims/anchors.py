@@ -12,14 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from ..events import Source
 from ..language import Language, detect
 from .models import Anchor
-from .text import Span, Terms, script_of, sentence_spans, stem, terms_of
+from .text import Span, Terms, language_of, script_of, sentence_spans, stem, terms_of
 
 __all__ = [
     "ANCHOR_QUOTE_CHARS",
+    "source_language",
     "Candidate",
     "Claim",
     "anchor_terms",
@@ -55,13 +57,14 @@ class Claim:
 @dataclass(frozen=True)
 class Candidate:
     marker: str
-    where: str  # "passage" or "context"
+    where: Literal["passage", "context"]
     span: Span
     terms: Terms
 
 
 def _source_language(source: Source) -> Language:
-    return detect(source.passage + " " + source.context[:1000])
+    text = source.passage + " " + source.context[:1000]
+    return language_of(text, detect(text))
 
 
 def candidates_of(sources: Sequence[Source]) -> list[Candidate]:
@@ -71,14 +74,28 @@ def candidates_of(sources: Sequence[Source]) -> list[Candidate]:
     for source in sources:
         language = _source_language(source)
         for span in sentence_spans(source.passage, language):
-            found.append(Candidate(source.marker, "passage", span, terms_of(span.text, language, decimal=language.decimal, all_figures=True)))
+            found.append(
+                Candidate(
+                    source.marker,
+                    "passage",
+                    span,
+                    terms_of(span.text, language, decimal=language.decimal, all_figures=True),
+                )
+            )
         if not source.context or source.context == source.passage:
             continue
         inside = source.context.find(source.passage) if source.passage else -1
         for span in sentence_spans(source.context, language):
             if inside >= 0 and span.start < inside + len(source.passage) and span.end > inside:
                 continue  # the passage itself, already read
-            found.append(Candidate(source.marker, "context", span, terms_of(span.text, language, decimal=language.decimal, all_figures=True)))
+            found.append(
+                Candidate(
+                    source.marker,
+                    "context",
+                    span,
+                    terms_of(span.text, language, decimal=language.decimal, all_figures=True),
+                )
+            )
     return found
 
 
@@ -158,8 +175,7 @@ def _anchor(
     quote = text[start:end]
     if len(quote) > ANCHOR_QUOTE_CHARS:
         quote = quote[: ANCHOR_QUOTE_CHARS - 1].rstrip() + "…"
-    where = "passage" if top.where == "passage" else "context"
-    return Anchor(marker=source.marker, where=where, start=start, end=end, quote=quote, score=round(covered, 3))
+    return Anchor(marker=source.marker, where=top.where, start=start, end=end, quote=quote, score=round(covered, 3))
 
 
 def joint_coverage(claim: Claim, anchors: Sequence[Anchor], sources: Sequence[Source]) -> float:
@@ -189,3 +205,8 @@ def _new_figures(claim: Terms, top: Terms, other: Terms) -> bool:
         any(f.value == o.value for o in other.figures) and not any(f.value == t.value for t in top.figures)
         for f in claim.figures
     )
+
+
+def source_language(source: Source) -> Language:
+    """The language a source is written in (its passage and the page text around it)."""
+    return _source_language(source)

@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from ..events import Source
 from ..exceptions import ModelUnavailable
 from ..figures import Calculation
-from ..language import ENGLISH, Language, detect
+from ..language import Language
 from .anchors import Claim, anchors_for
 from .judge import AROUND_CHARS, JUDGE_BATCH, JudgeItem, JudgeSource, JudgeVerdict, SmallModel, run_judge
 from .models import Anchor, Decider, Verdict
 from .rules import unsupported_by_rules
-from .text import plain_claim, terms_of
+from .text import language_of, plain_claim, terms_of
 
 __all__ = ["Checked", "ToCheck", "check", "read_claim"]
 
@@ -44,9 +44,10 @@ def read_claim(sentence: str, language: Language) -> Claim:
     """The claim in `language` (the report's), unless its own words are plainly another's (a quote);
     its numbers are read as the report writes them."""
     text = plain_claim(sentence)
-    own = detect(text)
-    words = own if own is not ENGLISH else language
-    return Claim(text=text, language=words, decimal=language.decimal, terms=terms_of(text, words, decimal=language.decimal))
+    words = language_of(text, language)
+    return Claim(
+        text=text, language=words, decimal=language.decimal, terms=terms_of(text, words, decimal=language.decimal)
+    )
 
 
 def _around(source: Source, anchor: Anchor) -> tuple[str, str, str]:

@@ -19,10 +19,12 @@ from ..language import Language, detect
 from ..markers import MARKER_RE
 
 __all__ = [
+    "COMPOUNDING",
     "Span",
     "Terms",
     "claim_spans",
     "plain_claim",
+    "language_of",
     "script_of",
     "sentence_spans",
     "terms_of",
@@ -32,14 +34,23 @@ __all__ = [
 STEM_CHARS = 6
 # Shorter words are compared whole (after a plural "s" is dropped): "fee"/"fees", "VTI".
 WHOLE_WORD_CHARS = 4
+# Languages that write nouns as compounds and capitalise every noun: there a capitalised word is a
+# name or a noun, found in a source also as a part of a compound.
+COMPOUNDING = frozenset({"de"})
+# A language is told by its common words only when they are this many and this share of the text's
+# (Polish shares a few short words with Dutch; Dutch itself is a third or more of them).
+LANGUAGE_MIN_WORDS = 2
+LANGUAGE_MIN_SHARE = 0.1
 # A source sentence longer than this is cut at its clauses: a table flattened into one line, a
 # page without punctuation.
 SENTENCE_MAX_CHARS = 600
 
 # Abbreviations after which a full stop does not end a sentence, by language (lower case, no dot).
 _ABBREVIATIONS: dict[str, frozenset[str]] = {
-    "en": frozenset("mr mrs ms dr prof st no nos vs etc eg ie approx inc ltd co corp jan feb mar apr jun jul aug sep "
-                    "sept oct nov dec fig figs vol pp p ca est dept gen gov sen rep jr sr".split()),
+    "en": frozenset(
+        "mr mrs ms dr prof st no nos vs etc eg ie approx inc ltd co corp jan feb mar apr jun jul aug sep "
+        "sept oct nov dec fig figs vol pp p ca est dept gen gov sen rep jr sr".split()
+    ),
     "de": frozenset("z.b bzw usw ca nr dr prof vgl ggf inkl evtl str abs jh mio mrd tsd u.a d.h s bspw".split()),
     "fr": frozenset("m mm mme mlle dr pr etc env cf nº no p av apr j.-c hab vol".split()),
     "es": frozenset("sr sra srta dr dra ud uds etc pág núm aprox ej p.ej av".split()),
@@ -127,7 +138,9 @@ def _add(spans: list[Span], text: str, start: int, end: int) -> None:
             cut = clause.end()
     if cut == start:  # no clause breaks at all: fixed-size pieces
         for piece in range(start, end, SENTENCE_MAX_CHARS):
-            spans.append(Span(piece, min(end, piece + SENTENCE_MAX_CHARS), text[piece : min(end, piece + SENTENCE_MAX_CHARS)]))
+            spans.append(
+                Span(piece, min(end, piece + SENTENCE_MAX_CHARS), text[piece : min(end, piece + SENTENCE_MAX_CHARS)])
+            )
         return
     _add(spans, text, cut, end)
 
@@ -195,6 +208,38 @@ def _stopwords(code: str) -> frozenset[str]:
     if code in LANGUAGES:
         words |= LANGUAGES[code].words
     return frozenset(w.lower() for w in words)
+
+
+def language_of(text: str, fallback: Language) -> Language:
+    """The language whose common words `text` uses most, by bm25s's stopword lists (hundreds of words
+    each: a short claim still shows its language, where agent/language.py's few dozen may miss it);
+    `fallback` when no language stands out (a list of names, another language than these)."""
+    from ..language import LANGUAGES
+
+    tokens = [_fold(t) for t in _WORD.findall(text[:3000])]
+    if not tokens:
+        return fallback
+    scores = sorted(((sum(t in _own_stopwords(code) for t in tokens), code) for code in LANGUAGES), reverse=True)
+    (best, code), (second, _) = scores[0], scores[1]
+    clear = best > second and best >= max(LANGUAGE_MIN_WORDS, LANGUAGE_MIN_SHARE * len(tokens))
+    return LANGUAGES[code] if clear else fallback
+
+
+@cache
+def _own_stopwords(code: str) -> frozenset[str]:
+    """One language's stopwords alone (without English's), for telling languages apart."""
+    from bm25s import stopwords
+
+    lists = {
+        "en": stopwords.STOPWORDS_EN,
+        "de": stopwords.STOPWORDS_GERMAN,
+        "fr": stopwords.STOPWORDS_FRENCH,
+        "es": stopwords.STOPWORDS_SPANISH,
+        "it": stopwords.STOPWORDS_ITALIAN,
+        "pt": stopwords.STOPWORDS_PORTUGUESE,
+        "nl": stopwords.STOPWORDS_DUTCH,
+    }
+    return frozenset(w.lower() for w in lists.get(code, ()))
 
 
 def script_of(text: str) -> str:
@@ -279,8 +324,9 @@ def terms_of(text: str, language: Language, *, decimal: str = ".", all_figures: 
             continue
         words.add(stem(word))
         acronym = len(word) >= 2 and word.isupper()
-        # German capitalises every noun: there only acronyms are taken for names.
-        capitalised = word[0].isupper() and not first and language.code != "de"
+        # A capitalised word inside the sentence is a name (in German, a name or a noun). The first word
+        # is not taken: "Secondo Meteo.it", "Regular binge episodes" (a name there is left to the judge).
+        capitalised = word[0].isupper() and not first
         if acronym or capitalised:
             names.add(folded)
         first = False

@@ -137,7 +137,9 @@ def cited_claims(state: _State) -> list[CitedClaim]:
                     marked=claim.marked,
                     anchors=claim.anchors,
                     differs=claim.differs,
-                    source_urls={a.marker: state.sources[a.marker].url for a in claim.anchors if a.marker in state.sources},
+                    source_urls={
+                        a.marker: state.sources[a.marker].url for a in claim.anchors if a.marker in state.sources
+                    },
                 )
             )
     return out

@@ -121,7 +121,10 @@ async def check_claims(body: str, ctx: ToolContext, figure_flags: list[FigureFla
     report_language = language(ctx.language)
     judge = ctx.model if fresh and _judge_allowed(ctx, len(fresh)) else None
     results = await check(
-        [ToCheck(span.text, [s for m in markers if (s := ctx.registry.get(m)) is not None]) for span, markers, _ in fresh],
+        [
+            ToCheck(span.text, [s for m in markers if (s := ctx.registry.get(m)) is not None])
+            for span, markers, _ in fresh
+        ],
         language=report_language,
         judge=judge,
         calculations=ctx.calculations,
