@@ -68,6 +68,7 @@ _LEADING_MARKERS = re.compile(r"^((?:\s*\[s\d+\])+)")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")  # agent/figures.py's rule for a report's sentences
 _MARKDOWN = re.compile(r"\*\*|__|`|^\s*(?:[-*+]|\d+[.)])\s+|^#+\s*|\|", re.MULTILINE)
 _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+_SPACE_BEFORE_STOP = re.compile(r"\s+([.,;:!?])(?=\s|$)")
 # Day numbers beside a month name are figures, however small ("on 3 March", "am 3. März").
 _MONTHS = (
     "january february march april may june july august september october november december "
@@ -182,7 +183,7 @@ def plain_claim(sentence: str) -> str:
     text = MARKER_RE.sub(" ", sentence)
     text = _LINK.sub(r"\1", text)
     text = _MARKDOWN.sub(" ", text)
-    return " ".join(text.split())
+    return _SPACE_BEFORE_STOP.sub(r"\1", " ".join(text.split()))
 
 
 # --- terms ------------------------------------------------------------------------------------
