@@ -105,7 +105,9 @@ async def check(
         async def one(batch: list[Pending]) -> dict[int, JudgeVerdict]:
             async with gate:
                 try:
-                    return await run_judge(judge, [_item(n, c, a, s) for n, c, a, s in batch])
+                    # Numbered from 1 for the model; back to the items' places here.
+                    found = await run_judge(judge, [_item(n + 1, c, a, s) for n, c, a, s in batch])
+                    return {n - 1: verdict for n, verdict in found.items()}
                 except ModelUnavailable:
                     return {}
 

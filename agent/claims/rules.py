@@ -125,7 +125,9 @@ def _count_differs(claim: Claim, anchors: Sequence[Anchor]) -> str | None:
     said = _counts(" ".join(a.quote for a in anchors))
     for noun, values in _counts(claim.text).items():
         if noun in said and not values & said[noun]:
-            return f"{sorted(values)[0]} {noun}…, where the source counts {', '.join(str(v) for v in sorted(said[noun]))}"
+            return (
+                f"{sorted(values)[0]} {noun}…, where the source counts {', '.join(str(v) for v in sorted(said[noun]))}"
+            )
     return None
 
 

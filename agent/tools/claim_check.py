@@ -102,7 +102,11 @@ def _remember(ctx: ToolContext, key: str, claim: ClaimCheck) -> None:
 
 def _describe(sentence: str, claim: ClaimCheck) -> str:
     quoted = claim.anchor is not None and "“" not in claim.differs  # the rules' reason may quote it already
-    said = f" [{claim.anchor.marker}] says: “{shorten(claim.anchor.quote, QUOTE_CHARS)}”" if quoted and claim.anchor else ""
+    said = (
+        f" [{claim.anchor.marker}] says: “{shorten(claim.anchor.quote, QUOTE_CHARS)}”"
+        if quoted and claim.anchor
+        else ""
+    )
     verdict = "only partly supported" if claim.verdict == "partial" else "not supported"
     why = f" ({claim.differs})" if claim.differs else ""
     return f'"{shorten(plain_claim(sentence), SENTENCE_CHARS)}" is {verdict}{why}.{said}'

@@ -7,11 +7,16 @@ this says. Kept in one hash per workspace, deleted with the workspace (jobs/upke
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from redis import Redis
 
 from ..keyspace import keys
 
-__all__ = ["claim_check_on", "set_claim_check"]
+if TYPE_CHECKING:
+    from agent import AgentConfig
+
+__all__ = ["claim_check_on", "config_for", "set_claim_check"]
 
 _CLAIM_CHECK = "claim_check"
 
@@ -26,3 +31,10 @@ def set_claim_check(redis: Redis, team: str | None, on: bool) -> None:
         redis.hdel(keys.workspace_settings(team), _CLAIM_CHECK)
     else:
         redis.hset(keys.workspace_settings(team), _CLAIM_CHECK, "off")
+
+
+def config_for(redis: Redis, team: str | None, config: AgentConfig) -> AgentConfig:
+    """The deployment's engine configuration as this workspace's settings leave it for a run."""
+    if config.claim_check and not claim_check_on(redis, team):
+        return config.model_copy(update={"claim_check": False})
+    return config

@@ -45,7 +45,7 @@ from ..records.continuation import prior_of
 from ..records.models import RunState
 from ..records.store import RunStore
 from ..records.stores import RedisCheckpointStore, RedisFileRefusals, RedisRequestLog, RedisResultStore, RedisSeenUrls
-from ..records.workspace_settings import claim_check_on
+from ..records.workspace_settings import config_for
 
 log = logging.getLogger(__name__)
 
@@ -128,9 +128,7 @@ async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime, tenur
     handing_back = asyncio.Event()
 
     # The claim check: on for the deployment (DEEPTHREAD_CLAIM_CHECK) unless the workspace's admins turned it off.
-    config = runtime.agent
-    if config.claim_check and not claim_check_on(store.redis, state.run.team):
-        config = config.model_copy(update={"claim_check": False})
+    config = config_for(store.redis, state.run.team, runtime.agent)
 
     async def work() -> None:
         async with model_client(runtime) as client:

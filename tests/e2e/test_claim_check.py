@@ -25,7 +25,7 @@ from tests.fakes.policies import (
     result_text,
     results_of,
 )
-from tests.fakes.slack import FakeSlack, message_event
+from tests.fakes.slack import FakeSlack, app_mention_event, message_event
 from tests.processes import Stack, deepthread_stack, wait_for
 
 SUPPORTED = "VTI has an expense ratio of 0.03%"
@@ -159,3 +159,23 @@ def test_a_malformed_judge_answer_leaves_the_claim_unchecked_never_supported(
     [section] = _state(report, redis_url).sections
     verdicts = sorted((c.verdict, c.by) for c in section.claims)
     assert verdicts == [("unchecked", "none"), ("unsupported", "rules")], verdicts
+
+
+def test_an_admin_turns_the_check_off_for_the_workspace_and_the_next_run_is_not_checked(
+        checked_stack: Stack, fake_slack: FakeSlack, fake_model, redis_url: str) -> None:
+    fake_model.policy = OffTopicCitationPolicy()
+    fake_slack.add_user("U0ADM", admin=True)
+    command = app_mention_event("claim check off", channel=CHANNEL, user="U0ADM")
+    ts = fake_slack.seed_event(command)
+    assert post_event(checked_stack, command).status_code == 200
+    [answer] = wait_for(lambda: bot_replies(fake_slack, ts), 10, "the answer")
+    assert "The claim check is off in this workspace" in answer.text
+    assert [m for m in bot_replies(fake_slack, ts) if "Researching" in (m.text or "")] == [], "a command, no run"
+
+    _, _, report_ts = start(checked_stack, fake_slack)
+    report = wait_for(lambda: "Final" in report_text(fake_slack, report_ts) and report_text(fake_slack, report_ts),
+                      60, "the final report")
+    assert not any(is_claim_check(r) for r in fake_model.requests), "no judge request"
+    assert "cited claims checked" not in report and OFF_TOPIC in report and "⚠" not in report
+    [section] = _state(report, redis_url).sections
+    assert section.claims == []
