@@ -68,7 +68,7 @@ def _row(r: QuestionResult) -> str:
         rubric = "not graded"
     claims = f"{pct(r.claims.share_supported)} of {r.claims.checked}" if r.claims.checked else "–"
     return (
-        f"| {_cell(r.id)} | {_cell(r.kind or '')} | {r.status} | {support} | {claims} | {facts} | "
+        f"| {_cell(r.id)} | {_cell(r.kind or '')} | {r.status} | {claims} | {support} | {facts} | "
         f"{len(r.flags)} of {r.figures_checked} | {rubric} | {r.requests} | ${r.cost_usd:.2f} | "
         f"{duration(r.seconds)} | {_cell(r.report_file)} |"
     )
@@ -90,7 +90,7 @@ def scorecard_markdown(card: Scorecard) -> list[str]:
     lines += [
         "## Per question",
         "",
-        "| id | kind | run | citation support | claim check | facts | flagged figures | rubric | requests | cost | time "
+        "| id | kind | run | claim check | citation support | facts | flagged figures | rubric | requests | cost | time "
         "| report |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
