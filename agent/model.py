@@ -201,7 +201,8 @@ class ModelClient:
         await self._record(kind, body, message, seconds=time.monotonic() - started)
         return message
 
-    async def small(self, *, system: str, prompt: str, max_tokens: int) -> str:
+    async def small(self, *, system: str, prompt: str, max_tokens: int, kind: str = "extract") -> str:
+        """A small-model call; `kind` names it in the request log ("extract", "claim_check")."""
         body: dict[str, Any] = {
             "model": self.small_model,
             "system": system,
@@ -210,18 +211,16 @@ class ModelClient:
         }
         started = time.monotonic()
         try:
-            message = await self._patiently(
-                lambda: self._client.messages.create(**body, timeout=self._timeout), "extract"
-            )
+            message = await self._patiently(lambda: self._client.messages.create(**body, timeout=self._timeout), kind)
         except anthropic.APIError as exc:
             await self._record(
-                "extract", body, None, describe_api_error(exc, self.provider), seconds=time.monotonic() - started
+                kind, body, None, describe_api_error(exc, self.provider), seconds=time.monotonic() - started
             )
             raise ModelUnavailable(describe_api_error(exc, self.provider)) from exc
         self.usage.add(Usage.of(message))
         if self._on_usage:
             self._on_usage(message, False)
-        await self._record("extract", body, message, seconds=time.monotonic() - started)
+        await self._record(kind, body, message, seconds=time.monotonic() - started)
         return "".join(block.text for block in message.content if block.type == "text")
 
     async def _patiently(self, call: Callable[[], Awaitable[T]], kind: str) -> T:

@@ -24,6 +24,8 @@ EXPORTS = {
         # The model's provider and capability table (issue 28).
         "MODELS", "Capabilities", "ModelAPI", "ProviderConfig", "ProviderUnavailable", "capabilities", "model_api",
         "unknown_model_notice", "search_model", "WEB_SEARCH_TYPE", "WEB_SEARCH_BASIC_TYPE", "detect_language",
+        # The claim check (issue 46): each cited claim with its anchor and verdict, and the counts readers see.
+        "CitedClaim", "ClaimCounts", "FootnoteClaim", "anchor_lines", "cited_claims", "claim_counts", "claim_line",
     },
     "jobs": {
         "AsyncRuns", "Continuation", "JobRuntime", "Run", "RunNotFound", "RunState", "RunStatus", "RunStore", "Runs",

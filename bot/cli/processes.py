@@ -108,6 +108,7 @@ async def serve(settings: Settings) -> int:
             mode=settings.progress, max_seconds=settings.stream_max_seconds, max_tasks=settings.stream_max_tasks
         ),
         workspace_search=settings.workspace_search,
+        claim_check=settings.claim_check == "on",
     )
     services.runs = AsyncRuns(Runs(store, hard_stop_seconds=settings.hard_stop_seconds))
     app = build_app(settings, services, client, identity, oauth=oauth, installations=installations)

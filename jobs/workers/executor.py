@@ -45,6 +45,7 @@ from ..records.continuation import prior_of
 from ..records.models import RunState
 from ..records.store import RunStore
 from ..records.stores import RedisCheckpointStore, RedisFileRefusals, RedisRequestLog, RedisResultStore, RedisSeenUrls
+from ..records.workspace_settings import config_for
 
 log = logging.getLogger(__name__)
 
@@ -126,11 +127,14 @@ async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime, tenur
     control = RedisRunControl(async_redis, run_id, caps, for_this_loop(runtime.redis_url))
     handing_back = asyncio.Event()
 
+    # The claim check: on for the deployment (DEEPTHREAD_CLAIM_CHECK) unless the workspace's admins turned it off.
+    config = config_for(store.redis, state.run.team, runtime.agent)
+
     async def work() -> None:
         async with model_client(runtime) as client:
             await research(
                 task_for(state, runtime, upgraded_profile(store.redis, run_id), prior_of(store, state), caps),
-                runtime.agent,
+                config,
                 anthropic=client,
                 emit=emit,
                 backend=RunBackend(

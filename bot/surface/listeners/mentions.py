@@ -12,6 +12,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent import MAX_QUESTION_CHARS, private_sources_allowed
+from bot.desk.claim_check import claim_check_command
 from bot.desk.commands import spend_command
 from bot.desk.plan_first import channel_plans_first, plan_first_command
 from bot.publishing.lifecycle import launch_and_post
@@ -160,6 +161,10 @@ async def handle_question(
         answer = await plan_first_command(
             services, client, team=team, channel=channel, user=user, on=asked.plan_first_switch
         )
+        await reply(client, channel, thread_ts, answer)
+        return
+    if asked.claim_check is not None:  # `claim check [on|off]`: the workspace's setting
+        answer = await claim_check_command(services, client, team=team, user=user, ask=asked.claim_check)
         await reply(client, channel, thread_ts, answer)
         return
     if direct and not services.dms:
