@@ -13,7 +13,7 @@ import httpx
 from . import defaults
 from .backend import RunBackend
 from .budget import Clock, Ledger
-from .capacity_middleware import CapacityMiddleware
+from .capacity_middleware import CapacityMiddleware, SanePauses
 from .checkpoint import Checkpointer
 from .citations import SourceRegistry
 from .config import AgentConfig
@@ -75,6 +75,8 @@ async def research(
     client = anthropic.with_options(max_retries=config.model_max_retries)
     if backend.limiter is not None:  # every attempt, the SDK's retries too, asks the shared limiter first
         client = client.with_middleware(CapacityMiddleware(backend.limiter, team=backend.team, run=backend.run_id))
+    else:  # a provider's pause is clamped all the same before the SDK's own retries honour it
+        client = client.with_middleware(SanePauses())
     emit = LastProgress(emit)
     numbered = NumberedLog(request_log) if request_log is not None else None
     model = ModelClient(
