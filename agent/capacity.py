@@ -29,7 +29,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from .capacity_learning import LEARN_BINDING_SHARE, learned_step
+from .capacity_learning import LEARN_BINDING_SHARE, LEARN_CUTS_PER_REQUEST, learned_step
 from .context.tokens import CHARS_PER_TOKEN
 from .provider_values import count, held_limit, pause_seconds, reset_seconds
 
@@ -132,8 +132,9 @@ class Observed:
     # requests-reset), at most provider_values.MAX_PAUSE_SECONDS. Only the request that was told
     # waits it: one answer never pauses the other runs (the limits and remaining figures pace them).
     retry_after: float | None = None
-    # Tokens reserved for a request the service failed (5xx) without answering: given back, so
-    # an outage's retries do not wait for capacity they never used.
+    # What was reserved for a request the service failed (5xx) or refused (429) without counting it:
+    # given back, so an outage's retries, or one workspace's refused requests, take no one's turn
+    # (except from a learned limit, whose cut on a throttle leaves nothing in the bucket).
     unused: ModelLimits = field(default_factory=ModelLimits)
     # The service refused for load (a 429 other than a spend limit, Bedrock's ThrottlingException,
     # Vertex's RESOURCE_EXHAUSTED): a learned limit is cut. `answered`: it served the request,
@@ -143,10 +144,12 @@ class Observed:
     # The demand whose answer this is: a throttled answer to a request granted before the last
     # cut says nothing new (the cut already counted it), so it does not cut again.
     ticket: str = ""
-    # For a request throttled before: the organization's answer count (what `observe` returned)
-    # at its previous throttle. Answers since then mean the quota had room for others: this
-    # request's throttling is its own (too big, or its key's), and cuts no learned limit again.
-    since: int | None = None
+    # How many times this request was throttled before (0: its first answer), and the service's
+    # answer count (what `observe` returned) at its previous throttle. A request throttled again
+    # cuts a learned limit only while no one was answered in between, LEARN_CUTS_PER_REQUEST times
+    # at most: one throttled again and again (too big, or its key's) must not drag the others down.
+    attempt: int = 0
+    since: int = 0
 
 
 def _limits_of(lower: Mapping[str, str], kind: str) -> ModelLimits:
@@ -407,7 +410,8 @@ class MemoryModelLimiter:
             heard = None if self.configured.get(d) else held_limit(d, seen.limits.get(d), state.limits[d])
             if heard is not None:
                 state.limits[d], state.sources[d] = heard, SOURCE_HEADERS
-            state.buckets[d].level = min(state.limits[d], state.buckets[d].level + (seen.unused.get(d) or 0.0))
+            if not (seen.throttled and state.sources[d] == SOURCE_LEARNED):  # a learned cut empties the bucket
+                state.buckets[d].level = min(state.limits[d], state.buckets[d].level + (seen.unused.get(d) or 0.0))
             remaining = seen.remaining.get(d)
             if remaining is not None:
                 state.buckets[d].level = min(state.buckets[d].level, remaining)
@@ -430,7 +434,7 @@ class MemoryModelLimiter:
             throttled=seen.throttled,
             answered=seen.answered,
             cut_due=(number is None or number > state.cut_at_grant)
-            and (seen.since is None or state.answers <= seen.since),
+            and (seen.attempt == 0 or (seen.attempt < LEARN_CUTS_PER_REQUEST and state.answers <= seen.since)),
             descending=state.answers == state.answers_at_cut,
             binding=min(state.buckets[d].level / state.limits[d] for d in learning) < LEARN_BINDING_SHARE,
         )

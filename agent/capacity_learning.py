@@ -6,9 +6,9 @@ the same tests (tests/jobs/test_capacity.py) and by bench.model_capacity's heade
 The requests limit moves; the learned token limits follow it in the same proportion.
 
 - A throttled answer cuts it, unless the cut already counted it (the request was granted before
-  the last cut) or answers went through for others since this request's previous throttle (the
-  quota had room: the throttling is this request's own, too big or its key's, and must not drag
-  the other runs' share down). After answers the cut is gentle (LEARN_DECREASE: the quota is
+  the last cut), or it is the same request throttled again after others were answered in between,
+  or for the LEARN_CUTS_PER_REQUEST-th time (the throttling is then the request's own, too big or
+  its key's, and must not drag the other runs' share down). After answers the cut is gentle (LEARN_DECREASE: the quota is
   near); a cut that follows a cut with no answer in between is deeper (LEARN_DESCENT: still far
   above, as at the start). The limit before the cut is remembered as the ceiling.
 - After a cut, one request at a time goes until one is answered (the probe): a descent costs one
@@ -27,6 +27,7 @@ __all__ = [
     "LEARN_BINDING_SHARE",
     "LEARN_DECREASE",
     "LEARN_DESCENT",
+    "LEARN_CUTS_PER_REQUEST",
     "LEARN_FLOOR_REQUESTS_PER_MINUTE",
     "LEARN_GAP_SHARE",
     "LEARN_NEAR",
@@ -42,6 +43,9 @@ __all__ = [
 # bench.model_capacity's header-less case (0.9 / 0.5 drew 14-18 throttles per hundred answers).
 LEARN_DECREASE = 0.7
 LEARN_DESCENT = 0.3
+# One request throttled again and again cuts a learned limit this many times at most (from the
+# start, 1,000 a minute, to 27): alone, it cannot drag the limit to the floor and wait a minute a retry.
+LEARN_CUTS_PER_REQUEST = 3
 # Below this share of the ceiling an answer closes LEARN_GAP_SHARE of the gap to it.
 LEARN_NEAR = 0.97
 LEARN_GAP_SHARE = 0.03

@@ -33,7 +33,7 @@ from .capacity import (
     uncached_estimate,
 )
 from .exceptions import ModelThrottled, RequestTooLarge
-from .provider_values import count, pause_seconds
+from .provider_values import MAX_PAUSE_SECONDS, count, pause_seconds
 
 __all__ = ["MAX_THROTTLED_ATTEMPTS", "CapacityMiddleware", "SanePauses"]
 
@@ -42,6 +42,17 @@ MESSAGES_PATH = "/v1/messages"
 # finishes with what it has. A learned limit's descent from its start throttles a request a few
 # times at most; a request throttled for its own sake (too big, its key's) would be for ever.
 MAX_THROTTLED_ATTEMPTS = 8
+# A throttled request whose answer named no valid pause waits this long before asking again,
+# doubling with each throttle (0.5, 1, 2 … s): a request throttled for its own sake does not take
+# the others' turns while it lasts (bench.model_capacity's header-less case: a better worst minute).
+REPEAT_FIRST_WAIT_SECONDS = 0.5
+
+
+def backoff(throttles: int) -> float:
+    """The wait before a request's next attempt after its `throttles`-th throttle with no pause named."""
+    return float(min(MAX_PAUSE_SECONDS, REPEAT_FIRST_WAIT_SECONDS * 2 ** (throttles - 1)))
+
+
 # Statuses a spend limit or billing refusal comes with (429 spend limit, 400 credit balance, 402).
 SPEND_STATUSES = (400, 402, 429)
 
@@ -128,16 +139,23 @@ class CapacityMiddleware(Middleware):
             input_tokens=uncached_estimate(body),
             output_tokens=min(int(body.get("max_tokens") or 0), OUTPUT_RESERVE_TOKENS),
         )
-        throttles, since = 0, None
+        throttles, since = 0, 0
         while True:
             await self._admitted(demand)
             response = await call_next(request)
             _sane_pauses(response)
             status = response.status_code
-            seen = replace(observed(response.headers, status), ticket=demand.ticket, since=since)
+            seen = replace(observed(response.headers, status), ticket=demand.ticket, attempt=throttles, since=since)
             if status >= 500:  # the service failed: it wrote (and counted) no tokens
                 seen = replace(
                     seen, unused=ModelLimits(input_tokens=demand.input_tokens, output_tokens=demand.output_tokens)
+                )
+            elif status == 429:  # refused, not counted: its place goes back (its remaining figures still hold)
+                seen = replace(
+                    seen,
+                    unused=ModelLimits(
+                        requests=demand.requests, input_tokens=demand.input_tokens, output_tokens=demand.output_tokens
+                    ),
                 )
             spent = await _refused_for_spend(response)
             if spent:  # the key's or workspace's: nothing in it is about the organization's capacity
@@ -157,12 +175,11 @@ class CapacityMiddleware(Middleware):
                     "this run ends with what it has rather than waiting on (the other runs keep their share)"
                 )
             # Throttled: this request waits what the answer asked (clamped), then asks again in its
-            # turn as a new demand, rather than the SDK retrying on its own. The answer count tells
-            # the limiter, next time, whether others got through meanwhile (then this is no cut).
+            # turn as a new demand, rather than the SDK retrying on its own (its next throttle, if
+            # any, is counted as this request's again: Observed.attempt and since).
             since = answers
             demand = replace(demand, ticket=uuid.uuid4().hex)
-            if seen.retry_after:
-                await self._wait(seen.retry_after)
+            await self._wait(seen.retry_after if seen.retry_after is not None else backoff(throttles))
 
     def _settler(self, model: str, demand: Demand) -> Callable[[int], Awaitable[None]]:
         """Gives back, once the stream has ended, the output tokens `demand` reserved but did not write."""

@@ -57,6 +57,7 @@ from agent.capacity import (
 )
 from agent.capacity_learning import (
     LEARN_BINDING_SHARE,
+    LEARN_CUTS_PER_REQUEST,
     LEARN_DECREASE,
     LEARN_DESCENT,
     LEARN_FLOOR_REQUESTS_PER_MINUTE,
@@ -234,9 +235,11 @@ return 1
 
 # ARGV[11..13] limits heard ('' unknown), [14..16] remaining heard ('' unknown), [17..19] reserved but
 # unused (a failed request's tokens, given back; '' none), [20] throttled ('1'), [21] answered ('1'),
-# [22] the answer's ticket, [23] its request's answer count at its previous throttle ('' none),
+# [22] the answer's ticket, [23] how many times its request was throttled before,
 # [24..26] the smallest limits heard, [27] the factor a heard limit moves by at most, [28..35] the
-# learning rule's constants (agent/capacity_learning.py; MemoryModelLimiter._learn is the same rule).
+# learning rule's constants, [36] the cuts one request may make, [37] the answer count at its
+# request's previous throttle
+# (agent/capacity_learning.py; MemoryModelLimiter._learn is the same rule).
 # Learned limits move first. Returns the answer count.
 _OBSERVE = (
     _PRELUDE
@@ -258,8 +261,8 @@ if learning[1] or learning[2] or learning[3] then
   for i = 1, 3 do if learning[i] then fill = math.min(fill, levels[i] / limits[i]) end end
   if ARGV[20] == '1' then
     local cut_at = tonumber(redis.call('HGET', state, 'cut_at_grant') or '0')
-    local since = tonumber(ARGV[23])
-    if (not number or number > cut_at) and (not since or answers <= since) then
+    local attempt = tonumber(ARGV[23])
+    if (not number or number > cut_at) and (attempt == 0 or (attempt < tonumber(ARGV[36]) and answers <= tonumber(ARGV[37]))) then
       local at_cut = tonumber(redis.call('HGET', state, 'answers_at_cut') or '0')
       local factor = decrease
       if answers == at_cut then factor = descent end
@@ -297,7 +300,7 @@ for i = 1, 3 do
     limits[i] = heard
   end
   local unused = tonumber(ARGV[16 + i])
-  if unused then levels[i] = math.min(limits[i], levels[i] + unused) end
+  if unused and not (ARGV[20] == '1' and not known[i]) then levels[i] = math.min(limits[i], levels[i] + unused) end
   local remaining = tonumber(ARGV[13 + i])
   if remaining then levels[i] = math.min(levels[i], remaining) end
 end
@@ -394,7 +397,7 @@ class RedisModelLimiter:
                 "1" if seen.throttled else "0",
                 "1" if seen.answered else "0",
                 seen.ticket,
-                "" if seen.since is None else seen.since,
+                seen.attempt,
                 *(MIN_LIMITS[d] for d in DIMENSIONS),
                 LIMIT_FACTOR,
                 LEARN_DECREASE,
@@ -405,6 +408,8 @@ class RedisModelLimiter:
                 LEARN_RAISE_PER_ANSWER,
                 LEARN_BINDING_SHARE,
                 LEARN_FLOOR_REQUESTS_PER_MINUTE,
+                LEARN_CUTS_PER_REQUEST,
+                seen.since,
             ],
         )
         return int(answers)

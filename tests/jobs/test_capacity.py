@@ -188,7 +188,7 @@ async def drive(limiter: ModelLimiter, quota: HiddenQuota, clock: Clock, *, minu
     end = clock.now + minutes * 60
     ready = {f"r{n}": clock.now for n in range(runs)}  # run -> when it asks next
     pending = {run: demand("t", run) for run in ready}
-    since: dict[str, int | None] = dict.fromkeys(ready)
+    attempt, since = dict.fromkeys(ready, 0), dict.fromkeys(ready, 0)
     while clock.now < end:
         run = min(ready, key=lambda r: ready[r])
         clock.now = max(clock.now, ready[run])
@@ -197,9 +197,9 @@ async def drive(limiter: ModelLimiter, quota: HiddenQuota, clock: Clock, *, minu
         if wait > 0:
             ready[run] = clock.now + wait
             continue
-        seen = replace(quota.answer(), ticket=wanted.ticket, since=since[run])
-        answers = await limiter.observe("m", seen)
-        since[run] = None if seen.answered else answers  # a throttled request asks again, as the middleware does
+        seen = replace(quota.answer(), ticket=wanted.ticket, attempt=attempt[run], since=since[run])
+        since[run] = await limiter.observe("m", seen)
+        attempt[run] = 0 if seen.answered else attempt[run] + 1  # a throttled request asks again, as the middleware does
         pending[run] = demand("t", run)
         ready[run] = clock.now + (latency if seen.answered else 0.0)
 
