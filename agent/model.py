@@ -24,6 +24,7 @@ from .exceptions import ModelUnavailable
 from .model_capabilities import Capabilities, Provider, capabilities
 from .model_provider import ModelAPI
 from .provider_values import pause_seconds
+from .spend_gate import SPEND_SETTLE
 from .usage import Usage
 
 log = logging.getLogger(__name__)
@@ -179,12 +180,17 @@ class ModelClient:
         async def streamed() -> Message:
             # Streamed: long outputs are refused without streaming, and a stream shows liveness.
             STREAM_SETTLE.set(None)
+            SPEND_SETTLE.set(None)
             async with self._client.messages.stream(**body, timeout=timeout or self._timeout) as stream:
                 message = await stream.get_final_message()
             settle = STREAM_SETTLE.get()  # left by the capacity middleware, when a limiter is in use
             if settle is not None:
                 STREAM_SETTLE.set(None)
                 await settle(message.usage.output_tokens)
+            spent = SPEND_SETTLE.get()  # left by the spend gate's middleware, when budgets are shared
+            if spent is not None:
+                SPEND_SETTLE.set(None)
+                await spent(Usage.of(message))
             return message
 
         started = time.monotonic()

@@ -25,6 +25,7 @@ from .model import ModelClient, ModelUnavailable, Patience
 from .model_provider import ModelAPI
 from .opening import with_markers, with_stated_constraints
 from .report import Section
+from .spend_gate import SpendMiddleware
 from .task import ResearchTask
 from .task_agents import NumberedLog, TaskTeam
 from .thread_memory import roll
@@ -77,6 +78,8 @@ async def research(
         client = client.with_middleware(CapacityMiddleware(backend.limiter, team=backend.team, run=backend.run_id))
     else:  # a provider's pause is clamped all the same before the SDK's own retries honour it
         client = client.with_middleware(SanePauses())
+    if backend.spend_gate is not None:  # innermost: each attempt reserved against the shared budgets
+        client = client.with_middleware(SpendMiddleware(backend.spend_gate))
     emit = LastProgress(emit)
     numbered = NumberedLog(request_log) if request_log is not None else None
     model = ModelClient(

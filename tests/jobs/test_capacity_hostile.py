@@ -2,6 +2,7 @@
 answer (retry-after, retry-after-ms, the anthropic-ratelimit-* limits, remaining and reset) is read
 strictly and clamped, generated over hostile values for both limiters (Redis's Lua and the engine's
 in-memory one), and what the Redis limiter stores expires."""
+
 from __future__ import annotations
 
 import math
@@ -20,21 +21,52 @@ from jobs.budgets.capacity import STATE_TTL_SECONDS, RedisModelLimiter
 HOSTILE = st.one_of(
     st.integers(min_value=-(10**15), max_value=10**15).map(str),
     st.floats(allow_nan=True, allow_infinity=True).map(repr),
-    st.sampled_from([
-        "1000000000", "1e9", "-5", "0.001", "0.5", "-0.5", "inf", "-inf", "nan", "NaN", "", " ", "abc",
-        "1,000", "0x10", "١٢٣", "１２", "2999-01-01T00:00:00Z", "9999-12-31T23:59:59+00:00",
-        "2999-01-01T00:00:00", "Fri, 31 Dec 2999 23:59:59 GMT", "Thu, 01 Jan 1970 00:00:00 GMT", "86400",
-        "4294967296", "99999999999999999999999", "1" * 400,
-    ]),
+    st.sampled_from(
+        [
+            "1000000000",
+            "1e9",
+            "-5",
+            "0.001",
+            "0.5",
+            "-0.5",
+            "inf",
+            "-inf",
+            "nan",
+            "NaN",
+            "",
+            " ",
+            "abc",
+            "1,000",
+            "0x10",
+            "١٢٣",
+            "１２",
+            "2999-01-01T00:00:00Z",
+            "9999-12-31T23:59:59+00:00",
+            "2999-01-01T00:00:00",
+            "Fri, 31 Dec 2999 23:59:59 GMT",
+            "Thu, 01 Jan 1970 00:00:00 GMT",
+            "86400",
+            "4294967296",
+            "99999999999999999999999",
+            "1" * 400,
+        ]
+    ),
     st.text(max_size=30),
 )
 NAMES = ["retry-after", "retry-after-ms"] + [
-    f"anthropic-ratelimit-{d}-{kind}" for d in ("requests", "input-tokens", "output-tokens", "tokens")
-    for kind in ("limit", "remaining", "reset")]
+    f"anthropic-ratelimit-{d}-{kind}"
+    for d in ("requests", "input-tokens", "output-tokens", "tokens")
+    for kind in ("limit", "remaining", "reset")
+]
 HEADERS = st.dictionaries(st.sampled_from(NAMES), HOSTILE, min_size=1, max_size=len(NAMES))
-SANE = {"anthropic-ratelimit-requests-limit": "600", "anthropic-ratelimit-requests-remaining": "600",
-        "anthropic-ratelimit-input-tokens-limit": "1000000", "anthropic-ratelimit-input-tokens-remaining": "1000000",
-        "anthropic-ratelimit-output-tokens-limit": "200000", "anthropic-ratelimit-output-tokens-remaining": "200000"}
+SANE = {
+    "anthropic-ratelimit-requests-limit": "600",
+    "anthropic-ratelimit-requests-remaining": "600",
+    "anthropic-ratelimit-input-tokens-limit": "1000000",
+    "anthropic-ratelimit-input-tokens-remaining": "1000000",
+    "anthropic-ratelimit-output-tokens-limit": "200000",
+    "anthropic-ratelimit-output-tokens-remaining": "200000",
+}
 # After the worst answers, another workspace's request goes within this long (a minute's refill of one
 # request at a quarter of the heard limit is 0.4 s: this is room, not a target).
 ANOTHER_RUN_WAITS_AT_MOST_SECONDS = 60.0
@@ -96,7 +128,8 @@ async def in_force(limiter: MemoryModelLimiter | RedisModelLimiter) -> ModelLimi
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(answers=st.lists(st.tuples(HEADERS, st.sampled_from([200, 429])), min_size=1, max_size=4))
 async def test_hostile_answers_cannot_hold_another_workspace_back_nor_empty_the_limits(
-        kind: str, async_redis: AsyncRedis, answers: list[tuple[dict[str, str], int]]) -> None:
+    kind: str, async_redis: AsyncRedis, answers: list[tuple[dict[str, str], int]]
+) -> None:
     await async_redis.flushdb()
     clock = Clock()
     limiter = limiter_of(kind, async_redis, clock)
@@ -129,7 +162,8 @@ async def test_hostile_answers_cannot_hold_another_workspace_back_nor_empty_the_
 
 
 async def test_a_demand_larger_than_a_named_limit_is_answered_never_and_leaves_the_queue(
-        kind: str, async_redis: AsyncRedis) -> None:
+    kind: str, async_redis: AsyncRedis
+) -> None:
     clock = Clock()
     limiter = limiter_of(kind, async_redis, clock)
     warm = Demand(team="A", run="a", model="m", input_tokens=10, output_tokens=10)
