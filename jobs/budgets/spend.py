@@ -342,6 +342,18 @@ class Spend:
         keeps what its admins set, "off" included). True when this set it."""
         return bool(self.redis.hsetnx(keys.budgets(team), "workspace", str(round(usd_per_month * MICROS))))
 
+    def budget_new_org(self, enterprise: str, usd_per_month: float) -> bool:
+        """An org-wide (Enterprise Grid) install: the budget each of its workspaces starts with, kept under
+        the org's id until a workspace of it first asks (adopt_org_budget). True when this set it."""
+        return bool(self.redis.hsetnx(keys.budgets(enterprise), "workspace", str(round(usd_per_month * MICROS))))
+
+    def adopt_org_budget(self, enterprise: str, team: str) -> None:
+        """A workspace of an org-wide install starts with the org's new-workspace budget, as a workspace
+        install does (unless it has one of its own, "off" included)."""
+        budget = self.redis.hget(keys.budgets(enterprise), "workspace")
+        if budget is not None:
+            self.redis.hsetnx(keys.budgets(team), "workspace", budget)
+
     def caps(self, team: str | None, channel: str | None, user: str | None = None) -> list[CapState]:
         """The budgets in force for a run in this channel (or, in a direct message or with no channel,
         for this person), with this month's spend against each."""
