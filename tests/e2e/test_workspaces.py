@@ -17,8 +17,8 @@ from rq.job import Job
 
 from jobs import RunStatus, RunStore
 from jobs import keys as job_keys
-from jobs.upkeep.recheck import Rechecks
 from jobs.budgets.spend import Spend
+from jobs.upkeep.recheck import Rechecks
 from tests.e2e.stack import (
     APP_TOKEN,
     begin_install,

@@ -284,5 +284,5 @@ async def test_a_waiting_request_is_told_which_limit_holds_it(make_limiter: Limi
     assert await limiter.try_acquire(Demand(team="t", run="r", model="m", input_tokens=10, output_tokens=1_000)) == 0
     waiting = Demand(team="t", run="r", model="m", input_tokens=10, output_tokens=1_000)
     assert await limiter.try_acquire(waiting) > 0
-    holding = getattr(limiter, "holding")
+    holding = limiter.holding
     assert await holding(waiting) == ("output_tokens", 1_000, "set")
