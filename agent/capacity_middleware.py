@@ -68,7 +68,8 @@ async def _refused_for_spend(response: AsyncAPIResponse[Any]) -> bool:
         return False
     if not isinstance(body, dict):
         return False
-    error = body.get("error") if isinstance(body.get("error"), dict) else body  # Anthropic's, or Bedrock's shape
+    nested = body.get("error")
+    error: dict[str, Any] = nested if isinstance(nested, dict) else body  # Anthropic's, or Bedrock's shape
     kind = str(error.get("type", ""))
     return kind == "billing_error" or is_spend_limit(str(error.get("message", "")))
 

@@ -96,7 +96,7 @@ class AdmittingOAuthFlow(AsyncOAuthFlow):
         await super().store_installation(request, installation)
         if known is None and self.new_workspace is not None:
             # An org-wide install names no workspace: the org's id holds the budget its workspaces start with.
-            await self.new_workspace(installation.team_id if not org_wide else installation.enterprise_id or "")
+            await self.new_workspace((installation.enterprise_id if org_wide else installation.team_id) or "")
 
 
 def _refusing(default: Callable[[AsyncFailureArgs], Awaitable[BoltResponse]]) -> Callable[..., Awaitable[BoltResponse]]:
@@ -150,10 +150,12 @@ def oauth_flow(
     if spend is not None and budget is not None:
 
         async def new_workspace(team: str) -> None:
+            if not team:
+                return
             if team.startswith("E"):  # an Enterprise Grid org's id: each of its workspaces adopts it
                 if await asyncio.to_thread(spend.budget_new_org, team, budget):
                     log.info("each workspace of org %s starts with a monthly budget of $%.2f", team, budget)
-            elif team and await asyncio.to_thread(spend.budget_new_workspace, team, budget):
+            elif await asyncio.to_thread(spend.budget_new_workspace, team, budget):
                 log.info("workspace %s starts with a monthly budget of $%.2f", team, budget)
 
         flow.new_workspace = new_workspace
