@@ -17,11 +17,14 @@ from anthropic.types import Message
 
 from . import defaults
 from .capacity import CAPACITY_WAIT, STREAM_SETTLE, is_spend_limit
+from .capacity_middleware import MAX_THROTTLED_ATTEMPTS
 from .context.requestlog import RequestLog, RequestRecord, describe
 from .context.tokens import CHARS_PER_TOKEN, estimate_chars
 from .exceptions import ModelUnavailable
 from .model_capabilities import Capabilities, Provider, capabilities
 from .model_provider import ModelAPI
+from .provider_values import pause_seconds
+from .spend_gate import SPEND_SETTLE
 from .usage import Usage
 
 log = logging.getLogger(__name__)
@@ -64,10 +67,8 @@ def is_rate_limited(exc: BaseException) -> bool:
 
 
 def _retry_after(exc: anthropic.APIStatusError) -> float | None:
-    try:
-        return float(exc.response.headers.get("retry-after", ""))
-    except ValueError:
-        return None
+    """The answer's pause, read strictly and clamped (agent/provider_values.py)."""
+    return pause_seconds(exc.response.headers)
 
 
 # Bedrock and Vertex refuse credentials and model access with 401/403 of their own.
@@ -179,12 +180,17 @@ class ModelClient:
         async def streamed() -> Message:
             # Streamed: long outputs are refused without streaming, and a stream shows liveness.
             STREAM_SETTLE.set(None)
+            SPEND_SETTLE.set(None)
             async with self._client.messages.stream(**body, timeout=timeout or self._timeout) as stream:
                 message = await stream.get_final_message()
             settle = STREAM_SETTLE.get()  # left by the capacity middleware, when a limiter is in use
             if settle is not None:
                 STREAM_SETTLE.set(None)
                 await settle(message.usage.output_tokens)
+            spent = SPEND_SETTLE.get()  # left by the spend gate's middleware, when budgets are shared
+            if spent is not None:
+                SPEND_SETTLE.set(None)
+                await spent(Usage.of(message))
             return message
 
         started = time.monotonic()
@@ -225,8 +231,8 @@ class ModelClient:
 
     async def _patiently(self, call: Callable[[], Awaitable[T]], kind: str) -> T:
         """`call()`, tried again while the service says it is overloaded, for up to the patience,
-        and while it rate-limits us (429), for as long as it takes: the run's own deadlines bound
-        that wait, which is shown as waiting for model capacity and is not active time.
+        and while it rate-limits us (429), up to MAX_THROTTLED_ATTEMPTS times (then the run ends with
+        what it has); that wait is shown as waiting for model capacity and is not active time.
         Cancelling the caller (a stop, a deadline) ends the wait at once."""
         patience = self.patience
         started = time.monotonic()
@@ -236,6 +242,8 @@ class ModelClient:
                 return await call()
             except anthropic.APIStatusError as exc:
                 if is_rate_limited(exc):
+                    if attempt + 1 >= MAX_THROTTLED_ATTEMPTS:
+                        raise
                     wait = _retry_after(exc) or patience.wait(attempt)
                     log.warning("model service rate-limited us (%s); trying again in %.1f s", kind, wait)
                     hook = CAPACITY_WAIT.get()

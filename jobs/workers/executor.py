@@ -26,6 +26,7 @@ from agent.config import Caps, budget_for
 from agent.task import PriorRun
 from agent.visibility import is_requester_dm
 
+from ..budgets.reservations import RedisSpendGate
 from ..budgets.spend import Spend, record_spend
 from ..control import ownership
 from ..control.control import RedisRunControl, upgraded_profile
@@ -149,6 +150,15 @@ async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime, tenur
                     limiter=model_limiter(async_redis, runtime),
                     team=state.run.team or "",
                     run_id=run_id,
+                    # Each request reserved against the budgets this run shares with its channel's and
+                    # workspace's other runs (jobs/budgets/reservations.py).
+                    spend_gate=RedisSpendGate(
+                        async_redis,
+                        team=state.run.team,
+                        channel=state.run.channel,
+                        user=state.run.requester,
+                        run_id=run_id,
+                    ),
                 ),
                 registry=SourceRegistry(state.sources.values()),
                 sections=state.sections,

@@ -179,6 +179,8 @@ async def handle_question(
     if len(question) > MAX_QUESTION_CHARS:
         await reply(client, channel, thread_ts, too_long(question))
         return
+    if tenant.enterprise_install and tenant.enterprise and team:  # the org's new-workspace budget, as an install's
+        await asyncio.to_thread(services.spend.adopt_org_budget, tenant.enterprise, team)
     over_budget = await asyncio.to_thread(services.spend.cap_refusal, team, channel, user)
     if over_budget:  # the channel's or workspace's monthly budget is spent: start nothing
         await reply(client, channel, thread_ts, over_budget)
