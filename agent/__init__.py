@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from .charts import Chart
     from .charts.blobs import load_png
     from .citations import SourceRegistry
+    from .claims.models import FootnoteClaim
+    from .claims.view import CitedClaim, ClaimCounts, cited_claims, claim_counts, claim_line
     from .config import PROFILES, AgentConfig, Budget, Caps, FetchConfig, McpServerConfig, SearchConfig, SearchProvider
     from .context.requestlog import RequestRecord
     from .defaults import MAX_QUESTION_CHARS
@@ -45,7 +47,16 @@ if TYPE_CHECKING:
     from .model_provider import ModelAPI, model_api
     from .pricing import cost_usd
     from .provider_config import ProviderConfig, ProviderUnavailable, Silence, provider_problems
-    from .report import SNIPPET_NOTE, AssembledReport, Footnote, Section, assemble, figure_line, to_markdown
+    from .report import (
+        SNIPPET_NOTE,
+        AssembledReport,
+        Footnote,
+        Section,
+        anchor_lines,
+        assemble,
+        figure_line,
+        to_markdown,
+    )
     from .run import research
     from .silence import ModelWatch, Waiting, endpoint
     from .task import ResearchTask
@@ -79,6 +90,12 @@ __all__ = [
     "endpoint",
     "Silence",
     "Waiting",
+    "CitedClaim",
+    "ClaimCounts",
+    "FootnoteClaim",
+    "cited_claims",
+    "claim_counts",
+    "claim_line",
     "AgentConfig",
     "AssembledReport",
     "Budget",
@@ -120,6 +137,7 @@ __all__ = [
     "Usage",
     "UsageRecorded",
     "WorkspaceError",
+    "anchor_lines",
     "assemble",
     "capabilities",
     "cost_usd",

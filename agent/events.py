@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field
 
 from .charts.models import Chart
+from .claims.models import ClaimCheck
 from .figures import FigureFlag
 from .thread_memory import ThreadSummary
 
@@ -82,6 +83,7 @@ class SectionWritten(BaseModel):
     body: str
     figures_checked: int = 0
     flags: list[FigureFlag] = Field(default_factory=list)
+    claims: list[ClaimCheck] = Field(default_factory=list)
 
 
 class SectionRevised(BaseModel):
@@ -91,6 +93,7 @@ class SectionRevised(BaseModel):
     reason: str
     figures_checked: int = 0
     flags: list[FigureFlag] = Field(default_factory=list)
+    claims: list[ClaimCheck] = Field(default_factory=list)
 
 
 class UsageRecorded(BaseModel):

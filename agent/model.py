@@ -17,12 +17,15 @@ from anthropic.types import Message
 
 from . import defaults
 from .capacity import CAPACITY_WAIT, STREAM_SETTLE, is_spend_limit
+from .capacity_middleware import MAX_THROTTLED_ATTEMPTS
 from .context.requestlog import RequestLog, RequestRecord, describe
 from .context.tokens import CHARS_PER_TOKEN, estimate_chars
 from .exceptions import ModelUnavailable
 from .model_capabilities import Capabilities, Provider, capabilities
 from .model_provider import ModelAPI
+from .provider_values import pause_seconds
 from .silence import ModelSilent, endpoint
+from .spend_gate import SPEND_SETTLE
 from .usage import Usage
 
 log = logging.getLogger(__name__)
@@ -65,10 +68,8 @@ def is_rate_limited(exc: BaseException) -> bool:
 
 
 def _retry_after(exc: anthropic.APIStatusError) -> float | None:
-    try:
-        return float(exc.response.headers.get("retry-after", ""))
-    except ValueError:
-        return None
+    """The answer's pause, read strictly and clamped (agent/provider_values.py)."""
+    return pause_seconds(exc.response.headers)
 
 
 # Bedrock and Vertex refuse credentials and model access with 401/403 of their own.
@@ -220,20 +221,9 @@ class ModelClient:
         if self.thinking and kind == "turn":
             body["thinking"] = thinking_config(self.caps, max_tokens)
 
-        async def streamed() -> Message:
-            # Streamed: long outputs are refused without streaming, and a stream shows liveness.
-            STREAM_SETTLE.set(None)
-            async with self._api.messages.stream(**body, timeout=timeout or self._timeout) as stream:
-                message = await stream.get_final_message()
-            settle = STREAM_SETTLE.get()  # left by the capacity middleware, when a limiter is in use
-            if settle is not None:
-                STREAM_SETTLE.set(None)
-                await settle(message.usage.output_tokens)
-            return message
-
         started = time.monotonic()
         try:
-            message = await self._patiently(streamed, kind)
+            message = await self._patiently(lambda: self._streamed(body, timeout or self._timeout), kind)
         except anthropic.APIError as exc:
             said = self._failed(exc)
             await self._record(kind, body, None, said, seconds=time.monotonic() - started)
@@ -245,7 +235,8 @@ class ModelClient:
         await self._record(kind, body, message, seconds=time.monotonic() - started)
         return message
 
-    async def small(self, *, system: str, prompt: str, max_tokens: int) -> str:
+    async def small(self, *, system: str, prompt: str, max_tokens: int, kind: str = "extract") -> str:
+        """A small-model call; `kind` names it in the request log ("extract", "claim_check")."""
         body: dict[str, Any] = {
             "model": self.small_model,
             "system": system,
@@ -254,28 +245,41 @@ class ModelClient:
         }
         started = time.monotonic()
         try:
-            message = await self._patiently(lambda: self._streamed(body), "extract")
+            message = await self._patiently(lambda: self._streamed(body, self._timeout), kind)
         except anthropic.APIError as exc:
             said = self._failed(exc)
-            await self._record("extract", body, None, said, seconds=time.monotonic() - started)
+            await self._record(kind, body, None, said, seconds=time.monotonic() - started)
             raise ModelUnavailable(said) from exc
         self._silent = False
         self.usage.add(Usage.of(message))
         if self._on_usage:
             self._on_usage(message, False)
-        await self._record("extract", body, message, seconds=time.monotonic() - started)
+        await self._record(kind, body, message, seconds=time.monotonic() - started)
         return "".join(block.text for block in message.content if block.type == "text")
 
-    async def _streamed(self, body: dict[str, Any]) -> Message:
-        """A side request, streamed like a turn: a service that sends nothing is found out at the first
-        byte (agent/silence.py), however long the answer takes to write."""
-        async with self._api.messages.stream(**body, timeout=self._timeout) as stream:
-            return await stream.get_final_message()
+    async def _streamed(self, body: dict[str, Any], timeout: float) -> Message:
+        """One request, streamed, whatever it is (a turn, a side request): long outputs are refused
+        without streaming, a stream shows liveness, and a service that sends nothing is found out at the
+        first byte however long the answer takes to write (agent/silence.py). What the middlewares left
+        to settle once the stream ended is settled here."""
+        STREAM_SETTLE.set(None)
+        SPEND_SETTLE.set(None)
+        async with self._api.messages.stream(**body, timeout=timeout) as stream:
+            message = await stream.get_final_message()
+        settle = STREAM_SETTLE.get()  # left by the capacity middleware, when a limiter is in use
+        if settle is not None:
+            STREAM_SETTLE.set(None)
+            await settle(message.usage.output_tokens)
+        spent = SPEND_SETTLE.get()  # left by the spend gate's middleware, when budgets are shared
+        if spent is not None:
+            SPEND_SETTLE.set(None)
+            await spent(Usage.of(message))
+        return message
 
     async def _patiently(self, call: Callable[[], Awaitable[T]], kind: str) -> T:
         """`call()`, tried again while the service says it is overloaded, for up to the patience,
-        and while it rate-limits us (429), for as long as it takes: the run's own deadlines bound
-        that wait, which is shown as waiting for model capacity and is not active time.
+        and while it rate-limits us (429), up to MAX_THROTTLED_ATTEMPTS times (then the run ends with
+        what it has); that wait is shown as waiting for model capacity and is not active time.
         Cancelling the caller (a stop, a deadline) ends the wait at once."""
         patience = self.patience
         started = time.monotonic()
@@ -285,6 +289,8 @@ class ModelClient:
                 return await call()
             except anthropic.APIStatusError as exc:
                 if is_rate_limited(exc):
+                    if attempt + 1 >= MAX_THROTTLED_ATTEMPTS:
+                        raise
                     wait = _retry_after(exc) or patience.wait(attempt)
                     log.warning("model service rate-limited us (%s); trying again in %.1f s", kind, wait)
                     hook = CAPACITY_WAIT.get()
@@ -320,7 +326,7 @@ class ModelClient:
             "messages": [{"role": "user", "content": prompt}],
         }
         try:
-            message = await self._patiently(lambda: self._streamed(body), "search")
+            message = await self._patiently(lambda: self._streamed(body, self._timeout), "search")
         except anthropic.APIError as exc:
             said = self._failed(exc)
             await self._record("search", body, None, said)

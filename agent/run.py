@@ -13,7 +13,7 @@ import httpx
 from . import defaults
 from .backend import RunBackend
 from .budget import Clock, Ledger
-from .capacity_middleware import CapacityMiddleware
+from .capacity_middleware import CapacityMiddleware, SanePauses
 from .checkpoint import Checkpointer
 from .citations import SourceRegistry
 from .config import AgentConfig
@@ -25,6 +25,7 @@ from .model import ModelClient, ModelUnavailable, Patience
 from .model_provider import ModelAPI
 from .opening import with_markers, with_stated_constraints
 from .report import Section
+from .spend_gate import SpendMiddleware
 from .task import ResearchTask
 from .task_agents import NumberedLog, TaskTeam
 from .thread_memory import roll
@@ -75,6 +76,10 @@ async def research(
     client = anthropic.with_options(max_retries=config.model_max_retries)
     if backend.limiter is not None:  # every attempt, the SDK's retries too, asks the shared limiter first
         client = client.with_middleware(CapacityMiddleware(backend.limiter, team=backend.team, run=backend.run_id))
+    else:  # a provider's pause is clamped all the same before the SDK's own retries honour it
+        client = client.with_middleware(SanePauses())
+    if backend.spend_gate is not None:  # innermost: each attempt reserved against the shared budgets
+        client = client.with_middleware(SpendMiddleware(backend.spend_gate))
     emit = LastProgress(emit)
     numbered = NumberedLog(request_log) if request_log is not None else None
     model = ModelClient(

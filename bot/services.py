@@ -37,6 +37,7 @@ class Services:
     channels: frozenset[str] = frozenset()  # DEEPTHREAD_CHANNELS: where questions are taken (empty: everywhere)
     streams: StreamConfig = field(default_factory=StreamConfig)  # DEEPTHREAD_PROGRESS and the stream's rollover
     workspace_search: str = "public"  # DEEPTHREAD_WORKSPACE_SEARCH: decides each new run's private_sources
+    claim_check: bool = True  # DEEPTHREAD_CLAIM_CHECK: off for the deployment, whatever a workspace chose
     # The only way listeners read or change runs; every call runs off the event loop.
     runs: AsyncRuns = field(init=False)
     # Spend and monthly budgets (sync Redis: listeners call it through asyncio.to_thread).

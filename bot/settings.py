@@ -151,6 +151,9 @@ class Settings(BaseSettings):
     vertex_access_token: SecretStr | None = Field(default=None, validation_alias=_env("DEEPTHREAD_VERTEX_ACCESS_TOKEN"))
     # The model thinks where the capability table allows it; "off" never.
     thinking: Literal["on", "off"] = Field(default="on", validation_alias=_env("DEEPTHREAD_THINKING"))
+    # Every cited claim held to its source (agent/claims); "off" for the whole deployment. A workspace's
+    # admins may turn it off for their workspace alone (`claim check off`, bot/desk/claim_check.py).
+    claim_check: Literal["on", "off"] = Field(default="on", validation_alias=_env("DEEPTHREAD_CLAIM_CHECK"))
 
     redis_url: str | None = Field(default=None, validation_alias=_env("REDIS_URL"))
     # Every key's prefix and the RQ queue's name (default: the prefix), so deployments can share a Redis.
@@ -329,7 +332,7 @@ class Settings(BaseSettings):
         """Slack's OAuth install flow (SLACK_CLIENT_ID and SLACK_CLIENT_SECRET set) rather than one bot token."""
         return bool(self.slack_client_id) or self.slack_client_secret is not None
 
-    @field_validator("model_provider", "thinking", mode="before")
+    @field_validator("model_provider", "thinking", "claim_check", mode="before")
     @classmethod
     def _lower(cls, value: object, info: ValidationInfo) -> object:
         if isinstance(value, str):
@@ -440,6 +443,7 @@ class Settings(BaseSettings):
             small_model=self.small_model,
             provider=self.model_provider,
             thinking=self.thinking == "on",
+            claim_check=self.claim_check == "on",
             search=search,
             fetch=FetchConfig(allow=allow),
             caps=caps,

@@ -112,6 +112,7 @@ async def serve(settings: Settings) -> int:
         thread_log=ThreadLog(redis, int(settings.retention_days * 86_400))
         if settings.slack_distributed == "on"
         else None,
+        claim_check=settings.claim_check == "on",
     )
     services.runs = AsyncRuns(Runs(store, hard_stop_seconds=settings.hard_stop_seconds))
     app = build_app(settings, services, client, identity, oauth=oauth, installations=installations)

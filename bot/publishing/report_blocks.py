@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 from slack_sdk.models.blocks import ContextActionsBlock, FeedbackButtonObject, FeedbackButtonsElement
 
-from agent import SNIPPET_NOTE, AssembledReport, Footnote, domain_of, figure_line, shorten
+from agent import SNIPPET_NOTE, AssembledReport, Footnote, claim_line, domain_of, figure_line, shorten
 from bot import limits
 from bot.catalogue import money, plural, said_once, words_for
 from bot.slack.mrkdwn import to_mrkdwn
@@ -18,6 +18,7 @@ from bot.slack.mrkdwn_escaping import escape_text, link
 from bot.slack.mrkdwn_split import shorten_mrkdwn, split_text
 from jobs import RunState, RunStatus
 
+from .claim_notes import anchor_quotes, marked_notes
 from .message_parts import _bold, _context, _minutes, _requester, _section, _with_mentions
 from .progress_render import STATUS_LINE_CHARS
 
@@ -110,6 +111,9 @@ def _footer(state: RunState) -> str:
     figures = figure_line(state.sections)
     if figures:
         parts.append(escape_text(figures))
+    claims = claim_line(state.sections)  # the claim check's counts (agent/claims)
+    if claims:
+        parts.append(escape_text(claims))
     if state.next_check is not None:  # a scheduled re-check of this report (`recheck …` in the thread)
         parts.append(f"next check {state.next_check:%a %-d %b, %H:%M} UTC")
     return " · ".join(parts)
@@ -127,10 +131,11 @@ def _source_line(note: Footnote, title_chars: int, passage_chars: int) -> str:
     s = note.source
     domain = _domain(s.url)
     kind = f" · _{SNIPPET_NOTE}_" if s.kind == "snippet" else ""
+    quoted = anchor_quotes(note, passage_chars) or f"“{escape_text(shorten(s.passage, passage_chars))}”"
     return (
         f"[{note.number}] {link(s.url, shorten(s.title, title_chars) or domain)} · "
-        f"{escape_text(domain)} · “{escape_text(shorten(s.passage, passage_chars))}” · "
-        f"fetched {s.retrieved_at:%Y-%m-%d}{kind}"
+        f"{escape_text(domain)} · {quoted} · "
+        f"fetched {s.retrieved_at:%Y-%m-%d}{kind}{marked_notes(note)}"
     )
 
 

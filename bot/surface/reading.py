@@ -10,6 +10,7 @@ import re
 from pydantic import BaseModel
 
 from agent import MAX_QUESTION_CHARS
+from bot.desk.claim_check import ClaimCheckAsk, claim_check_switch
 from bot.desk.commands import SpendRequest, read_spend
 from bot.desk.plan_first import plan_first_question, plan_first_switch
 from bot.desk.recheck import RecheckCommand, parse_recheck
@@ -30,6 +31,7 @@ class ThreadReply(BaseModel, frozen=True):
     forget: bool = False
     recheck: RecheckCommand | None = None
     spend: SpendRequest | None = None
+    claim_check: ClaimCheckAsk | None = None  # `claim check [on|off]`
     go_deeper: bool = False
     history: bool = False
     history_section: str | None = None
@@ -46,6 +48,9 @@ def read_thread_reply(text: str, channel: str | None) -> ThreadReply:
     spend = read_spend(text, channel)
     if spend is not None:
         return ThreadReply(spend=spend)
+    claim_check = claim_check_switch(text)
+    if claim_check is not None:
+        return ThreadReply(claim_check=claim_check)
     if GO_DEEPER.match(text):
         return ThreadReply(go_deeper=True)
     wanted = HISTORY.match(text)
@@ -63,6 +68,7 @@ class QuestionReading(BaseModel, frozen=True):
 
     spend: SpendRequest | None = None
     plan_first_switch: bool | None = None  # `plan first on|off`
+    claim_check: ClaimCheckAsk | None = None  # `claim check [on|off]`
     planned: str | None = None  # the question after a `plan first:` prefix
 
 
@@ -73,6 +79,9 @@ def read_question(text: str, channel: str | None) -> QuestionReading:
     switch = plan_first_switch(text)
     if switch is not None:
         return QuestionReading(plan_first_switch=switch)
+    claim_check = claim_check_switch(text)
+    if claim_check is not None:
+        return QuestionReading(claim_check=claim_check)
     return QuestionReading(planned=plan_first_question(text))
 
 

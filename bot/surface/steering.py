@@ -14,6 +14,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from agent import MAX_QUESTION_CHARS
 from bot.desk.admins import may_control, only_who_may
+from bot.desk.claim_check import claim_check_command
 from bot.desk.commands import spend_command
 from bot.desk.recheck import handle_recheck
 from bot.desk.retention import forget_thread_command
@@ -101,6 +102,10 @@ async def thread_message(
                 services, client, asked.spend, team=latest.run.team, channel=channel, user=user
             )
             await reply(client, channel, thread_ts, answer)
+        return
+    if asked.claim_check is not None:  # `claim check [on|off]`: the workspace's setting, a command
+        answer = await claim_check_command(services, client, team=latest.run.team, user=user, ask=asked.claim_check)
+        await reply(client, channel, thread_ts, answer)
         return
     if asked.go_deeper:
         await go_deeper(services, client, latest, event_id, channel, user)

@@ -128,6 +128,11 @@ def budgets(team: str | None) -> str:
     return f"{_deployment.prefix}:budgets:{team or NO_TEAM}"
 
 
+def workspace_settings(team: str | None) -> str:
+    """Hash: settings a workspace's admins chose (`claim_check` → "off"; jobs/records/workspace_settings.py)."""
+    return f"{_deployment.prefix}:settings:{team or NO_TEAM}"
+
+
 def recheck_schedule(team: str | None, channel: str, thread_ts: str) -> str:
     """String: a thread's re-check schedule."""
     return f"{_deployment.prefix}:recheck:{team_part(team)}:{channel}:{thread_ts}"

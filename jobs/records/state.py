@@ -74,6 +74,7 @@ def apply_in_place(state: RunState, event: RunEvent) -> RunState:
                 body=event.body,
                 figures_checked=event.figures_checked,
                 flags=event.flags,
+                claims=event.claims,
             )
         ]
     elif isinstance(event, SectionRevised):
@@ -84,6 +85,7 @@ def apply_in_place(state: RunState, event: RunEvent) -> RunState:
                         "body": event.body,
                         "figures_checked": event.figures_checked,
                         "flags": event.flags,
+                        "claims": event.claims,
                         "revisions": [*s.revisions, Revision(body=s.body, reason=event.reason)],
                     }
                 )

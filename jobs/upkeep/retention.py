@@ -271,6 +271,7 @@ JOBS_RULES: dict[str, Rule] = {
     # A workspace's.
     "spend_month": _WORKSPACE,  # the ledger's totals: kept after their runs go, deleted with the workspace
     "budgets": _WORKSPACE,
+    "workspace_settings": _WORKSPACE,  # what its admins chose (the claim check off)
     "file_refusal": _WORKSPACE,  # why a file version could not be read
     "seen": _WORKSPACE,  # events already handled, a day
 }

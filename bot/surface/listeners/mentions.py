@@ -12,6 +12,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent import MAX_QUESTION_CHARS, private_sources_allowed
+from bot.desk.claim_check import claim_check_command
 from bot.desk.commands import spend_command
 from bot.desk.plan_first import channel_plans_first, plan_first_command
 from bot.publishing.lifecycle import launch_and_post
@@ -173,6 +174,10 @@ async def handle_question(
         )
         await reply(client, channel, thread_ts, answer)
         return
+    if asked.claim_check is not None:  # `claim check [on|off]`: the workspace's setting
+        answer = await claim_check_command(services, client, team=team, user=user, ask=asked.claim_check)
+        await reply(client, channel, thread_ts, answer)
+        return
     if direct and not services.dms:
         await reply(client, channel, thread_ts, NO_DMS)
         return
@@ -185,6 +190,8 @@ async def handle_question(
     if len(question) > MAX_QUESTION_CHARS:
         await reply(client, channel, thread_ts, too_long(question))
         return
+    if tenant.enterprise_install and tenant.enterprise and team:  # the org's new-workspace budget, as an install's
+        await asyncio.to_thread(services.spend.adopt_org_budget, tenant.enterprise, team)
     over_budget = await asyncio.to_thread(services.spend.cap_refusal, team, channel, user)
     if over_budget:  # the channel's or workspace's monthly budget is spent: start nothing
         await reply(client, channel, thread_ts, over_budget)
