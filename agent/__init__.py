@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from .model_capabilities import WEB_SEARCH_BASIC as WEB_SEARCH_BASIC_TYPE
     from .model_provider import ModelAPI, model_api
     from .pricing import cost_usd
-    from .provider_config import ProviderConfig, ProviderUnavailable
+    from .provider_config import ProviderConfig, ProviderUnavailable, Silence, provider_problems
     from .report import (
         SNIPPET_NOTE,
         AssembledReport,
@@ -58,6 +58,7 @@ if TYPE_CHECKING:
         to_markdown,
     )
     from .run import research
+    from .silence import ModelWatch, Waiting, endpoint
     from .task import ResearchTask
     from .tools.search import DDGSFactory
     from .tools.search import providers as search_providers
@@ -85,6 +86,10 @@ __all__ = [
     "WorkspaceSearch",
     "WorkspaceHit",
     "SearchUnavailable",
+    "ModelWatch",
+    "endpoint",
+    "Silence",
+    "Waiting",
     "CitedClaim",
     "ClaimCounts",
     "FootnoteClaim",
@@ -143,6 +148,7 @@ __all__ = [
     "figures_in",
     "load_png",
     "model_api",
+    "provider_problems",
     "research",
     "search_model",
     "search_providers",

@@ -169,7 +169,7 @@ async def research(
             outcome = (
                 Outcome("completed", summary, f"{exc}; {SALVAGED_NOTE}")
                 if summary
-                else Outcome("failed", "", f"the run stopped early: {exc}")
+                else Outcome("failed", "", str(exc))  # the surfaces say it ended early; this says why
             )
         await loop.announce_sources()
         await ctx.seen.save(ctx)

@@ -24,6 +24,8 @@ EXPORTS = {
         # The model's provider and capability table (issue 28).
         "MODELS", "Capabilities", "ModelAPI", "ProviderConfig", "ProviderUnavailable", "capabilities", "model_api",
         "unknown_model_notice", "search_model", "WEB_SEARCH_TYPE", "WEB_SEARCH_BASIC_TYPE", "detect_language",
+        # A silent model service given up on in seconds; what a run waits on, for the terminal (issue 49).
+        "ModelWatch", "Silence", "Waiting", "endpoint", "provider_problems",
         # The claim check (issue 46): each cited claim with its anchor and verdict, and the counts readers see.
         "CitedClaim", "ClaimCounts", "FootnoteClaim", "anchor_lines", "cited_claims", "claim_counts", "claim_line",
     },

@@ -24,6 +24,7 @@ from bot.publishing.orphans import ORPHAN_CHECK_SECONDS, post_orphans
 from bot.publishing.publisher import Publisher
 from bot.services import Services
 from bot.settings import Settings, StreamConfig
+from bot.slack.thread_log import ThreadLog
 from bot.surface.app import build_app, identify, slack_client
 from bot.surface.inflight import InFlight
 from bot.surface.oauth import INSTALL_PATH, installation_store, oauth_flow
@@ -108,6 +109,9 @@ async def serve(settings: Settings) -> int:
             mode=settings.progress, max_seconds=settings.stream_max_seconds, max_tasks=settings.stream_max_tasks
         ),
         workspace_search=settings.workspace_search,
+        thread_log=ThreadLog(redis, int(settings.retention_days * 86_400))
+        if settings.slack_distributed == "on"
+        else None,
         claim_check=settings.claim_check == "on",
     )
     services.runs = AsyncRuns(Runs(store, hard_stop_seconds=settings.hard_stop_seconds))

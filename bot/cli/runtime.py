@@ -21,7 +21,8 @@ from bot.exceptions import TokenKeyMismatch
 from bot.settings import Settings
 from bot.slack.installations import InstallationTokens, TokenCipher
 from bot.slack.tenancy import Tenant
-from bot.slack.workspace import SlackWorkspace
+from bot.slack.thread_log import ThreadLog
+from bot.slack.workspace import PacedReading, SlackWorkspace
 from bot.slack.workspace_search import SlackWorkspaceSearch
 from jobs import JobRuntime, Run
 from jobs.keyspace.connection import connect
@@ -49,6 +50,7 @@ def job_runtime(settings: Settings) -> JobRuntime:
         bulky_retention_seconds=int(settings.bulky_retention_days * 86_400),
         search_for=partial(_search_for, settings, token_for),
         plan_expiry_seconds=settings.plan_expiry_minutes * 60,
+        model_silence=settings.model_silence(),
     )
 
 
@@ -78,7 +80,12 @@ def _workspace_for(settings: Settings, token_for: TokenFor, run: Run) -> ThreadW
     token = token_for(run)
     if not token:
         return None
-    return SlackWorkspace(AsyncWebClient(token=token, base_url=settings.slack_api_url), run.channel, run.thread_ts)
+    paced = None
+    if settings.slack_distributed == "on" and settings.redis_url:  # Slack allows it one thread read a minute
+        log_ = ThreadLog(connect(settings.redis_url), int(settings.retention_days * 86_400))
+        paced = PacedReading(log_, Tenant.of_run(run).team)
+    client = AsyncWebClient(token=token, base_url=settings.slack_api_url)
+    return SlackWorkspace(client, run.channel, run.thread_ts, paced=paced)
 
 
 def _search_for(settings: Settings, token_for: TokenFor, run: Run) -> WorkspaceSearch | None:

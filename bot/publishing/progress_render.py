@@ -4,7 +4,7 @@ sources, model requests, minutes and budget left; while running, how to steer th
 from __future__ import annotations
 
 from agent import shorten
-from bot.catalogue import plural, words_for
+from bot.catalogue import plural, said_once, words_for
 from bot.settings import DEFAULT_STOP_REACTION
 from bot.slack.mrkdwn_escaping import escape_text
 from jobs import RunState, RunStatus
@@ -117,11 +117,15 @@ def render_progress(state: RunState, stop_reaction: str = DEFAULT_STOP_REACTION)
         lines += _standing_lines(state)
     else:
         word = w("stopped") if status == RunStatus.stopped else w("ended_early")
-        lines = [
-            f"⚠️ {word} · {facts}",
-            f"{w('why')}: {_with_mentions(shorten(state.reason or 'unknown', STATUS_LINE_CHARS))}",
-            w("kept"),
-        ]
+        once = said_once(word, state.reason)  # "Stopped by …": the end and its reason said once
+        if once:
+            lines = [f"⚠️ {_with_mentions(shorten(once, STATUS_LINE_CHARS))} · {facts}", w("kept")]
+        else:
+            lines = [
+                f"⚠️ {word} · {facts}",
+                f"{w('why')}: {_with_mentions(shorten(state.reason or 'unknown', STATUS_LINE_CHARS))}",
+                w("kept"),
+            ]
     text = "\n".join(lines)
     return SlackMessage(text=text, blocks=[_section(text)])
 

@@ -12,7 +12,7 @@ from slack_sdk.models.blocks import ContextActionsBlock, FeedbackButtonObject, F
 
 from agent import SNIPPET_NOTE, AssembledReport, Footnote, claim_line, domain_of, figure_line, shorten
 from bot import limits
-from bot.catalogue import money, plural, words_for
+from bot.catalogue import money, plural, said_once, words_for
 from bot.slack.mrkdwn import to_mrkdwn
 from bot.slack.mrkdwn_escaping import escape_text, link
 from bot.slack.mrkdwn_split import shorten_mrkdwn, split_text
@@ -92,7 +92,7 @@ def _status_plain(state: RunState) -> str:
         finished = state.finished_at or state.updated_at
         return w("final", sections=plural(n, "section", w), time=f"{finished:%Y-%m-%d %H:%M}")
     word = w("stopped") if state.status == RunStatus.stopped else w("incomplete")
-    return f"{word}: {shorten(state.reason, STATUS_LINE_CHARS)}"
+    return shorten(said_once(word, state.reason) or f"{word}: {state.reason}", STATUS_LINE_CHARS)
 
 
 def _status_line(state: RunState) -> str:

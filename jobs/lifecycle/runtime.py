@@ -8,16 +8,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from agent import AgentConfig
 from agent.capacity import ModelLimits
-from agent.provider_config import ProviderConfig
+from agent.provider_config import ProviderConfig, Silence
 from agent.workspace import ThreadWorkspace
 from agent.workspace_search import WorkspaceSearch
 
 from ..control.ownership import LEASE_SECONDS
 from ..keyspace import keys
 from ..records.models import Run
+
+if TYPE_CHECKING:  # the SDK's HTTP client is loaded only where a run starts
+    from agent.silence import ModelWatch
 
 
 @dataclass
@@ -45,6 +49,10 @@ class JobRuntime:
     search_for: Callable[[Run], WorkspaceSearch | None] | None = field(default=None, repr=False)
     # Plan first: how long a posted plan waits for approval before the run ends unresearched.
     plan_expiry_seconds: float = 120 * 60
+    # How long a model request may go without a byte (DEEPTHREAD_MODEL_FIRST_BYTE_SECONDS and
+    # DEEPTHREAD_MODEL_STREAM_IDLE_SECONDS), and who is told of the requests in flight (the terminal).
+    model_silence: Silence = field(default_factory=Silence)
+    model_watch: ModelWatch | None = field(default=None, repr=False)
 
     def provider_config(self) -> ProviderConfig:
         """Where the models are bought, with what credentials."""

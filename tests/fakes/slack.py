@@ -90,6 +90,11 @@ APP_LEVEL_METHODS = frozenset({"apps.connections.open"})
 CLIENT_CREDENTIAL_METHODS = frozenset({"oauth.v2.access"})
 
 
+# Slack's rate-limit page: what an app distributed outside the Marketplace may read of a conversation.
+HISTORY_METHODS = ("conversations.replies", "conversations.history")
+DISTRIBUTED_HISTORY_OBJECTS = 15
+
+
 @dataclass
 class _Failure:
     times: int
@@ -135,6 +140,8 @@ class FakeSlack(WebApiMethods, SocketMode, Workspaces):
         self._count_429: dict[str, int] = {}
         self._limited_until = 0.0  # monotonic: until then every method answers 429 (rate_limit_everything)
         self._limited_retry_after = 1
+        # An app distributed outside the Marketplace (distributed_app): messages a history read returns at most.
+        self.history_cap: int | None = None
         self._origin = ""  # scheme://host of the current request, for upload URLs
         # Socket Mode
         self._tickets: set[str] = set()  # issued by apps.connections.open, not yet used
@@ -369,6 +376,16 @@ class FakeSlack(WebApiMethods, SocketMode, Workspaces):
         """Cap every method at its published tier (slack_records.TIERS): 429 with Retry-After past it."""
         for method, per_minute in TIERS.items():
             self.set_rate_limit(method, per_minute, window=window)
+
+    def distributed_app(self, *, window: float = 60.0) -> None:
+        """Answer as Slack answers an app distributed to other organizations outside the Marketplace
+        (created since 29 May 2025): conversations.replies and conversations.history once per `window`
+        (a minute) per workspace, each 429 with the Retry-After left, and at most 15 messages an answer
+        whatever `limit` asks (a cursor for the rest)."""
+        for method in HISTORY_METHODS:
+            self.set_rate_limit(method, 1, window=window)
+        with self._lock:
+            self.history_cap = DISTRIBUTED_HISTORY_OBJECTS
 
     def set_rate_limit(self, method: str, per_minute: int | None, *, window: float = 60.0) -> None:
         """Cap `method` at `per_minute` calls per sliding `window` seconds (None removes the cap)."""

@@ -96,6 +96,7 @@ async def handle_mention(
     if not await services.runs.claim_event(tenant.team, f"event:{event_id}", EVENT_DEDUPE_TTL_SECONDS):
         log.info("dropped a repeated delivery of %s", event_id)
         return
+    await keep_for_slow_reads(services, tenant, mention.channel, mention.thread, event)
     question = question_of(mention.text, bot_user_id)
     if (
         mention.thread_ts
@@ -126,6 +127,16 @@ async def handle_mention(
         tenant=tenant,
         action_token=action_token_of(event),
     )
+
+
+async def keep_for_slow_reads(
+    services: Services, tenant: Tenant, channel: str, thread_ts: str, event: dict[str, Any]
+) -> None:
+    """A distributed app (DEEPTHREAD_SLACK_DISTRIBUTED) keeps the messages its events bring to it, so its
+    runs read their thread from them rather than from conversations.replies, which Slack allows it once a
+    minute (bot/slack/thread_log.py)."""
+    if services.thread_log is not None:
+        await asyncio.to_thread(services.thread_log.record, tenant.team, channel, thread_ts, event)
 
 
 async def handle_question(

@@ -276,8 +276,8 @@ def test_progress_says_how_the_run_ended() -> None:
     assert render_progress(done).text.startswith("✅ Done · ")
     stopped = apply(state, Finished(status="stopped", summary="", reason="stopped by <@U0ANA>"))
     text = render_progress(stopped).text
-    assert text.startswith("⚠️ Stopped · ") and "Sections written so far are kept" in text
-    assert "Why: stopped by <@U0ANA>" in text, "our own reasons name the person as a mention"
+    assert text.startswith("⚠️ Stopped by <@U0ANA> · ") and "Sections written so far are kept" in text
+    assert "Why:" not in text, "the end and its reason are said once"
 
 
 def test_assistant_status_follows_the_phase_and_clears_when_finished() -> None:
