@@ -334,7 +334,8 @@ def _entry(raw: list[Any], score: float) -> LibraryEntry | None:
 
 
 class _NamesRun(Protocol):
-    run_id: str
+    @property
+    def run_id(self) -> str: ...
 
 
 def unshelve_run(redis: Redis, subject: _NamesRun) -> int:

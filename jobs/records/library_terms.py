@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Iterable
 from functools import lru_cache
 
-import snowballstemmer  # type: ignore[import-untyped]
+import snowballstemmer
 
 from agent.language import LANGUAGES, detect
 
