@@ -17,7 +17,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.services import Services
 from bot.slack.mrkdwn_escaping import escape_text, link
 from bot.slack.readers import Readers, readers
-from jobs.records.library import Library, LibraryEntry
+from jobs.records.library import CANDIDATES, Library, LibraryEntry
 
 __all__ = ["LIBRARY", "library_reply", "read_library", "render_entries", "visible_entries"]
 
@@ -25,6 +25,8 @@ LIBRARY = re.compile(r"^\s*(?:<@\w+>\s*)?library\b[\s:]*(?P<words>.*)$", re.IGNO
 # Reports listed in one answer, and characters of a title: enough to choose, short enough for a phone.
 LISTED = 8
 TITLE_CHARS = 90
+# Pages of the ranking read at most for one answer (CANDIDATES each) before saying what was found.
+PAGES = 4
 # Words of a search at most (a question pasted in whole still searches its first words).
 MAX_QUERY_CHARS = 300
 HOW = (
@@ -51,13 +53,21 @@ async def visible_entries(
     limit: int = LISTED,
     seen_by: Readers | None = None,
 ) -> list[LibraryEntry]:
-    """The best `limit` matches for `words` that `user` can read now, best first."""
-    ranked = await asyncio.to_thread(Library(services.redis).search, team, words)
+    """The best `limit` matches for `words` that `user` can read now, best first (the ranking read in
+    pages of CANDIDATES until enough are left, at most PAGES of them)."""
+    library = Library(services.redis)
     who = seen_by or readers()
-    channels = list(dict.fromkeys(e.channel for e in ranked))
-    allowed = await asyncio.gather(*(who.can_read(client, team, enterprise, user, c) for c in channels))
-    open_to = {c for c, ok in zip(channels, allowed, strict=True) if ok}
-    return [e for e in ranked if e.channel in open_to][:limit]
+    allowed: dict[str, bool] = {}
+    found: list[LibraryEntry] = []
+    for page in range(PAGES):
+        ranked = await asyncio.to_thread(library.search, team, words, limit=CANDIDATES, offset=page * CANDIDATES)
+        channels = [c for c in dict.fromkeys(e.channel for e in ranked) if c not in allowed]
+        answers = await asyncio.gather(*(who.can_read(client, team, enterprise, user, c) for c in channels))
+        allowed.update(zip(channels, answers, strict=True))
+        found += [e for e in ranked if allowed[e.channel]]
+        if len(found) >= limit or len(ranked) < CANDIDATES:
+            break
+    return found[:limit]
 
 
 def _where(entry: LibraryEntry) -> str:

@@ -17,7 +17,6 @@ from Slack (bot/slack/readers.py).
 
 from __future__ import annotations
 
-import heapq
 import json
 import math
 import struct
@@ -40,6 +39,7 @@ __all__ = ["Library", "LibraryEntry", "LibrarySource", "unshelve_run"]
 
 # A posting: report number (uint32), the word's count in it and the report's length (uint16 each).
 POSTING = struct.Struct("<IHH")
+_RECORD = [("num", "<u4"), ("count", "<u2"), ("length", "<u2")]  # the same, as numpy reads a posting list
 _COUNT_CAP = 0xFFFF
 # BM25's usual constants: how fast a word's count saturates, and how much a long report is discounted.
 K1, B = 1.2, 0.75
@@ -50,8 +50,9 @@ SUMMARY_CHARS = 700
 SOURCES_KEPT = 40
 SOURCE_TITLE_CHARS = 160
 HEADINGS_KEPT = 40
-# Reports scored best that a search reads back; the bot keeps those the asker may see.
-CANDIDATES = 200
+# Reports scored best that one search reads back; the bot keeps those the asker may see, and asks for
+# the next ones when too few are left.
+CANDIDATES = 50
 # Library entries whose run is gone, looked at per sweep (the maintenance round's turn).
 SWEEP_BATCH = 500
 
@@ -254,9 +255,16 @@ class Library:
         """How many reports the workspace's library holds."""
         return int(self.redis.hlen(keys.library_docs(team)))
 
-    def search(self, team: str | None, query: str, *, limit: int = CANDIDATES) -> list[LibraryEntry]:
-        """The workspace's reports that best match `query`, best first, at most `limit`: every report
-        scored, whoever may see it (the bot keeps the ones the asker may)."""
+    def search(self, team: str | None, query: str, *, limit: int = CANDIDATES, offset: int = 0) -> list[LibraryEntry]:
+        """The workspace's reports that best match `query`, best first: the `limit` after the first
+        `offset`. Every report is scored, whoever may see it (the bot keeps the ones the asker may)."""
+        ranked = self.rank(team, query)
+        return self._entries(team, ranked[offset : offset + limit])
+
+    def rank(self, team: str | None, query: str) -> list[tuple[int, float]]:
+        """(report number, BM25 score) of every report matching a word of `query`, best first."""
+        import numpy as np  # the serve process loads it on its first search, not at start
+
         words = query_words(query)
         if not words:
             return []
@@ -272,23 +280,36 @@ class Library:
             return []
         postings = dict(zip(forms, answers[2:], strict=True))
         average = max(1.0, int(text(answers[1] or b"0")) / total)
-        scores: dict[int, float] = {}
+        numbers, scores = [], []
         for word in words:
-            best: dict[int, float] = {}
+            word_numbers, word_scores = [], []
             for form in word:
                 raw = cast(bytes | None, postings.get(form))
                 if not raw:
                     continue
-                found = len(raw) // POSTING.size
+                records = np.frombuffer(raw, dtype=_RECORD, count=len(raw) // POSTING.size)
+                found = len(records)
                 idf = math.log(1 + (total - found + 0.5) / (found + 0.5))
-                for num, count, length in POSTING.iter_unpack(raw[: found * POSTING.size]):
-                    score = idf * count * (K1 + 1) / (count + K1 * (1 - B + B * length / average))
-                    if score > best.get(num, 0.0):
-                        best[num] = score
-            for num, score in best.items():
-                scores[num] = scores.get(num, 0.0) + score
-        top = heapq.nlargest(limit, scores.items(), key=lambda item: item[1])
-        return self._entries(team, top)
+                count = records["count"].astype(np.float64)
+                norm = K1 * (1 - B + B * records["length"].astype(np.float64) / average)
+                word_numbers.append(records["num"])
+                word_scores.append(idf * count * (K1 + 1) / (count + norm))
+            if not word_numbers:
+                continue
+            # A report matches a word by its best form (a report is stemmed in one language).
+            nums, best = np.concatenate(word_numbers), np.concatenate(word_scores)
+            order = np.lexsort((-best, nums))
+            nums, best = nums[order], best[order]
+            first = np.ones(len(nums), dtype=bool)
+            first[1:] = nums[1:] != nums[:-1]
+            numbers.append(nums[first])
+            scores.append(best[first])
+        if not numbers:
+            return []
+        unique, inverse = np.unique(np.concatenate(numbers), return_inverse=True)
+        totals = np.bincount(inverse, weights=np.concatenate(scores))
+        order = np.argsort(-totals, kind="stable")
+        return [(int(unique[i]), float(totals[i])) for i in order]
 
     def entry(self, run_id: str) -> LibraryEntry | None:
         """One report on the shelf, by its run."""
