@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from .context.requestlog import RequestRecord
     from .defaults import MAX_QUESTION_CHARS
     from .display import domain_of, shorten
+    from .earlier import EarlierReport, EarlierResearch, EarlierSource
     from .events import (
         Finished,
         Progress,
@@ -74,6 +75,9 @@ __all__ = [
     "WorkspaceSearch",
     "WorkspaceHit",
     "SearchUnavailable",
+    "EarlierReport",
+    "EarlierResearch",
+    "EarlierSource",
     "AgentConfig",
     "AssembledReport",
     "Budget",

@@ -156,6 +156,23 @@ class ChartDrawn(BaseModel):
     chart: Chart
 
 
+class EarlierRef(BaseModel):
+    """An earlier report of the team this run was given (agent/earlier.py): how the report names it."""
+
+    run_id: str
+    title: str
+    date: datetime
+    permalink: str = ""
+
+
+class EarlierFound(BaseModel):
+    """The team's earlier reports the run was shown (its opening search, or a later earlier_research):
+    the report's opening names them, the progress message counts them."""
+
+    type: Literal["earlier_found"] = "earlier_found"
+    reports: list[EarlierRef]
+
+
 RunEvent = Annotated[
     Progress
     | Disagreement
@@ -169,7 +186,8 @@ RunEvent = Annotated[
     | ConflictSettled
     | ChartDrawn
     | FileUnreadable
-    | Notice,
+    | Notice
+    | EarlierFound,
     Field(discriminator="type"),
 ]
 

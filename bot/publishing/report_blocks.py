@@ -18,6 +18,7 @@ from bot.slack.mrkdwn_escaping import escape_text, link
 from bot.slack.mrkdwn_split import shorten_mrkdwn, split_text
 from jobs import RunState, RunStatus
 
+from .earlier_render import earlier_line
 from .message_parts import _bold, _context, _minutes, _requester, _section, _with_mentions
 from .progress_render import STATUS_LINE_CHARS
 
@@ -169,6 +170,8 @@ def _head(state: RunState) -> _Blocks:
     head = _Blocks()
     head.text(f"📌 {_bold(shorten(state.run.question, TITLE_CHARS))}")
     head.context(_status_line(state))
+    if state.earlier:  # the team's earlier reports this research built on
+        head.context(earlier_line(state))
     return head
 
 

@@ -101,3 +101,37 @@ def test_forget_takes_the_report_off_the_shelf(stack: Stack, fake_slack: FakeSla
     wait_for(lambda: Library(redis).size(TEAM_ID) == 0, 15, "the report off the shelf")
     assert link not in _slash(fake_slack, "library ratio VTI", ANA, SECRET)
     assert not list(redis.scan_iter(match="deepthread:library:*:term:vti"))
+
+
+def _block_text(message) -> str:  # noqa: ANN001 - a fake Slack message
+    texts = []
+    for block in message.blocks or []:
+        if block.get("type") == "section":
+            texts.append(block["text"]["text"])
+        elif block.get("type") == "context":
+            texts += [e.get("text", "") for e in block["elements"]]
+    return "\n".join([message.text, *texts])
+
+
+def _tool_results(requests: list[dict], tool_use_id: str) -> list[str]:
+    return [str(b.get("content")) for r in requests for m in r["messages"] if m["role"] == "user"
+            and isinstance(m["content"], list) for b in m["content"]
+            if b.get("type") == "tool_result" and b.get("tool_use_id") == tool_use_id]
+
+
+def test_a_second_question_in_another_channel_starts_from_the_first_report_but_never_from_a_private_one(
+        stack: Stack, fake_slack: FakeSlack, fake_model, redis_url: str) -> None:
+    redis = Redis.from_url(redis_url)
+    _, public_link = ask(fake_slack, redis, PUBLIC, "expense ratio SCHB research")
+    _, secret_link = ask(fake_slack, redis, SECRET, "expense ratio SCHB deals")
+    asked = len(fake_model.requests)
+
+    thread, _ = ask(fake_slack, redis, OTHER, "expense ratio SCHB", user=BEN)
+    shown = "\n".join(_tool_results(fake_model.requests[asked:], "toolu_earlier_research_opening"))
+    assert public_link in shown and "expense ratio SCHB research" in shown, "the first report, as a tool result"
+    assert secret_link not in shown and "deals" not in shown, "Ben's channel is not all in the private one"
+    replies = [m for m in fake_slack.thread(OTHER, thread) if m.ts != thread]
+    progress, report = _block_text(replies[0]), _block_text(replies[1])
+    assert "Earlier research:" in report and public_link in report and secret_link not in report
+    assert "found 1 earlier report" in progress
+
