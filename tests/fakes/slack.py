@@ -27,7 +27,7 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.fakes import scopes, slack_canvases, slack_files, slack_search, slack_sessions, slack_streaming
+from tests.fakes import scopes, slack_canvases, slack_files, slack_search, slack_sessions, slack_streaming, slack_views
 from tests.fakes.slack_events import (
     app_mention_event,
     app_uninstalled_event,
@@ -178,6 +178,7 @@ class FakeSlack(WebApiMethods, SocketMode, Workspaces):
         slack_streaming.register(self)  # chat.startStream / appendStream / stopStream
         slack_sessions.register(self)  # agents.sessions.setStatus / rename, the stop button
         slack_search.register(self)  # assistant.search.context, as the acting user
+        slack_views.register(self)  # views.publish: each person's Home tab
         self._init_workspaces(team_id, TEAM_NAME, bot_user_id, bot_id)
 
     # ---------------------------------------------------------------- server
