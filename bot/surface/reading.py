@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from agent import MAX_QUESTION_CHARS
 from bot.desk.commands import SpendRequest, read_spend
+from bot.desk.export import read_export
 from bot.desk.library import read_library
 from bot.desk.plan_first import plan_first_question, plan_first_switch
 from bot.desk.recheck import RecheckCommand, parse_recheck
@@ -47,6 +48,7 @@ class ThreadReply(BaseModel, frozen=True):
     footnote: int | None = None
     sources: bool = False
     library: str | None = None  # `library <words>`: the team's earlier reports
+    export: str | None = None  # `export [md|pdf|docx]`: the format word ("" for Markdown)
 
 
 def read_thread_reply(text: str, channel: str | None) -> ThreadReply:
@@ -55,6 +57,9 @@ def read_thread_reply(text: str, channel: str | None) -> ThreadReply:
     library = read_library(text)
     if library is not None:
         return ThreadReply(library=library)
+    export = read_export(text)
+    if export is not None:
+        return ThreadReply(export=export)
     recheck = parse_recheck(text)
     if recheck is not None:
         return ThreadReply(recheck=recheck)

@@ -15,6 +15,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from agent import MAX_QUESTION_CHARS
 from bot.desk.admins import may_control, only_who_may
 from bot.desk.commands import spend_command
+from bot.desk.export import export_report
 from bot.desk.library import library_reply
 from bot.desk.recheck import handle_recheck
 from bot.desk.retention import forget_thread_command
@@ -93,6 +94,9 @@ async def thread_message(
             await reply(client, channel, thread_ts, answer)
         else:
             await reply_privately(client, channel, user, answer, thread_ts=thread_ts)
+        return
+    if asked.export is not None:  # the report as a file in the thread: a command, never a run
+        await export_report(client, latest, asked.export, user)
         return
     if asked.forget:  # an admin's: the thread's stored data, deleted now
         await forget_thread_command(services, client, latest, user, channel, thread_ts)
