@@ -157,9 +157,9 @@ class ChartDrawn(BaseModel):
 
 
 class EarlierRef(BaseModel):
-    """An earlier report of the team this run was given (agent/earlier.py): how the report names it."""
+    """An earlier report of the team this run was given (agent/earlier.py): how the report names it. No
+    run id: a later report names an earlier one as a reader sees it, and holds no key to its records."""
 
-    run_id: str
     title: str
     date: datetime
     permalink: str = ""

@@ -118,7 +118,7 @@ class EarlierResearchTool(Tool):
         new = [r for r in reports if r.run_id not in self._shown]
         self._shown.update(r.run_id for r in new)
         if new:
-            refs = [EarlierRef(run_id=r.run_id, title=r.title, date=r.date, permalink=r.permalink) for r in new]
+            refs = [EarlierRef(title=r.title, date=r.date, permalink=r.permalink) for r in new]
             await ctx.emit(EarlierFound(reports=refs))
         lines = [f"The team's earlier reports on this ({len(reports)}), best match first:"]
         for n, report in enumerate(reports, 1):

@@ -84,13 +84,15 @@ local function unshelve(doc)
 end
 """
 
-# KEYS: the report's hash, the workspace's docs hash and stats hash, then the hashes of the thread's
-# other runs to take off the shelf. ARGV: the postings' key head, the report's length, its TTL, the
-# number of field/value pairs and the pairs, then term/suffix pairs (suffix: count and length, packed).
+# KEYS: the report's hash, the workspace's docs hash and stats hash, the run's state, then the hashes of
+# the thread's other runs to take off the shelf. ARGV: the postings' key head, the report's length, its
+# TTL, the number of field/value pairs and the pairs, then term/suffix pairs (suffix: count and length,
+# packed). A run whose state is gone (forgotten while its report was being shelved) is not shelved.
 _SHELVE = (
     _UNSHELVE
     + """
-for i = 4, #KEYS do unshelve(KEYS[i]) end
+if redis.call('EXISTS', KEYS[4]) == 0 then return 0 end
+for i = 5, #KEYS do unshelve(KEYS[i]) end
 unshelve(KEYS[1])
 local num = struct.pack('<I4', redis.call('HINCRBY', KEYS[3], 'next', 1))
 redis.call('HINCRBY', KEYS[3], 'length', tonumber(ARGV[2]))
@@ -167,7 +169,7 @@ class Library:
     def shelve(self, state: RunState, permalink: str, *, replaces: Iterable[str] = ()) -> bool:
         """Index a finished run's report (again, when it changed since), taking the runs in `replaces`
         (the thread's earlier runs, whose report this one carries on) off the shelf. False when the run
-        has no report to keep (no section and no summary) or has not finished."""
+        has no report to keep (no section and no summary), has not finished, or is gone (forgotten)."""
         if not state.status.finished or not (state.sections or state.summary.strip()):
             return False
         run = state.run
@@ -222,11 +224,17 @@ class Library:
         for term, count in counts.items():
             args += [term, POSTING.pack(0, min(count, _COUNT_CAP), length)[4:]]
         others = [keys.library_doc(r) for r in dict.fromkeys(replaces) if r != run.id]
-        self._shelve(
-            keys=[keys.library_doc(run.id), keys.library_docs(run.team), keys.library_stats(run.team), *others],
+        shelved = self._shelve(
+            keys=[
+                keys.library_doc(run.id),
+                keys.library_docs(run.team),
+                keys.library_stats(run.team),
+                keys.run_state(run.id),
+                *others,
+            ],
             args=args,
         )
-        return True
+        return bool(shelved)
 
     def unshelve(self, run_id: str) -> bool:
         """Take a run's report out of the library (its index entries too); False when it was not there."""

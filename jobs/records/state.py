@@ -103,8 +103,9 @@ def apply_in_place(state: RunState, event: RunEvent) -> RunState:
             charts[at] = event.chart
         state.charts = charts
     elif isinstance(event, EarlierFound):  # in the order shown, each report once
-        known = {r.run_id for r in state.earlier}
-        state.earlier = [*state.earlier, *(r for r in event.reports if r.run_id not in known)][:EARLIER_KEPT]
+        known = {(r.permalink, r.title) for r in state.earlier}
+        new = [r for r in event.reports if (r.permalink, r.title) not in known]
+        state.earlier = [*state.earlier, *new][:EARLIER_KEPT]
     elif isinstance(event, Finished):
         state.status = RunStatus(event.status)
         state.summary = event.summary

@@ -48,7 +48,7 @@ async def test_the_first_turn_sees_the_teams_earlier_report_as_a_tool_result(fak
                  "https://earlier-source.test/vti-fees", "read it with read_page", "Fees; Tracking"):
         assert part in shown or part.replace("read it", "read one") in shown, part
     found = [e for e in events if isinstance(e, EarlierFound)]
-    assert [[r.run_id for r in e.reports] for e in found] == [["run0earlier1"]]
+    assert [[r.title for r in e.reports] for e in found] == [[EARLIER.title]]
     assert found[0].reports[0].permalink == EARLIER.permalink
     assert earlier.queries == ["expense ratio VTI SCHB ITOT"], "searched once, its answer primed"
     # A lead, not evidence: fetchable by this thread's runs, never registered as a source unread.

@@ -26,11 +26,18 @@ def _state(question: str, body: str, *, team: str | None = "T0LIB", channel: str
                     sources={"s1": source}, finished_at=datetime(2026, 11, 12, tzinfo=UTC), version=7)
 
 
+def _kept(redis: Redis, *states: RunState) -> None:
+    """The runs' state in Redis, as the store leaves it (the library shelves only a run that is still there)."""
+    for state in states:
+        redis.hset(keys.run_state(state.run.id), "status", state.status.value)
+
+
 def test_a_shelved_report_is_found_by_its_words_in_another_form_and_shows_what_it_holds(redis: Redis) -> None:
     library = Library(redis)
     fees = _state("What are the fees of VTI?", "VTI charges an expense ratio of 0.03%.")
     tracking = _state("Tracking error of SCHB", "SCHB tracked its index closely.", thread="1.2",
                       summary="SCHB tracked its index closely.")
+    _kept(redis, fees, tracking)
     assert library.shelve(fees, "https://slack.example/p1") and library.shelve(tracking, "https://slack.example/p2")
 
     found = library.search("T0LIB", "fee ratios")
@@ -46,6 +53,7 @@ def test_a_shelved_report_is_found_by_its_words_in_another_form_and_shows_what_i
 def test_a_german_report_is_found_by_a_query_whose_language_is_unclear(redis: Redis) -> None:
     library = Library(redis)
     report = _state("Wie hoch sind die Gebühren der ETFs?", "Die Gebühren liegen bei 0,03 Prozent.")
+    _kept(redis, report)
     library.shelve(report, "")
     assert [e.run_id for e in library.search("T0LIB", "Gebühr ETF")] == [report.run.id]
 
@@ -54,6 +62,7 @@ def test_the_best_match_comes_first(redis: Redis) -> None:
     library = Library(redis)
     passing = _state("Bond funds", "Bonds yield more now; fees matter less.", thread="1.1")
     focused = _state("Fees of index funds", "Fees, fees and more fees: the fees of index funds.", thread="1.2")
+    _kept(redis, passing, focused)
     library.shelve(passing, "")
     library.shelve(focused, "")
     assert [e.run_id for e in library.search("T0LIB", "fees")] == [focused.run.id, passing.run.id]
@@ -61,24 +70,29 @@ def test_the_best_match_comes_first(redis: Redis) -> None:
 
 def test_another_workspace_never_finds_the_report(redis: Redis) -> None:
     library = Library(redis)
-    library.shelve(_state("What are the fees of VTI?", "VTI costs 0.03%."), "")
+    report = _state("What are the fees of VTI?", "VTI costs 0.03%.")
+    _kept(redis, report)
+    library.shelve(report, "")
     assert library.search("T0OTHER", "fees VTI") == []
     assert library.search(None, "fees VTI") == []
 
 
-def test_an_unfinished_or_empty_run_is_not_shelved(redis: Redis) -> None:
+def test_an_unfinished_empty_or_forgotten_run_is_not_shelved(redis: Redis) -> None:
     library = Library(redis)
     running = _state("q", "body").model_copy(update={"status": RunStatus.running})
     empty = RunState(run=Run(team="T0LIB", question="q"), status=RunStatus.failed)
-    assert not library.shelve(running, "") and not library.shelve(empty, "")
-    assert library.size("T0LIB") == 0
+    forgotten = _state("Fees of VTI", "VTI costs 0.03%.")  # forgotten while the publisher shelved it
+    _kept(redis, running, empty)
+    assert not library.shelve(running, "") and not library.shelve(empty, "") and not library.shelve(forgotten, "")
+    assert library.size("T0LIB") == 0 and not keys_holding(redis, forgotten.run.id)
 
 
 def test_the_next_run_of_the_thread_replaces_its_report_and_shelving_again_changes_nothing(redis: Redis) -> None:
     library = Library(redis)
     first = _state("What are the fees of VTI?", "VTI costs 0.03%.")
-    library.shelve(first, "p")
     later = _state("What are the fees of VTI?", "VTI costs 0.03%; ITOT costs 0.03% too.")
+    _kept(redis, first, later)
+    library.shelve(first, "p")
     library.shelve(later, "p", replaces=[first.run.id, later.run.id])
     library.shelve(later, "p", replaces=[first.run.id])  # a second replica, the same sync
     assert [e.run_id for e in library.search("T0LIB", "fees")] == [later.run.id]
@@ -93,6 +107,7 @@ def test_retention_takes_the_report_and_every_word_it_brought_out_of_the_index(r
     kept = _state("Expense ratios of bond funds", "Bond funds charge 0.05%.", thread="1.1")
     forgotten = _state("Zyxwq quarterly flowmetrics", "Zyxwq flowmetrics rose.", thread="1.2",
                        url="https://forgotten.example/page")
+    _kept(redis, kept, forgotten)
     library.shelve(kept, "")
     library.shelve(forgotten, "")
     Retention(redis).forget_run(forgotten.run.id)
@@ -106,9 +121,10 @@ def test_the_sweep_takes_off_reports_whose_run_expired(redis: Redis) -> None:
     library = Library(redis)
     alive = _state("Fees of VTI", "VTI costs 0.03%.", thread="1.1")
     expired = _state("Fees of ITOT", "ITOT costs 0.03%.", thread="1.2")
+    _kept(redis, alive, expired)
     for state in (alive, expired):
         library.shelve(state, "")
-    redis.hset(keys.run_state(alive.run.id), "status", "completed")  # only this run's state is still there
+    redis.delete(keys.run_state(expired.run.id))  # its state expired by its TTL: no forget took the report
     assert library.sweep() == 1
     assert [e.run_id for e in library.search("T0LIB", "fees")] == [alive.run.id]
     assert not keys_holding(redis, "itot")
@@ -155,6 +171,7 @@ def test_any_order_of_shelving_and_unshelving_leaves_an_index_that_matches_the_s
         replaces = [threads[thread]] if op == "continue" and thread in threads else []
         if op == "shelve" and thread in threads:  # the same run again (a re-render): replaces itself
             state = state.model_copy(update={"run": state.run.model_copy(update={"id": threads[thread]})})
+        _kept(redis, state)
         library.shelve(state, "", replaces=replaces)
         for gone in replaces:
             shelved.pop(gone, None)
