@@ -411,12 +411,13 @@ class FakeSlack(WebApiMethods, SocketMode, Workspaces):
             return [p for m, p in self._calls if m == method]
 
     def add_user(self, user: str, *, name: str | None = None, team_id: str | None = None, admin: bool = False,
-                 owner: bool = False, enterprise_id: str | None = None) -> None:
+                 owner: bool = False, enterprise_id: str | None = None, guest: bool = False) -> None:
         """A person as users.info reports them: `team_id` another workspace's for a Slack Connect guest,
-        whose `is_admin` is about their own organization."""
+        whose `is_admin` is about their own organization; `guest` a guest account of this workspace
+        (`is_restricted`: they see only the channels they are in)."""
         with self._lock:
             self.users[user] = {"name": name or user.lower(), "team_id": team_id or self.team_id, "is_admin": admin,
-                                "is_owner": owner, "enterprise_id": enterprise_id}
+                                "is_owner": owner, "enterprise_id": enterprise_id, "guest": guest}
 
     def add_conversation(self, channel: str, *, name: str | None = None, private: bool | None = None,
                          members: list[str] | None = None, ext_shared: bool = False) -> None:
