@@ -12,6 +12,9 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
 WORKDIR /app
+# DejaVu Sans for exported PDFs (bot/publishing/export_pdf.py): Greek, Cyrillic, arrows, math signs;
+# without it a PDF falls back to ReportLab's own Latin-only font.
+RUN apt-get update && apt-get install -y --no-install-recommends fonts-dejavu-core && rm -rf /var/lib/apt/lists/*
 # The locked releases first (every package pinned with its hashes), in a layer of their own that a
 # change to the code does not rebuild; then the project without dependencies.
 COPY requirements/app.txt ./requirements/app.txt

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from .context.requestlog import RequestRecord
     from .defaults import MAX_QUESTION_CHARS
     from .display import domain_of, shorten
+    from .earlier import EarlierReport, EarlierResearch, EarlierSource
     from .events import (
         Finished,
         Progress,
@@ -96,6 +97,9 @@ __all__ = [
     "cited_claims",
     "claim_counts",
     "claim_line",
+    "EarlierReport",
+    "EarlierResearch",
+    "EarlierSource",
     "AgentConfig",
     "AssembledReport",
     "Budget",

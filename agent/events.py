@@ -159,6 +159,23 @@ class ChartDrawn(BaseModel):
     chart: Chart
 
 
+class EarlierRef(BaseModel):
+    """An earlier report of the team this run was given (agent/earlier.py): how the report names it. No
+    run id: a later report names an earlier one as a reader sees it, and holds no key to its records."""
+
+    title: str
+    date: datetime
+    permalink: str = ""
+
+
+class EarlierFound(BaseModel):
+    """The team's earlier reports the run was shown (its opening search, or a later earlier_research):
+    the report's opening names them, the progress message counts them."""
+
+    type: Literal["earlier_found"] = "earlier_found"
+    reports: list[EarlierRef]
+
+
 RunEvent = Annotated[
     Progress
     | Disagreement
@@ -172,7 +189,8 @@ RunEvent = Annotated[
     | ConflictSettled
     | ChartDrawn
     | FileUnreadable
-    | Notice,
+    | Notice
+    | EarlierFound,
     Field(discriminator="type"),
 ]
 

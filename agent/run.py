@@ -5,6 +5,7 @@ from the checkpoint, runs the lead loop (loop.py) and emits the one Finished."""
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
@@ -18,6 +19,7 @@ from .checkpoint import Checkpointer
 from .citations import SourceRegistry
 from .config import AgentConfig
 from .converter.fair_queue import RUN_OF_CONVERSION, ConversionAccount
+from .earlier import EarlierResearch
 from .events import Emit, Finished, Notice, Progress
 from .final_turn import Outcome
 from .loop import LastProgress, ResearchLoop
@@ -32,6 +34,7 @@ from .thread_memory import roll
 from .tls import verified
 from .tools import Tool, ToolContext, default_tools, thread_tools, workspace_tools
 from .tools.base import Announced
+from .tools.earlier_research import EARLIER_SHOWN, MAX_QUERY_CHARS, EarlierResearchTool
 from .tools.mcp import list_mcp_tools
 from .tools.seen_urls import SeenUrls
 from .tools.spawn_tasks import SpawnTasks, offered
@@ -40,6 +43,8 @@ from .workspace import ThreadWorkspace
 from .workspace_search import WorkspaceSearch
 
 __all__ = ["research"]
+
+log = logging.getLogger("agent.loop")
 
 
 async def research(
@@ -54,6 +59,7 @@ async def research(
     sections: list[Section] | None = None,
     workspace: ThreadWorkspace | None = None,
     workspace_search: WorkspaceSearch | None = None,
+    earlier: EarlierResearch | None = None,
     ledger: Ledger | None = None,
     clock: Clock = time.time,
     active_until: float | None = None,
@@ -63,7 +69,8 @@ async def research(
 
     `backend` holds the stores and the run control (in memory when omitted); `registry` and
     `sections` carry what earlier runs of the thread found and wrote; `active_until` is the
-    last heartbeat of a crashed attempt, counted as spent when its checkpoint is resumed."""
+    last heartbeat of a crashed attempt, counted as spent when its checkpoint is resumed; `earlier`
+    searches the team's earlier reports (agent/earlier.py), asked once before a first run's first turn."""
     backend = backend or RunBackend()
     RUN_OF_CONVERSION.set(ConversionAccount(backend.run_id))  # conversion slots are shared fairly by run
     request_log = backend.request_log
@@ -120,6 +127,9 @@ async def research(
         offer = tools if tools is not None else default_tools() + (thread_tools() if workspace is not None else [])
         if tools is None and workspace_search is not None:
             offer += workspace_tools()
+        shelf = EarlierResearchTool(earlier) if tools is None and earlier is not None else None
+        if shelf is not None:
+            offer.append(shelf)
         if tools is None and config.mcp_servers:  # the team's own tools, listed now (agent/tools/mcp.py)
             listing = await list_mcp_tools(config.mcp_servers)
             offer += listing.tools
@@ -147,6 +157,8 @@ async def research(
                 task = await with_stated_constraints(task, model, emit)
             task, ctx.files_seen = await with_markers(task, ctx.workspace, ctx.links, emit)
         loop = ResearchLoop(task, config, ctx, chosen, backend.control, clock, ledger)
+        if saved is None and shelf is not None and task.prior is None:
+            loop.opening_calls = await _earlier_opening(task.question, shelf)
         current.append(loop)
         ctx.tasks = TaskTeam(loop, client, numbered)
         if projection_seconds is not None:
@@ -184,3 +196,20 @@ async def research(
         )
     )
     return outcome
+
+
+async def _earlier_opening(question: str, shelf: EarlierResearchTool) -> list[dict[str, Any]]:
+    """A first run searches the team's earlier reports for its question before it researches: when
+    something is found, the call (and its primed answer) opens the history; else nothing does."""
+    query = question.strip()
+    if len(query) > MAX_QUERY_CHARS:
+        query = query[:MAX_QUERY_CHARS].rsplit(" ", 1)[0]
+    try:
+        found = await shelf.source.search(query, limit=EARLIER_SHOWN)
+    except Exception as exc:  # the team's library is context, not the task: the run goes on without it
+        log.warning("earlier reports not searched: %s", exc)
+        return []
+    if not found:
+        return []
+    shelf.prime(query, found)
+    return [{"type": "tool_use", "id": "toolu_earlier_research_opening", "name": shelf.name, "input": {"query": query}}]

@@ -194,3 +194,21 @@ def test_every_install_is_from_the_lock_with_hashes() -> None:
         lock = (ROOT / "requirements" / f"{kind}.txt").read_text()
         pins = re.findall(r"^([A-Za-z0-9_.\-\[\]]+)==\S+ \\$", lock, re.M)
         assert pins and lock.count("--hash=sha256:") >= len(pins), f"requirements/{kind}.txt pins with hashes"
+def test_the_manifest_opens_the_home_and_messages_tabs_and_subscribes_to_what_they_need() -> None:
+    """The Home tab (app_home_opened → views.publish) and the Messages tab people write to the bot in:
+    without messages_tab_enabled a DM with the app cannot be started. views.publish needs no scope; the
+    library's read-time checks (conversations.members, users.info) and permalinks need theirs granted."""
+    from tests.fakes.scopes import METHOD_SCOPES, READ_SCOPES, manifest_bot_scopes
+    from tests.helpers import api_methods_of, sdk_calls_in_code
+
+    manifest = yaml.safe_load((ROOT / "manifest.yml").read_text())
+    assert manifest["features"]["app_home"] == {
+        "home_tab_enabled": True, "messages_tab_enabled": True, "messages_tab_read_only_enabled": False}
+    events = manifest["settings"]["event_subscriptions"]["bot_events"]
+    assert {"app_home_opened", "message.im", "app_mention"} <= set(events)
+    called = {method for name in sdk_calls_in_code() for method in api_methods_of(name)}
+    assert {"views.publish", "chat.getPermalink", "conversations.members", "conversations.info", "users.info"} <= called
+    assert METHOD_SCOPES["views.publish"] == () and METHOD_SCOPES["chat.getPermalink"] == ()
+    granted = manifest_bot_scopes()
+    assert set(READ_SCOPES.values()) <= granted and "users:read" in granted and "im:history" in granted
+    assert any("library" in c["usage_hint"] for c in manifest["features"]["slash_commands"])

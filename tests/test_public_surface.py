@@ -20,6 +20,7 @@ EXPORTS = {
         "WorkspaceError", "assemble", "cost_usd", "describe_api_error", "domain_of", "figure_line", "figures_in",
         "load_png", "research", "search_providers", "search_web", "sentences", "shorten", "to_markdown", "too_large",
         "usage_by_model", "utcnow", "SearchUnavailable", "WorkspaceHit", "WorkspaceSearch", "WorkspaceSearchMode",
+        "EarlierReport", "EarlierResearch", "EarlierSource",
         "private_sources_allowed", "McpServerConfig",
         # The model's provider and capability table (issue 28).
         "MODELS", "Capabilities", "ModelAPI", "ProviderConfig", "ProviderUnavailable", "capabilities", "model_api",

@@ -313,7 +313,9 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("up", help="serve + worker (+ a local redis-server when REDIS_URL is unset)")
     a = sub.add_parser("ask", help="research one question in the terminal and write a Markdown report")
     a.add_argument("question", nargs="+")
-    a.add_argument("--out", help="report file (default: deepthread-report-<question>.md)")
+    a.add_argument(
+        "--out", help="report file: .md, .pdf or .docx by its suffix (default: deepthread-report-<question>.md)"
+    )
     a.add_argument("--profile", choices=["standard", "deep"], default="standard")
     d = sub.add_parser("doctor", help="check the configuration")
     d.add_argument(

@@ -35,6 +35,7 @@ from jobs.budgets.spend import Spend
 from jobs.keyspace.connection import connect, connect_async
 from jobs.process.background import Stop
 from jobs.process.loop_lag import watch_lag
+from jobs.records.library import Library
 from jobs.upkeep.recovery import sweep
 from jobs.workers.worker import SWEEP_INTERVAL_SECONDS, WORKER_TTL_SECONDS, DeepthreadWorker
 
@@ -64,8 +65,10 @@ async def _every(seconds: float, check: Callable[[], Awaitable[object]], stop: a
 
 
 def retention_round(redis: Any, settings: Settings) -> None:
-    """The retention round, when it is this process's turn (serve's and every worker's maintenance ask)."""
-    retention(redis).due_round(utcnow(), settings.retention_days)
+    """The retention round, when it is this process's turn (serve's and every worker's maintenance ask),
+    and on that turn the library's sweep of reports whose run expired without a forget."""
+    if retention(redis).due_round(utcnow(), settings.retention_days) is not None:
+        Library(redis).sweep()
 
 
 async def serve(settings: Settings) -> int:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from agent import ModelWatch, assemble, to_markdown
 from bot.catalogue import said_once
+from bot.publishing.export import export_file, format_of
 from jobs import JobRuntime, Run, RunState, RunStatus, run_inline
 
 from .interrupts import interrupts
@@ -47,23 +48,30 @@ def out_problem(path: Path) -> str | None:
 
 class ReportFile:
     """The report on disk, rewritten as sections land (atomically: a reader or a Ctrl-C never
-    sees half a file), so an interrupted run keeps everything it had written."""
+    sees half a file), so an interrupted run keeps everything it had written. `.pdf` and `.docx`
+    (bot/publishing/export.py) are written when the run ends or is interrupted; anything else is Markdown."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._written = ""
         self.state: RunState | None = None
+        self.format = format_of(path.suffix) if path.suffix.lower() in (".pdf", ".docx") else None
 
     def __call__(self, state: RunState) -> None:
         self.state = state
-        if state.sections or state.summary or state.status.finished:
+        if (state.sections or state.summary or state.status.finished) and (
+            self.format is None or state.status.finished
+        ):
             self.write(report_markdown(state))
 
     def write(self, text: str) -> None:
         if text == self._written:
             return
         partial = self.path.with_name(self.path.name + ".partial")
-        partial.write_text(text, encoding="utf-8")
+        if self.format is not None and self.state is not None:  # the same file `export pdf` uploads
+            partial.write_bytes(export_file(self.state, self.format).content)
+        else:
+            partial.write_text(text, encoding="utf-8")
         os.replace(partial, self.path)
         self._written = text
 
@@ -103,6 +111,7 @@ async def ask(
             os._exit(stop.exit_status)
         return stop.exit_status
     state = research.result()
+    report.state = state
     report.write(report_markdown(state))
     print(f"Report written to {path} ({len(state.sections)} sections, {len(state.sources)} sources)")
     print(

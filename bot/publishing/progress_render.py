@@ -9,6 +9,7 @@ from bot.settings import DEFAULT_STOP_REACTION
 from bot.slack.mrkdwn_escaping import escape_text
 from jobs import RunState, RunStatus
 
+from .earlier_render import found_line
 from .message_parts import SlackMessage, _minutes, _section, _with_mentions
 from .plan_render import _render_plan
 
@@ -138,7 +139,8 @@ def _standing_lines(state: RunState) -> list[str]:
         listed = " · ".join(shorten(c, CONSTRAINT_CHARS) for c in state.run.constraints[:MAX_CONSTRAINTS_SHOWN])
         lines.append(f"Constraints: {escape_text(listed)} _(reply to correct them)_")
     lines += [f"⚠️ {escape_text(shorten(notice, NOTICE_CHARS))}" for notice in state.notices[:MAX_NOTICES_SHOWN]]
-    return lines
+    found = found_line(state)
+    return lines + ([found] if found else [])
 
 
 def shows_constraints(state: RunState) -> bool:

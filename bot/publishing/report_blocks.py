@@ -19,6 +19,7 @@ from bot.slack.mrkdwn_split import shorten_mrkdwn, split_text
 from jobs import RunState, RunStatus
 
 from .claim_notes import anchor_quotes, marked_notes
+from .earlier_render import earlier_line
 from .message_parts import _bold, _context, _minutes, _requester, _section, _with_mentions
 from .progress_render import STATUS_LINE_CHARS
 
@@ -174,6 +175,8 @@ def _head(state: RunState) -> _Blocks:
     head = _Blocks()
     head.text(f"📌 {_bold(shorten(state.run.question, TITLE_CHARS))}")
     head.context(_status_line(state))
+    if state.earlier:  # the team's earlier reports this research built on
+        head.context(earlier_line(state))
     return head
 
 

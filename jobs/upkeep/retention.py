@@ -53,6 +53,7 @@ from ..exceptions import RunNotFound
 from ..keyspace import keys
 from ..keyspace.connection import text
 from ..process.metrics import metrics
+from ..records.library import unshelve_run
 from ..records.models import RunStatus
 
 __all__ = [
@@ -256,6 +257,7 @@ JOBS_RULES: dict[str, Rule] = {
     "recheck_run": _RUN,
     "recheck_digest_lease": _RUN,
     "spend_run": Rule(Owner.RUN, delete=_delete_spend_run),
+    "library_doc": Rule(Owner.RUN, delete=unshelve_run),  # the report on the team's shelf, and its postings
     "dedupe": _MARK,  # a run's once-only marks ("1"), at most keys.CONTROL_TTL_SECONDS
     # A run's messages.
     "message_run": _MESSAGE,
@@ -274,6 +276,9 @@ JOBS_RULES: dict[str, Rule] = {
     "workspace_settings": _WORKSPACE,  # what its admins chose (the claim check off)
     "file_refusal": _WORKSPACE,  # why a file version could not be read
     "seen": _WORKSPACE,  # events already handled, a day
+    "library_term": _WORKSPACE,  # the library's index (jobs/records/library.py): word -> report numbers
+    "library_docs": _WORKSPACE,
+    "library_stats": _WORKSPACE,
 }
 
 JOBS_CATALOGUE = Catalogue(

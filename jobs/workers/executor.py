@@ -168,6 +168,7 @@ async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime, tenur
                 workspace_search=(
                     runtime.search_for(state.run) if runtime.search_for and not state.run.shared_audience else None
                 ),
+                earlier=runtime.earlier_for(state.run) if runtime.earlier_for else None,
             )
         await checkpoints.clear()
 

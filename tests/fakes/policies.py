@@ -114,7 +114,7 @@ class ResearchPolicy:
         question = question_of(request)
         if forced:
             return self.final(messages)
-        if not previous_calls:
+        if not previous_calls or previous_calls == ["earlier_research"]:  # the run's own opening search
             return tool_reply(("web_search", {"query": " ".join(question.split()[:5])}))
         if previous_calls[0] == "web_search":
             urls = URL.findall(results)[: self.pages_per_search]

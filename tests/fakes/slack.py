@@ -27,7 +27,7 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.fakes import scopes, slack_canvases, slack_files, slack_search, slack_sessions, slack_streaming
+from tests.fakes import scopes, slack_canvases, slack_files, slack_search, slack_sessions, slack_streaming, slack_views
 from tests.fakes.slack_events import (
     app_mention_event,
     app_uninstalled_event,
@@ -185,6 +185,7 @@ class FakeSlack(WebApiMethods, SocketMode, Workspaces):
         slack_streaming.register(self)  # chat.startStream / appendStream / stopStream
         slack_sessions.register(self)  # agents.sessions.setStatus / rename, the stop button
         slack_search.register(self)  # assistant.search.context, as the acting user
+        slack_views.register(self)  # views.publish: each person's Home tab
         self._init_workspaces(team_id, TEAM_NAME, bot_user_id, bot_id)
 
     # ---------------------------------------------------------------- server
@@ -427,12 +428,13 @@ class FakeSlack(WebApiMethods, SocketMode, Workspaces):
             return [p for m, p in self._calls if m == method]
 
     def add_user(self, user: str, *, name: str | None = None, team_id: str | None = None, admin: bool = False,
-                 owner: bool = False, enterprise_id: str | None = None) -> None:
+                 owner: bool = False, enterprise_id: str | None = None, guest: bool = False) -> None:
         """A person as users.info reports them: `team_id` another workspace's for a Slack Connect guest,
-        whose `is_admin` is about their own organization."""
+        whose `is_admin` is about their own organization; `guest` a guest account of this workspace
+        (`is_restricted`: they see only the channels they are in)."""
         with self._lock:
             self.users[user] = {"name": name or user.lower(), "team_id": team_id or self.team_id, "is_admin": admin,
-                                "is_owner": owner, "enterprise_id": enterprise_id}
+                                "is_owner": owner, "enterprise_id": enterprise_id, "guest": guest}
 
     def add_conversation(self, channel: str, *, name: str | None = None, private: bool | None = None,
                          members: list[str] | None = None, ext_shared: bool = False) -> None:

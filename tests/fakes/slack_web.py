@@ -53,6 +53,7 @@ class WebApiMethods(_Base):
             "id": user, "team_id": known.get("team_id", self._caller.team_id), "name": name, "real_name": name.title(),
             "deleted": False, "is_admin": known.get("is_admin", user in self.admins),
             "is_owner": known.get("is_owner", False), "is_bot": user == self._caller.bot_user_id,
+            "is_restricted": known.get("guest", False), "is_ultra_restricted": False,
             "profile": {"display_name": name, "real_name": name.title(), "team": known.get("team_id", self._caller.team_id)},
         }
         if known.get("team_id", self._caller.team_id) != self._caller.team_id:

@@ -14,13 +14,14 @@ from slack_sdk.web.async_client import AsyncWebClient
 from agent import MAX_QUESTION_CHARS, private_sources_allowed
 from bot.desk.claim_check import claim_check_command
 from bot.desk.commands import spend_command
+from bot.desk.library import library_reply
 from bot.desk.plan_first import channel_plans_first, plan_first_command
 from bot.publishing.lifecycle import launch_and_post
 from bot.publishing.progress_render import render_help
 from bot.services import EVENT_DEDUPE_TTL_SECONDS, Services
 from bot.slack.audience import shared_externally
 from bot.slack.events import MentionEvent, action_token_of, question_of
-from bot.slack.replies import reply
+from bot.slack.replies import reply, reply_privately
 from bot.slack.tenancy import Tenant
 from bot.surface.reading import read_question, too_long
 from bot.surface.steering import thread_message
@@ -163,6 +164,15 @@ async def handle_question(
         asked = await services.reader.read(read_question, question, channel)
     except UnreadableText as exc:
         await reply(client, channel, thread_ts, str(exc))
+        return
+    if asked.library is not None:  # `library <words>`: a command, never a paid run; private in a channel
+        answer = await library_reply(
+            services, client, asked.library, team=team, enterprise=tenant.enterprise, user=user
+        )
+        if direct:
+            await reply(client, channel, thread_ts, answer)
+        else:
+            await reply_privately(client, channel, user, answer, thread_ts=thread_ts)
         return
     if asked.spend is not None:  # `usage`, `budget …`: a command, not a question (DMs too)
         answer = await spend_command(services, client, asked.spend, team=team, channel=channel, user=user)
