@@ -181,8 +181,6 @@ class ReadPage(Tool):
         url = self._resolve(args.url, ctx)
         if isinstance(url, ToolResult):
             return url
-        if not ctx.seen.allows(url, ctx):  # only URLs the run has seen (agent/tools/seen_urls.py)
-            return await ctx.seen.refusal(url)
         key = (url, " ".join(args.goal.lower().split()), " ".join(args.near.lower().split()))
         if key in self._seen:
             return ToolResult(
@@ -190,11 +188,16 @@ class ReadPage(Tool):
                 "Read another source, follow one of its links, or ask for something different.",
                 is_error=True,
             )
+        # Only URLs the run has seen, and page-offered links within their budgets (agent/tools/seen_urls.py).
+        admission = await ctx.seen.admit(url, ctx)
+        if isinstance(admission, ToolResult):
+            return admission
         # Held while the read runs (a parallel duplicate is refused), kept only when it succeeded: a
         # page that timed out or failed for a while may be read again.
         self._seen.add(key)
         try:
             page = await fetch(ctx.http, url, ctx.config.fetch)
+            ctx.seen.landed(admission, page.url)
             extracted = await extract_text(page, ctx.links)
         except (FetchError, UnreadableContent) as exc:
             self._seen.discard(key)
@@ -243,6 +246,7 @@ class ReadPage(Tool):
                 locator=Locator(what=url, start=0, end=len(text.plain), total=len(text.plain)),
             )
         )
+        ctx.seen.page_stored(url, page_id)  # the links it offers are checked against its text
         body, start_note = text.linked, ""
         if near:
             at = start_of(text.linked, near)
