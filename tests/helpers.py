@@ -44,6 +44,14 @@ async def research_events(fake_model: Any, fake_web: Any, task: ResearchTask | s
     return events, outcome
 
 
+def as_sent(blocks: list[dict[str, Any]]) -> Any:
+    """Blocks as the client sends them: through the one rule every request passes (bot/slack/outgoing.py),
+    which marks every mrkdwn text verbatim."""
+    from bot.slack.outgoing import guard
+
+    return guard("chat.update", {"blocks": blocks}, None, None)[0]["blocks"]
+
+
 def seen(ctx, url: str) -> str:  # noqa: ANN001 - an agent ToolContext
     """The URL as the run saw it (a search result, a link in the question): read_page opens only such URLs."""
     ctx.seen.add(url)

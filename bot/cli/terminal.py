@@ -9,15 +9,18 @@ from pathlib import Path
 from typing import TextIO
 
 from agent import assemble, to_markdown
+from bot.publishing.link_policy import markdown_file_body, shown
 from jobs import JobRuntime, Run, RunState, RunStatus, run_inline
 
 
 def report_markdown(state: RunState) -> str:
+    """The report as a Markdown file: links only to the run's sources (bot/publishing/link_policy.py)."""
+    state = shown(state)
     report = assemble(state.summary, state.sections, state.sources)
     footer = f"{state.usage.requests} model requests · run {state.run.id}"
     if state.reason:
         footer = f"Note: {state.reason} · " + footer
-    return to_markdown(state.run.question, report, footer)
+    return to_markdown(state.run.question, report, footer, body=markdown_file_body(state))
 
 
 def default_output(question: str) -> Path:
