@@ -65,7 +65,6 @@ def seen(ctx, url: str) -> str:  # noqa: ANN001 - an agent ToolContext
 WITHOUT_OWNER = {
     "dedupe": "a run's own once-only marks: the name embeds the run id (notes, recovery)",
     "capacity": "the organization's model capacity, shared by every workspace by design (fair shares inside it)",
-    "oauth_state": "an install flow's state, issued before any workspace is known; holds nothing",
     "legacy_thread_runs": "named before keys had a team; moved under its run's team on first read",
     "legacy_message_run": "named before keys had a team; moved under its run's team on first read",
     "legacy_thread_profile": "named before keys had a team; read only for a run of that thread",

@@ -15,7 +15,7 @@ from bot import keys
 from bot.exceptions import NotInstalled, TokenKeyMismatch
 from bot.slack.client import LimitedWebClient
 from bot.slack.installations import InstallationTokens, RedisInstallationStore, TokenCipher
-from bot.slack.oauth_state import RedisOAuthStateStore
+from bot.slack.oauth_state import InstallsBusy, RedisOAuthStateStore
 from bot.slack.tenancy import Tenant, acting_for
 from tests.fakes.server import ServerThread
 from tests.fakes.slack import FakeSlack
@@ -103,8 +103,22 @@ async def test_an_oauth_state_is_good_once_and_only_if_this_deployment_signed_it
     assert not await states.async_consume(""), "no state at all"
     brief = RedisOAuthStateStore(async_redis, "secret", expiration_seconds=1)
     expired = await brief.async_issue()
-    await async_redis.delete(keys.oauth_state(expired.split(".")[0]))  # what the expiry does
+    await async_redis.zadd(keys.OAUTH_STATES, {expired.split(".")[0]: 1})  # what the passing of time does
     assert not await brief.async_consume(expired)
+
+
+async def test_the_install_flows_in_progress_are_capped_and_expire_by_themselves(async_redis: AsyncRedis) -> None:
+    states = RedisOAuthStateStore(async_redis, "secret", expiration_seconds=300, max_pending=3)
+    issued = [await states.async_issue() for _ in range(3)]
+    with pytest.raises(InstallsBusy):
+        await states.async_issue()
+    assert await async_redis.zcard(keys.OAUTH_STATES) == 3, "one key, never more than the cap"
+    assert 0 < await async_redis.ttl(keys.OAUTH_STATES) <= 301, "it expires with its last state"
+    assert await states.async_consume(issued[0])
+    assert await states.async_issue(), "a finished install makes room"
+    await async_redis.zadd(keys.OAUTH_STATES, {issued[1].split(".")[0]: 1})  # abandoned long ago
+    fresh = await states.async_issue()
+    assert await states.async_consume(fresh) and not await states.async_consume(issued[1])
 
 
 @pytest.fixture
