@@ -19,6 +19,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from agent import ThreadWorkspace, WorkspaceSearch
 from bot.exceptions import TokenKeyMismatch
 from bot.settings import Settings
+from bot.slack.admission import InstallAllowlist
 from bot.slack.installations import InstallationTokens, TokenCipher
 from bot.slack.tenancy import Tenant
 from bot.slack.workspace import SlackWorkspace
@@ -58,7 +59,9 @@ def _token_source(settings: Settings) -> TokenFor:
     if not (settings.multi_workspace and key and settings.redis_url):
         token = settings.secret("slack_bot_token")
         return lambda _run: token
-    tokens = InstallationTokens(connect(settings.redis_url), TokenCipher(key))
+    # An installation outside DEEPTHREAD_INSTALL_ALLOW has no token here: its runs cannot reach Slack.
+    allowlist = InstallAllowlist.parse(settings.install_allow)
+    tokens = InstallationTokens(connect(settings.redis_url), TokenCipher(key), allowlist)
 
     def installation_token(run: Run) -> str | None:
         try:

@@ -15,6 +15,7 @@ from bot import keys
 from bot.exceptions import NotInstalled, TokenKeyMismatch
 from bot.slack.client import LimitedWebClient
 from bot.slack.installations import InstallationTokens, RedisInstallationStore, TokenCipher
+from bot.slack.admission import InstallAllowlist
 from bot.slack.oauth_state import InstallsBusy, RedisOAuthStateStore
 from bot.slack.tenancy import Tenant, acting_for
 from tests.fakes.server import ServerThread
@@ -64,6 +65,33 @@ async def test_an_org_wide_install_is_found_for_every_workspace_of_the_org_and_o
     await store.async_delete_all(enterprise_id="E1", team_id=None)  # removed from the org
     assert await store.bot_token(Tenant(team="T1", enterprise="E1", enterprise_install=True)) is None
     assert await store.bot_token(Tenant(team="T9")) == "xoxb-plain", "other installations stay"
+
+
+@pytest.mark.parametrize(("allow", "admitted"), [
+    ("T1", {"T1"}),
+    ("E1", {"E1-org"}),
+    ("E2", {"T3@E2"}),
+    ("T1, E2", {"T1", "T3@E2"}),
+])
+async def test_an_installation_saved_before_the_allowlist_and_outside_it_is_found_by_nothing(
+        async_redis: AsyncRedis, redis: Redis, allow: str, admitted: set[str]) -> None:
+    """Saved while anyone could install; read with the list set: only what it admits is found, by the
+    events' authorize, the publisher and the workers alike."""
+    await RedisInstallationStore(async_redis, TokenCipher(KEY)).async_save(installation("T1", token="xoxb-t1"))
+    await RedisInstallationStore(async_redis, TokenCipher(KEY)).async_save(
+        installation("E1", token="xoxb-e1", enterprise="E1", org_wide=True))
+    await RedisInstallationStore(async_redis, TokenCipher(KEY)).async_save(
+        installation("T3", token="xoxb-t3", enterprise="E2"))
+    allowlist = InstallAllowlist.parse(allow)
+    store = RedisInstallationStore(async_redis, TokenCipher(KEY), allowlist)
+    tokens = InstallationTokens(redis, TokenCipher(KEY), allowlist)
+    tenants = {"T1": Tenant(team="T1"), "E1-org": Tenant(team="T7", enterprise="E1", enterprise_install=True),
+               "T3@E2": Tenant(team="T3", enterprise="E2")}
+    for name, tenant in tenants.items():
+        found = await store.bot_token(tenant)
+        assert (found is not None) == (name in admitted) == (tokens.bot_token(tenant) is not None), name
+    refused = {s.team_id or s.enterprise_id for s in await store.refused()}
+    assert len(refused) == 3 - len(admitted)
 
 
 async def test_uninstalling_deletes_the_workspaces_tokens_only(async_redis: AsyncRedis, redis: Redis) -> None:
