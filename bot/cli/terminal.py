@@ -20,7 +20,7 @@ def report_markdown(state: RunState) -> str:
     footer = f"{state.usage.requests} model requests · run {state.run.id}"
     if state.reason:
         footer = f"Note: {state.reason} · " + footer
-    return to_markdown(state.run.question, report, footer, body=markdown_file_body(state))
+    return to_markdown(state.run.question, report, footer, body=markdown_file_body(state, report))
 
 
 def default_output(question: str) -> Path:

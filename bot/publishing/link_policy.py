@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
+from agent import AssembledReport
 from bot.slack.canvas_markdown import to_file_markdown
 from bot.slack.foreign_links import LinkPolicy, foreign_urls_as_domains
 from jobs import RunState
@@ -95,8 +96,9 @@ def shown(state: RunState) -> RunState:
     return state.model_copy(update=update)
 
 
-def markdown_file_body(state: RunState) -> Callable[[str], str]:
+def markdown_file_body(state: RunState, report: AssembledReport) -> Callable[[str], str]:
     """How a section's Markdown is written into the report's Markdown file: as the canvas writes it,
-    links only to the run's sources and Slack permalinks."""
+    links only to the run's sources and Slack permalinks, each `[n]` a link to `report`'s footnote n."""
     allowed = link_policy(state)
-    return lambda markdown: to_file_markdown(markdown, allowed)
+    urls = {note.number: note.source.url for note in report.footnotes}
+    return lambda markdown: to_file_markdown(markdown, urls, allowed)

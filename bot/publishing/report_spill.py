@@ -210,6 +210,6 @@ def _attachment(state: RunState, report: AssembledReport) -> Attachment:
         filename=f"deepthread-report-{state.run.id}.md",
         # A file title is shown as it is: the question's @channel or <!here> must stay words.
         title=inert(f"Full report: {shorten(question, FILE_TITLE_CHARS)}", "plain"),
-        content=to_markdown(question, report, footer, body=markdown_file_body(state)),
+        content=to_markdown(question, report, footer, body=markdown_file_body(state, report)),
         comment=f"📎 The full report ({size}) · {_status_line(state)}",
     )

@@ -69,10 +69,12 @@ _MEMO = ConversionMemo(_convert)
 _FILE_MEMO = ConversionMemo(_convert)
 
 
-def to_file_markdown(markdown: str, link_allowed: LinkPolicy | None = None) -> str:
-    """A report body as the report's Markdown file holds it: as a canvas would (see module), its
-    footnote numbers left as text (the file lists its sources under them)."""
-    return _FILE_MEMO.convert(markdown, None, link_allowed)
+def to_file_markdown(
+    markdown: str, footnote_urls: Mapping[int, str] | None = None, link_allowed: LinkPolicy | None = None
+) -> str:
+    """A report body as the report's Markdown file holds it: as a canvas would (see module), each
+    footnote number a link to its source (the file lists its sources under the same numbers)."""
+    return _FILE_MEMO.convert(markdown, footnote_urls, link_allowed)
 
 
 def canvas_text(text: str) -> str:
