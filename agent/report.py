@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from pydantic import BaseModel, Field
 
@@ -111,14 +111,16 @@ def figure_line(sections: Sequence[Section]) -> str:
     return line + (f" · {flagged} not found in its source{FLAG_MARK}" if flagged else "")
 
 
-def to_markdown(title: str, report: AssembledReport, footer: str = "") -> str:
-    """The whole report as one Markdown document (terminal mode, file exports)."""
+def to_markdown(title: str, report: AssembledReport, footer: str = "", body: Callable[[str], str] | None = None) -> str:
+    """The whole report as one Markdown document (terminal mode, file exports). `body` writes the
+    summary's and each section's Markdown (the bot's keeps links only to the run's sources)."""
+    write = body or (lambda markdown: markdown)
     lines = [f"# {title}", ""]
     if report.summary.strip():
-        lines += ["## Summary", "", report.summary.strip(), ""]
-    for section, body in report.sections:
+        lines += ["## Summary", "", write(report.summary.strip()), ""]
+    for section, text in report.sections:
         marker = f" _(revised ×{len(section.revisions)})_" if section.revisions else ""
-        lines += [f"## {section.title}{marker}", "", body.strip(), ""]
+        lines += [f"## {section.title}{marker}", "", write(text.strip()), ""]
     if report.footnotes:
         lines += ["## Sources", ""]
         for note in report.footnotes:

@@ -14,6 +14,7 @@ __all__ = [
     "DEFAULT_WORKSPACE",
     "INSTALLATIONS",
     "IDLE_SESSIONS",
+    "OAUTH_STATES",
     "PUBLISHER_CURSOR",
     "canvas",
     "charts",
@@ -22,7 +23,6 @@ __all__ = [
     "last_sync",
     "legacy_charts",
     "legacy_spill",
-    "oauth_state",
     "plan_first",
     "posts",
     "ratelimit_pause",
@@ -50,6 +50,9 @@ if TYPE_CHECKING:
     PUBLISHER_CURSOR: str  # the last updates-stream id whose runs are all shown in Slack
     INSTALLATIONS: str  # Set: the key of every installation record (multi-workspace mode; bot/slack/installations.py)
     IDLE_SESSIONS: str  # Sorted set: threads whose agent session waits for the team, by when it is closed (epoch s)
+    # Sorted set: the install flows in progress, each state's nonce by when it expires (epoch s), at most
+    # bot/slack/oauth_state.py's MAX_PENDING_STATES; the key expires with its last state.
+    OAUTH_STATES: str
 else:
 
     def __getattr__(name: str) -> str:  # read at each use: the prefix is a setting (jobs/keyspace/keys.py)
@@ -59,17 +62,14 @@ else:
             return f"{_jobs_keys.prefix()}:installations"
         if name == "IDLE_SESSIONS":
             return f"{_jobs_keys.prefix()}:sessions:idle"
+        if name == "OAUTH_STATES":
+            return f"{_jobs_keys.prefix()}:oauth-states"
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def installation(enterprise: str, team: str) -> str:
     """String: one installation's bot, its tokens encrypted (`-` for an absent enterprise or team)."""
     return f"{_jobs_keys.prefix()}:installation:{enterprise}:{team}"
-
-
-def oauth_state(nonce: str) -> str:
-    """String: an OAuth state this deployment issued, until the install it began comes back (or expires)."""
-    return f"{_jobs_keys.prefix()}:oauth-state:{nonce}"
 
 
 def workspace(team: str | None) -> str:

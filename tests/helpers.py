@@ -46,6 +46,14 @@ async def research_events(fake_model: Any, fake_web: Any, task: ResearchTask | s
     return events, outcome
 
 
+def as_sent(blocks: list[dict[str, Any]]) -> Any:
+    """Blocks as the client sends them: through the one rule every request passes (bot/slack/outgoing.py),
+    which marks every mrkdwn text verbatim."""
+    from bot.slack.outgoing import guard
+
+    return guard("chat.update", {"blocks": blocks}, None, None)[0]["blocks"]
+
+
 def seen(ctx, url: str) -> str:  # noqa: ANN001 - an agent ToolContext
     """The URL as the run saw it (a search result, a link in the question): read_page opens only such URLs."""
     ctx.seen.add(url)
@@ -59,7 +67,6 @@ def seen(ctx, url: str) -> str:  # noqa: ANN001 - an agent ToolContext
 WITHOUT_OWNER = {
     "dedupe": "a run's own once-only marks: the name embeds the run id (notes, recovery)",
     "capacity": "the organization's model capacity, shared by every workspace by design (fair shares inside it)",
-    "oauth_state": "an install flow's state, issued before any workspace is known; holds nothing",
     "legacy_thread_runs": "named before keys had a team; moved under its run's team on first read",
     "legacy_message_run": "named before keys had a team; moved under its run's team on first read",
     "legacy_thread_profile": "named before keys had a team; read only for a run of that thread",

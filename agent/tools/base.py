@@ -92,6 +92,7 @@ class ToolContext:
             "links": self.links.snapshot(),
             "files_seen": sorted(self.files_seen),
             "found_messages": {k: list(v) for k, v in self.found_messages.items()},
+            "seen": self.seen.snapshot(),
             "figures": {
                 "calculations": [[c.expression, c.result] for c in self.calculations],
                 "refused": [[key, list(markers)] for key, markers in sorted(self.figure_refusals)],
@@ -104,6 +105,7 @@ class ToolContext:
         self.links.restore(snapshot["links"])
         self.files_seen = set(snapshot.get("files_seen", []))
         self.found_messages = {k: (v[0], v[1], bool(v[2])) for k, v in snapshot.get("found_messages", {}).items()}
+        self.seen.restore(snapshot.get("seen"))  # absent before page-offered links were budgeted
         figures = snapshot.get("figures", {})  # absent in checkpoints written before the figure check
         self.calculations = [Calculation(expression, result) for expression, result in figures.get("calculations", [])]
         self.figure_refusals = {(key, tuple(markers)) for key, markers in figures.get("refused", [])}

@@ -223,7 +223,7 @@ def page_text(plain: str, tree: etree._Element | None, page_url: str, links: Lin
         if start < taken_until or any(ch in label for ch in MARKER_BREAKERS):
             continue
         taken_until = end
-        link_id = links.add(span.url, label)
+        link_id = links.add(span.url, label, page=page_url)
         ids.append(link_id)
         head, tail = marker_ends(link_id, span.url, page_url)
         opens.setdefault(start, []).append(head)

@@ -152,7 +152,9 @@ class ReadPage(Tool):
         "Read one web page or PDF and get back only the passages that serve your goal, each "
         "verbatim and prefixed with a citation marker like [s7] that you can cite in the report, "
         "plus up to 5 links worth following, shown as 【12†anchor†domain】: pass 12 as `url` to "
-        "read that link next. Use it after web_search to verify a lead: snippets are leads, "
+        "read that link next (links a page offers are followed a few at a time: at most 3 from one page you "
+        "were given, counting the pages they lead to, and 8 to one site a run; search results and links "
+        "people wrote are not limited). Use it after web_search to verify a lead: snippets are leads, "
         "pages are evidence. Not for searching (use web_search), not for re-reading a page with "
         "the same goal, and not for arithmetic (use calculator). Say precisely what you need in "
         "`goal`; a vague goal returns vague passages. Reads HTML, PDF, plain text and JSON; pages "
@@ -181,8 +183,6 @@ class ReadPage(Tool):
         url = self._resolve(args.url, ctx)
         if isinstance(url, ToolResult):
             return url
-        if not ctx.seen.allows(url, ctx):  # only URLs the run has seen (agent/tools/seen_urls.py)
-            return await ctx.seen.refusal(url)
         key = (url, " ".join(args.goal.lower().split()), " ".join(args.near.lower().split()))
         if key in self._seen:
             return ToolResult(
@@ -190,11 +190,16 @@ class ReadPage(Tool):
                 "Read another source, follow one of its links, or ask for something different.",
                 is_error=True,
             )
+        # Only URLs the run has seen, and page-offered links within their budgets (agent/tools/seen_urls.py).
+        admission = await ctx.seen.admit(url, ctx)
+        if isinstance(admission, ToolResult):
+            return admission
         # Held while the read runs (a parallel duplicate is refused), kept only when it succeeded: a
         # page that timed out or failed for a while may be read again.
         self._seen.add(key)
         try:
             page = await fetch(ctx.http, url, ctx.config.fetch)
+            ctx.seen.landed(admission, page.url)
             extracted = await extract_text(page, ctx.links)
         except (FetchError, UnreadableContent) as exc:
             self._seen.discard(key)
@@ -243,6 +248,7 @@ class ReadPage(Tool):
                 locator=Locator(what=url, start=0, end=len(text.plain), total=len(text.plain)),
             )
         )
+        ctx.seen.page_stored(url, page_id)  # the links it offers are checked against its text
         body, start_note = text.linked, ""
         if near:
             at = start_of(text.linked, near)

@@ -3,7 +3,9 @@
 Log lines are text (the default) or JSON (`DEEPTHREAD_LOG_FORMAT=json`), one object a line with
 the run id and workspace it is about (jobs.process.logcontext; null when none). No secret is ever
 written: every configured secret's value is replaced before a line leaves the process, whatever
-logged it (our code, an SDK, a traceback).
+logged it (our code, an SDK, a traceback), and so is anything shaped like a Slack token or written
+as the value of a token field (`action_token`, `access_token`, …): what arrives in a payload is
+no configured secret, and log lines carry ids, never payloads (bot/slack/events.py's `malformed`).
 
 Metrics (`DEEPTHREAD_METRICS_PORT`): the Prometheus text format at `/metrics` (any path), served
 from a thread of serve or of the worker. RQ runs each job in a forked work-horse, so counters
@@ -20,6 +22,7 @@ import atexit
 import json
 import logging
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -39,6 +42,13 @@ REDACTED = "[redacted]"
 # Shorter values are not secrets worth hiding (and hiding them would garble ordinary words).
 MIN_SECRET_CHARS = 6
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+# Secrets that are no setting: Slack's token shapes, and the value of any token field in a payload
+# written into a line (a dict's repr or JSON), whatever its shape (an action token is digits and hex).
+TOKEN_SHAPES = re.compile(r"\b(?:xox[abeoprs]|xapp)-[A-Za-z0-9-]{6,}|\bxoxe\.xox[a-z]-[A-Za-z0-9.-]{6,}")
+TOKEN_FIELDS = re.compile(
+    r"""(\b(?:action_token|access_token|refresh_token|bot_token|client_secret|signing_secret|token)"""
+    r"""\\*["']?\s*[:=]\s*\\*["']?)([^"'\\\s,;&}\]]+)""",
+)
 # The SDKs log request details at DEBUG; keep them quiet so request bodies stay out of the log.
 QUIET_LOGGERS = ("httpx", "httpx2", "httpcore", "slack_sdk", "anthropic")
 
@@ -57,7 +67,8 @@ class _Redacting(logging.Formatter):
         for secret in self.secrets:
             if secret in line:
                 line = line.replace(secret, REDACTED)
-        return line
+        line = TOKEN_SHAPES.sub(REDACTED, line)
+        return TOKEN_FIELDS.sub(lambda m: f"{m.group(1)}{REDACTED}", line)
 
 
 class TextFormatter(_Redacting):
@@ -75,13 +86,13 @@ class JsonFormatter(_Redacting):
             "time": datetime.fromtimestamp(record.created, tz=UTC).isoformat(timespec="milliseconds"),
             "level": record.levelname,
             "logger": record.name,
-            "message": record.getMessage(),
+            "message": self.redact(record.getMessage()),  # before encoding: its quotes are still plain
             "run_id": context.run_id,
             "team": context.team,
             "process": record.process,
         }
         if record.exc_info:
-            line["exception"] = self.formatException(record.exc_info)
+            line["exception"] = self.redact(self.formatException(record.exc_info))
         return self.redact(json.dumps(line, ensure_ascii=False, default=str))
 
 

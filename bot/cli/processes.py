@@ -6,6 +6,7 @@ import asyncio
 import logging
 import signal
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 from aiohttp import web
@@ -27,7 +28,8 @@ from bot.settings import Settings, StreamConfig
 from bot.slack.thread_log import ThreadLog
 from bot.surface.app import build_app, identify, slack_client
 from bot.surface.inflight import InFlight
-from bot.surface.oauth import INSTALL_PATH, installation_store, oauth_flow
+from bot.surface.listeners.uninstall import forget_installation
+from bot.surface.oauth import INSTALL_PATH, installation_store, oauth_flow, refuse_installs_outside_allowlist
 from bot.surface.server import web_app
 from jobs import AsyncRuns, Runs, RunStore, keys
 from jobs.budgets import spend
@@ -118,6 +120,10 @@ async def serve(settings: Settings) -> int:
         claim_check=settings.claim_check == "on",
     )
     services.runs = AsyncRuns(Runs(store, hard_stop_seconds=settings.hard_stop_seconds))
+    if installations is not None:  # installed before DEEPTHREAD_INSTALL_ALLOW was set, and outside it: refused
+        await refuse_installs_outside_allowlist(
+            settings, installations, partial(forget_installation, services, installations)
+        )
     app = build_app(settings, services, client, identity, oauth=oauth, installations=installations)
     inflight = InFlight()  # the event handlers under way, which a shutdown lets finish
     inflight.install(asyncio.get_running_loop())

@@ -21,6 +21,7 @@ from agent import EarlierResearch, ThreadWorkspace, WorkspaceSearch
 from bot.desk.earlier import SlackEarlierResearch
 from bot.exceptions import TokenKeyMismatch
 from bot.settings import Settings
+from bot.slack.admission import InstallAllowlist
 from bot.slack.installations import InstallationTokens, TokenCipher
 from bot.slack.tenancy import Tenant
 from bot.slack.thread_log import ThreadLog
@@ -63,7 +64,9 @@ def _token_source(settings: Settings) -> TokenFor:
     if not (settings.multi_workspace and key and settings.redis_url):
         token = settings.secret("slack_bot_token")
         return lambda _run: token
-    tokens = InstallationTokens(connect(settings.redis_url), TokenCipher(key))
+    # An installation outside DEEPTHREAD_INSTALL_ALLOW has no token here: its runs cannot reach Slack.
+    allowlist = InstallAllowlist.parse(settings.install_allow)
+    tokens = InstallationTokens(connect(settings.redis_url), TokenCipher(key), allowlist)
 
     def installation_token(run: Run) -> str | None:
         try:

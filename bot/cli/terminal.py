@@ -15,6 +15,7 @@ from pathlib import Path
 from agent import ModelWatch, assemble, to_markdown
 from bot.catalogue import said_once
 from bot.publishing.export import export_file, format_of
+from bot.publishing.link_policy import markdown_file_body, shown
 from jobs import JobRuntime, Run, RunState, RunStatus, run_inline
 
 from .interrupts import interrupts
@@ -22,11 +23,13 @@ from .progress_line import ProgressLine
 
 
 def report_markdown(state: RunState) -> str:
+    """The report as a Markdown file: links only to the run's sources (bot/publishing/link_policy.py)."""
+    state = shown(state)
     report = assemble(state.summary, state.sections, state.sources)
     footer = f"{state.usage.requests} model requests · run {state.run.id}"
     if state.reason:
         footer = f"Note: {state.reason} · " + footer
-    return to_markdown(state.run.question, report, footer)
+    return to_markdown(state.run.question, report, footer, body=markdown_file_body(state, report))
 
 
 def default_output(question: str) -> Path:

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from agent import MARKER_RE, Figure, figures_in, sentences, shorten
+from bot.publishing.link_policy import shown
 from bot.slack.mrkdwn_escaping import escape_text, link
 from jobs import RunState, RunStatus
 from jobs.upkeep.recheck import RecheckRun, Schedule, next_check_words, verified
@@ -33,7 +34,8 @@ class FigureChange:
 
 def digest(recheck: RecheckRun, parent: RunState, state: RunState, schedule: Schedule | None) -> str:
     """One short thread message: what the re-check changed (old → new figures with their sources),
-    or that nothing changed since the last run."""
+    or that nothing changed since the last run. A URL the model wrote shows as its domain (link_policy.py)."""
+    state = shown(state)
     before = {s.section_id: s for s in parent.sections}
     changed = [
         (before[s.section_id].body, s)

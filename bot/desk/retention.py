@@ -46,7 +46,7 @@ BOT_RULES: dict[str, Rule] = {
         Owner.DEPLOYMENT, Entry("zrem", Owner.THREAD, lambda s: idle_member(s.team, s.channel, s.thread_ts))
     ),
     "installation": Rule(Owner.INSTALLATION),
-    "oauth_state": Rule(Owner.MARK),  # ten minutes
+    "OAUTH_STATES": Rule(Owner.MARK),  # five minutes after the last install flow began
     # A run's.
     "last_sync": _RUN,
     "posts": _RUN,

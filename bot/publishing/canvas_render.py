@@ -31,6 +31,8 @@ from agent import (
 from bot.slack.canvas_markdown import canvas_heading, canvas_link, canvas_text, to_canvas_markdown
 from jobs import RunState
 
+from .link_policy import link_policy, shown
+
 __all__ = [
     "SOURCES_KEY",
     "SUMMARY_KEY",
@@ -96,16 +98,22 @@ def _source_line(number: int, url: str, title: str, passage: str, fetched: str, 
 
 def render_canvas(state: RunState, chart_links: Mapping[str, str] | None = None) -> CanvasDocument:
     """The canvas for this state: the summary (once written), each section in order, the sources."""
+    state = shown(state)  # links only to the run's sources and Slack permalinks (link_policy.py)
+    allowed = link_policy(state)
     report = canvas_assembly(state)
     urls = {note.number: note.source.url for note in report.footnotes}
     parts: list[CanvasPart] = []
     if report.summary.strip():
-        parts.append(_part(SUMMARY_KEY, "Summary", to_canvas_markdown(report.summary, urls)))
+        parts.append(_part(SUMMARY_KEY, "Summary", to_canvas_markdown(report.summary, urls, allowed)))
     for number, (section, body) in enumerate(report.sections, 1):
         revised = f" (revised ×{len(section.revisions)})" if section.revisions else ""
         charts = _charts(state, section.section_id, chart_links or {})
         parts.append(
-            _part(section.section_id, f"{number}. {section.title}{revised}", to_canvas_markdown(body, urls) + charts)
+            _part(
+                section.section_id,
+                f"{number}. {section.title}{revised}",
+                to_canvas_markdown(body, urls, allowed) + charts,
+            )
         )
     if report.footnotes:
         lines = []

@@ -293,7 +293,7 @@ class MessageSync:
             if name == "report" and await self._successor(run) is not None:
                 return None
             await self.client.chat_update(channel=channel, ts=ts, text=message.text, blocks=message.blocks)
-            log.debug("run %s: %s sent, %s", run.id, name, message.text[:50])
+            log.debug("run %s: %s sent (%d blocks)", run.id, name, len(message.blocks))  # ids, never words
             if name == "report" and (successor := await self._successor(run)) is not None:
                 # One began while the edit was in flight (a 429's wait): it puts its own back.
                 await rendered.forget(self.redis, successor.run.id, "report")

@@ -10,6 +10,7 @@ from bot.slack.mrkdwn_escaping import escape_text
 from jobs import RunState, RunStatus
 
 from .earlier_render import found_line
+from .link_policy import shown
 from .message_parts import SlackMessage, _minutes, _section, _with_mentions
 from .plan_render import _render_plan
 
@@ -75,6 +76,7 @@ GO_DEEPER_ACTION = "go_deeper"  # bot/surface/listeners/actions.py answers this 
 def render_progress(state: RunState, stop_reaction: str = DEFAULT_STOP_REACTION) -> SlackMessage:
     """Phase, what is being checked now, sources so far, model requests, minutes, budget;
     while running, how to steer (stop reaction, go deeper, add a requirement) and a button."""
+    state = shown(state)  # no URL the model wrote is a link unless the run read it (link_policy.py)
     w = words_for(state.run.question)  # the bot's own words, in the question's language (bot/catalogue.py)
     facts = (
         f"{_minutes(state)} {w('min')} · {plural(state.usage.requests, 'model request', w)} · "

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
 from slack_sdk.models.blocks import ContextActionsBlock, FeedbackButtonObject, FeedbackButtonsElement
 
@@ -20,6 +19,7 @@ from jobs import RunState, RunStatus
 
 from .claim_notes import anchor_quotes, marked_notes
 from .earlier_render import earlier_line
+from .link_policy import is_slack_permalink, link_policy
 from .message_parts import _bold, _context, _minutes, _requester, _section, _with_mentions
 from .progress_render import STATUS_LINE_CHARS
 
@@ -178,33 +178,6 @@ def _head(state: RunState) -> _Blocks:
     if state.earlier:  # the team's earlier reports this research built on
         head.context(earlier_line(state))
     return head
-
-
-def _link_key(url: str) -> str:
-    try:
-        parts = urlsplit(url.strip())
-        return f"{parts.scheme.lower()}://{(parts.netloc or '').lower()}{parts.path or '/'}?{parts.query}"
-    except ValueError:
-        return url.strip()
-
-
-def is_slack_permalink(url: str) -> bool:
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return False
-    return parts.scheme == "https" and (parts.hostname or "").endswith(".slack.com")
-
-
-def link_policy(state: RunState) -> Callable[[str], bool]:
-    """Where the report may link: the sources the run read or found (never a URL the model composed,
-    which could carry the thread's content to whoever owns it), and Slack's own permalinks."""
-    known = {_link_key(s.url) for s in state.sources.values()}
-
-    def allowed(url: str) -> bool:
-        return _link_key(url) in known or is_slack_permalink(url)
-
-    return allowed
 
 
 def _summary_text(

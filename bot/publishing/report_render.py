@@ -14,6 +14,7 @@ from jobs import RunState
 
 from .canvas_render import canvas_assembly, render_canvas
 from .export_button import EXPORT_BLOCK_CHARS, export_block
+from .link_policy import shown
 from .message_parts import CanvasView, ReportRendering, SlackMessage, _bold, _revised
 from .report_blocks import (
     COMPACT_PASSAGE_CHARS,
@@ -87,6 +88,7 @@ def render_report_parts(
     the file's notice. `chart_links` (chart id → the permalink of its file in the thread) links
     each chart from its section.
     """
+    state = shown(state)  # no URL the model wrote is a link unless the run read it (link_policy.py)
     # What may be cited where is held here again: a private source is a footnote only in the requester's DM.
     report = assemble(state.summary, state.sections, state.sources, private_allowed=state.run.cites_private)
     urls = {note.number: note.source.url for note in report.footnotes}

@@ -8,6 +8,7 @@ import re
 
 from agent import AssembledReport, shorten, to_markdown
 from bot import limits
+from bot.slack.foreign_links import LinkPolicy, foreign_urls_as_domains
 from bot.slack.mrkdwn import paragraph_texts
 from bot.slack.mrkdwn_escaping import escape_text, link
 from bot.slack.mrkdwn_split import split_text
@@ -15,6 +16,7 @@ from bot.slack.outgoing import inert
 from jobs import RunState
 
 from .export_button import EXPORT_BLOCK_CHARS, export_block
+from .link_policy import markdown_file_body
 from .message_parts import Attachment, CanvasView, _bold, _plural, _revised
 from .report_blocks import (
     COMPACT_PASSAGE_CHARS,
@@ -72,11 +74,15 @@ def first_sentence(markdown: str, limit: int) -> str:
     return ""
 
 
-def _index(report: AssembledReport, sentence_chars: int, count: int, holder: str = "file") -> str:
+def _index(
+    report: AssembledReport, sentence_chars: int, count: int, holder: str = "file", allowed: LinkPolicy | None = None
+) -> str:
     lines = ["*Sections*"]
     for number, (section, body) in enumerate(report.sections[:count], 1):
         line = f"{number}. {_bold(section.title) or '_untitled_'}{_revised(len(section.revisions))}"
         sentence = first_sentence(body, sentence_chars)
+        if allowed is not None:  # a URL the model wrote in it shows as its domain (link_policy.py)
+            sentence = foreign_urls_as_domains(sentence, allowed)
         if sentence:
             line += f" — {escape_text(sentence)}"
         lines.append(line)
@@ -86,7 +92,9 @@ def _index(report: AssembledReport, sentence_chars: int, count: int, holder: str
     return "\n".join(lines)
 
 
-def _fit_index(report: AssembledReport, room_chars: int, room_blocks: int, holder: str = "file") -> _Blocks:
+def _fit_index(
+    report: AssembledReport, room_chars: int, room_blocks: int, holder: str = "file", allowed: LinkPolicy | None = None
+) -> _Blocks:
     """The richest index that fits: shorter first sentences first, then fewer titles."""
 
     def fits(candidate: _Blocks) -> bool:
@@ -94,17 +102,17 @@ def _fit_index(report: AssembledReport, room_chars: int, room_blocks: int, holde
 
     total = len(report.sections)
     for sentence_chars in INDEX_SENTENCE_STEPS:
-        candidate = _measure(_index(report, sentence_chars, total, holder))
+        candidate = _measure(_index(report, sentence_chars, total, holder, allowed))
         if fits(candidate):
             return candidate
     low, high = 0, total  # titles only: the longest prefix that fits (binary search)
     while low < high:
         mid = (low + high + 1) // 2
-        if fits(_measure(_index(report, 0, mid, holder))):
+        if fits(_measure(_index(report, 0, mid, holder, allowed))):
             low = mid
         else:
             high = mid - 1
-    return _measure(_index(report, 0, low, holder))
+    return _measure(_index(report, 0, low, holder, allowed))
 
 
 def _size(report: AssembledReport) -> str:
@@ -171,7 +179,8 @@ def _spill_layout(
     if summary.chars > room - MIN_INDEX_CHARS:  # only a pathological summary gets here
         cut = split_text(_summary_text(report, urls, link_policy(state)), max(room - MIN_INDEX_CHARS - 80, 200))[0]
         summary = _measure(f"{cut}\n… _the summary continues in the {holder}_")
-    index = _fit_index(report, room - summary.chars, limits.MAX_BLOCKS - fixed_blocks - len(summary.blocks), holder)
+    blocks_left = limits.MAX_BLOCKS - fixed_blocks - len(summary.blocks)
+    index = _fit_index(report, room - summary.chars, blocks_left, holder, link_policy(state))
 
     out = head
     out.extend(summary)
@@ -204,6 +213,6 @@ def _attachment(state: RunState, report: AssembledReport) -> Attachment:
         filename=f"deepthread-report-{state.run.id}.md",
         # A file title is shown as it is: the question's @channel or <!here> must stay words.
         title=inert(f"Full report: {shorten(question, FILE_TITLE_CHARS)}", "plain"),
-        content=to_markdown(question, report, footer),
+        content=to_markdown(question, report, footer, body=markdown_file_body(state, report)),
         comment=f"📎 The full report ({size}) · {_status_line(state)}",
     )

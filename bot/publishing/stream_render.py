@@ -28,6 +28,7 @@ from bot.slack.mrkdwn_escaping import escape_markdown, escape_text
 from jobs import RunState, RunStatus
 from jobs.records.models import Step
 
+from .link_policy import shown
 from .message_parts import _STOPPED_BY, _minutes, _plural
 from .progress_render import GO_DEEPER_ACTION, PHASES, _budget_left, shows_constraints
 
@@ -196,6 +197,7 @@ def _texts(state: RunState) -> dict[str, str]:
 def render_view(state: RunState, *, after_step: int = 0) -> StreamView:
     """What the stream shows for `state`, leaving out steps up to `after_step` (shown in an
     earlier stream of the run)."""
+    state = shown(state)  # no URL the model wrote is a link unless the run read it (link_policy.py)
     return StreamView(title=_plan_title(state), tasks=_cards(state, after_step), texts=_texts(state))
 
 
@@ -205,6 +207,7 @@ def _with_mentions(text: str) -> str:
 
 
 def end_text(state: RunState) -> str:
+    state = shown(state)
     """The last words of a finished run's stream."""
     facts = (
         f"{_minutes(state)} min · {_plural(state.usage.requests, 'model request')} · "

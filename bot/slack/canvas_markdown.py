@@ -9,7 +9,9 @@ the raw source:
 
 - headings inside a body become bold lines (the report's own headings are the only ones);
 - only http(s) and mailto targets become links (mrkdwn_escaping.link_target decides, for both surfaces);
-  any other link or image is shown as its words and target, as text;
+  any other link or image is shown as its words and target, as text; with a link policy (the run's
+  sources and Slack permalinks, bot/publishing/link_policy.py), a web link or a URL written in the text
+  that the policy refuses is shown as its words and its domain only (foreign_links.py);
 - text is backslash-escaped where Markdown would read it as markup, `@here`/`@channel`/`@everyone`
   get a zero-width joiner, and `<` before `@`, `#` or `!` is broken the same way, so Slack's
   `<@U…>` or `<!channel>` spellings stay text;
@@ -26,9 +28,10 @@ from markdown_it import MarkdownIt
 from markdown_it.tree import SyntaxTreeNode
 
 from .conversion_memo import ConversionMemo
+from .foreign_links import LinkPolicy, domain_only, foreign_urls_as_domains
 from .mrkdwn_escaping import ZERO_WIDTH_JOINER, link_target
 
-__all__ = ["canvas_heading", "canvas_link", "canvas_text", "to_canvas_markdown"]
+__all__ = ["canvas_heading", "canvas_link", "canvas_text", "to_canvas_markdown", "to_file_markdown"]
 
 _PARSER = MarkdownIt("commonmark").enable("table").enable("strikethrough")
 _FOOTNOTE = re.compile(r"\[(\d{1,6})\]")
@@ -46,19 +49,32 @@ FENCE = "```"
 BACKTICK_LOOKALIKE = "ˋ"
 
 
-def to_canvas_markdown(markdown: str, footnote_urls: Mapping[int, str] | None = None) -> str:
-    """A report body (Markdown) as canvas Markdown: no headings, mentions or non-web links (see module)."""
-    return _MEMO.convert(markdown, footnote_urls, None)
+def to_canvas_markdown(
+    markdown: str, footnote_urls: Mapping[int, str] | None = None, link_allowed: LinkPolicy | None = None
+) -> str:
+    """A report body (Markdown) as canvas Markdown: no headings, mentions or non-web links (see module);
+    with `link_allowed`, no link (or URL in the text) it refuses."""
+    return _MEMO.convert(markdown, footnote_urls, link_allowed)
 
 
-def _convert(markdown: str, footnote_urls: Mapping[int, str], _: object) -> str:
+def _convert(markdown: str, footnote_urls: Mapping[int, str], link_allowed: LinkPolicy | None) -> str:
     tree = SyntaxTreeNode(_PARSER.parse(markdown))
-    ctx = _Ctx(footnotes=footnote_urls or {})
+    ctx = _Ctx(footnotes=footnote_urls or {}, allowed=link_allowed)
     return "\n\n".join(block for block in (_block(node, ctx, 0) for node in tree.children) if block).strip("\n")
 
 
 # A canvas sync converts only the sections that changed (conversion_memo.py).
 _MEMO = ConversionMemo(_convert)
+# The report's Markdown file is written the same way, numbered as the message is: a memo of its own.
+_FILE_MEMO = ConversionMemo(_convert)
+
+
+def to_file_markdown(
+    markdown: str, footnote_urls: Mapping[int, str] | None = None, link_allowed: LinkPolicy | None = None
+) -> str:
+    """A report body as the report's Markdown file holds it: as a canvas would (see module), each
+    footnote number a link to its source (the file lists its sources under the same numbers)."""
+    return _FILE_MEMO.convert(markdown, footnote_urls, link_allowed)
 
 
 def canvas_text(text: str) -> str:
@@ -107,6 +123,7 @@ def _code(code: str) -> str:
 @dataclass(frozen=True)
 class _Ctx:
     footnotes: Mapping[int, str]
+    allowed: LinkPolicy | None = None  # which web targets may stay links
     in_link: bool = False
 
 
@@ -130,6 +147,8 @@ def _inline(nodes: list[SyntaxTreeNode], ctx: _Ctx) -> str:
 
 
 def _text(text: str, ctx: _Ctx) -> str:
+    if ctx.allowed is not None:
+        text = foreign_urls_as_domains(text, ctx.allowed)
     if ctx.in_link or not ctx.footnotes:
         return _inert(text)
     out: list[str] = []
@@ -195,7 +214,13 @@ def _link(node: SyntaxTreeNode, ctx: _Ctx) -> str:
         return label  # a link cannot nest in a link: its words stay
     if link_target(href) is None:
         return _as_text("" if node.info == "auto" else label, href)
+    if _refused(href, ctx):
+        return _as_text("" if node.info == "auto" else label, domain_only(_shown(href)))
     return f"[{label or _inert(_shown(href))}]({_url(href)})"
+
+
+def _refused(url: str, ctx: _Ctx) -> bool:
+    return ctx.allowed is not None and not ctx.allowed(_shown(url))
 
 
 def _image(node: SyntaxTreeNode, ctx: _Ctx) -> str:
@@ -204,6 +229,8 @@ def _image(node: SyntaxTreeNode, ctx: _Ctx) -> str:
     alt = _inline(node.children, replace(ctx, in_link=True)).strip()
     if ctx.in_link or link_target(src) is None:
         return alt if ctx.in_link else _as_text(alt, src)
+    if _refused(src, ctx):
+        return _as_text(alt, domain_only(_shown(src)))
     return f"[{alt or _inert(_shown(src))}]({_url(src)})"
 
 

@@ -5,7 +5,26 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+
+# Problems named in a malformed event's log line; the rest are counted.
+PROBLEMS_LOGGED = 3
+
+
+def malformed(kind: str, exc: ValidationError, body: dict[str, Any]) -> str:
+    """A log line for an event we refuse: its ids and what is wrong with which field, never the event
+    itself (an event carries people's words and, for search, the requester's action token)."""
+    problems = exc.errors(include_input=False, include_url=False, include_context=False)
+    named = "; ".join(f"{'.'.join(map(str, p['loc'])) or 'event'}: {p['type']}" for p in problems[:PROBLEMS_LOGGED])
+    more = f" (+{len(problems) - PROBLEMS_LOGGED} more)" if len(problems) > PROBLEMS_LOGGED else ""
+    ids = ", ".join(f"{key} {_id(body.get(key))}" for key in ("event_id", "team_id", "api_app_id") if body.get(key))
+    return f"ignored a malformed {kind} ({ids or 'no ids'}): {named}{more}"
+
+
+def _id(value: object) -> str:
+    """An id as logged: a short word of letters, digits and dots, or a mark that it was not one."""
+    text = str(value)
+    return text if re.fullmatch(r"[A-Za-z0-9._-]{1,40}", text) else "(not an id)"
 
 
 def action_token_of(event: dict[str, Any]) -> SecretStr | None:

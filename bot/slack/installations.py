@@ -34,6 +34,7 @@ from bot import keys
 from bot.exceptions import TokenKeyMismatch
 from jobs.keyspace.connection import text
 
+from .admission import InstallAllowlist
 from .tenancy import Tenant
 
 __all__ = ["InstallationTokens", "RedisInstallationStore", "StoredBot", "TokenCipher", "record_key"]
@@ -113,6 +114,11 @@ class StoredBot(BaseModel):
     def key(self) -> str:
         return record_key(self.enterprise_id, self.team_id, self.is_enterprise_install)
 
+    def admitted(self, allowlist: InstallAllowlist) -> bool:
+        """Whether DEEPTHREAD_INSTALL_ALLOW, as it is now, admits this installation (it may have been
+        saved before the list was set)."""
+        return allowlist.admits(self.team_id, self.enterprise_id, org_wide=self.is_enterprise_install)
+
     def bot(self, cipher: TokenCipher) -> Bot:
         whose = self.key
         return Bot(
@@ -139,11 +145,14 @@ def _decode(raw: bytes | str | None) -> StoredBot | None:
 
 
 class RedisInstallationStore(AsyncInstallationStore):
-    """Bolt's installation store (bot-only) in Redis; also the publisher's source of tokens."""
+    """Bolt's installation store (bot-only) in Redis; also the publisher's source of tokens. An
+    installation the allowlist does not admit (saved before DEEPTHREAD_INSTALL_ALLOW was set) is found
+    by nothing: no event is authorized for it and no call is made with its token."""
 
-    def __init__(self, redis: AsyncRedis, cipher: TokenCipher) -> None:
+    def __init__(self, redis: AsyncRedis, cipher: TokenCipher, allowlist: InstallAllowlist | None = None) -> None:
         self.redis = redis
         self.cipher = cipher
+        self.allowlist = allowlist or InstallAllowlist()
 
     @property
     def logger(self) -> logging.Logger:
@@ -170,6 +179,9 @@ class RedisInstallationStore(AsyncInstallationStore):
         if stored is None and enterprise_id and not is_enterprise_install:
             # An event from a workspace of an org the app is installed in org-wide.
             stored = _decode(await self.redis.get(record_key(enterprise_id, None, True)))
+        if stored is not None and not stored.admitted(self.allowlist):
+            _refusing(stored)
+            return None
         return stored.bot(self.cipher) if stored else None
 
     async def async_find_installation(
@@ -230,6 +242,10 @@ class RedisInstallationStore(AsyncInstallationStore):
         )
         return bot.bot_token if bot else None
 
+    async def refused(self) -> list[StoredBot]:
+        """The installations the allowlist does not admit (saved before it was set)."""
+        return [stored for stored in await self.installed() if not stored.admitted(self.allowlist)]
+
     async def installed(self) -> list[StoredBot]:
         """Every installation (tokens still sealed): what serve says at start-up."""
         found = []
@@ -241,11 +257,13 @@ class RedisInstallationStore(AsyncInstallationStore):
 
 
 class InstallationTokens:
-    """The same records read synchronously: a worker's run reads its thread with its installation's token."""
+    """The same records read synchronously: a worker's run reads its thread with its installation's token
+    (none for an installation the allowlist does not admit)."""
 
-    def __init__(self, redis: Redis, cipher: TokenCipher) -> None:
+    def __init__(self, redis: Redis, cipher: TokenCipher, allowlist: InstallAllowlist | None = None) -> None:
         self.redis = redis
         self.cipher = cipher
+        self.allowlist = allowlist or InstallAllowlist()
 
     def bot_token(self, tenant: Tenant) -> str | None:
         raw = self.redis.get(record_key(tenant.enterprise, tenant.team, tenant.enterprise_install))
@@ -254,4 +272,19 @@ class InstallationTokens:
         stored = _decode(cast(bytes | None, raw))
         if stored is None:
             return None
+        if not stored.admitted(self.allowlist):
+            _refusing(stored)
+            return None
         return stored.bot(self.cipher).bot_token
+
+
+_told: set[str] = set()  # installations this process has said it refuses (said once each)
+
+
+def _refusing(stored: StoredBot) -> None:
+    if stored.key not in _told:
+        _told.add(stored.key)
+        log.warning(
+            "refused to act for %s: not in DEEPTHREAD_INSTALL_ALLOW (installed before the list was set)",
+            f"{stored.enterprise_id}/{stored.team_id}" if stored.enterprise_id else stored.team_id,
+        )

@@ -18,6 +18,7 @@ from markdown_it import MarkdownIt
 from markdown_it.tree import SyntaxTreeNode
 
 from .conversion_memo import ConversionMemo
+from .foreign_links import foreign_urls_as_domains, web_urls_in
 from .mrkdwn_escaping import (
     BACKTICK_LOOKALIKE,
     FENCE,
@@ -60,8 +61,6 @@ _PARSER = MarkdownIt("commonmark").enable("table").enable("strikethrough")
 
 _FOOTNOTE = re.compile(r"\[(\d{1,6})\]")
 _HTML_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
-# A bare URL in text, as Slack would make it a link.
-_BARE_URL = re.compile(r"https?://[^\s<>|\"'`]+", re.IGNORECASE)
 
 
 def to_mrkdwn(
@@ -155,10 +154,7 @@ def _inline(nodes: list[SyntaxTreeNode], ctx: _Ctx) -> str:
 
 def _unlinked(text: str, ctx: _Ctx) -> str:
     """Bare URLs the policy refuses, written so Slack does not make them links ("https://x" → "x")."""
-    allowed = ctx.allowed
-    if allowed is None:
-        return text
-    return _BARE_URL.sub(lambda m: m.group() if allowed(m.group()) else _domain_of(m.group()), text)
+    return text if ctx.allowed is None else foreign_urls_as_domains(text, ctx.allowed)
 
 
 def _domain_of(url: str) -> str:
@@ -174,6 +170,23 @@ def _escaped(text: str, ctx: _Ctx) -> str:
     text = _unlinked(text, ctx)
     if ctx.in_link:
         return _plain_text(_link_label(text))
+    # A URL left in the text (one the policy allows) is written as a link of ours: messages go out
+    # verbatim (outgoing.py), so Slack makes no link of its own.
+    out: list[str] = []
+    last = 0
+    for start, end in web_urls_in(text):
+        target = link_target(text[start:end])
+        if target is None:
+            continue
+        out.append(_footnoted(text[last:start], ctx))
+        out.append(_bare_link(target, text[start:end]))
+        last = end
+    out.append(_footnoted(text[last:], ctx))
+    return "".join(out)
+
+
+def _footnoted(text: str, ctx: _Ctx) -> str:
+    """Escaped text with each known footnote number ("[3]") a link to its source."""
     if not ctx.footnotes:
         return _plain_text(text)
     out: list[str] = []

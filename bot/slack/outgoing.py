@@ -12,7 +12,10 @@ added later, can put live markup in front of people:
   token or any other target comes out as text, and so does a lone `<`;
 - a bare `@here` / `@channel` / `@everyone` gets a zero-width joiner, so it notifies no one;
 - in Markdown fields (the stream's `markdown_text`, `markdown` blocks, task cards) a bracket is escaped
-  unless it belongs to a `[plain words](http(s) or mailto target)`, so no other link or image forms.
+  unless it belongs to a `[plain words](http(s) or mailto target)`, so no other link or image forms;
+- every mrkdwn text object goes out `verbatim`, so Slack makes no link of its own out of words that
+  look like a URL or a domain: only the links the renderers wrote are links (which URLs they may
+  link is bot/publishing/link_policy.py's).
 
 It is idempotent and leaves escaped text as it is (`&lt;` stays `&lt;`), so it never doubles the
 escaping the renderers do to show what people wrote as they wrote it (bot/slack/mrkdwn.py).
@@ -142,8 +145,10 @@ def _node(node: Any, kind: TextKind) -> Any:
         kind_here = "markdown"
     elif shape in ("url", "text", "button"):  # a URL source's label, a rich-text run, a button: shown as is
         kind_here = "plain"
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = {"verbatim": True} if shape == "mrkdwn" else {}
     for key, value in node.items():
+        if shape == "mrkdwn" and key == "verbatim":
+            continue  # always verbatim, whatever the sender said
         if isinstance(value, str) and (
             key == "text" or (shape in ("task_update", "plan_update") and key in _CHUNK_TEXT_KEYS)
         ):

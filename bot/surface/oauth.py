@@ -26,14 +26,17 @@ from slack_bolt.oauth.async_oauth_flow import AsyncOAuthFlow
 from slack_bolt.oauth.async_oauth_settings import AsyncOAuthSettings
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
+from slack_sdk.errors import SlackApiError
 from slack_sdk.oauth.installation_store import Installation
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.exceptions import TokenKeyMismatch
 from bot.settings import Settings
 from bot.slack.admission import InstallAllowlist, refusal_page
 from bot.slack.installations import RedisInstallationStore, TokenCipher
 from bot.slack.oauth_state import STATE_SECONDS, RedisOAuthStateStore
 from bot.slack.scopes import REQUIRED_BOT_SCOPES
+from bot.slack.tenancy import Tenant
 from jobs.budgets.spend import Spend
 
 __all__ = [
@@ -44,6 +47,7 @@ __all__ = [
     "authorization_url",
     "installation_store",
     "oauth_flow",
+    "refuse_installs_outside_allowlist",
 ]
 
 log = logging.getLogger(__name__)
@@ -60,9 +64,51 @@ def authorization_url(api_url: str) -> str:
 
 
 def installation_store(settings: Settings, redis: AsyncRedis) -> RedisInstallationStore:
+    """The installations, as DEEPTHREAD_INSTALL_ALLOW admits them now (one saved before the list was
+    set is found by nothing; `refuse_installs_outside_allowlist` removes it)."""
     key = settings.secret("token_key")
     assert key, "doctor refuses multi-workspace mode without DEEPTHREAD_TOKEN_KEY"
-    return RedisInstallationStore(redis, TokenCipher(key))
+    return RedisInstallationStore(redis, TokenCipher(key), InstallAllowlist.parse(settings.install_allow))
+
+
+# Recorded on each run a refused installation's runs are stopped with.
+REFUSED_REASON = (
+    "this workspace is not on this deployment's list of workspaces that may use it (DEEPTHREAD_INSTALL_ALLOW)"
+)
+
+
+async def refuse_installs_outside_allowlist(
+    settings: Settings, store: RedisInstallationStore, forget: Callable[[Tenant, str], Awaitable[object]]
+) -> list[str]:
+    """Installations saved before DEEPTHREAD_INSTALL_ALLOW was set, and outside it, are refused as an
+    install from outside it is: the app removes itself from the workspace (`apps.uninstall`, so Slack
+    shows it gone and sends nothing more), then `forget` deletes the tokens and stops the active runs
+    (as a revoked token does). Returns the installations refused (ids). Serve does this at start-up;
+    until then, and if Slack cannot be reached, nothing finds them (the store refuses them)."""
+    client_id, client_secret = settings.slack_client_id, settings.secret("slack_client_secret")
+    client = AsyncWebClient(base_url=settings.slack_api_url)
+    refused = []
+    for stored in await store.refused():
+        tenant = Tenant(
+            team=stored.team_id, enterprise=stored.enterprise_id, enterprise_install=stored.is_enterprise_install
+        )
+        try:
+            token = stored.bot(store.cipher).bot_token
+            await client.apps_uninstall(token=token, client_id=client_id or "", client_secret=client_secret or "")
+            log.warning("%s: not in DEEPTHREAD_INSTALL_ALLOW; the app uninstalled itself there", tenant.label)
+        except SlackApiError as exc:  # already uninstalled, a revoked token: the record goes all the same
+            log.warning(
+                "%s: not in DEEPTHREAD_INSTALL_ALLOW; Slack refused apps.uninstall (%s)",
+                tenant.label,
+                exc.response.get("error"),
+            )
+        except (TokenKeyMismatch, OSError) as exc:
+            log.warning(
+                "%s: not in DEEPTHREAD_INSTALL_ALLOW; apps.uninstall not sent (%s)", tenant.label, type(exc).__name__
+            )
+        await forget(tenant, REFUSED_REASON)
+        refused.append(tenant.label)
+    return refused
 
 
 class InstallRefused(BoltError):

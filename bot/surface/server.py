@@ -10,11 +10,16 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.oauth.async_oauth_flow import AsyncOAuthFlow
+
+from bot.slack.oauth_state import STATE_SECONDS, InstallsBusy
+
+from .install_limits import InstallLimiter
 
 log = logging.getLogger(__name__)
 
@@ -50,16 +55,36 @@ def web_app(app: AsyncApp, *, events_enabled: bool = True) -> web.Application:
 
 
 def _install_routes(application: web.Application, flow: AsyncOAuthFlow) -> None:
-    """Slack's install flow, as Bolt's own aiohttp server serves it."""
+    """Slack's install flow, as Bolt's own aiohttp server serves it; the install page is limited per
+    client (install_limits.py) and by the flows in progress (bot/slack/oauth_state.py)."""
+    limiter = InstallLimiter()
 
     async def install(request: web.Request) -> web.Response:
-        return await to_aiohttp_response(await flow.handle_installation(await to_bolt_request(request)))
+        wait = limiter.wait(request.remote or "unknown")
+        if wait:
+            return _busy(TOO_OFTEN, wait)
+        try:
+            return await to_aiohttp_response(await flow.handle_installation(await to_bolt_request(request)))
+        except InstallsBusy:
+            return _busy(TOO_MANY_INSTALLS, STATE_SECONDS)
 
     async def redirect(request: web.Request) -> web.Response:
         return await to_aiohttp_response(await flow.handle_callback(await to_bolt_request(request)))
 
     application.router.add_get(flow.install_path, install)
     application.router.add_get(flow.redirect_uri_path, redirect)
+
+
+# What a refused visit to the install page is told (a person reads it in a browser).
+TOO_OFTEN = "This install page was opened too often from your address. Wait a minute, then open it again."
+TOO_MANY_INSTALLS = (
+    "Too many installs of this app are in progress right now. Try again in a few minutes; if this goes on, "
+    "tell whoever runs this Deepthread deployment."
+)
+
+
+def _busy(text: str, seconds: float) -> web.Response:
+    return web.Response(status=429, text=text, headers={"Retry-After": str(math.ceil(seconds))})
 
 
 def _is_malformed(raw: str) -> bool:

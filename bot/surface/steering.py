@@ -21,6 +21,7 @@ from bot.desk.library import library_reply
 from bot.desk.recheck import handle_recheck
 from bot.desk.retention import forget_thread_command
 from bot.publishing.lifecycle import launch_and_post
+from bot.publishing.link_policy import link_policy, shown
 from bot.services import Services
 from bot.slack.audience import shared_externally
 from bot.slack.mrkdwn import to_mrkdwn
@@ -143,7 +144,8 @@ async def thread_message(
 
 
 def section_history(state: RunState, section_id: str | None) -> str:
-    """Earlier revisions of the report's sections, as a thread reply."""
+    """Earlier revisions of the report's sections, as a thread reply (links only to the run's sources)."""
+    state, allowed = shown(state), link_policy(state)
     sections = [s for s in state.sections if section_id in (None, s.section_id)]
     if not sections:
         known = ", ".join(s.section_id for s in state.sections) or "none yet"
@@ -162,7 +164,9 @@ def section_history(state: RunState, section_id: str | None) -> str:
         for n, revision in reversed(list(enumerate(section.revisions, 1))):
             if len(section.revisions) - n >= HISTORY_REVISIONS_SHOWN:
                 break
-            quoted = "\n".join("> " + line for line in shorten_mrkdwn(to_mrkdwn(revision.body), 300).split("\n"))
+            quoted = "\n".join(
+                "> " + line for line in shorten_mrkdwn(to_mrkdwn(revision.body, None, allowed), 300).split("\n")
+            )
             lines.append(f"• version {n}, replaced because: {escape_text(revision.reason)}\n{quoted}")
     return "\n".join(lines)
 

@@ -252,10 +252,11 @@ def workspaces_environment(redis_url: str, fake_slack: FakeSlack, model_url: str
     from cryptography.fernet import Fernet
 
     fake_slack.configure_oauth(CLIENT_ID, CLIENT_SECRET, f"http://127.0.0.1:{port}/slack/oauth_redirect")
+    token_key = extra.pop("DEEPTHREAD_TOKEN_KEY", None) or Fernet.generate_key().decode()  # a restart keeps its own
     return environment(
         **extra,
         SLACK_CLIENT_ID=CLIENT_ID, SLACK_CLIENT_SECRET=CLIENT_SECRET, SLACK_STATE_SECRET=STATE_SECRET,
-        DEEPTHREAD_TOKEN_KEY=Fernet.generate_key().decode(), SLACK_SIGNING_SECRET=SIGNING_SECRET,
+        DEEPTHREAD_TOKEN_KEY=token_key, SLACK_SIGNING_SECRET=SIGNING_SECRET,
         SLACK_API_URL=f"{fake_slack.url}/api/", ANTHROPIC_API_KEY="test-key", ANTHROPIC_BASE_URL=model_url,
         REDIS_URL=redis_url, DEEPTHREAD_SEARCH="searxng", SEARXNG_URL=web_url, DEEPTHREAD_FETCH_ALLOW="127.0.0.1",
         PORT=str(port),

@@ -7,6 +7,9 @@ thread back (the echo is in what read_thread returns), then asks read_page for t
 The fetch is refused, the web never sees the request, the thread's stored seen set lacks the URL,
 and a follow-up run in the thread inherits nothing: its read_page of the URL is refused too. The
 control: a link a person wrote in the thread is read, in both runs.
+
+Since issue 45 (item 5a) the progress message shows a URL the model wrote as its domain only
+("Now: Searching: 127.0.0.1"), so the echo no longer carries the URL at all; the test holds that too.
 """
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from pathlib import Path
 from redis import Redis
 
 from agent.tools.seen_urls import normalise
+from bot.slack.foreign_links import domain_only
 from jobs import keys
 from jobs.records.store import RunStore
 from jobs.records.stores import refused_fetches
@@ -35,8 +39,9 @@ def finished(slack: FakeSlack, thread: str) -> int:
 
 
 def echoed(slack: FakeSlack, crafted: str) -> bool:
-    """The thread shows the model's URL as the bot's own text (the progress message's "Now:" line)."""
-    return any(f"Searching: {crafted}" in m.text for m in slack.messages(CHANNEL) if m.bot_id)
+    """The thread shows the model's search as the bot's own text (the progress message's "Now:" line),
+    its URL as the domain alone."""
+    return any(f"Searching: {domain_only(crafted)}" in m.text for m in slack.messages(CHANNEL) if m.bot_id)
 
 
 def read_pages(requests: list[dict], url: str) -> list[dict]:
@@ -72,9 +77,10 @@ def test_a_url_the_model_composed_and_the_bot_echoed_is_never_fetched_nor_inheri
 
     # The echo happened: the progress message showed the model's URL, and read_thread gave it back.
     shown = [c.get("text", "") for c in fake_slack.calls_of("chat.update") + fake_slack.calls_of("chat.postMessage")]
-    assert any(f"Now: Searching: {crafted}" in text for text in shown), "the progress message showed the URL"
+    assert any(f"Now: Searching: {domain_only(crafted)}" in text for text in shown), "the progress showed the search"
+    assert not any("leak?figure" in text for text in shown), "but never the URL the model wrote"
     read_back = [result_text(r) for _, r in results_of(first[-1], "read_thread")]
-    assert read_back and any(crafted in text for text in read_back), f"read_thread returned the echo: {read_back}"
+    assert read_back and not any(crafted in text for text in read_back), f"the echo carries no URL: {read_back}"
     searched = [result_text(r) for _, r in results_of(first[-1], "web_search")]
     assert searched and not any(PERSON_PAGE in text for text in searched), "the person's link came from the thread"
 

@@ -19,6 +19,7 @@ MANIFEST = Path(__file__).resolve().parents[2] / "manifest.yml"
 METHOD_SCOPES: dict[str, tuple[str, ...]] = {
     "auth.test": (),
     "oauth.v2.access": (),  # the app's client credentials, no token
+    "apps.uninstall": (),  # the installation's token with the app's client credentials
     "chat.postMessage": ("chat:write",),
     "chat.update": ("chat:write",),
     "chat.delete": ("chat:write",),

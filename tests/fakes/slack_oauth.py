@@ -117,6 +117,7 @@ class Workspaces(_Base):
         self._installing_team = team_id
         self._deny_next = False
         self.installs: list[tuple[str, str]] = []  # (team id, token) per completed oauth.v2.access
+        self.uninstalled_by_app: list[str] = []  # team (or org) ids the app removed itself from (apps.uninstall)
 
     # ------------------------------------------------------------ test controls
 
@@ -257,6 +258,7 @@ class Workspaces(_Base):
     def _register_oauth(self, app: web.Application) -> None:
         app.router.add_get(AUTHORIZE_PATH, self._authorize)
         self._methods["oauth.v2.access"] = self._oauth_v2_access
+        self._methods["apps.uninstall"] = self._apps_uninstall
 
     async def _authorize(self, request: web.Request) -> web.Response:
         """The page a person approves the install on; here they approve at once (or cancel)."""
@@ -322,6 +324,29 @@ class Workspaces(_Base):
             "is_enterprise_install": False,
         }
 
+
+    def _apps_uninstall(self, p: dict[str, Any]) -> dict[str, Any]:
+        """The app removes itself from the caller's workspace (or org): its client's id and secret in
+        the form with the installation's bot token; the token is revoked, as an uninstall revokes it.
+        Slack then sends `app_uninstalled` (a test delivers `uninstall()`'s envelope when it wants it)."""
+        app = self.oauth_app
+        if app is None or _str(p.get("client_id")) != app.client_id:
+            raise SlackError("invalid_client_id")
+        if _str(p.get("client_secret")) != app.client_secret:
+            raise SlackError("bad_client_secret")
+        caller = self._caller
+        org = self.orgs.get(caller.enterprise_id or "") if caller.team_id == caller.enterprise_id else None
+        token = org.token if org is not None else self.workspaces[caller.team_id].token
+        if token is not None:
+            self._revoked.add(token)
+            self._tokens.pop(token, None)
+            self._org_tokens.pop(token, None)
+        if org is not None:
+            org.token = None
+        else:
+            self.workspaces[caller.team_id].token = None
+        self.uninstalled_by_app.append(caller.team_id)
+        return {}
 
     def _org_install(self, org: FakeOrg, grant: _Code) -> dict[str, Any]:
         """An org-wide install: one token for every workspace of the org, no team."""

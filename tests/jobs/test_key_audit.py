@@ -58,7 +58,8 @@ def test_a_key_no_module_owns_is_counted_by_its_shape(redis: Redis) -> None:
 
 def test_a_mark_whose_ttl_was_removed_is_reported(redis: Redis) -> None:
     assert retention(redis).due_round(utcnow(), 90) is not None  # takes the round's lease, ten minutes
-    redis.set(bot_keys.oauth_state("n1"), "1", ex=600)
+    redis.zadd(bot_keys.OAUTH_STATES, {"n1": 1})
+    redis.expire(bot_keys.OAUTH_STATES, 300)
     assert key_audit(redis).problems == []
 
     redis.persist(keys.RETENTION_LEASE)

@@ -20,7 +20,7 @@ from bot.publishing.lifecycle import launch_and_post
 from bot.publishing.progress_render import render_help
 from bot.services import EVENT_DEDUPE_TTL_SECONDS, Services
 from bot.slack.audience import shared_externally
-from bot.slack.events import MentionEvent, action_token_of, question_of
+from bot.slack.events import MentionEvent, action_token_of, malformed, question_of
 from bot.slack.replies import reply, reply_privately
 from bot.slack.tenancy import Tenant
 from bot.surface.reading import read_question, too_long
@@ -88,7 +88,7 @@ async def handle_mention(
     try:
         mention = MentionEvent.model_validate(event)
     except ValidationError as exc:
-        log.warning("ignored a malformed app_mention: %s", exc.errors()[:3])
+        log.warning(malformed("app_mention", exc, body))
         return
     if mention.bot_id or (bot_user_id and mention.user == bot_user_id):
         return  # our own or another bot's message

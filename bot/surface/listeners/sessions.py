@@ -17,7 +17,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.services import EVENT_DEDUPE_TTL_SECONDS, Services
-from bot.slack.events import SessionStoppedEvent
+from bot.slack.events import SessionStoppedEvent, malformed
 from bot.slack.tenancy import Tenant
 from bot.surface.steering import stop_run
 
@@ -38,7 +38,7 @@ async def handle_session_stopped(
     try:
         stopped = SessionStoppedEvent.model_validate(event)
     except ValidationError as exc:
-        log.warning("ignored a malformed agent_session_stopped: %s", exc.errors()[:3])
+        log.warning(malformed("agent_session_stopped", exc, body))
         return
     event_id = body.get("event_id") or f"{stopped.channel}:{stopped.thread_ts}:{stopped.event_ts}"
     if not await services.runs.claim_event(team, f"event:{event_id}", EVENT_DEDUPE_TTL_SECONDS):

@@ -74,6 +74,10 @@ async def test_a_url_the_bot_echoed_is_not_seen_when_the_thread_is_read_back(
     workspace.post("UANA", f"fees of VTI, see {PERSON_URL}", "1.1")
     for n, text in enumerate(ECHOES[surface](_state(crafted)), start=2):
         workspace.post("deepthread", text, f"{n}.1").is_bot = True
+    # The surfaces now show a URL the model wrote as its domain only (issue 45, item 5a:
+    # tests/bot/publishing/test_foreign_links.py); an app's message that does show one (another app's,
+    # or one posted before) must seed nothing either.
+    workspace.post("deepthread", f"Now: Searching: {crafted}", "99.1").is_bot = True
 
     async def emit(_: object) -> None:
         return None

@@ -28,7 +28,7 @@ from jobs import RunState, RunStore
 from tests.fakes import slack_canvases
 from tests.fakes.slack import TEAM_ID, FakeSlack
 from tests.fakes.slack_sessions import refuse_sessions
-from tests.helpers import Running, eventually, posted_run
+from tests.helpers import Running, as_sent, eventually, posted_run
 
 CHANNEL = "C0TEST"
 
@@ -63,8 +63,8 @@ def shows(fake_slack: FakeSlack, state: RunState, canvas: CanvasView | None = No
     progress = fake_slack.message(CHANNEL, state.run.progress_message or "")
     want_report, want_progress = render_report_parts(state, canvas=canvas).message, render_progress(state)
     return (report is not None and progress is not None
-            and report.blocks == want_report.blocks and report.text == want_report.text
-            and progress.blocks == want_progress.blocks)
+            and report.blocks == as_sent(want_report.blocks) and report.text == want_report.text
+            and progress.blocks == as_sent(want_progress.blocks))
 
 
 # --- only changes are sent ----------------------------------------------------------------
@@ -169,7 +169,7 @@ async def test_a_rendering_that_waited_while_the_run_moved_on_sends_the_newer_st
     assert await Publisher(redis, async_redis, store, client).sync(state)
     assert renders[0] == 2, "rendered again from the newer state"
     report = fake_slack.message(CHANNEL, state.run.report_message or "")
-    assert report is not None and report.blocks == render_report_parts(newer[0]).message.blocks
+    assert report is not None and report.blocks == as_sent(render_report_parts(newer[0]).message.blocks)
 
 
 # --- coalescing ---------------------------------------------------------------------------

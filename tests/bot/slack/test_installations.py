@@ -15,7 +15,8 @@ from bot import keys
 from bot.exceptions import NotInstalled, TokenKeyMismatch
 from bot.slack.client import LimitedWebClient
 from bot.slack.installations import InstallationTokens, RedisInstallationStore, TokenCipher
-from bot.slack.oauth_state import RedisOAuthStateStore
+from bot.slack.admission import InstallAllowlist
+from bot.slack.oauth_state import InstallsBusy, RedisOAuthStateStore
 from bot.slack.tenancy import Tenant, acting_for
 from tests.fakes.server import ServerThread
 from tests.fakes.slack import FakeSlack
@@ -66,6 +67,33 @@ async def test_an_org_wide_install_is_found_for_every_workspace_of_the_org_and_o
     assert await store.bot_token(Tenant(team="T9")) == "xoxb-plain", "other installations stay"
 
 
+@pytest.mark.parametrize(("allow", "admitted"), [
+    ("T1", {"T1"}),
+    ("E1", {"E1-org"}),
+    ("E2", {"T3@E2"}),
+    ("T1, E2", {"T1", "T3@E2"}),
+])
+async def test_an_installation_saved_before_the_allowlist_and_outside_it_is_found_by_nothing(
+        async_redis: AsyncRedis, redis: Redis, allow: str, admitted: set[str]) -> None:
+    """Saved while anyone could install; read with the list set: only what it admits is found, by the
+    events' authorize, the publisher and the workers alike."""
+    await RedisInstallationStore(async_redis, TokenCipher(KEY)).async_save(installation("T1", token="xoxb-t1"))
+    await RedisInstallationStore(async_redis, TokenCipher(KEY)).async_save(
+        installation("E1", token="xoxb-e1", enterprise="E1", org_wide=True))
+    await RedisInstallationStore(async_redis, TokenCipher(KEY)).async_save(
+        installation("T3", token="xoxb-t3", enterprise="E2"))
+    allowlist = InstallAllowlist.parse(allow)
+    store = RedisInstallationStore(async_redis, TokenCipher(KEY), allowlist)
+    tokens = InstallationTokens(redis, TokenCipher(KEY), allowlist)
+    tenants = {"T1": Tenant(team="T1"), "E1-org": Tenant(team="T7", enterprise="E1", enterprise_install=True),
+               "T3@E2": Tenant(team="T3", enterprise="E2")}
+    for name, tenant in tenants.items():
+        found = await store.bot_token(tenant)
+        assert (found is not None) == (name in admitted) == (tokens.bot_token(tenant) is not None), name
+    refused = {s.team_id or s.enterprise_id for s in await store.refused()}
+    assert len(refused) == 3 - len(admitted)
+
+
 async def test_uninstalling_deletes_the_workspaces_tokens_only(async_redis: AsyncRedis, redis: Redis) -> None:
     store = RedisInstallationStore(async_redis, TokenCipher(KEY))
     for team in ("T1", "T2"):
@@ -103,8 +131,22 @@ async def test_an_oauth_state_is_good_once_and_only_if_this_deployment_signed_it
     assert not await states.async_consume(""), "no state at all"
     brief = RedisOAuthStateStore(async_redis, "secret", expiration_seconds=1)
     expired = await brief.async_issue()
-    await async_redis.delete(keys.oauth_state(expired.split(".")[0]))  # what the expiry does
+    await async_redis.zadd(keys.OAUTH_STATES, {expired.split(".")[0]: 1})  # what the passing of time does
     assert not await brief.async_consume(expired)
+
+
+async def test_the_install_flows_in_progress_are_capped_and_expire_by_themselves(async_redis: AsyncRedis) -> None:
+    states = RedisOAuthStateStore(async_redis, "secret", expiration_seconds=300, max_pending=3)
+    issued = [await states.async_issue() for _ in range(3)]
+    with pytest.raises(InstallsBusy):
+        await states.async_issue()
+    assert await async_redis.zcard(keys.OAUTH_STATES) == 3, "one key, never more than the cap"
+    assert 0 < await async_redis.ttl(keys.OAUTH_STATES) <= 301, "it expires with its last state"
+    assert await states.async_consume(issued[0])
+    assert await states.async_issue(), "a finished install makes room"
+    await async_redis.zadd(keys.OAUTH_STATES, {issued[1].split(".")[0]: 1})  # abandoned long ago
+    fresh = await states.async_issue()
+    assert await states.async_consume(fresh) and not await states.async_consume(issued[1])
 
 
 @pytest.fixture

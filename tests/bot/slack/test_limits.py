@@ -24,6 +24,7 @@ from bot.slack.ratelimit import SlackRateLimiter
 from jobs import Run, RunState, RunStore
 from tests.fakes.server import free_port
 from tests.fakes.slack import TEAM_ID, FakeSlack, SlackMessage, app_mention_event, sign
+from tests.helpers import as_sent
 from tests.processes import SIGNING_SECRET, Stack, wait_for
 
 CHANNEL = "C0LIMIT"
@@ -137,8 +138,8 @@ def shows(fake_slack: FakeSlack, state: RunState) -> bool:
     report = fake_slack.message(CHANNEL, state.run.report_message or "")
     progress = fake_slack.message(CHANNEL, state.run.progress_message or "")
     want_report, want_progress = render_report(state), render_progress(state)
-    return (report is not None and progress is not None and report.blocks == want_report.blocks
-            and progress.blocks == want_progress.blocks)
+    return (report is not None and progress is not None and report.blocks == as_sent(want_report.blocks)
+            and progress.blocks == as_sent(want_progress.blocks))
 
 
 async def test_busy_runs_leave_room_for_every_final_state_in_the_same_window(
