@@ -17,11 +17,13 @@ def malformed(kind: str, exc: ValidationError, body: dict[str, Any]) -> str:
     problems = exc.errors(include_input=False, include_url=False, include_context=False)
     named = "; ".join(f"{'.'.join(map(str, p['loc'])) or 'event'}: {p['type']}" for p in problems[:PROBLEMS_LOGGED])
     more = f" (+{len(problems) - PROBLEMS_LOGGED} more)" if len(problems) > PROBLEMS_LOGGED else ""
-    ids = ", ".join(f"{key} {_id(body.get(key))}" for key in ("event_id", "team_id", "api_app_id") if body.get(key))
+    ids = ", ".join(
+        f"{key} {logged_id(body.get(key))}" for key in ("event_id", "team_id", "api_app_id") if body.get(key)
+    )
     return f"ignored a malformed {kind} ({ids or 'no ids'}): {named}{more}"
 
 
-def _id(value: object) -> str:
+def logged_id(value: object) -> str:
     """An id as logged: a short word of letters, digits and dots, or a mark that it was not one."""
     text = str(value)
     return text if re.fullmatch(r"[A-Za-z0-9._-]{1,40}", text) else "(not an id)"
@@ -112,3 +114,17 @@ class SessionStoppedEvent(BaseModel):
     user: str
     event_ts: str | None = None
     streaming_message_ts: list[str] = Field(default_factory=list)
+
+
+# A person's id as Slack writes it: what a Home tab is published for (views.publish names the viewer).
+SLACK_USER_ID = r"^[UW][A-Z0-9]{2,40}$"
+
+
+class HomeOpenedEvent(BaseModel):
+    """app_home_opened: someone opened one of the app's tabs (`home` or `messages`)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    type: str
+    user: str = Field(pattern=SLACK_USER_ID)
+    tab: str = "home"
