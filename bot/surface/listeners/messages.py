@@ -62,24 +62,29 @@ async def handle_message(
     event_id = body.get("event_id") or f"{message.channel}:{message.ts}"
     if not await services.runs.claim_event(tenant.team, f"event:{event_id}", EVENT_DEDUPE_TTL_SECONDS):
         return
-    if message.thread_ts is None:  # a direct message to the bot is a question
+    # A direct message to the bot is a question, a reply in one of its threads too unless that thread
+    # has research to steer or continue (a thread whose question was refused is asked again, and told again).
+    thread_ts = message.thread_ts
+    if direct and (thread_ts is None or not await services.runs.in_thread(tenant.team, message.channel, thread_ts)):
         await handle_question(
             services,
             client,
             channel=message.channel,
-            thread_ts=message.ts,
+            thread_ts=thread_ts or message.ts,
             user=message.user,
             question=message.text.strip(),
             tenant=tenant,
             action_token=action_token_of(event),
         )
         return
+    if thread_ts is None:
+        return  # (a channel's top-level chatter was left above)
     await thread_message(
         services,
         client,
         tenant=tenant,
         channel=message.channel,
-        thread_ts=message.thread_ts,
+        thread_ts=thread_ts,
         ts=message.ts,
         user=message.user,
         text=message.text,
