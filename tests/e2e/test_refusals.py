@@ -38,12 +38,24 @@ class Kind:
 
 
 KINDS = [
-    Kind("channel over budget", {"DEEPTHREAD_CHANNEL_BUDGET_USD": "0"}, "This channel has used its monthly budget",
-         ("channel",)),
-    Kind("workspace over budget", {"DEEPTHREAD_WORKSPACE_BUDGET_USD": "0"},
-         "This workspace has used its monthly budget", ("channel", "dm")),
-    Kind("person over their DM budget", {"DEEPTHREAD_PERSON_BUDGET_USD": "0"},
-         "Your questions in direct messages have used your monthly budget", ("dm",)),
+    Kind(
+        "channel over budget",
+        {"DEEPTHREAD_CHANNEL_BUDGET_USD": "0"},
+        "This channel has used its monthly budget",
+        ("channel",),
+    ),
+    Kind(
+        "workspace over budget",
+        {"DEEPTHREAD_WORKSPACE_BUDGET_USD": "0"},
+        "This workspace has used its monthly budget",
+        ("channel", "dm"),
+    ),
+    Kind(
+        "person over their DM budget",
+        {"DEEPTHREAD_PERSON_BUDGET_USD": "0"},
+        "Your questions in direct messages have used your monthly budget",
+        ("dm",),
+    ),
     Kind("channel not enabled", {"DEEPTHREAD_CHANNELS": ENABLED}, "I am not enabled in this channel", ("channel",)),
     Kind("DMs off", {"DEEPTHREAD_DMS": "off"}, "I do not take questions in direct messages here", ("dm",)),
 ]
@@ -56,8 +68,9 @@ def kind(request: pytest.FixtureRequest) -> Kind:
 
 @pytest.fixture
 def stack(tmp_path: Path, redis_url: str, fake_slack: FakeSlack, fake_model, fake_web, kind: Kind) -> Iterator[Stack]:
-    with socket_mode_stack(tmp_path, fake_slack, redis_url=redis_url, model_url=fake_model.url, web_url=fake_web.url,
-                           **kind.env) as s:
+    with socket_mode_stack(
+        tmp_path, fake_slack, redis_url=redis_url, model_url=fake_model.url, web_url=fake_web.url, **kind.env
+    ) as s:
         yield s
 
 
@@ -78,8 +91,9 @@ def ended_run(redis: Redis, slack: FakeSlack, channel: str) -> str:
     """A thread whose research ended before the refusal applied (allowed then): its ts."""
     thread_ts = slack.add_user_message(channel, "<@UBOT> expense ratio of VTI", ANA)
     store = RunStore(redis)
-    state = store.create(Run(team=TEAM_ID, channel=channel, thread_ts=thread_ts, requester=ANA,
-                             question="expense ratio of VTI"))
+    state = store.create(
+        Run(team=TEAM_ID, channel=channel, thread_ts=thread_ts, requester=ANA, question="expense ratio of VTI")
+    )
     store.finish(state.run.id, RunStatus.completed, "done")
     return thread_ts
 
@@ -91,8 +105,16 @@ def planned_run(redis: Redis, slack: FakeSlack, channel: str) -> tuple[str, str,
     progress = slack.add_user_message(channel, "Plan: …", "UBOT", thread_ts=thread_ts)
     report = slack.add_user_message(channel, "Report: …", "UBOT", thread_ts=thread_ts)
     store = RunStore(redis)
-    state = store.create(Run(team=TEAM_ID, channel=channel, thread_ts=thread_ts, requester=ANA,
-                             question="expense ratio of VTI", plan_first=True))
+    state = store.create(
+        Run(
+            team=TEAM_ID,
+            channel=channel,
+            thread_ts=thread_ts,
+            requester=ANA,
+            question="expense ratio of VTI",
+            plan_first=True,
+        )
+    )
     plan = Plan(key_questions=["What does VTI cost a year?"], expected_requests=4, expected_minutes=2)
     store.propose_plan(state.run.id, plan, datetime.now(UTC) + timedelta(hours=1))
     Runs(store).attach_messages(state.run.id, progress=progress, report=report)
@@ -101,8 +123,12 @@ def planned_run(redis: Redis, slack: FakeSlack, channel: str) -> tuple[str, str,
 
 def approve(slack: FakeSlack, channel: str, progress: str) -> None:
     """The requester presses Approve on the plan (Socket Mode's `interactive` envelope)."""
-    frame = {"envelope_id": str(uuid.uuid4()), "type": "interactive", "accepts_response_payload": False,
-             "payload": block_action("approve_plan", user=ANA, channel=channel, message_ts=progress)}
+    frame = {
+        "envelope_id": str(uuid.uuid4()),
+        "type": "interactive",
+        "accepts_response_payload": False,
+        "payload": block_action("approve_plan", user=ANA, channel=channel, message_ts=progress),
+    }
     slack.send_socket_frame(frame)
     wait_for(lambda: frame["envelope_id"] in slack.socket_acks, 5, "the ack")
 
@@ -112,8 +138,9 @@ def asked_in(slack: FakeSlack, redis: Redis, where: str) -> list[tuple[str, str]
     asked: list[tuple[str, str]] = []
     if where == "channel":
         for user in (ANA, BEN):  # two questions, two threads
-            asked.append((CHANNEL, deliver(slack, app_mention_event("expense ratio of VTI", channel=CHANNEL,
-                                                                    user=user))))
+            asked.append(
+                (CHANNEL, deliver(slack, app_mention_event("expense ratio of VTI", channel=CHANNEL, user=user)))
+            )
         chat = slack.add_user_message(CHANNEL, "who knows the fees of SCHB?", BEN)  # a thread not the bot's
         deliver(slack, app_mention_event("fees of SCHB", channel=CHANNEL, user=ANA, thread_ts=chat))
         asked.append((CHANNEL, chat))
@@ -148,8 +175,13 @@ def test_a_refusal_is_told_in_every_thread_it_refuses(
     for pair in asked:
         expected[pair] = expected.get(pair, 0) + 1
     for (channel, thread_ts), count in expected.items():
-        told = wait_for(lambda c=channel, t=thread_ts, n=count: len(bot_replies(fake_slack, c, t)) >= n
-                        and bot_replies(fake_slack, c, t), 15, f"{count} refusal(s) in thread {thread_ts} of {channel}")
+        told = wait_for(
+            lambda c=channel, t=thread_ts, n=count: (
+                len(bot_replies(fake_slack, c, t)) >= n and bot_replies(fake_slack, c, t)
+            ),
+            15,
+            f"{count} refusal(s) in thread {thread_ts} of {channel}",
+        )
         assert all(m.text.startswith(kind.says) for m in told), [m.text for m in told]
     time.sleep(1.0)  # nothing more comes: each refusal once, and no run started anywhere
     for (channel, thread_ts), count in expected.items():
@@ -160,5 +192,6 @@ def test_a_refusal_is_told_in_every_thread_it_refuses(
     awaiting = [store.get(run_id) for run_id in store.active_ids()]
     # Only the plans are left, still awaiting approval.
     assert all(state.status == RunStatus.planned and not state.approved_by for state in awaiting), [
-        (state.status, state.approved_by) for state in awaiting]
+        (state.status, state.approved_by) for state in awaiting
+    ]
     assert not fake_slack.pins(CHANNEL) and not fake_slack.pins(ANA_DM)
