@@ -249,7 +249,7 @@ class _ModelState:
     runs: dict[str, dict[str, int]] = field(default_factory=dict)  # team -> run -> when last served
     queue: dict[str, list[Demand]] = field(default_factory=dict)  # run -> its waiting demands, in order
     served: dict[str, int] = field(default_factory=dict)  # team or run left the queue -> when last served
-    granted: set[str] = field(default_factory=set)
+    granted: dict[str, float] = field(default_factory=dict)  # ticket -> when, until its waiter collects it
     never: set[str] = field(default_factory=set)  # tickets larger than a named limit, until told
     seen: dict[str, float] = field(default_factory=dict)  # ticket -> when its waiter last asked
 
@@ -313,8 +313,11 @@ class MemoryModelLimiter:
         state = self._state(demand.model)
         now = self.clock()
         self._refill(state, now)
-        if demand.ticket in state.granted:
-            state.granted.discard(demand.ticket)
+        # A grant not collected within WAITER_TTL_SECONDS: its waiter has gone (its place was spent).
+        for ticket, at in list(state.granted.items()):
+            if at <= now - WAITER_TTL_SECONDS:
+                del state.granted[ticket]
+        if state.granted.pop(demand.ticket, None) is not None:
             return 0.0
         state.seen[demand.ticket] = now
         queue = state.queue.setdefault(demand.run, [])
@@ -323,8 +326,7 @@ class MemoryModelLimiter:
             state.runs.setdefault(demand.team, {}).setdefault(demand.run, state.served.get(demand.run, 0))
             state.teams.setdefault(demand.team, state.served.get(demand.team, 0))
         wait = self._grant(state, now)
-        if demand.ticket in state.granted:
-            state.granted.discard(demand.ticket)
+        if state.granted.pop(demand.ticket, None) is not None:
             return 0.0
         if demand.ticket in state.never:
             state.never.discard(demand.ticket)
@@ -362,7 +364,7 @@ class MemoryModelLimiter:
                 state.probe, state.probe_at = head.ticket, now
             for d in DIMENSIONS:
                 state.buckets[d].level -= head.need(d)
-            state.granted.add(head.ticket)
+            state.granted[head.ticket] = now
             state.grants += 1
             state.grant_numbers[head.ticket] = state.grants
             self.grants.append(head)
@@ -388,7 +390,7 @@ class MemoryModelLimiter:
 
     async def withdraw(self, demand: Demand) -> None:
         state = self._state(demand.model)
-        state.granted.discard(demand.ticket)
+        state.granted.pop(demand.ticket, None)
         state.grant_numbers.pop(demand.ticket, None)
         if state.probe == demand.ticket:
             state.probe = ""

@@ -1,7 +1,8 @@
 """How a limit no one names is learned from the answers alone (Bedrock, Vertex, a gateway that
 sends no `anthropic-ratelimit-*` headers): the rule, in one place. The in-memory limiter
 (capacity.py) calls `learned_step`; jobs/budgets/capacity.py's Lua is the same rule, held to it by
-the same tests (tests/jobs/test_capacity.py) and by bench.model_capacity's header-less case.
+the same tests (tests/jobs/test_capacity.py; tests/jobs/test_capacity_agreement.py feeds both the same
+generated answers and asserts they agree at every step) and by bench.model_capacity's header-less case.
 
 The requests limit moves; the learned token limits follow it in the same proportion.
 

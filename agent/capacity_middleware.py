@@ -32,6 +32,7 @@ from .capacity import (
     observed,
     uncached_estimate,
 )
+from .defaults import MODEL_PATIENCE_SECONDS
 from .exceptions import ModelThrottled, RequestTooLarge
 from .provider_values import MAX_PAUSE_SECONDS, count, pause_seconds
 
@@ -42,6 +43,11 @@ MESSAGES_PATH = "/v1/messages"
 # finishes with what it has. A learned limit's descent from its start throttles a request a few
 # times at most; a request throttled for its own sake (too big, its key's) would be for ever.
 MAX_THROTTLED_ATTEMPTS = 8
+# …and so does one that has waited this long in all for its throttles (the model patience,
+# DEEPTHREAD_MODEL_PATIENCE_SECONDS, as for an overloaded service; each pause is cut to what is left
+# of it): eight answers that each ask for MAX_PAUSE_SECONDS would otherwise hold a run for a quarter
+# of an hour.
+THROTTLED_PATIENCE_SECONDS = MODEL_PATIENCE_SECONDS
 # A throttled request whose answer named no valid pause waits this long before asking again,
 # doubling with each throttle (0.5, 1, 2 … s): a request throttled for its own sake does not take
 # the others' turns while it lasts (bench.model_capacity's header-less case: a better worst minute).
@@ -121,9 +127,11 @@ class CapacityMiddleware(Middleware):
         run: str,
         long_wait_seconds: float = LONG_WAIT_SECONDS,
         max_throttles: int = MAX_THROTTLED_ATTEMPTS,
+        patience_seconds: float = THROTTLED_PATIENCE_SECONDS,
     ) -> None:
         self.limiter = limiter
         self.max_throttles = max_throttles
+        self.patience_seconds = patience_seconds
         self.long_wait_seconds = long_wait_seconds
         self.team = team or "-"
         self.run = run or "-"
@@ -140,7 +148,7 @@ class CapacityMiddleware(Middleware):
             input_tokens=uncached_estimate(body),
             output_tokens=min(int(body.get("max_tokens") or 0), OUTPUT_RESERVE_TOKENS),
         )
-        throttles, since = 0, 0
+        throttles, since, waited = 0, 0, 0.0
         while True:
             await self._admitted(demand)
             response = await call_next(request)
@@ -170,17 +178,22 @@ class CapacityMiddleware(Middleware):
             if status != 429 or spent:
                 return response
             throttles += 1
-            if throttles >= self.max_throttles:
+            if throttles >= self.max_throttles or waited >= self.patience_seconds:
                 raise ModelThrottled(
-                    f"the model service refused one request {throttles} times for its rate (HTTP 429); "
-                    "this run ends with what it has rather than waiting on (the other runs keep their share)"
+                    f"the model service refused one request {throttles} times for its rate (HTTP 429)"
+                    + (f" over {waited:,.0f} s" if waited >= self.patience_seconds else "")
+                    + "; this run ends with what it has rather than waiting on (the other runs keep their share)"
                 )
-            # Throttled: this request waits what the answer asked (clamped), then asks again in its
-            # turn as a new demand, rather than the SDK retrying on its own (its next throttle, if
-            # any, is counted as this request's again: Observed.attempt and since).
+            # Throttled: this request waits what the answer asked (clamped, and within what is left of
+            # the patience), then asks again in its turn as a new demand, rather than the SDK retrying
+            # on its own (its next throttle, if any, is counted as this request's again: Observed.attempt
+            # and since).
+            pause = seen.retry_after if seen.retry_after is not None else backoff(throttles)
+            pause = min(pause, self.patience_seconds - waited)
             since = answers
             demand = replace(demand, ticket=uuid.uuid4().hex)
-            await self._wait(seen.retry_after if seen.retry_after is not None else backoff(throttles))
+            waited += pause
+            await self._wait(pause)
 
     def _settler(self, model: str, demand: Demand) -> Callable[[int], Awaitable[None]]:
         """Gives back, once the stream has ended, the output tokens `demand` reserved but did not write."""

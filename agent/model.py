@@ -289,9 +289,12 @@ class ModelClient:
                 return await call()
             except anthropic.APIStatusError as exc:
                 if is_rate_limited(exc):
-                    if attempt + 1 >= MAX_THROTTLED_ATTEMPTS:
+                    # Bounded in tries and in time (each wait cut to what is left of the patience): a
+                    # provider asking each time for its longest pause does not hold the run for long.
+                    left = patience.seconds - (time.monotonic() - started)
+                    if attempt + 1 >= MAX_THROTTLED_ATTEMPTS or left <= 0:
                         raise
-                    wait = _retry_after(exc) or patience.wait(attempt)
+                    wait = min(left, _retry_after(exc) or patience.wait(attempt))
                     log.warning("model service rate-limited us (%s); trying again in %.1f s", kind, wait)
                     hook = CAPACITY_WAIT.get()
                     async with hook() if hook is not None else nullcontext():

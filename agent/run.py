@@ -82,7 +82,14 @@ async def research(
 
     client = anthropic.with_options(max_retries=config.model_max_retries)
     if backend.limiter is not None:  # every attempt, the SDK's retries too, asks the shared limiter first
-        client = client.with_middleware(CapacityMiddleware(backend.limiter, team=backend.team, run=backend.run_id))
+        client = client.with_middleware(
+            CapacityMiddleware(
+                backend.limiter,
+                team=backend.team,
+                run=backend.run_id,
+                patience_seconds=config.model_patience_seconds,
+            )
+        )
     else:  # a provider's pause is clamped all the same before the SDK's own retries honour it
         client = client.with_middleware(SanePauses())
     if backend.spend_gate is not None:  # innermost: each attempt reserved against the shared budgets

@@ -5,7 +5,6 @@ Shared by the listeners (messages, mentions, reactions, buttons) so each rule li
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 from pydantic import SecretStr
@@ -32,6 +31,7 @@ from bot.slack.tenancy import Tenant
 from bot.text_reader import UnreadableText
 from jobs import RunState, RunStatus, Upgrade
 
+from .admission import refusal
 from .evidence import source_reply, sources_reply
 from .reading import read_thread_reply, too_long
 
@@ -207,9 +207,11 @@ async def continue_thread(
 ) -> None:
     """Continue the research; a reply that lost the race to another becomes a note of its run."""
     run = parent.run
-    over_budget = await asyncio.to_thread(services.spend.cap_refusal, run.team, run.channel or "", user)
-    if over_budget:  # the monthly budget is spent: no continuation starts
-        await reply(client, run.channel or "", run.thread_ts, over_budget)
+    # A continuation is paid research like a new question: refused for the same reasons (a channel no
+    # longer enabled, DMs switched off, a budget spent), in this thread.
+    refused = await refusal(services, team=run.team, channel=run.channel or "", user=user)
+    if refused:
+        await reply(client, run.channel or "", run.thread_ts, refused)
         return
     # The channel may have been shared with another organization since the thread's last run.
     shared = services.workspace_search != "off" and await shared_externally(
@@ -245,6 +247,10 @@ async def approve_plan(services: Services, client: AsyncWebClient, state: RunSta
     run = state.run
     if not await may_control(services, client, state, user):
         await reply_privately(client, channel, user, only_who_may(state, "approve this plan"))
+        return
+    refused = await refusal(services, team=run.team, channel=run.channel or channel, user=run.requester or user)
+    if refused:  # the plan stays: approved once the budget is raised (or the channel enabled again)
+        await reply(client, channel, run.thread_ts, refused)
         return
     approved = await services.runs.approve_plan(run.id, user)
     if approved is None:

@@ -88,6 +88,9 @@ local now = tonumber(ARGV[2])
 local dims = {'requests', 'input_tokens', 'output_tokens'}
 local state = p .. 'state'
 local limits, levels, known = {}, {}, {}
+-- Every figure is stored whole (tostring keeps 14 digits: a refill rounded off at a bucket's edge
+-- granted here what the in-memory limiter, computing in full doubles, did not).
+local function num(x) return string.format('%.17g', x) end
 local at = tonumber(redis.call('HGET', state, 'at') or '')
 for i = 1, 3 do
   local configured = tonumber(ARGV[2 + i])
@@ -106,8 +109,8 @@ for i = 1, 3 do
   levels[i] = level
 end
 local function save()
-  redis.call('HSET', state, 'at', tostring(now))
-  for i = 1, 3 do redis.call('HSET', state, 'level:' .. dims[i], tostring(levels[i])) end
+  redis.call('HSET', state, 'at', num(now))
+  for i = 1, 3 do redis.call('HSET', state, 'level:' .. dims[i], num(levels[i])) end
   redis.call('EXPIRE', state, ARGV[10])
 end
 local function leave(t, r, ticket, served)
@@ -195,7 +198,7 @@ for _ = 1, 10000 do
         else
           local cut_at = redis.call('HGET', state, 'cut_at_grant')
           if cut_at and cut_at ~= '0' and redis.call('HGET', state, 'answers_at_cut') == (redis.call('HGET', state, 'answers') or '0') then
-            redis.call('HSET', state, 'probe', head, 'probe_at', tostring(now))
+            redis.call('HSET', state, 'probe', head, 'probe_at', num(now))
           end
           for i = 1, 3 do levels[i] = levels[i] - need[i] end
           redis.call('ZADD', p .. 'granted', now, head)
@@ -210,7 +213,7 @@ end
 save()
 if redis.call('ZREM', p .. 'granted', ticket) == 1 then return '0' end
 if redis.call('ZREM', p .. 'never', ticket) == 1 then return 'inf' end
-return tostring(math.max(wait, 0.001))
+return num(math.max(wait, 0.001))
 """
 )
 
@@ -269,7 +272,7 @@ if learning[1] or learning[2] or learning[3] then
       after, ceiling, cut = math.max(floor, before * factor), before, true
       redis.call('HSET', state, 'cut_at_grant', redis.call('HGET', state, 'grants') or '0')
       redis.call('HSET', state, 'answers_at_cut', tostring(answers))
-      redis.call('HSET', state, 'ceiling', tostring(ceiling))
+      redis.call('HSET', state, 'ceiling', num(ceiling))
     end
   elseif ARGV[21] == '1' and fill < binding then
     local target = ceiling * near
@@ -277,12 +280,12 @@ if learning[1] or learning[2] or learning[3] then
     elseif ceiling > 0 then after = before + probe
     else after = before + raise end
   end
-  if after ~= before then
+  if cut or after ~= before then  -- a cut at the floor still empties the buckets
     local factor = after / before
     for i = 1, 3 do
       if learning[i] then
         limits[i] = math.min(tonumber(ARGV[5 + i]), limits[i] * factor)
-        redis.call('HSET', state, 'learned:' .. dims[i], tostring(limits[i]))
+        redis.call('HSET', state, 'learned:' .. dims[i], num(limits[i]))
         if cut then levels[i] = 0 end
         levels[i] = math.min(levels[i], limits[i])
       end
@@ -296,11 +299,11 @@ for i = 1, 3 do
   if heard and heard > 0 and not (configured and configured > 0) then
     heard = math.max(heard, tonumber(ARGV[23 + i]))
     heard = math.min(math.max(heard, limits[i] / span), limits[i] * span)
-    redis.call('HSET', state, 'limit:' .. dims[i], tostring(heard))
-    limits[i] = heard
+    redis.call('HSET', state, 'limit:' .. dims[i], num(heard))
+    limits[i], known[i] = heard, true  -- named now: a throttle's unused share comes back to it
   end
   local unused = tonumber(ARGV[16 + i])
-  if unused and not (ARGV[20] == '1' and not known[i]) then levels[i] = math.min(limits[i], levels[i] + unused) end
+  if not (ARGV[20] == '1' and not known[i]) then levels[i] = math.min(limits[i], levels[i] + (unused or 0)) end
   local remaining = tonumber(ARGV[13 + i])
   if remaining then levels[i] = math.min(levels[i], remaining) end
 end

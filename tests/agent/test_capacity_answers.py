@@ -66,6 +66,29 @@ async def test_a_request_throttled_again_and_again_is_retried_a_bounded_number_o
         f"{requests} attempts: each request tried {MAX_THROTTLED_ATTEMPTS} times, then told")
 
 
+@pytest.mark.parametrize("limiter", [True, False], ids=["shared limiter", "no limiter"])
+@pytest.mark.parametrize("hostile", [{"retry-after": "1000000000"},
+                                     {"anthropic-ratelimit-requests-reset": "2999-01-01T00:00:00Z"}],
+                         ids=["retry-after of 31 years", "reset in 2999"])
+async def test_a_request_asked_again_and_again_to_wait_for_ever_ends_its_run_within_the_patience(
+        limiter: bool, hostile: dict[str, str], fake_model: FakeAnthropic, fake_web) -> None:
+    fake_model.answer_with = lambda body: (429, hostile)  # each answer asks for the longest pause there is
+    patience = 3.0  # DEEPTHREAD_MODEL_PATIENCE_SECONDS
+    config = config_for(fake_web.url).model_copy(update={"model_patience_seconds": patience})
+    shared = MemoryModelLimiter(ModelLimits(requests=600, input_tokens=10**9, output_tokens=10**9))
+    backend = RunBackend(control=MemoryControl(), limiter=shared if limiter else None, team="T1", run_id="r1")
+    started = time.monotonic()
+    async with AsyncAnthropic(api_key="k", base_url=fake_model.url) as client:
+        outcome = await asyncio.wait_for(
+            research(ResearchTask(question="expense ratio VTI"), config, anthropic=client, emit=_ignore,
+                     backend=backend), 60)
+    took = time.monotonic() - started
+    assert outcome.status in ("failed", "completed")
+    assert "429" in outcome.reason or "rate-limiting" in outcome.reason, outcome.reason
+    assert len(fake_model.served_failures) >= 2, "it waited what was left of the patience and asked once more"
+    assert took < 4 * patience + 10, f"{took:.0f} s: the pauses of 120 s each were cut to the patience"
+
+
 async def _ignore(event: Any) -> None:
     return None
 

@@ -23,6 +23,7 @@ from bot.slack.audience import shared_externally
 from bot.slack.events import MentionEvent, action_token_of, malformed, question_of
 from bot.slack.replies import reply, reply_privately
 from bot.slack.tenancy import Tenant
+from bot.surface.admission import NO_DMS, NOT_ENABLED, refusal
 from bot.surface.reading import read_question, too_long
 from bot.surface.steering import thread_message
 from bot.text_reader import UnreadableText
@@ -42,15 +43,6 @@ def register(app: AsyncApp, services: Services) -> None:
             )
         except RedisError as exc:
             await storage_down(client, event, exc)
-
-
-NOT_ENABLED = (
-    "I am not enabled in this channel. Ask me in one of the channels the team set me up for, or in a direct message."
-)
-NO_DMS = (
-    "I do not take questions in direct messages here (the team switched that off). Ask me in a channel "
-    "I am in, by mentioning @deepthread; `usage` still works here."
-)
 
 
 def bot_user(services: Services, context: dict[str, Any]) -> str | None:
@@ -202,9 +194,9 @@ async def handle_question(
         return
     if tenant.enterprise_install and tenant.enterprise and team:  # the org's new-workspace budget, as an install's
         await asyncio.to_thread(services.spend.adopt_org_budget, tenant.enterprise, team)
-    over_budget = await asyncio.to_thread(services.spend.cap_refusal, team, channel, user)
-    if over_budget:  # the channel's or workspace's monthly budget is spent: start nothing
-        await reply(client, channel, thread_ts, over_budget)
+    refused = await refusal(services, team=team, channel=channel, user=user)
+    if refused:  # a monthly budget is spent (the same check as a continuation's): start nothing
+        await reply(client, channel, thread_ts, refused)
         return
     # Only when the team's Slack may be searched at all: the lookup is a Slack call per question.
     shared = services.workspace_search != "off" and await shared_externally(client, channel, team, tenant.enterprise)

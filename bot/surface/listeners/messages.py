@@ -65,24 +65,29 @@ async def handle_message(
     if message.thread_ts and services.thread_log is not None:  # a reply in one of our threads: kept
         if await services.runs.latest_in_thread(tenant.team, message.channel, message.thread_ts) is not None:
             await keep_for_slow_reads(services, tenant, message.channel, message.thread_ts, event)
-    if message.thread_ts is None:  # a direct message to the bot is a question
+    # A direct message to the bot is a question, a reply in one of its threads too unless that thread
+    # has research to steer or continue (a thread whose question was refused is asked again, and told again).
+    thread_ts = message.thread_ts
+    if direct and (thread_ts is None or not await services.runs.in_thread(tenant.team, message.channel, thread_ts)):
         await handle_question(
             services,
             client,
             channel=message.channel,
-            thread_ts=message.ts,
+            thread_ts=thread_ts or message.ts,
             user=message.user,
             question=message.text.strip(),
             tenant=tenant,
             action_token=action_token_of(event),
         )
         return
+    if thread_ts is None:
+        return  # (a channel's top-level chatter was left above)
     await thread_message(
         services,
         client,
         tenant=tenant,
         channel=message.channel,
-        thread_ts=message.thread_ts,
+        thread_ts=thread_ts,
         ts=message.ts,
         user=message.user,
         text=message.text,
