@@ -10,7 +10,10 @@ run shares (jobs/process/shared_loop.py). CPU-heavy work (page extraction, chart
 
 A crash of this process loses no run: each is recovered from its checkpoint by the sweep, as a
 dead work-horse's is. SIGTERM asks every run to hand itself back (jobs/process/running.py) and waits for
-them to do so before exiting.
+them to do so before exiting. RQ's stop command for one job (what a forced stop sends: a stop's grace
+run out, the workspace uninstalled or its token revoked) kills a forking worker's work-horse; here it
+stops that job's run at once (jobs/process/running.py), its model request in flight the last, and RQ
+records the job stopped as it would a killed horse's.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import logging
 import threading
 from typing import Any
 
+from rq.command import parse_payload
 from rq.exceptions import StopRequested
 from rq.executions import Execution
 from rq.job import Job
@@ -71,6 +75,8 @@ class ConcurrentWorker(Upkeep, BaseWorker):
         self._changed = threading.Condition()
         self._dequeuing = False
         self._beating = threading.Event()
+        self._stopped_jobs: set[str] = set()  # stopped by RQ's command: recorded stopped, not failed
+        self._recording_failure = threading.Lock()  # RQ's own flag for that names one job at a time
 
     # --- RQ's extension points -------------------------------------------------------------
 
@@ -166,6 +172,47 @@ class ConcurrentWorker(Upkeep, BaseWorker):
                 log.info("worker %s: asking its %d running run(s) to hand themselves back", self.name, asked)
         self._wait_for_jobs(HAND_BACK_SECONDS if self._stop_requested else None)
         super().teardown()
+
+    def handle_payload(self, message: dict[str, Any]) -> None:
+        """RQ's commands (its pubsub thread): a stop for one of this worker's jobs stops that job's run;
+        RQ's own handler would stop only the first job (get_current_job_id) by killing a horse there is not."""
+        payload = parse_payload(message)
+        if payload.get("command") in ("stop-job", "stop-execution"):
+            self._stop_job(str(payload.get("job_id") or ""), payload.get("execution_id"))
+            return
+        super().handle_payload(message)
+
+    def _stop_job(self, job_id: str, execution_id: str | None) -> None:
+        with self._changed:
+            found = [
+                job
+                for job, execution, _ in self._active.values()
+                if job.id == job_id and execution_id in (None, execution.id)
+            ]
+        if not found:
+            log.warning("worker %s: not working on job %s; its stop changes nothing", self.name, job_id)
+            return
+        with self._recording_failure:
+            self._stopped_jobs.add(job_id)
+        run_id = str(found[0].args[0]) if found[0].args else ""
+        if running.stop(run_id):
+            log.info("worker %s: job %s stopped by RQ's command; its run %s stops at once", self.name, job_id, run_id)
+        else:  # not researching yet (about to start) or already ending: it ends on its own
+            log.info(
+                "worker %s: job %s stopped by RQ's command; its run %s is not under way", self.name, job_id, run_id
+            )
+
+    def handle_exception(self, job: Job, *exc_info: Any) -> None:
+        if job.id in self._stopped_jobs:
+            return  # a stop, not a crash: said once by the job (jobs/workers/executor.py), no traceback
+        super().handle_exception(job, *exc_info)
+
+    def handle_job_failure(self, job: Job, queue: Queue, *args: Any, **kwargs: Any) -> None:
+        with self._recording_failure:
+            if job.id in self._stopped_jobs:
+                self._stopped_jobs.discard(job.id)
+                self._stopped_job_id = job.id  # RQ then records it stopped, never retried
+            super().handle_job_failure(job, queue, *args, **kwargs)
 
     def get_current_job_id(self) -> str | None:
         with self._changed:
