@@ -22,6 +22,7 @@ from collections.abc import Callable
 from concurrent.futures import Executor, ProcessPoolExecutor
 from typing import Any, TypeVar
 
+from . import defaults
 from .converter.fair_queue import RUN_OF_CONVERSION, FairSlots
 
 __all__ = ["cpu", "pooled", "use_processes", "use_threads"]
@@ -45,7 +46,7 @@ def use_processes(workers: int | None = None) -> None:
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(PRELOAD)
     count = workers or os.cpu_count() or 2
-    pool = ProcessPoolExecutor(max_workers=count, mp_context=context)
+    pool = ProcessPoolExecutor(max_workers=count, mp_context=context, initializer=_lower_priority)
     # Started here, not at a run's first page: starting the server (it imports the extractor) and
     # its workers takes seconds, which would stall every run on the loop that first used it.
     for started in [pool.submit(_ready) for _ in range(count)]:
@@ -56,6 +57,11 @@ def use_processes(workers: int | None = None) -> None:
 
 def _ready() -> bool:
     return True
+
+
+def _lower_priority() -> None:
+    """In each pool process: below the loop that waits on it (defaults.OFFLOAD_NICE)."""
+    os.nice(defaults.OFFLOAD_NICE)
 
 
 def use_threads() -> None:

@@ -24,6 +24,7 @@ import gc
 import importlib
 import logging
 import threading
+import time
 from typing import Any
 
 from rq.command import parse_payload
@@ -35,7 +36,7 @@ from rq.timeouts import TimerDeathPenalty
 from rq.utils import now
 from rq.worker import BaseWorker, WorkerStatus
 
-from agent import offload
+from agent import offload, tls
 
 from ..process import running, shared_loop
 from ..process.background import Stop
@@ -51,14 +52,29 @@ log = logging.getLogger(__name__)
 # a job abandoned when its heartbeat (this plus 60 s) lapses; a dead run is found sooner by its
 # lease (jobs/control/ownership.py) and resumed by the sweep, so this only keeps RQ's registries true.
 JOB_MONITORING_SECONDS = 240
-# What a run loads on first use (lazy exports, tools): loaded at start-up instead.
-ENGINE_MODULES = ("jobs.workers.executor", "agent.run", "agent.loop", "agent.tools.read_page", "agent.tools.extract")
+# What a run loads on first use (lazy exports, tools, and what the HTTP clients import on their first
+# request): loaded at start-up instead, as is the process's TLS context (agent/tls.py, ~50 ms).
+ENGINE_MODULES = (
+    "jobs.workers.executor",
+    "agent.run",
+    "agent.loop",
+    "agent.tools.read_page",
+    "agent.tools.extract",
+    "httpcore",
+    "httpcore2",
+    "h11",
+    "anyio._backends._asyncio",
+)
 # While every slot is taken: how often the main thread looks up, and renews the worker's own record
 # (it lives worker_ttl + 60 s).
 SLOT_WAIT_SECONDS = 1.0
 SLOT_WAIT_HEARTBEAT_SECONDS = 15.0
 # How long SIGTERM waits for the runs to hand themselves back (each stops between its awaits).
 HAND_BACK_SECONDS = 20.0
+# Runs start at most one per this long: fifty taken at once (a queue waiting for a fresh worker) each
+# set up their research on the shared loop in the same moment, and held every run's timers for up
+# to half a second; spaced, the fiftieth starts 2.5 s after the first.
+START_SPACING_SECONDS = 0.05
 
 
 class ConcurrentWorker(Upkeep, BaseWorker):
@@ -77,6 +93,7 @@ class ConcurrentWorker(Upkeep, BaseWorker):
         self._beating = threading.Event()
         self._stopped_jobs: set[str] = set()  # stopped by RQ's command: recorded stopped, not failed
         self._recording_failure = threading.Lock()  # RQ's own flag for that names one job at a time
+        self._last_start = 0.0
 
     # --- RQ's extension points -------------------------------------------------------------
 
@@ -85,6 +102,7 @@ class ConcurrentWorker(Upkeep, BaseWorker):
         # The engine, loaded now: imported by the first run, it would stall every run on the loop.
         for module in ENGINE_MODULES:
             importlib.import_module(module)
+        tls.verified()
         gc.freeze()  # start-up objects live forever (jobs/workers/executor.py freezes per job when a horse runs one)
         loop = shared_loop.SharedLoop().start()
         shared_loop.install(loop)
@@ -109,6 +127,8 @@ class ConcurrentWorker(Upkeep, BaseWorker):
         thread = threading.Thread(target=self._perform, args=(job, queue, execution), name=f"job-{job.id}", daemon=True)
         with self._changed:
             self._active[execution.id] = (job, execution, thread)
+        time.sleep(max(0.0, self._last_start + START_SPACING_SECONDS - time.monotonic()))
+        self._last_start = time.monotonic()
         thread.start()
         self._wait_for_a_slot()
 
