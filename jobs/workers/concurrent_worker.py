@@ -23,6 +23,7 @@ import concurrent.futures
 import gc
 import importlib
 import logging
+import sys
 import threading
 import time
 from typing import Any
@@ -36,7 +37,7 @@ from rq.timeouts import TimerDeathPenalty
 from rq.utils import now
 from rq.worker import BaseWorker, WorkerStatus
 
-from agent import offload, tls
+from agent import offload, sdk_warmup, tls
 
 from ..process import running, shared_loop
 from ..process.background import Stop
@@ -71,10 +72,15 @@ SLOT_WAIT_SECONDS = 1.0
 SLOT_WAIT_HEARTBEAT_SECONDS = 15.0
 # How long SIGTERM waits for the runs to hand themselves back (each stops between its awaits).
 HAND_BACK_SECONDS = 20.0
+# How long a thread holds the interpreter's lock while another waits for it (Python's default: 5 ms).
+# The loop gives the lock up at every socket call and waits this long to have it back whenever a job
+# thread (starting a run, writing its state) holds it: at 5 ms, a few handoffs held every run's timers
+# 60 ms while runs started.
+SWITCH_INTERVAL_SECONDS = 0.001
 # Runs start at most one per this long: fifty taken at once (a queue waiting for a fresh worker) each
 # set up their research on the shared loop in the same moment, and held every run's timers for up
 # to half a second; spaced, the fiftieth starts 2.5 s after the first.
-START_SPACING_SECONDS = 0.05
+START_SPACING_SECONDS = 0.1
 
 
 class ConcurrentWorker(Upkeep, BaseWorker):
@@ -103,6 +109,8 @@ class ConcurrentWorker(Upkeep, BaseWorker):
         for module in ENGINE_MODULES:
             importlib.import_module(module)
         tls.verified()
+        sdk_warmup.warm_up()  # the SDK's first answers read here, not by the first runs on the shared loop
+        sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
         gc.freeze()  # start-up objects live forever (jobs/workers/executor.py freezes per job when a horse runs one)
         loop = shared_loop.SharedLoop().start()
         shared_loop.install(loop)
