@@ -161,6 +161,11 @@ CONVERT_WALL_SECONDS = 25.0
 CONVERT_SOFT_SECONDS = 12.0
 # Text a conversion returns at most (about 500k tokens): more is never read and would only fill memory.
 CONVERT_MAX_CHARS = 2_000_000
+# How much lower the CPU work of extraction and conversion runs than the loop that waits on it (a
+# nice increment: the pool's processes and the converter's children): a loop carrying many runs gets a
+# core whenever it has work, and the pages and files take what is left (two pool processes on two
+# cores at the loop's priority held its timers up to 0.5 s).
+OFFLOAD_NICE = 10
 # Conversions in flight per process (each may use its whole memory limit), and per run: one run's
 # documents take one slot, so another run's file starts at once however many the first has queued.
 CONVERT_PARALLEL = 2

@@ -6,6 +6,9 @@ Starts a private redis-server, a fake Slack Web API and a real `deepthread serve
 fires N signed, distinct app_mention events at once, then re-sends each as Slack's retry.
 No worker runs, so the RQ queue length counts the runs that were started. The same burst
 against a bare aiohttp server (no Bolt, no Redis) is the baseline: compare the ratio, not ms.
+Both listen with the same backlog (DEEPTHREAD_LISTEN_BACKLOG's default), and the kernel's count of
+connections dropped at a full backlog is read around each burst (TcpExtListenOverflows, as `nstat`
+shows it): a dropped SYN is retried by its client a second later, so the goal is 0.
 
 Each started run posts two messages in its mention's thread, and Slack takes about one
 chat.postMessage a second per channel (serve allows itself CALLS_PER_WINDOW of them a minute per
@@ -34,7 +37,16 @@ from typing import Any
 from redis import Redis
 from rq import Queue
 
-from bench.common import Request, Result, baseline_server, fire, percentile, terminate_raises, wait_healthy
+from bench.common import (
+    Request,
+    Result,
+    baseline_server,
+    fire,
+    listen_overflows,
+    percentile,
+    terminate_raises,
+    wait_healthy,
+)
 from bot.cli.local_redis import LocalRedis
 from bot.slack.ratelimit import CALLS_PER_WINDOW, WINDOW_SECONDS
 from jobs import RunStore
@@ -236,6 +248,19 @@ def log_problems(log: Path) -> list[str]:
     return lines
 
 
+def burst(url: str, requests: Sequence[Request], concurrency: int) -> tuple[list[Result], int | None]:
+    """The requests fired at once, and the connections the kernel dropped meanwhile at a full listen
+    backlog (each costs its client a retry a second later; None where the count cannot be read)."""
+    before = listen_overflows()
+    results = asyncio.run(fire(url, requests, concurrency))
+    after = listen_overflows()
+    return results, (after - before if before is not None and after is not None else None)
+
+
+def overflow_text(count: int | None) -> str:
+    return "n/a (no /proc/net/netstat)" if count is None else str(count)
+
+
 def run(count: int, concurrency: int, logs: Path, *, timing: bool = True, channels: int | None = None) -> list[str]:
     """Run the bench and print its table; returns the reasons it failed (empty when it passed).
     `timing=False` leaves out the verdict that depends on the machine's speed (the 3 s ack
@@ -259,11 +284,11 @@ def run(count: int, concurrency: int, logs: Path, *, timing: bool = True, channe
         envelopes = mentions(slack, count, channels)
 
         # Baseline first, so the background work our burst leaves behind cannot slow it down.
-        baseline = asyncio.run(fire(baseline_url, signed(envelopes), concurrency))
+        baseline, base_overflows = burst(baseline_url, signed(envelopes), concurrency)
 
         requests = signed(envelopes)
         first_send = time.time()
-        ours = asyncio.run(fire(events_url, requests, concurrency))
+        ours, our_overflows = burst(events_url, requests, concurrency)
         enqueued = wait_for_jobs(queue, count, ENQUEUE_TIMEOUT_SECONDS)
         last = last_enqueued_at(queue)
         threads = [e["event"]["ts"] for e in envelopes]
@@ -298,6 +323,8 @@ def run(count: int, concurrency: int, logs: Path, *, timing: bool = True, channe
         ("ack latency p50 / p99 / max", f"{ms(p50)} / {ms(p99)} / {ms(worst)} ms"),
         ("baseline p50 / p99 / max", f"{ms(b50)} / {ms(b99)} / {ms(bworst)} ms"),
         ("ratio ours/baseline p50 / p99", f"{p50 / b50:.1f}x / {p99 / b99:.1f}x"),
+        ("listen overflows (ours / baseline)", f"{overflow_text(our_overflows)} / {overflow_text(base_overflows)} "
+                                               f"(SYNs dropped at a full backlog during each burst; must be 0)"),
         ("runs enqueued", f"{enqueued}/{count}"),
         ("time to last enqueue", f"{last - first_send:.2f} s after the first send" if last else "n/a"),
         ("retry acks 200 (p99)", f"{ok_count(retries)}/{count} ({ms(percentile(retry_s, 99))} ms)"),
@@ -325,6 +352,8 @@ def run(count: int, concurrency: int, logs: Path, *, timing: bool = True, channe
     late = sum(s > ACK_DEADLINE_SECONDS for s in ours_s + retry_s)
     if late and timing:
         failures.append(f"{late} acks took longer than Slack's {ACK_DEADLINE_SECONDS:.0f} s")
+    if our_overflows and timing:  # how fast a loop accepts is the machine's too: a timing verdict
+        failures.append(f"{our_overflows} connections overflowed serve's listen backlog during the burst")
     if enqueued != count:
         failures.append(f"{enqueued} runs enqueued, expected {count}")
     if runless or doubled:

@@ -134,10 +134,28 @@ def _serve_baseline(port: int) -> None:
     async def health(_: web.Request) -> web.Response:
         return web.json_response({"ok": True})
 
+    from bot.settings import DEFAULT_LISTEN_BACKLOG
+
     app = web.Application()
     app.router.add_post(BASELINE_PATH, ack)
     app.router.add_get("/healthz", health)
-    web.run_app(app, host="127.0.0.1", port=port, access_log=None, print=None)
+    # The backlog serve listens with: a burst is compared with a burst, not with dropped SYNs.
+    web.run_app(app, host="127.0.0.1", port=port, access_log=None, print=None, backlog=DEFAULT_LISTEN_BACKLOG)
+
+
+def listen_overflows() -> int | None:
+    """The kernel's count of connections dropped at a full listen backlog (TcpExtListenOverflows in
+    /proc/net/netstat, what `nstat` shows): read before and after a burst. Counted for the whole
+    network namespace, so another program's overflow counts too. None where it cannot be read."""
+    try:
+        lines = Path("/proc/net/netstat").read_text().splitlines()
+    except OSError:
+        return None
+    for names, values in zip(lines[::2], lines[1::2], strict=False):
+        if names.startswith("TcpExt:"):
+            table = dict(zip(names.split()[1:], values.split()[1:], strict=False))
+            return int(table["ListenOverflows"]) if "ListenOverflows" in table else None
+    return None
 
 
 if __name__ == "__main__":

@@ -58,6 +58,10 @@ ModelProvider = Literal["anthropic", "bedrock", "vertex"]
 
 # The reaction that stops a run unless DEEPTHREAD_STOP_REACTION names another (shown on the progress message).
 DEFAULT_STOP_REACTION = "octagonal_sign"
+# Connections the kernel holds for serve while its loop is busy accepting: a burst of Slack's events
+# (200 at once) overflowed aiohttp's default of 128, and each dropped SYN cost its client a second's
+# retry. The kernel caps it at net.core.somaxconn (4096 on current kernels).
+DEFAULT_LISTEN_BACKLOG = 1024
 
 ProgressMode = Literal["stream", "message"]
 # Where the pinned report's full text lives: in the message while it fits, then in a canvas
@@ -171,6 +175,9 @@ class Settings(BaseSettings):
     fetch_allow: str = Field(default="", validation_alias=_env("DEEPTHREAD_FETCH_ALLOW"))
 
     port: int = Field(default=3000, validation_alias=_env("PORT"))
+    listen_backlog: int = Field(
+        default=DEFAULT_LISTEN_BACKLOG, ge=1, le=65535, validation_alias=_env("DEEPTHREAD_LISTEN_BACKLOG")
+    )
     # A worker's health endpoints (/healthz, /readyz) listen here when set; serve's are on PORT.
     health_port: int | None = Field(default=None, ge=1, le=65535, validation_alias=_env("DEEPTHREAD_HEALTH_PORT"))
     context_tokens: int | None = Field(default=None, validation_alias=_env("DEEPTHREAD_CONTEXT_TOKENS"))

@@ -5,8 +5,10 @@
     │   └── RunNotFound   no run under this id (never created, or expired with its state)
     ├── ThreadMoved       a continuation lost the race: another run already follows its parent
     │                     in the thread (`latest` names it)
-    └── LeaseLost         this job no longer holds the run (another took it over, or the lease
-                          lapsed): its write was refused and it must stop working the run
+    ├── LeaseLost         this job no longer holds the run (another took it over, or the lease
+    │                     lapsed): its write was refused and it must stop working the run
+    └── JobStopped        RQ's stop command reached the job in a worker carrying many runs: it
+                          ended at once, as a killed work-horse does, and RQ records it stopped
 
 Redis connection errors are not wrapped: connections ride out a restart (jobs/connection.py),
 and what still fails reaches the worker's one handler, which marks the run failed.
@@ -14,7 +16,7 @@ and what still fails reaches the worker's one handler, which marks the run faile
 
 from __future__ import annotations
 
-__all__ = ["LeaseLost", "RunNotFound", "ThreadMoved"]
+__all__ = ["JobStopped", "LeaseLost", "RunNotFound", "ThreadMoved"]
 
 
 class RunNotFound(KeyError):
@@ -34,4 +36,12 @@ class LeaseLost(Exception):
 
     def __init__(self, run_id: str) -> None:
         super().__init__(f"run {run_id}: another job holds it now; this one stops")
+        self.run_id = run_id
+
+
+class JobStopped(Exception):
+    """RQ's stop command for this job (jobs/workers/concurrent_worker.py): the run's work ended at once."""
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(f"run {run_id}: its job was stopped (RQ's stop command); the run's work ended at once")
         self.run_id = run_id

@@ -102,3 +102,39 @@ def test_pattern_time_grows_linearly_with_hostile_input(name: str) -> None:
             f"{name} ({pattern.pattern!r}) took {large_time * 1000:.1f} ms on {len(large):,} chars against "
             f"{small_time * 1000:.2f} ms on {len(small):,}: superlinear on {large[:40]!r}…"
         )
+
+
+# A pattern compiled inside a function is outside the walk above, and one built there from what the
+# function is given is written by whoever gave it: read_page's `near` was such a pattern, made of the
+# model's words (4.8 s on a 1 MB page; now a linear search, agent/tools/near.py). These build theirs
+# from constants alone.
+BUILT_FROM_CONSTANTS = {
+    "agent/figures.py:_figure_re",  # the figure patterns, from the module's own pieces, at import
+    "jobs/upkeep/key_audit.py:_families",  # the key catalogue's templates, at start-up
+}
+RE_CALLS = {"compile", "search", "match", "fullmatch", "finditer", "findall", "sub", "subn", "split"}
+
+
+def test_no_function_builds_a_pattern_from_what_it_is_given() -> None:
+    import ast
+
+    from tests.paths import ROOT
+
+    built = set()
+    for name in PACKAGES:
+        for path in sorted((ROOT / name).rglob("*.py")):
+            for function in ast.walk(ast.parse(path.read_text())):
+                if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+                    continue
+                for call in ast.walk(function):
+                    if (
+                        isinstance(call, ast.Call)
+                        and isinstance(call.func, ast.Attribute)
+                        and isinstance(call.func.value, ast.Name)
+                        and call.func.value.id == "re"
+                        and call.func.attr in RE_CALLS
+                        and call.args
+                        and not isinstance(call.args[0], ast.Constant)
+                    ):
+                        built.add(f"{path.relative_to(ROOT)}:{function.name}")
+    assert built <= BUILT_FROM_CONSTANTS, f"patterns built at run time: {sorted(built - BUILT_FROM_CONSTANTS)}"

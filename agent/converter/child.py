@@ -29,6 +29,7 @@ def limit(limits: Limits) -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+    os.nice(limits.nice)  # below the loop that waits on it: the worker's runs keep their core
 
 
 def peak_rss_bytes() -> int:

@@ -8,6 +8,10 @@ conversion is refused with what to do instead, so slow files cannot hold a slot 
 
 The run is the `ConversionAccount` in `RUN_OF_CONVERSION` (agent/run.py sets one per research,
 inherited by its tools and task agents); it goes with the run, so nothing here outlives one.
+
+The offload pool (agent/offload.py: web pages' extraction, charts) shares its processes the same way,
+without a budget: a run that sent twenty big pages holds the pool's processes only until another
+run's page is waiting, which takes the next one to come free.
 """
 
 from __future__ import annotations
@@ -42,11 +46,14 @@ RUN_OF_CONVERSION: contextvars.ContextVar[ConversionAccount | None] = contextvar
 
 
 class FairSlots:
+    """`parallel` slots, at most `per_run` to one run, each run's time in them within `budget_seconds`
+    (None: no budget, nothing counted)."""
+
     def __init__(
         self,
         parallel: int = defaults.CONVERT_PARALLEL,
         per_run: int = defaults.CONVERT_PARALLEL_PER_RUN,
-        budget_seconds: float = defaults.RUN_CONVERT_SECONDS,
+        budget_seconds: float | None = defaults.RUN_CONVERT_SECONDS,
     ) -> None:
         self.parallel = parallel
         self.per_run = per_run
@@ -58,7 +65,7 @@ class FairSlots:
         self._grants = 0
 
     def _refuse_if_spent(self, account: ConversionAccount | None) -> None:
-        if account is not None and account.spent >= self.budget_seconds:
+        if self.budget_seconds is not None and account is not None and account.spent >= self.budget_seconds:
             raise ConversionBudgetSpent(
                 f"this research has already spent its {self.budget_seconds:.0f} s of document conversion, "
                 "so no more files are converted in it"
@@ -67,6 +74,19 @@ class FairSlots:
     @asynccontextmanager
     async def slot(self, account: ConversionAccount | None) -> AsyncIterator[None]:
         """A conversion slot for the account's run, in its turn; refused once its budget is spent."""
+        run = await self.acquire(account)
+        started = time.monotonic()
+        try:
+            self._refuse_if_spent(account)  # spent by its other files while this one waited
+            yield
+        finally:
+            if account is not None and self.budget_seconds is not None:
+                account.spent += time.monotonic() - started
+            self.release(run)
+
+    async def acquire(self, account: ConversionAccount | None) -> str:
+        """Wait for a slot for the account's run, in its turn; returns what to `release` it with.
+        For work that outlives its caller's wait (a pool's task runs on after a cancel): `slot` else."""
         run = account.run if account is not None else ""
         self._refuse_if_spent(account)
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -80,14 +100,11 @@ class FairSlots:
             else:
                 self._forget(run, waiter)
             raise
-        started = time.monotonic()
-        try:
-            self._refuse_if_spent(account)  # spent by its other files while this one waited
-            yield
-        finally:
-            if account is not None:
-                account.spent += time.monotonic() - started
-            self._release(run)
+        return run
+
+    def release(self, run: str) -> None:
+        """Give back a slot `acquire` gave; the next run in turn takes it."""
+        self._release(run)
 
     def _free(self, run: str) -> bool:
         return sum(self._busy.values()) < self.parallel and self._busy.get(run, 0) < self.per_run

@@ -29,3 +29,4 @@ class ConvertLimits(BaseModel):
     pdf_max_pages: int = defaults.PDF_MAX_PAGES
     pdf_max_page_bytes: int = defaults.PDF_MAX_PAGE_CONTENT_BYTES
     pdf_max_bytes: int = defaults.PDF_MAX_CONTENT_BYTES
+    nice: int = defaults.OFFLOAD_NICE

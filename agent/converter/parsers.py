@@ -63,6 +63,7 @@ class Limits:
     pdf_max_pages: int
     pdf_max_page_bytes: int
     pdf_max_bytes: int
+    nice: int
 
     @classmethod
     def of(cls, raw: dict[str, Any]) -> Limits:

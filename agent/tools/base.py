@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import functools
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -38,6 +40,23 @@ class Announced:
     task agents, so each source is announced exactly once whoever registered it."""
 
     count: int = 0
+
+
+def input_schema(
+    model: type[BaseModel], shape: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """A tool input model's JSON schema without pydantic's titles (optionally `shape`d further), made once
+    per model: pydantic builds it anew on every call (~1 ms a tool), and every run's every turn sends it."""
+    return copy.deepcopy(_input_schema(model, shape))
+
+
+@functools.cache
+def _input_schema(model: type[BaseModel], shape: Callable[[dict[str, Any]], dict[str, Any]] | None) -> dict[str, Any]:
+    schema = model.model_json_schema()
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        prop.pop("title", None)
+    return shape(schema) if shape is not None else schema
 
 
 @dataclass
@@ -126,11 +145,7 @@ class Tool:
     resumable: ClassVar[bool] = False
 
     def schema(self) -> dict[str, Any]:
-        schema = self.Input.model_json_schema()
-        schema.pop("title", None)
-        for prop in schema.get("properties", {}).values():
-            prop.pop("title", None)
-        return {"name": self.name, "description": self.description, "input_schema": schema}
+        return {"name": self.name, "description": self.description, "input_schema": input_schema(self.Input)}
 
     def progress(self, args: BaseModel) -> str:
         """One line for the thread's progress message while this call runs."""

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from .. import defaults
+from .. import defaults, offload
 from ..display import domain_of
 from ..json_text import json_object_text
 from ..model import ModelUnavailable
@@ -24,6 +24,7 @@ from .base import Tool, ToolContext, ToolResult
 from .extract import Extracted, UnreadableContent, extract_text
 from .fetch import FetchError, fetch
 from .links import domain, marker, parse_link_id, strip_markers
+from .near import start_of
 
 # Unparsable extraction answers are retried this often before giving up on a part.
 EXTRACTION_ATTEMPTS = 2
@@ -251,7 +252,8 @@ class ReadPage(Tool):
         ctx.seen.page_stored(url, page_id)  # the links it offers are checked against its text
         body, start_note = text.linked, ""
         if near:
-            at = start_of(text.linked, near)
+            # Off the loop: linear, but a megabyte's words are still a few tens of milliseconds.
+            at = await offload.cpu(start_of, text.linked, near)
             if at is None:
                 return ToolResult(
                     f"There is no {near!r} on this page. Its headings: {headings(text.linked)}. Pass one of them "
@@ -362,22 +364,10 @@ class ReadPage(Tool):
         raise ValueError(str(last_error))
 
 
-# `near` is matched on words, case and spacing aside; a page's headings are listed when it misses.
+# A part's first words offered as the `near` that reads on from it, and the headings listed when a
+# `near` is not on the page (agent/tools/near.py finds it).
 NEAR_WORDS = 8
 HEADINGS_SHOWN = 12
-
-
-def start_of(text: str, near: str) -> int | None:
-    """Where the block holding `near` starts (a heading, or the paragraph the words are in)."""
-    words = near.lower().split()
-    if not words:
-        return None
-    pattern = re.compile(r"\s+".join(re.escape(w) for w in words), re.I)
-    found = pattern.search(text)
-    if found is None:
-        return None
-    block = text.rfind("\n\n", 0, found.start())
-    return 0 if block < 0 else block + 2
 
 
 def headings(text: str) -> str:

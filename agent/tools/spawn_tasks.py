@@ -11,7 +11,7 @@ from ..config import AgentConfig
 from ..task_agents.brief import TaskBrief
 from ..task_agents.budget import TaskRefused
 from ..task_agents.report import TaskReport, render
-from .base import CALL_ID, Tool, ToolContext, ToolResult
+from .base import CALL_ID, Tool, ToolContext, ToolResult, input_schema
 
 # Progress names each task by at most this much of its objective.
 PROGRESS_OBJECTIVE_CHARS = 50
@@ -80,7 +80,7 @@ class SpawnTasks(Tool):
         return {
             "name": self.name,
             "description": self.description,
-            "input_schema": _inline(self.Input.model_json_schema()),
+            "input_schema": input_schema(self.Input, _inline),
         }
 
     def snapshot(self) -> Any:

@@ -190,7 +190,7 @@ async def serve(settings: Settings) -> int:
         health.add_routes(application)
         runner = web.AppRunner(application, access_log=None, shutdown_timeout=1.0)
         await runner.setup()
-        await web.TCPSite(runner, "0.0.0.0", settings.port).start()
+        await web.TCPSite(runner, "0.0.0.0", settings.port, backlog=settings.listen_backlog).start()
         _log_listening(app, settings, events=False)
         code = await socket.run(stop)
         health.draining = True
@@ -201,7 +201,7 @@ async def serve(settings: Settings) -> int:
         # their own, which are drained below.
         runner = web.AppRunner(application, access_log=None, shutdown_timeout=HTTP_SHUTDOWN_SECONDS)
         await runner.setup()
-        await web.TCPSite(runner, "0.0.0.0", settings.port).start()
+        await web.TCPSite(runner, "0.0.0.0", settings.port, backlog=settings.listen_backlog).start()
         _log_listening(app, settings, events=True)
         await stop.wait()
         health.draining = True

@@ -84,8 +84,10 @@ CONNECT_TIMEOUT_SECONDS = 3.0
 # Sentinels answer from memory; one that does not answer within this is skipped for the next.
 SENTINEL_TIMEOUT_SECONDS = 1.0
 # An idle pooled connection is PINGed before use after this long, so a stale one is replaced
-# before a command is sent on it rather than after.
-HEALTH_CHECK_SECONDS = 15
+# before a command is sent on it rather than after. Longer than a run's lease renewal (every 30 s):
+# at 15 s every renewal of a run waiting on the model was a PING and a script, 2 of an idle run's ~12
+# commands a minute. A dead peer is found by TCP keepalive within ~11 s regardless (KEEPALIVE).
+HEALTH_CHECK_SECONDS = 60
 # TCP keepalive: probe an idle connection after 5 s, every 2 s, give up after 3 misses (~11 s).
 KEEPALIVE = {"TCP_KEEPIDLE": 5, "TCP_KEEPINTVL": 2, "TCP_KEEPCNT": 3}
 # Refused or reset connections, LOADING while a restarted server reads its file, no primary known

@@ -19,6 +19,7 @@ is also counted for the metrics endpoint (jobs/process/metrics.py).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import zlib
 from typing import Any, cast
@@ -58,8 +59,20 @@ COMPRESSED = b"z1:"
 COMPRESSION_LEVEL = 6
 
 
+# Text at least this long is compressed in a thread: zlib lets go of the interpreter's lock while it
+# works, and pages' worth of request parts compressed on a loop fifty runs share held it for tens of ms.
+OFF_LOOP_CHARS = 16_384
+
+
 def compress(value: str) -> bytes:
     return COMPRESSED + zlib.compress(value.encode(), COMPRESSION_LEVEL)
+
+
+async def compress_all(values: dict[str, str]) -> dict[str, bytes]:
+    """`compress` of each value, off the event loop once they are long enough to matter."""
+    if sum(len(value) for value in values.values()) < OFF_LOOP_CHARS:
+        return {key: compress(value) for key, value in values.items()}
+    return await asyncio.to_thread(lambda: {key: compress(value) for key, value in values.items()})
 
 
 def decompress(raw: bytes | str) -> str:
@@ -114,10 +127,8 @@ class RedisResultStore:
 
     async def put(self, result: StoredResult) -> None:
         key = keys.result(self._run_id, result.id)
-        written = await self._put(
-            keys=[keys.lock(self._run_id), key],
-            args=[_fence(self._tenure), compress(result.model_dump_json()), self._ttl],
-        )
+        value = (await compress_all({key: result.model_dump_json()}))[key]
+        written = await self._put(keys=[keys.lock(self._run_id), key], args=[_fence(self._tenure), value, self._ttl])
         if not written and self._tenure is not None:
             raise self._tenure.refused()
 
@@ -215,6 +226,10 @@ class RedisCheckpointStore:
             raise self._tenure.refused()
 
 
+# The request's own record among the parts compressed with it (a content key is 20 hex digits, never this).
+RECORD_FIELD = "record"
+
+
 class RedisRequestLog(ContentAddressedLog):
     def __init__(self, redis: AsyncRedis, run_id: str, ttl_seconds: int = keys.REQUEST_LOG_TTL_SECONDS) -> None:
         super().__init__()
@@ -226,11 +241,13 @@ class RedisRequestLog(ContentAddressedLog):
     async def record(self, record: RequestRecord, body: dict[str, Any]) -> None:
         count_request(record)
         record.parts, new = self._parts(body)
+        compressed = await compress_all({**new, RECORD_FIELD: record.model_dump_json()})
+        entry = compressed.pop(RECORD_FIELD)
         pipe = self._redis.pipeline()
-        if new:
-            mapping: dict[FieldT, EncodableT] = {key: compress(value) for key, value in new.items()}
+        if compressed:
+            mapping = cast(dict[FieldT, EncodableT], compressed)
             pipe.hset(self._parts_key, mapping=mapping)
-        pipe.rpush(self._records, compress(record.model_dump_json()))
+        pipe.rpush(self._records, entry)
         pipe.expire(self._records, self._ttl)
         pipe.expire(self._parts_key, self._ttl)
         await pipe.execute()

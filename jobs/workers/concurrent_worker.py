@@ -10,7 +10,10 @@ run shares (jobs/process/shared_loop.py). CPU-heavy work (page extraction, chart
 
 A crash of this process loses no run: each is recovered from its checkpoint by the sweep, as a
 dead work-horse's is. SIGTERM asks every run to hand itself back (jobs/process/running.py) and waits for
-them to do so before exiting.
+them to do so before exiting. RQ's stop command for one job (what a forced stop sends: a stop's grace
+run out, the workspace uninstalled or its token revoked) kills a forking worker's work-horse; here it
+stops that job's run at once (jobs/process/running.py), its model request in flight the last, and RQ
+records the job stopped as it would a killed horse's.
 """
 
 from __future__ import annotations
@@ -20,9 +23,12 @@ import concurrent.futures
 import gc
 import importlib
 import logging
+import sys
 import threading
+import time
 from typing import Any
 
+from rq.command import parse_payload
 from rq.exceptions import StopRequested
 from rq.executions import Execution
 from rq.job import Job
@@ -31,7 +37,7 @@ from rq.timeouts import TimerDeathPenalty
 from rq.utils import now
 from rq.worker import BaseWorker, WorkerStatus
 
-from agent import offload
+from agent import offload, sdk_warmup, tls
 
 from ..process import running, shared_loop
 from ..process.background import Stop
@@ -47,14 +53,34 @@ log = logging.getLogger(__name__)
 # a job abandoned when its heartbeat (this plus 60 s) lapses; a dead run is found sooner by its
 # lease (jobs/control/ownership.py) and resumed by the sweep, so this only keeps RQ's registries true.
 JOB_MONITORING_SECONDS = 240
-# What a run loads on first use (lazy exports, tools): loaded at start-up instead.
-ENGINE_MODULES = ("jobs.workers.executor", "agent.run", "agent.loop", "agent.tools.read_page", "agent.tools.extract")
+# What a run loads on first use (lazy exports, tools, and what the HTTP clients import on their first
+# request): loaded at start-up instead, as is the process's TLS context (agent/tls.py, ~50 ms).
+ENGINE_MODULES = (
+    "jobs.workers.executor",
+    "agent.run",
+    "agent.loop",
+    "agent.tools.read_page",
+    "agent.tools.extract",
+    "httpcore",
+    "httpcore2",
+    "h11",
+    "anyio._backends._asyncio",
+)
 # While every slot is taken: how often the main thread looks up, and renews the worker's own record
 # (it lives worker_ttl + 60 s).
 SLOT_WAIT_SECONDS = 1.0
 SLOT_WAIT_HEARTBEAT_SECONDS = 15.0
 # How long SIGTERM waits for the runs to hand themselves back (each stops between its awaits).
 HAND_BACK_SECONDS = 20.0
+# How long a thread holds the interpreter's lock while another waits for it (Python's default: 5 ms).
+# The loop gives the lock up at every socket call and waits this long to have it back whenever a job
+# thread (starting a run, writing its state) holds it: at 5 ms, a few handoffs held every run's timers
+# 60 ms while runs started.
+SWITCH_INTERVAL_SECONDS = 0.001
+# Runs start at most one per this long: fifty taken at once (a queue waiting for a fresh worker) each
+# set up their research on the shared loop in the same moment, and held every run's timers for up
+# to half a second; spaced, the fiftieth starts 2.5 s after the first.
+START_SPACING_SECONDS = 0.1
 
 
 class ConcurrentWorker(Upkeep, BaseWorker):
@@ -71,6 +97,9 @@ class ConcurrentWorker(Upkeep, BaseWorker):
         self._changed = threading.Condition()
         self._dequeuing = False
         self._beating = threading.Event()
+        self._stopped_jobs: set[str] = set()  # stopped by RQ's command: recorded stopped, not failed
+        self._recording_failure = threading.Lock()  # RQ's own flag for that names one job at a time
+        self._last_start = 0.0
 
     # --- RQ's extension points -------------------------------------------------------------
 
@@ -79,6 +108,9 @@ class ConcurrentWorker(Upkeep, BaseWorker):
         # The engine, loaded now: imported by the first run, it would stall every run on the loop.
         for module in ENGINE_MODULES:
             importlib.import_module(module)
+        tls.verified()
+        sdk_warmup.warm_up()  # the SDK's first answers read here, not by the first runs on the shared loop
+        sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
         gc.freeze()  # start-up objects live forever (jobs/workers/executor.py freezes per job when a horse runs one)
         loop = shared_loop.SharedLoop().start()
         shared_loop.install(loop)
@@ -103,6 +135,8 @@ class ConcurrentWorker(Upkeep, BaseWorker):
         thread = threading.Thread(target=self._perform, args=(job, queue, execution), name=f"job-{job.id}", daemon=True)
         with self._changed:
             self._active[execution.id] = (job, execution, thread)
+        time.sleep(max(0.0, self._last_start + START_SPACING_SECONDS - time.monotonic()))
+        self._last_start = time.monotonic()
         thread.start()
         self._wait_for_a_slot()
 
@@ -166,6 +200,47 @@ class ConcurrentWorker(Upkeep, BaseWorker):
                 log.info("worker %s: asking its %d running run(s) to hand themselves back", self.name, asked)
         self._wait_for_jobs(HAND_BACK_SECONDS if self._stop_requested else None)
         super().teardown()
+
+    def handle_payload(self, message: dict[str, Any]) -> None:
+        """RQ's commands (its pubsub thread): a stop for one of this worker's jobs stops that job's run;
+        RQ's own handler would stop only the first job (get_current_job_id) by killing a horse there is not."""
+        payload = parse_payload(message)
+        if payload.get("command") in ("stop-job", "stop-execution"):
+            self._stop_job(str(payload.get("job_id") or ""), payload.get("execution_id"))
+            return
+        super().handle_payload(message)
+
+    def _stop_job(self, job_id: str, execution_id: str | None) -> None:
+        with self._changed:
+            found = [
+                job
+                for job, execution, _ in self._active.values()
+                if job.id == job_id and execution_id in (None, execution.id)
+            ]
+        if not found:
+            log.warning("worker %s: not working on job %s; its stop changes nothing", self.name, job_id)
+            return
+        with self._recording_failure:
+            self._stopped_jobs.add(job_id)
+        run_id = str(found[0].args[0]) if found[0].args else ""
+        if running.stop(run_id):
+            log.info("worker %s: job %s stopped by RQ's command; its run %s stops at once", self.name, job_id, run_id)
+        else:  # not researching yet (about to start) or already ending: it ends on its own
+            log.info(
+                "worker %s: job %s stopped by RQ's command; its run %s is not under way", self.name, job_id, run_id
+            )
+
+    def handle_exception(self, job: Job, *exc_info: Any) -> None:
+        if job.id in self._stopped_jobs:
+            return  # a stop, not a crash: said once by the job (jobs/workers/executor.py), no traceback
+        super().handle_exception(job, *exc_info)
+
+    def handle_job_failure(self, job: Job, queue: Queue, *args: Any, **kwargs: Any) -> None:
+        with self._recording_failure:
+            if job.id in self._stopped_jobs:
+                self._stopped_jobs.discard(job.id)
+                self._stopped_job_id = job.id  # RQ then records it stopped, never retried
+            super().handle_job_failure(job, queue, *args, **kwargs)
 
     def get_current_job_id(self) -> str | None:
         with self._changed:

@@ -32,7 +32,7 @@ from ..control import ownership
 from ..control.control import RedisRunControl, upgraded_profile
 from ..control.control_listener import for_this_loop
 from ..control.ownership import Tenure
-from ..exceptions import LeaseLost
+from ..exceptions import JobStopped, LeaseLost
 from ..keyspace import keys
 from ..keyspace.connection import connect_async
 from ..lifecycle.model_client import model_client, model_limiter
@@ -110,12 +110,15 @@ async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime, tenur
                 # the report shows final must see it (counted once per run: execute's call adds nothing).
                 await asyncio.to_thread(record_spend, store.redis, holder["state"])
         if was_open and holder["state"].status.finished and not isinstance(event, Finished):
-            # Ended from outside (a forced stop): the store refuses this job's writes from now on.
+            # Ended from outside (a forced stop, the workspace's access revoked): the store refuses this
+            # job's writes from now on, and nothing it still asks of the model could be shown.
             log.info(
-                "run %s ended from outside (%s); this job's further events are dropped",
+                "run %s ended from outside (%s); this job stops",
                 run_id,
                 holder["state"].reason or holder["state"].status.value,
             )
+            ended_outside.set()
+            task.cancel()
 
     run_id = state.run.id
     # The channel's and workspace's monthly budgets cap what this run may spend (upgrades too).
@@ -127,6 +130,8 @@ async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime, tenur
     checkpoints = RedisCheckpointStore(async_redis, run_id, tenure)
     control = RedisRunControl(async_redis, run_id, caps, for_this_loop(runtime.redis_url))
     handing_back = asyncio.Event()
+    ended_outside = asyncio.Event()
+    job_stopped = asyncio.Event()
 
     # The claim check: on for the deployment (DEEPTHREAD_CLAIM_CHECK) unless the workspace's admins turned it off.
     config = config_for(store.redis, state.run.team, runtime.agent)
@@ -184,13 +189,22 @@ async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime, tenur
         handing_back.set()
         task.cancel()
 
+    def stop_now() -> None:
+        job_stopped.set()
+        task.cancel()  # mid-call: a model request in flight is the last one
+
     stopping = _on_shutdown(hand_back)
-    unregister = running.register(run_id, hand_back)  # a worker carrying many runs hands each back itself
+    # A worker carrying many runs hands each back, and stops each one's job, itself.
+    unregister = running.register(run_id, hand_back, stop_now)
     try:
         await task
     except asyncio.CancelledError:
         if tenure.lost is not None:
             raise LeaseLost(run_id) from None
+        if job_stopped.is_set():
+            raise JobStopped(run_id) from None
+        if ended_outside.is_set():
+            return _Ran(holder["state"])
         if not handing_back.is_set():
             raise
         return _Ran(holder["state"], handed_back=True)
@@ -258,6 +272,7 @@ def execute(run_id: str) -> str:
             return failed.status.value
         finally:
             ownership.release(redis, lease)  # only our own lease: another job may hold the run by now
+    stopped = False
     try:
         with log_context(run_id=run_id, team=state.run.team):
             log.info("run %s: researching (job %s)", run_id, tenure.fence)
@@ -274,6 +289,12 @@ def execute(run_id: str) -> str:
     except LeaseLost:
         log.warning("run %s: another job holds it now (this one's lease lapsed); this job stopped", run_id)
         return "lost"
+    except JobStopped:
+        # As a killed work-horse: RQ records the job stopped, and the lease is left to lapse (a run
+        # still active is resumed by the sweep then; a forced stop had ended it first).
+        stopped = True
+        log.warning("run %s: its job was stopped by RQ's stop command; its work ended at once", run_id)
+        raise
     except Exception as exc:
         log.exception("run %s crashed", run_id)
         try:
@@ -285,6 +306,7 @@ def execute(run_id: str) -> str:
         except LeaseLost:
             return "lost"
     finally:
-        ownership.release(redis, lease)
+        if not stopped:
+            ownership.release(redis, lease)
     record_spend(redis, state)
     return state.status.value

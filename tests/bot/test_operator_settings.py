@@ -15,6 +15,7 @@ BLANK_IS_DEFAULT = [
     ("DEEPTHREAD_MODEL_REQUESTS_PER_MINUTE", "model_requests_per_minute", None),
     ("DEEPTHREAD_MODEL_INPUT_TOKENS_PER_MINUTE", "model_input_tokens_per_minute", None),
     ("DEEPTHREAD_MODEL_OUTPUT_TOKENS_PER_MINUTE", "model_output_tokens_per_minute", None),
+    ("DEEPTHREAD_LISTEN_BACKLOG", "listen_backlog", 1024),
 ]
 
 REFUSED = [
@@ -27,6 +28,8 @@ REFUSED = [
     ("DEEPTHREAD_MODEL_REQUESTS_PER_MINUTE", "0", "greater than 0"),
     ("DEEPTHREAD_MODEL_INPUT_TOKENS_PER_MINUTE", "lots", "valid number"),
     ("DEEPTHREAD_MODEL_OUTPUT_TOKENS_PER_MINUTE", "-5", "greater than 0"),
+    ("DEEPTHREAD_LISTEN_BACKLOG", "0", "greater than or equal to 1"),
+    ("DEEPTHREAD_LISTEN_BACKLOG", "a lot", "valid integer"),
 ]
 
 
