@@ -15,7 +15,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from agent import MAX_QUESTION_CHARS
 from bot.desk.admins import may_control, only_who_may
 from bot.desk.commands import spend_command
-from bot.desk.recheck import handle_recheck
+from bot.desk.recheck import handle_recheck, recheck_set_by
 from bot.desk.retention import forget_thread_command
 from bot.publishing.lifecycle import launch_and_post
 from bot.services import Services
@@ -92,6 +92,14 @@ async def thread_message(
         if recheck.action == "set" and not await may_control(services, client, latest, user):
             # Each re-check is a run: scheduling them raises what the thread costs.
             await reply_privately(client, channel, user, only_who_may(latest, "schedule re-checks of this report"))
+            return
+        if (
+            recheck.action == "off"
+            and not await may_control(services, client, latest, user)
+            and user != await recheck_set_by(services, latest)
+        ):
+            # The schedule is the requester's: a stranger's `off` would cancel what they asked for.
+            await reply_privately(client, channel, user, only_who_may(latest, "switch off this report's re-checks"))
             return
         await handle_recheck(services, client, latest, recheck, user)
         return
@@ -200,6 +208,7 @@ async def continue_thread(
         event_id=event_id,
         action_token=action_token,
         shared_audience=shared,
+        question_ts=ts,
     )
     if continuation is None:
         return  # a repeated delivery

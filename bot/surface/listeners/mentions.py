@@ -120,6 +120,7 @@ async def handle_mention(
         client,
         channel=mention.channel,
         thread_ts=mention.thread,
+        ts=mention.ts,
         user=mention.user,
         question=question,
         tenant=tenant,
@@ -137,8 +138,10 @@ async def handle_question(
     question: str,
     tenant: Tenant,
     action_token: SecretStr | None = None,
+    ts: str | None = None,
 ) -> None:
-    """A new question, from a mention or a direct message: help, refuse with advice, or start."""
+    """A new question, from a mention or a direct message (`ts`: the message that asks it): help,
+    refuse with advice, or start."""
     direct = channel.startswith("D")
     if not direct and not services.takes_questions_in(channel):  # commands too: nothing is answered here
         await reply(client, channel, thread_ts, NOT_ENABLED)
@@ -193,6 +196,7 @@ async def handle_question(
             shared_audience=shared,
             action_token=action_token,
             plan_first=plan_first,
+            question_ts=ts,
         )
     )
     await launch_and_post(services, client, state)
