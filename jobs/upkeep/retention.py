@@ -53,7 +53,7 @@ from ..keyspace import keys
 from ..keyspace.connection import text
 from ..process.metrics import metrics
 from ..records.models import RunStatus
-from .forgotten import Forgotten
+from .forgotten import Forgotten, held
 from .rq_records import delete_recheck_jobs, delete_run_jobs
 
 __all__ = [
@@ -296,6 +296,7 @@ class Retention:
         self.clock = clock  # when a stopped run was forgotten (FORGOTTEN); the round takes its `now`
         self._unstreamed: dict[str, set[str]] = {}  # stream key -> runs whose entries go (one pass: _unstream)
         self._batching = 0
+        self._holding = False  # within a forget that waits for its deletions to reach a replica (`held`)
 
     # --- deleting by owner ------------------------------------------------------------------
 
@@ -442,6 +443,7 @@ class Retention:
         ids = [text(i) for i in self.redis.lrange(keys.thread_runs(team, channel, thread_ts), 0, -1)]
         return ids + [text(i) for i in self.redis.lrange(keys.legacy_thread_runs(channel, thread_ts), 0, -1)]
 
+    @held
     def forget_thread(
         self, team: str | None, channel: str, thread_ts: str, reason: Reason, *, stop: bool = True
     ) -> Forgotten:
@@ -464,6 +466,7 @@ class Retention:
                 found.append((parts[1], parts[2]))
         return found
 
+    @held
     def forget_channel(self, team: str | None, channel: str, reason: Reason) -> Forgotten:
         """Every thread of the channel (its active runs stopped first), and the channel's other records."""
         gone = Forgotten()
@@ -475,6 +478,7 @@ class Retention:
         gone.add(rest)
         return gone
 
+    @held
     def forget_team(self, team: str, reason: Reason) -> Forgotten:
         """Every thread, channel and record of the workspace (its installation's tokens are the
         installation store's to delete)."""
