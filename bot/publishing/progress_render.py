@@ -11,6 +11,7 @@ from jobs import RunState, RunStatus
 
 from .message_parts import SlackMessage, _minutes, _section, _with_mentions
 from .plan_render import _render_plan
+from .reader_text import for_reader
 
 __all__ = [
     "CONSTRAINT_CHARS",
@@ -91,10 +92,12 @@ def render_progress(state: RunState, stop_reaction: str = DEFAULT_STOP_REACTION)
         icon, phase_words = PHASES.get(state.phase, ("🔎", ""))
         said = w(state.phase) if phase_words else escape_text(state.phase.capitalize() or w("researching"))
         lines = [f"{icon} {said} · {facts}" + (f" · {budget}" if budget else "")]
-        if state.activity:
-            lines.append(f"{w('now')}: {escape_text(shorten(state.activity, STATUS_LINE_CHARS))}")
+        if state.activity:  # the engine's words may quote the model's (a revision's reason): markers as footnotes
+            activity = for_reader(state, state.activity, plain=True)
+            lines.append(f"{w('now')}: {escape_text(shorten(activity, STATUS_LINE_CHARS))}")
         if state.checking:
-            lines.append(f"{w('checking')}: {escape_text(shorten(state.checking, STATUS_LINE_CHARS))}")
+            checking = for_reader(state, state.checking, plain=True)
+            lines.append(f"{w('checking')}: {escape_text(shorten(checking, STATUS_LINE_CHARS))}")
         lines += _standing_lines(state)
         reaction = escape_text(stop_reaction.strip(":"))
         lines.append(f":{reaction}: {w('steer')}")

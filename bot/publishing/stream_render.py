@@ -29,6 +29,7 @@ from jobs.records.models import Step
 
 from .message_parts import _STOPPED_BY, _minutes, _plural
 from .progress_render import GO_DEEPER_ACTION, PHASES, _budget_left, shows_constraints
+from .reader_text import for_reader
 
 __all__ = [
     "Chunk",
@@ -131,10 +132,11 @@ def _lines(text: str, limit: int) -> str:
 
 
 def _card(state: RunState, step: Step, card_id: str, status: str, sources: list[str]) -> Chunk:
-    if step.activity.startswith(TASK_AGENTS_PREFIX):
-        title, details = _board(step.activity)
+    activity = for_reader(state, step.activity, plain=True)  # a reason the model gave: markers as footnotes
+    if activity.startswith(TASK_AGENTS_PREFIX):
+        title, details = _board(activity)
     else:
-        first, *others = step.activity.split(ACTIVITY_SEPARATOR)
+        first, *others = activity.split(ACTIVITY_SEPARATOR)
         title, details = first, "\n".join(others)
     # What the model asked for (goals, queries, URLs) is text, escaped like every other field.
     card: Chunk = {
@@ -187,7 +189,7 @@ def _texts(state: RunState) -> dict[str, str]:
     for notice in state.notices:
         texts["notice:" + digest(notice)] = f"⚠️ {escape_markdown(shorten(notice, TEXT_LINE_CHARS))}"
     if state.checking:
-        checking = escape_markdown(shorten(state.checking, TEXT_LINE_CHARS))
+        checking = escape_markdown(shorten(for_reader(state, state.checking, plain=True), TEXT_LINE_CHARS))
         texts["checking:" + digest(state.checking)] = f"**Checking:** {checking}"
     return texts
 

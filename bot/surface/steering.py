@@ -18,6 +18,8 @@ from bot.desk.commands import spend_command
 from bot.desk.recheck import handle_recheck, recheck_set_by
 from bot.desk.retention import forget_thread_command
 from bot.publishing.lifecycle import launch_and_post
+from bot.publishing.reader_text import footnote_numbers, for_reader
+from bot.publishing.report_blocks import link_policy
 from bot.services import Services
 from bot.slack.audience import shared_externally
 from bot.slack.mrkdwn import to_mrkdwn
@@ -145,14 +147,19 @@ def section_history(state: RunState, section_id: str | None) -> str:
             else f"{escape_text(section_id)} has not been revised."
         )
     lines = []
+    numbers = footnote_numbers(state)  # markers become the report's own [n] (bot/publishing/reader_text.py)
+    urls = {n: state.sources[m].url for m, n in numbers.items()}  # each [n] links to its source, as in the report
+    allowed = link_policy(state)
     for section in revised:
         # Model text: escaped like every other field the bot sends (no mention through a reason).
         lines.append(f"*{section.section_id} {escape_text(section.title)}*: revised ×{len(section.revisions)}")
         for n, revision in reversed(list(enumerate(section.revisions, 1))):
             if len(section.revisions) - n >= HISTORY_REVISIONS_SHOWN:
                 break
-            quoted = "\n".join("> " + line for line in shorten_mrkdwn(to_mrkdwn(revision.body), 300).split("\n"))
-            lines.append(f"• version {n}, replaced because: {escape_text(revision.reason)}\n{quoted}")
+            body = to_mrkdwn(for_reader(state, revision.body, numbers), urls, allowed)
+            quoted = "\n".join("> " + line for line in shorten_mrkdwn(body, 300).split("\n"))
+            reason = to_mrkdwn(for_reader(state, " ".join(revision.reason.split()), numbers), urls, allowed)
+            lines.append(f"• version {n}, replaced because: {reason}\n{quoted}")
     return "\n".join(lines)
 
 
