@@ -15,6 +15,8 @@ from .lazy import lazy_exports
 
 # Imported when first used (lazy.py): what the serve process needs must not load the model SDK.
 if TYPE_CHECKING:
+    from .activity import ACTIVITY, BATCH_SEPARATOR, BRANCH_SEPARATOR, BRANCH_STATES
+    from .activity import parse as parse_activity
     from .capacity import ModelLimits
     from .charts import Chart
     from .charts.blobs import load_png
@@ -45,7 +47,7 @@ if TYPE_CHECKING:
     from .model_provider import ModelAPI, model_api
     from .pricing import cost_usd
     from .provider_config import ProviderConfig, ProviderUnavailable
-    from .report import SNIPPET_NOTE, AssembledReport, Footnote, Section, assemble, figure_line, to_markdown
+    from .report import FLAG_MARK, SNIPPET_NOTE, AssembledReport, Footnote, Section, assemble, figure_line, to_markdown
     from .run import research
     from .task import ResearchTask
     from .tools.search import DDGSFactory
@@ -65,6 +67,12 @@ if TYPE_CHECKING:
     from .workspace_search import SearchUnavailable, WorkspaceHit, WorkspaceSearch
 
 __all__ = [
+    "ACTIVITY",
+    "BATCH_SEPARATOR",
+    "BRANCH_SEPARATOR",
+    "BRANCH_STATES",
+    "FLAG_MARK",
+    "parse_activity",
     "MODELS",
     "WEB_SEARCH_BASIC_TYPE",
     "WEB_SEARCH_TYPE",

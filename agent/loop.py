@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from anthropic.types import ToolUseBlock
 
 from . import defaults
+from .activity import say
 from .budget import Clock, Ledger
 from .capacity import CAPACITY_NOTE, CAPACITY_WAIT, WAITING_FOR_CAPACITY
 from .checkpoint import Checkpointer
@@ -239,7 +240,7 @@ class ResearchLoop:
 
     async def _run(self) -> Outcome:
         emit = self.ctx.emit
-        await emit(Progress(phase="researching", activity="Planning the research"))
+        await emit(Progress(phase="researching", activity=say("planning")))
         while True:
             await self.save_checkpoint()
             unanswered = self._unanswered()
@@ -272,7 +273,7 @@ class ResearchLoop:
                 )
             self.history.add_text(self._budget_block(finalize))
             if finalize:
-                await emit(Progress(phase="finishing", activity=f"Writing the summary ({finalize})"))
+                await emit(Progress(phase="finishing", activity=say("summarising", reason=finalize)))
             self.context.sent()
             messages = self.history.messages()
             if finalize is None and self.context.compaction.done + self.context.compaction.failures == compactions:

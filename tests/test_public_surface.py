@@ -24,6 +24,8 @@ EXPORTS = {
         # The model's provider and capability table (issue 28).
         "MODELS", "Capabilities", "ModelAPI", "ProviderConfig", "ProviderUnavailable", "capabilities", "model_api",
         "unknown_model_notice", "search_model", "WEB_SEARCH_TYPE", "WEB_SEARCH_BASIC_TYPE", "detect_language",
+        # The engine's activity lines as templates, so the bot says them in the team's language (issue 47).
+        "ACTIVITY", "BATCH_SEPARATOR", "BRANCH_SEPARATOR", "BRANCH_STATES", "parse_activity", "FLAG_MARK",
     },
     "jobs": {
         "AsyncRuns", "Continuation", "JobRuntime", "Run", "RunNotFound", "RunState", "RunStatus", "RunStore", "Runs",

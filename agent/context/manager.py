@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .. import defaults
+from ..activity import say
 from ..events import Progress, RunEvent
 from ..model import ModelClient, ModelUnavailable
 from ..usage import Usage
@@ -131,7 +132,7 @@ class ContextManager:
         if start == 0 or not self.may_summarise():
             state.failures += 1  # nothing settled to summarise, or no request to spend on it
             return
-        await self.emit(Progress(phase="compacting", activity="Compacting notes before continuing"))
+        await self.emit(Progress(phase="compacting", activity=say("compacting")))
         try:
             # The same prefix as the last turn, so the summary request reads it from cache.
             message = await self.model.turn(

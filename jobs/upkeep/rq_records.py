@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from redis import Redis
 from rq import Queue
@@ -32,8 +32,19 @@ from rq.results import Result
 from ..keyspace import keys
 from ..keyspace.connection import text
 
-if TYPE_CHECKING:
-    from .retention import Subject
+
+class Subject(Protocol):
+    """What is forgotten (jobs/upkeep/retention.py Subject): `*` matches any."""
+
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def team(self) -> str | None: ...
+    @property
+    def channel(self) -> str: ...
+    @property
+    def thread_ts(self) -> str: ...
+
 
 __all__ = ["RECHECK_JOB_PREFIX", "delete_recheck_jobs", "delete_run_jobs", "registries"]
 

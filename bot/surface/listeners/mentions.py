@@ -12,6 +12,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent import MAX_QUESTION_CHARS, private_sources_allowed
+from bot.catalogue import Words, words_for
 from bot.desk.commands import spend_command
 from bot.desk.plan_first import channel_plans_first, plan_first_command
 from bot.publishing.lifecycle import launch_and_post
@@ -128,6 +129,17 @@ async def handle_mention(
     )
 
 
+async def team_words(services: Services, team: str | None, channel: str, thread_ts: str) -> Words:
+    """The team's language where no question says it (a mention with nothing after it): the thread's
+    own runs' language, else that of the channel's latest question this month, else English."""
+    latest = await services.runs.latest_in_thread(team, channel, thread_ts)
+    if latest is not None:
+        return words_for(latest.run.question)
+    asked = await asyncio.to_thread(services.spend.channel_runs, team, channel)
+    newest = max(asked, key=lambda r: r.finished_at, default=None)
+    return words_for(newest.question if newest is not None else "")
+
+
 async def handle_question(
     services: Services,
     client: AsyncWebClient,
@@ -172,7 +184,7 @@ async def handle_question(
     plan_first = planned is not None or await asyncio.to_thread(channel_plans_first, services, team, channel)
     question = planned if planned is not None else question
     if not question:
-        await reply(client, channel, thread_ts, render_help())
+        await reply(client, channel, thread_ts, render_help(await team_words(services, team, channel, thread_ts)))
         return
     if len(question) > MAX_QUESTION_CHARS:
         await reply(client, channel, thread_ts, too_long(question))
