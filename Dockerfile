@@ -1,7 +1,10 @@
 # One image for both of the Procfile's process types: `deepthread serve` (the default command) and
 # `deepthread worker` (run the image with the command `worker`). compose.yaml runs both, past one
 # machine. Runs as an unprivileged user; SIGTERM stops either within 30 s (docs/operating.md).
-FROM python:3.11-slim
+# The base pinned by version and by digest (the multi-architecture index): a rebuild gets these exact
+# bytes, not whatever the tag points at that day. Refresh both together (docs/operating.md, "Pinned
+# versions"): docker buildx imagetools inspect python:3.11.14-slim-bookworm
+FROM python:3.11.14-slim-bookworm@sha256:65a93d69fa75478d554f4ad27c85c1e69fa184956261b4301ebaf6dbb0a3543d
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
@@ -9,11 +12,14 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
 WORKDIR /app
+# DejaVu Sans for exported PDFs (bot/publishing/export_pdf.py): Greek, Cyrillic, arrows, math signs;
+# without it a PDF falls back to ReportLab's own Latin-only font.
+RUN apt-get update && apt-get install -y --no-install-recommends fonts-dejavu-core && rm -rf /var/lib/apt/lists/*
 # The locked releases first (every package pinned with its hashes), in a layer of their own that a
 # change to the code does not rebuild; then the project without dependencies.
 COPY requirements/app.txt ./requirements/app.txt
 RUN pip install --require-hashes -r requirements/app.txt
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE ./
 COPY agent ./agent
 COPY jobs ./jobs
 COPY bot ./bot

@@ -21,10 +21,13 @@ if TYPE_CHECKING:
     from .charts import Chart
     from .charts.blobs import load_png
     from .citations import SourceRegistry
+    from .claims.models import FootnoteClaim
+    from .claims.view import CitedClaim, ClaimCounts, cited_claims, claim_counts, claim_line
     from .config import PROFILES, AgentConfig, Budget, Caps, FetchConfig, McpServerConfig, SearchConfig, SearchProvider
     from .context.requestlog import RequestRecord
     from .defaults import MAX_QUESTION_CHARS
     from .display import domain_of, shorten
+    from .earlier import EarlierReport, EarlierResearch, EarlierSource
     from .events import (
         Finished,
         Progress,
@@ -46,9 +49,20 @@ if TYPE_CHECKING:
     from .model_capabilities import WEB_SEARCH_BASIC as WEB_SEARCH_BASIC_TYPE
     from .model_provider import ModelAPI, model_api
     from .pricing import cost_usd
-    from .provider_config import ProviderConfig, ProviderUnavailable
-    from .report import FLAG_MARK, SNIPPET_NOTE, AssembledReport, Footnote, Section, assemble, figure_line, to_markdown
+    from .provider_config import ProviderConfig, ProviderUnavailable, Silence, provider_problems
+    from .report import (
+        FLAG_MARK,
+        SNIPPET_NOTE,
+        AssembledReport,
+        Footnote,
+        Section,
+        anchor_lines,
+        assemble,
+        figure_line,
+        to_markdown,
+    )
     from .run import research
+    from .silence import ModelWatch, Waiting, endpoint
     from .task import ResearchTask
     from .tools.search import DDGSFactory
     from .tools.search import providers as search_providers
@@ -82,6 +96,19 @@ __all__ = [
     "WorkspaceSearch",
     "WorkspaceHit",
     "SearchUnavailable",
+    "ModelWatch",
+    "endpoint",
+    "Silence",
+    "Waiting",
+    "CitedClaim",
+    "ClaimCounts",
+    "FootnoteClaim",
+    "cited_claims",
+    "claim_counts",
+    "claim_line",
+    "EarlierReport",
+    "EarlierResearch",
+    "EarlierSource",
     "AgentConfig",
     "AssembledReport",
     "Budget",
@@ -123,6 +150,7 @@ __all__ = [
     "Usage",
     "UsageRecorded",
     "WorkspaceError",
+    "anchor_lines",
     "assemble",
     "capabilities",
     "cost_usd",
@@ -133,6 +161,7 @@ __all__ = [
     "figures_in",
     "load_png",
     "model_api",
+    "provider_problems",
     "research",
     "search_model",
     "search_providers",

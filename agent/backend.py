@@ -14,6 +14,7 @@ from .checkpoint import CheckpointStore
 from .context.requestlog import RequestLog
 from .control import MemoryControl, RunControl
 from .results import FileRefusals, MemoryFileRefusals, MemoryResultStore, ResultStore
+from .spend_gate import SpendGate
 from .tools.seen_urls import MemorySeenUrls, SeenUrlStore
 
 __all__ = ["RunBackend"]
@@ -32,3 +33,6 @@ class RunBackend:
     limiter: ModelLimiter | None = None
     team: str = ""
     run_id: str = ""
+    # The monthly budgets this run shares with the other runs of its channel and workspace: each
+    # request reserved before it is sent (None: only the run's own cost cap holds it).
+    spend_gate: SpendGate | None = None

@@ -21,15 +21,17 @@ variable, so a task agent's requests pause its own ledger, not the lead's).
 from __future__ import annotations
 
 import contextvars
+import math
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Protocol
 
+from .capacity_learning import LEARN_BINDING_SHARE, LEARN_CUTS_PER_REQUEST, learned_step
 from .context.tokens import CHARS_PER_TOKEN
+from .provider_values import count, held_limit, pause_seconds, reset_seconds
 
 __all__ = [
     "CAPACITY_NOTE",
@@ -53,21 +55,11 @@ DEFAULT_INPUT_TOKENS_PER_MINUTE = 30_000.0
 DEFAULT_OUTPUT_TOKENS_PER_MINUTE = 8_000.0
 # Where neither the operator nor the service names a limit (Bedrock, Vertex, a gateway send no
 # `anthropic-ratelimit-*` headers), the limiter learns it: it starts here, permissive (twenty
-# times the first tier's requests, the fourth tier's tokens), cuts every limit by LEARN_DECREASE
-# on a throttling answer and raises it again while answers succeed (each answer adds a share
-# of the limit, so it climbs to a higher quota within minutes).
+# times the first tier's requests, the fourth tier's tokens), cuts every limit on a throttling
+# answer and raises it again while answers succeed (the rule: capacity_learning.py).
 LEARN_START_REQUESTS_PER_MINUTE = 1_000.0
 LEARN_START_INPUT_TOKENS_PER_MINUTE = 2_000_000.0
 LEARN_START_OUTPUT_TOKENS_PER_MINUTE = 400_000.0
-# A throttled answer keeps this share of the limit: the average stays above 0.8 of the quota,
-# and the descent from the start to a quota of 60 a minute takes a dozen throttled answers.
-LEARN_DECREASE = 0.7
-# Each answered request raises the learned requests limit by this much a minute (tokens in the
-# same proportion): back from a cut in about 1.5 minutes at any quota, with about one throttled
-# answer per cycle of 0.3 x quota / this many requests (under 5 in 100 above ~20 a minute).
-LEARN_RAISE_PER_ANSWER = 0.25
-# A learned limit never falls below this: one request a minute still makes progress.
-LEARN_FLOOR_REQUESTS_PER_MINUTE = 1.0
 # Output tokens are counted against the limit when a request starts; a turn rarely writes its
 # whole max_tokens, so this much is reserved at most (the headers correct the rest).
 OUTPUT_RESERVE_TOKENS = 4_096
@@ -131,13 +123,18 @@ class Demand:
 
 @dataclass(frozen=True)
 class Observed:
-    """What one response said about the organization's limits."""
+    """What one response said about the organization's limits (every value read strictly and
+    clamped: agent/provider_values.py)."""
 
     limits: ModelLimits
     remaining: ModelLimits
+    # How long this answer asks its own request to hold off (a 429's retry-after, else its
+    # requests-reset), at most provider_values.MAX_PAUSE_SECONDS. Only the request that was told
+    # waits it: one answer never pauses the other runs (the limits and remaining figures pace them).
     retry_after: float | None = None
-    # Tokens reserved for a request the service failed (5xx) without answering: given back, so
-    # an outage's retries do not wait for capacity they never used.
+    # What was reserved for a request the service failed (5xx) or refused (429) without counting it:
+    # given back, so an outage's retries, or one workspace's refused requests, take no one's turn
+    # (except from a learned limit, whose cut on a throttle leaves nothing in the bucket).
     unused: ModelLimits = field(default_factory=ModelLimits)
     # The service refused for load (a 429 other than a spend limit, Bedrock's ThrottlingException,
     # Vertex's RESOURCE_EXHAUSTED): a learned limit is cut. `answered`: it served the request,
@@ -147,33 +144,30 @@ class Observed:
     # The demand whose answer this is: a throttled answer to a request granted before the last
     # cut says nothing new (the cut already counted it), so it does not cut again.
     ticket: str = ""
+    # How many times this request was throttled before (0: its first answer), and the service's
+    # answer count (what `observe` returned) at its previous throttle. A request throttled again
+    # cuts a learned limit only while no one was answered in between, LEARN_CUTS_PER_REQUEST times
+    # at most: one throttled again and again (too big, or its key's) must not drag the others down.
+    attempt: int = 0
+    since: int = 0
 
 
-def _number(value: str | None) -> float | None:
-    try:
-        return float(value) if value not in (None, "") else None
-    except (TypeError, ValueError):
-        return None
+def _limits_of(lower: Mapping[str, str], kind: str) -> ModelLimits:
+    return ModelLimits(**{d: count(lower.get(f"{HEADER}{_HEADER_NAMES[d]}-{kind}")) for d in DIMENSIONS})
 
 
-def observed(headers: Mapping[str, str], status: int) -> Observed:
-    """The `anthropic-ratelimit-*` headers (and a 429's `retry-after`) of one response."""
+def observed(headers: Mapping[str, str], status: int, now: Callable[[], float] = time.time) -> Observed:
+    """The `anthropic-ratelimit-*` headers (and a 429's `retry-after`) of one response, read strictly:
+    a value that is not a plain non-negative number (or a valid time) is not read at all."""
     lower = {k.lower(): v for k, v in headers.items()}
-
-    def read(kind: str) -> ModelLimits:
-        return ModelLimits(**{d: _number(lower.get(f"{HEADER}{_HEADER_NAMES[d]}-{kind}")) for d in DIMENSIONS})
-
-    retry_after = _number(lower.get("retry-after")) if status == 429 else None
-    if status == 429 and retry_after is None:
-        reset = lower.get(f"{HEADER}requests-reset")
-        if reset:
-            try:
-                retry_after = max(0.0, datetime.fromisoformat(reset).timestamp() - time.time())
-            except ValueError:
-                retry_after = None
+    retry_after = None
+    if status == 429:
+        retry_after = pause_seconds(lower, now)
+        if retry_after is None:
+            retry_after = reset_seconds(lower.get(f"{HEADER}requests-reset"), now)
     return Observed(
-        limits=read("limit"),
-        remaining=read("remaining"),
+        limits=_limits_of(lower, "limit"),
+        remaining=_limits_of(lower, "remaining"),
         retry_after=retry_after,
         throttled=status == 429,
         answered=200 <= status < 300,
@@ -183,7 +177,7 @@ def observed(headers: Mapping[str, str], status: int) -> Observed:
 def is_spend_limit(message: str) -> bool:
     """A 429 that says a spend limit was reached: waiting does not help, so it is not retried."""
     lowered = message.lower()
-    return "spend limit" in lowered or "spending limit" in lowered or "credit balance" in lowered
+    return any(words in lowered for words in ("spend limit", "spending limit", "credit balance", "billing"))
 
 
 def uncached_estimate(body: Mapping[str, Any]) -> int:
@@ -212,16 +206,19 @@ class ModelLimiter(Protocol):
     """The organization's model capacity, shared by every run that holds this limiter."""
 
     async def try_acquire(self, demand: Demand) -> float:
-        """0 when `demand` may be sent now (its share is taken); else seconds before asking again.
-        Asking again with the same demand keeps its place in the queue."""
+        """0 when `demand` may be sent now (its share is taken); else seconds before asking again
+        (math.inf: never, it is larger than a whole minute of a limit the operator or the service
+        named). Asking again with the same demand keeps its place in the queue."""
         ...
 
     async def withdraw(self, demand: Demand) -> None:
         """The demand will not be sent (its caller was cancelled): leave the queue."""
         ...
 
-    async def observe(self, model: str, seen: Observed) -> None:
-        """What the service said: its limits, what remains, and how long to hold off after a 429."""
+    async def observe(self, model: str, seen: Observed) -> int:
+        """What the service said: its limits and what remains (each limit held within a factor of
+        the one in force). Returns how many requests the service has answered so far (a request
+        throttled again passes it back as `Observed.since`)."""
         ...
 
 
@@ -238,9 +235,13 @@ class _Bucket:
 class _ModelState:
     buckets: dict[str, _Bucket]
     limits: dict[str, float]
-    paused_until: float = 0.0
     sources: dict[str, str] = field(default_factory=dict)
     cut_at_grant: int = 0  # how many grants had been made at the last cut
+    ceiling: float = 0.0  # the learned requests limit before its last cut (0: never cut)
+    answers: int = 0  # answered requests, ever
+    answers_at_cut: int = 0  # … when the learned limit was last cut
+    probe: str = ""  # after a cut, the one request let through until an answer comes back …
+    probe_at: float = 0.0  # … and when (a probe never heard of is given up after WAITER_TTL_SECONDS)
     grants: int = 0
     grant_numbers: dict[str, int] = field(default_factory=dict)  # ticket -> its grant's number, until answered
     seq: int = 0
@@ -249,13 +250,19 @@ class _ModelState:
     queue: dict[str, list[Demand]] = field(default_factory=dict)  # run -> its waiting demands, in order
     served: dict[str, int] = field(default_factory=dict)  # team or run left the queue -> when last served
     granted: set[str] = field(default_factory=set)
+    never: set[str] = field(default_factory=set)  # tickets larger than a named limit, until told
     seen: dict[str, float] = field(default_factory=dict)  # ticket -> when its waiter last asked
 
 
-def _shortfall(need: float, level: float, limit: float) -> float:
-    """Seconds until `need` fits the bucket (0: now). A request larger than a whole minute's
-    limit goes once the bucket is full, rather than never."""
-    if need <= level or (need > limit and level >= limit):
+def _shortfall(need: float, level: float, limit: float, *, known: bool = False) -> float:
+    """Seconds until `need` fits the bucket (0: now). A request larger than a whole minute's limit
+    never fits one the operator or the service named (math.inf: the run is told at once); past a
+    learned one, it goes once the bucket is full, rather than never."""
+    if need <= level:
+        return 0.0
+    if need > limit and known:
+        return math.inf
+    if need > limit and level >= limit:
         return 0.0
     return (min(need, limit) - level) / (limit / 60.0)
 
@@ -319,12 +326,13 @@ class MemoryModelLimiter:
         if demand.ticket in state.granted:
             state.granted.discard(demand.ticket)
             return 0.0
+        if demand.ticket in state.never:
+            state.never.discard(demand.ticket)
+            return math.inf
         return min(MAX_POLL_SECONDS, max(MIN_POLL_SECONDS, wait))
 
     def _grant(self, state: _ModelState, now: float) -> float:
         """Grant waiting demands in fair order while capacity lasts; the wait of the next one."""
-        if state.paused_until > now:
-            return state.paused_until - now
         while state.teams:
             team = min(state.teams, key=lambda t: (state.teams[t], t))
             runs = state.runs[team]
@@ -334,10 +342,24 @@ class MemoryModelLimiter:
                 self._dequeue(state, team, run, served=False)
                 continue
             short = [
-                wait for d in DIMENSIONS if (wait := _shortfall(head.need(d), state.buckets[d].level, state.limits[d]))
+                wait
+                for d in DIMENSIONS
+                if (
+                    wait := _shortfall(
+                        head.need(d), state.buckets[d].level, state.limits[d], known=state.sources[d] != SOURCE_LEARNED
+                    )
+                )
             ]
+            if math.inf in short:  # it can never be sent: its waiter hears so (math.inf) and leaves
+                self._dequeue(state, team, run, served=False)
+                state.never.add(head.ticket)
+                continue
             if short:
                 return max(short)
+            if self._probing(state, now):  # after a cut, one request at a time until one is answered
+                return MAX_POLL_SECONDS
+            if state.cut_at_grant and state.answers == state.answers_at_cut:
+                state.probe, state.probe_at = head.ticket, now
             for d in DIMENSIONS:
                 state.buckets[d].level -= head.need(d)
             state.granted.add(head.ticket)
@@ -346,6 +368,10 @@ class MemoryModelLimiter:
             self.grants.append(head)
             self._dequeue(state, team, run, served=True)
         return 0.0
+
+    @staticmethod
+    def _probing(state: _ModelState, now: float) -> bool:
+        return bool(state.probe) and now - state.probe_at < WAITER_TTL_SECONDS
 
     def _dequeue(self, state: _ModelState, team: str, run: str, *, served: bool) -> None:
         head = state.queue[run].pop(0)
@@ -364,6 +390,8 @@ class MemoryModelLimiter:
         state = self._state(demand.model)
         state.granted.discard(demand.ticket)
         state.grant_numbers.pop(demand.ticket, None)
+        if state.probe == demand.ticket:
+            state.probe = ""
         queue = state.queue.get(demand.run, [])
         for n, waiting in enumerate(queue):
             if waiting.ticket == demand.ticket:
@@ -373,51 +401,52 @@ class MemoryModelLimiter:
                     del queue[n]
                 break
 
-    async def observe(self, model: str, seen: Observed) -> None:
+    async def observe(self, model: str, seen: Observed) -> int:
         state = self._state(model)
         now = self.clock()
         self._refill(state, now)
         self._learn(state, seen)
         for d in DIMENSIONS:
-            limit = self.configured.get(d) or seen.limits.get(d)
-            if limit:
-                state.limits[d] = limit
-                state.sources[d] = SOURCE_SET if self.configured.get(d) else SOURCE_HEADERS
-            state.buckets[d].level = min(state.limits[d], state.buckets[d].level + (seen.unused.get(d) or 0.0))
+            heard = None if self.configured.get(d) else held_limit(d, seen.limits.get(d), state.limits[d])
+            if heard is not None:
+                state.limits[d], state.sources[d] = heard, SOURCE_HEADERS
+            if not (seen.throttled and state.sources[d] == SOURCE_LEARNED):  # a learned cut empties the bucket
+                state.buckets[d].level = min(state.limits[d], state.buckets[d].level + (seen.unused.get(d) or 0.0))
             remaining = seen.remaining.get(d)
             if remaining is not None:
                 state.buckets[d].level = min(state.buckets[d].level, remaining)
-        if seen.retry_after:
-            state.paused_until = max(state.paused_until, now + seen.retry_after)
+        return state.answers
 
     def _learn(self, state: _ModelState, seen: Observed) -> None:
-        """Cut or raise the limits no one named (the same rule as jobs/budgets/capacity.py's Lua)."""
+        """Cut or raise the limits no one named (capacity_learning.py; jobs/budgets/capacity.py's Lua)."""
         number = state.grant_numbers.pop(seen.ticket, None)
+        if seen.answered:
+            state.answers += 1
+        if seen.ticket == state.probe or seen.answered:
+            state.probe = ""
         learning = [d for d in DIMENSIONS if state.sources[d] == SOURCE_LEARNED and seen.limits.get(d) is None]
         if not learning:
             return
-        factor = learned_factor(state.limits["requests"], seen, cut_due=number is None or number > state.cut_at_grant)
-        if factor < 1.0:
-            state.cut_at_grant = state.grants
+        before = state.limits["requests"]
+        step = learned_step(
+            before,
+            state.ceiling,
+            throttled=seen.throttled,
+            answered=seen.answered,
+            cut_due=(number is None or number > state.cut_at_grant)
+            and (seen.attempt == 0 or (seen.attempt < LEARN_CUTS_PER_REQUEST and state.answers <= seen.since)),
+            descending=state.answers == state.answers_at_cut,
+            binding=min(state.buckets[d].level / state.limits[d] for d in learning) < LEARN_BINDING_SHARE,
+        )
+        state.ceiling = step.ceiling
+        if step.cut:
+            state.cut_at_grant, state.answers_at_cut = state.grants, state.answers
+        factor = step.limit / before
         for d in learning:
             state.limits[d] = min(LEARN_START.get(d) or 1.0, state.limits[d] * factor)
-            if factor < 1.0:  # the service has no room now: nothing is left in the bucket either
+            if step.cut:  # the service has no room now: nothing is left in the bucket either
                 state.buckets[d].level = 0.0
             state.buckets[d].level = min(state.buckets[d].level, state.limits[d])
-
-
-def learned_factor(requests_limit: float, seen: Observed, *, cut_due: bool) -> float:
-    """How a learned limit moves on one answer: cut on a throttle (unless already cut for it), raised by
-    LEARN_RAISE_PER_ANSWER requests a minute on a success, kept otherwise."""
-    if seen.throttled:
-        if not cut_due:
-            return 1.0
-        return max(
-            LEARN_DECREASE, LEARN_FLOOR_REQUESTS_PER_MINUTE / max(requests_limit, LEARN_FLOOR_REQUESTS_PER_MINUTE)
-        )
-    if seen.answered:
-        return 1.0 + LEARN_RAISE_PER_ANSWER / max(requests_limit, LEARN_FLOOR_REQUESTS_PER_MINUTE)
-    return 1.0
 
 
 # --- the hook the loop installs, and the SDK middleware ---------------------------------------

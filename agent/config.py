@@ -163,6 +163,8 @@ class AgentConfig(BaseModel):
     context_tokens: int = defaults.CONTEXT_TOKENS
     # Elision and compaction; off only to measure what they save.
     manage_context: bool = True
+    # DEEPTHREAD_CLAIM_CHECK (and a workspace's setting): every cited claim held to its source (agent/claims).
+    claim_check: bool = True
     # How many task agents one spawn_tasks call may run at once.
     max_task_agents: int = Field(default=defaults.MAX_TASK_AGENTS, ge=0)
     caps: Caps = Field(default_factory=Caps)

@@ -38,6 +38,13 @@ STOP_FINALIZE_SECONDS = 60
 STOP_POLL_SECONDS = 0.5
 # A single model request that takes longer than this is abandoned.
 REQUEST_TIMEOUT_SECONDS = 300.0
+# A model service that sends nothing is given up on long before that (agent/silence.py): every request
+# is streamed, and a stream's headers come before the model starts (errors after them arrive as SSE
+# events), so a service that has not answered in this long is not going to.
+MODEL_FIRST_BYTE_SECONDS = 10.0
+# …and once a stream has started, this long without a byte (events, pings): time enough for the
+# prefill of a long uncached context between message_start and the first delta.
+MODEL_STREAM_IDLE_SECONDS = 30.0
 # A single tool call that takes longer than this is abandoned with an error result.
 TOOL_DEADLINE_SECONDS = 90.0
 # How many times the SDK retries 408/409/429/5xx before the run gives up on the model.

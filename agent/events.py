@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field
 
 from .charts.models import Chart
+from .claims.models import ClaimCheck
 from .figures import FigureFlag
 from .thread_memory import ThreadSummary
 
@@ -82,6 +83,7 @@ class SectionWritten(BaseModel):
     body: str
     figures_checked: int = 0
     flags: list[FigureFlag] = Field(default_factory=list)
+    claims: list[ClaimCheck] = Field(default_factory=list)
 
 
 class SectionRevised(BaseModel):
@@ -91,6 +93,7 @@ class SectionRevised(BaseModel):
     reason: str
     figures_checked: int = 0
     flags: list[FigureFlag] = Field(default_factory=list)
+    claims: list[ClaimCheck] = Field(default_factory=list)
 
 
 class UsageRecorded(BaseModel):
@@ -156,6 +159,23 @@ class ChartDrawn(BaseModel):
     chart: Chart
 
 
+class EarlierRef(BaseModel):
+    """An earlier report of the team this run was given (agent/earlier.py): how the report names it. No
+    run id: a later report names an earlier one as a reader sees it, and holds no key to its records."""
+
+    title: str
+    date: datetime
+    permalink: str = ""
+
+
+class EarlierFound(BaseModel):
+    """The team's earlier reports the run was shown (its opening search, or a later earlier_research):
+    the report's opening names them, the progress message counts them."""
+
+    type: Literal["earlier_found"] = "earlier_found"
+    reports: list[EarlierRef]
+
+
 RunEvent = Annotated[
     Progress
     | Disagreement
@@ -169,7 +189,8 @@ RunEvent = Annotated[
     | ConflictSettled
     | ChartDrawn
     | FileUnreadable
-    | Notice,
+    | Notice
+    | EarlierFound,
     Field(discriminator="type"),
 ]
 

@@ -2,6 +2,9 @@
 
     Exception
     ├── ModelUnavailable     the model could not answer after the SDK's retries (the message is for users)
+    │   ├── ModelThrottled   one request was throttled again and again: the run ends with what it has
+    │   ├── RequestTooLarge  one request is larger than a whole minute of the organization's limit
+    │   └── BudgetSpent      the run's monthly budget is spent, by it and the runs it shares it with
     ├── Interrupted          a model or tool await was cut short: by a stop, or by a time limit's reserve
     ├── TaskRefused          spawn_tasks cannot run task agents now (budget too small)
     ├── WorkspaceError       the thread could not be read
@@ -38,6 +41,9 @@ __all__ = [
     "FileUnavailable",
     "Interrupted",
     "ModelUnavailable",
+    "ModelThrottled",
+    "RequestTooLarge",
+    "BudgetSpent",
     "NoWorkspace",
     "SearchFailed",
     "TaskRefused",
@@ -57,6 +63,21 @@ NO_WORKSPACE = (
 
 class ModelUnavailable(Exception):
     """The model could not answer after the SDK's retries; the message is for users."""
+
+
+class ModelThrottled(ModelUnavailable):
+    """One request was throttled (429) more times than a request is retried; the run finishes with
+    what it has rather than waiting on, and the other runs' share is left alone."""
+
+
+class RequestTooLarge(ModelUnavailable):
+    """One request needs more than a whole minute of a limit the operator or the service named: it
+    can never be sent as it is (compact the notes, split the work, or stop)."""
+
+
+class BudgetSpent(ModelUnavailable):
+    """A monthly budget the run counts against is spent (by this run and the runs it shares the
+    budget with): no further request is sent, and the run ends with what it has."""
 
 
 class Interrupted(Exception):

@@ -229,3 +229,8 @@ def figures_said(passage: str) -> list[str]:
         if figure.text not in seen:
             seen.append(figure.text)
     return seen[:FIGURES_SHOWN_PER_PASSAGE]
+
+
+def derived(figure: Figure, stated: Sequence[Figure], calculations: Iterable[Calculation]) -> bool:
+    """Whether a calculator call of the run produced `figure` from figures in `stated` (the claim check)."""
+    return _derived(figure, list(stated), calculations)

@@ -122,6 +122,9 @@ class ResearchLoop:
         self.limit_note: str | None = None  # the limit that cut exploration short, with its stage
         self.last_stop: str | None = None
         self.checkpoints: Checkpointer | None = None
+        # Tool calls the run makes itself before the model's first turn (the team's earlier reports,
+        # run.py): an assistant turn of ours and its results open the history.
+        self.opening_calls: list[dict[str, Any]] = []
         self._capacity_waits = 0  # this agent's requests waiting for model capacity right now
 
     @property
@@ -241,6 +244,10 @@ class ResearchLoop:
     async def _run(self) -> Outcome:
         emit = self.ctx.emit
         await emit(Progress(phase="researching", activity=say("planning")))
+        if self.opening_calls:
+            opening, self.opening_calls = self.opening_calls, []
+            self.history.add_assistant(opening)
+            await self._answer([ToolUseBlock.model_validate(call) for call in opening])
         while True:
             await self.save_checkpoint()
             unanswered = self._unanswered()

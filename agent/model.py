@@ -17,11 +17,15 @@ from anthropic.types import Message
 
 from . import defaults
 from .capacity import CAPACITY_WAIT, STREAM_SETTLE, is_spend_limit
+from .capacity_middleware import MAX_THROTTLED_ATTEMPTS
 from .context.requestlog import RequestLog, RequestRecord, describe
 from .context.tokens import CHARS_PER_TOKEN, estimate_chars
 from .exceptions import ModelUnavailable
 from .model_capabilities import Capabilities, Provider, capabilities
 from .model_provider import ModelAPI
+from .provider_values import pause_seconds
+from .silence import ModelSilent, endpoint
+from .spend_gate import SPEND_SETTLE
 from .usage import Usage
 
 log = logging.getLogger(__name__)
@@ -64,10 +68,8 @@ def is_rate_limited(exc: BaseException) -> bool:
 
 
 def _retry_after(exc: anthropic.APIStatusError) -> float | None:
-    try:
-        return float(exc.response.headers.get("retry-after", ""))
-    except ValueError:
-        return None
+    """The answer's pause, read strictly and clamped (agent/provider_values.py)."""
+    return pause_seconds(exc.response.headers)
 
 
 # Bedrock and Vertex refuse credentials and model access with 401/403 of their own.
@@ -79,14 +81,35 @@ _CLOUD_REFUSAL = {
 }
 
 
-def describe_api_error(exc: anthropic.APIError, provider: str = "anthropic") -> str:
-    """Say what failed in words a Slack user can act on, without leaking request details."""
+# The setting that names each provider's endpoint, for a line that says where the model was sought.
+_ENDPOINT_SETTING = {"anthropic": "ANTHROPIC_BASE_URL", "bedrock": "AWS_REGION", "vertex": "CLOUD_ML_REGION"}
+
+
+def describe_api_error(exc: anthropic.APIError, provider: str = "anthropic", tries: int | None = None) -> str:
+    """Say what failed in words a Slack user can act on, without leaking request details. A failure to
+    reach the service names the endpoint asked and what to try; `tries`: how many attempts were made."""
     if provider in _CLOUD_REFUSAL and isinstance(exc, (anthropic.AuthenticationError, anthropic.PermissionDeniedError)):
         return _CLOUD_REFUSAL[provider]
+    attempts = f"{tries} tries" if tries and tries > 1 else "one try"
+    setting = _ENDPOINT_SETTING.get(provider, "ANTHROPIC_BASE_URL")
+    silent = exc.__cause__ if isinstance(exc.__cause__, ModelSilent) else None
+    if silent is not None:
+        knob = (
+            "DEEPTHREAD_MODEL_FIRST_BYTE_SECONDS"
+            if silent.awaited == "the first byte"
+            else "DEEPTHREAD_MODEL_STREAM_IDLE_SECONDS"
+        )
+        return (
+            f"the model endpoint {silent.url} sent nothing for {silent.waited:g} s ({attempts}); check that the "
+            f"service there is up and speaks the Messages API ({setting}), or allow it longer with {knob}"
+        )
     if isinstance(exc, anthropic.APITimeoutError):
-        return "the model did not answer in time, even after retries"
+        return f"the model endpoint {endpoint(exc.request.url)} did not answer in time ({attempts}); try again later"
     if isinstance(exc, anthropic.APIConnectionError):
-        return "the model service could not be reached, even after retries"
+        return (
+            f"the model endpoint {endpoint(exc.request.url)} could not be reached ({attempts}); check {setting} "
+            "and the network"
+        )
     if isinstance(exc, anthropic.AuthenticationError):
         return "the model service rejected the API key (check ANTHROPIC_API_KEY)"
     if isinstance(exc, anthropic.PermissionDeniedError):
@@ -152,6 +175,28 @@ class ModelClient:
         self._log = log
         self._logged = 0
         self.usage = Usage()
+        # Once the service sent nothing to a whole call (every retry silent), each next call is tried
+        # once, not retried, until one is answered: a silent endpoint ends the run in seconds.
+        self._silent = False
+        self._single_try: ModelAPI | None = None
+
+    @property
+    def _api(self) -> ModelAPI:
+        """The client to call: the configured one, or while the service is silent, one that does not retry."""
+        if not self._silent:
+            return self._client
+        if self._single_try is None:
+            self._single_try = self._client.with_options(max_retries=0)
+        return self._single_try
+
+    def _tries(self) -> int:
+        return 1 if self._silent else self._client.max_retries + 1
+
+    def _failed(self, exc: anthropic.APIError) -> str:
+        """What to tell the caller of a call that failed, remembering a silent service."""
+        said = describe_api_error(exc, self.provider, self._tries())
+        self._silent = isinstance(exc.__cause__, ModelSilent)
+        return said
 
     async def turn(
         self,
@@ -176,32 +221,22 @@ class ModelClient:
         if self.thinking and kind == "turn":
             body["thinking"] = thinking_config(self.caps, max_tokens)
 
-        async def streamed() -> Message:
-            # Streamed: long outputs are refused without streaming, and a stream shows liveness.
-            STREAM_SETTLE.set(None)
-            async with self._client.messages.stream(**body, timeout=timeout or self._timeout) as stream:
-                message = await stream.get_final_message()
-            settle = STREAM_SETTLE.get()  # left by the capacity middleware, when a limiter is in use
-            if settle is not None:
-                STREAM_SETTLE.set(None)
-                await settle(message.usage.output_tokens)
-            return message
-
         started = time.monotonic()
         try:
-            message = await self._patiently(streamed, kind)
+            message = await self._patiently(lambda: self._streamed(body, timeout or self._timeout), kind)
         except anthropic.APIError as exc:
-            await self._record(
-                kind, body, None, describe_api_error(exc, self.provider), seconds=time.monotonic() - started
-            )
-            raise ModelUnavailable(describe_api_error(exc, self.provider)) from exc
+            said = self._failed(exc)
+            await self._record(kind, body, None, said, seconds=time.monotonic() - started)
+            raise ModelUnavailable(said) from exc
+        self._silent = False
         self.usage.add(Usage.of(message))
         if self._on_usage:
             self._on_usage(message, kind == "turn")
         await self._record(kind, body, message, seconds=time.monotonic() - started)
         return message
 
-    async def small(self, *, system: str, prompt: str, max_tokens: int) -> str:
+    async def small(self, *, system: str, prompt: str, max_tokens: int, kind: str = "extract") -> str:
+        """A small-model call; `kind` names it in the request log ("extract", "claim_check")."""
         body: dict[str, Any] = {
             "model": self.small_model,
             "system": system,
@@ -210,24 +245,41 @@ class ModelClient:
         }
         started = time.monotonic()
         try:
-            message = await self._patiently(
-                lambda: self._client.messages.create(**body, timeout=self._timeout), "extract"
-            )
+            message = await self._patiently(lambda: self._streamed(body, self._timeout), kind)
         except anthropic.APIError as exc:
-            await self._record(
-                "extract", body, None, describe_api_error(exc, self.provider), seconds=time.monotonic() - started
-            )
-            raise ModelUnavailable(describe_api_error(exc, self.provider)) from exc
+            said = self._failed(exc)
+            await self._record(kind, body, None, said, seconds=time.monotonic() - started)
+            raise ModelUnavailable(said) from exc
+        self._silent = False
         self.usage.add(Usage.of(message))
         if self._on_usage:
             self._on_usage(message, False)
-        await self._record("extract", body, message, seconds=time.monotonic() - started)
+        await self._record(kind, body, message, seconds=time.monotonic() - started)
         return "".join(block.text for block in message.content if block.type == "text")
+
+    async def _streamed(self, body: dict[str, Any], timeout: float) -> Message:
+        """One request, streamed, whatever it is (a turn, a side request): long outputs are refused
+        without streaming, a stream shows liveness, and a service that sends nothing is found out at the
+        first byte however long the answer takes to write (agent/silence.py). What the middlewares left
+        to settle once the stream ended is settled here."""
+        STREAM_SETTLE.set(None)
+        SPEND_SETTLE.set(None)
+        async with self._api.messages.stream(**body, timeout=timeout) as stream:
+            message = await stream.get_final_message()
+        settle = STREAM_SETTLE.get()  # left by the capacity middleware, when a limiter is in use
+        if settle is not None:
+            STREAM_SETTLE.set(None)
+            await settle(message.usage.output_tokens)
+        spent = SPEND_SETTLE.get()  # left by the spend gate's middleware, when budgets are shared
+        if spent is not None:
+            SPEND_SETTLE.set(None)
+            await spent(Usage.of(message))
+        return message
 
     async def _patiently(self, call: Callable[[], Awaitable[T]], kind: str) -> T:
         """`call()`, tried again while the service says it is overloaded, for up to the patience,
-        and while it rate-limits us (429), for as long as it takes: the run's own deadlines bound
-        that wait, which is shown as waiting for model capacity and is not active time.
+        and while it rate-limits us (429), up to MAX_THROTTLED_ATTEMPTS times (then the run ends with
+        what it has); that wait is shown as waiting for model capacity and is not active time.
         Cancelling the caller (a stop, a deadline) ends the wait at once."""
         patience = self.patience
         started = time.monotonic()
@@ -237,6 +289,8 @@ class ModelClient:
                 return await call()
             except anthropic.APIStatusError as exc:
                 if is_rate_limited(exc):
+                    if attempt + 1 >= MAX_THROTTLED_ATTEMPTS:
+                        raise
                     wait = _retry_after(exc) or patience.wait(attempt)
                     log.warning("model service rate-limited us (%s); trying again in %.1f s", kind, wait)
                     hook = CAPACITY_WAIT.get()
@@ -272,12 +326,12 @@ class ModelClient:
             "messages": [{"role": "user", "content": prompt}],
         }
         try:
-            message = await self._patiently(
-                lambda: self._client.messages.create(**body, timeout=self._timeout), "search"
-            )
+            message = await self._patiently(lambda: self._streamed(body, self._timeout), "search")
         except anthropic.APIError as exc:
-            await self._record("search", body, None, describe_api_error(exc, self.provider))
-            raise ModelUnavailable(describe_api_error(exc, self.provider)) from exc
+            said = self._failed(exc)
+            await self._record("search", body, None, said)
+            raise ModelUnavailable(said) from exc
+        self._silent = False
         self.usage.add(Usage.of(message))
         if self._on_usage:
             self._on_usage(message, False)
@@ -290,14 +344,14 @@ class ModelClient:
         if not self.caps.counts_tokens:
             return (estimate_chars(system) + estimate_chars(tools) + estimate_chars(messages)) // CHARS_PER_TOKEN
         try:
-            counted = await self._client.messages.count_tokens(
+            counted = await self._api.messages.count_tokens(
                 model=self.main_model,
                 system=system,
                 tools=tools,  # type: ignore[arg-type]  # our dicts follow the API's shapes
                 messages=messages,  # type: ignore[arg-type]
             )
         except anthropic.APIError as exc:
-            raise ModelUnavailable(describe_api_error(exc, self.provider)) from exc
+            raise ModelUnavailable(self._failed(exc)) from exc
         return counted.input_tokens
 
     async def _record(

@@ -8,16 +8,18 @@ token and routes by project, region and model (`…/models/{id}:streamRawPredict
 `anthropic_version` in the body. Bedrock's client needs the optional `boto3`/`botocore`
 (`pip install 'deepthread[bedrock]'`), Vertex's `google-auth` unless an access token is given
 (`'deepthread[vertex]'`). Credentials not given here are found the SDKs' usual ways (AWS's
-credential chain, Google's application default credentials).
+credential chain, Google's application default credentials). Every client gives up on a service that
+sends nothing (agent/silence.py).
 """
 
 from __future__ import annotations
 
 from typing import TypeAlias
 
-from anthropic import AsyncAnthropic, AsyncAnthropicBedrock, AsyncAnthropicVertex, DefaultAsyncHttpxClient
+from anthropic import AsyncAnthropic, AsyncAnthropicBedrock, AsyncAnthropicVertex
 
-from .provider_config import ProviderConfig, ProviderUnavailable
+from .provider_config import ProviderConfig, ProviderUnavailable, provider_problems
+from .silence import ModelWatch, Silence, silence_guarded_client
 from .tls import verified
 
 __all__ = ["ModelAPI", "ProviderConfig", "ProviderUnavailable", "model_api"]
@@ -25,10 +27,23 @@ __all__ = ["ModelAPI", "ProviderConfig", "ProviderUnavailable", "model_api"]
 ModelAPI: TypeAlias = AsyncAnthropic | AsyncAnthropicBedrock | AsyncAnthropicVertex
 
 
-def model_api(config: ProviderConfig, *, max_retries: int | None = None, timeout: float | None = None) -> ModelAPI:
-    """The SDK client for `config.provider`; ProviderUnavailable says what is missing."""
+def model_api(
+    config: ProviderConfig,
+    *,
+    max_retries: int | None = None,
+    timeout: float | None = None,
+    silence: Silence | None = None,
+    watch: ModelWatch | None = None,
+) -> ModelAPI:
+    """The SDK client for `config.provider`; ProviderUnavailable says everything that is missing.
+    `silence`: how long a request may go without a byte (the defaults when None); `watch` is told of
+    every request in flight."""
+    problems = provider_problems(config)
+    if problems:
+        raise ProviderUnavailable("; ".join(problems))
     # The SDK's own client settings, with the process's one TLS context (agent/tls.py).
-    extra: dict[str, object] = {"http_client": DefaultAsyncHttpxClient(verify=verified())}
+    http = silence_guarded_client(silence or Silence(), watch, verify=verified())
+    extra: dict[str, object] = {"http_client": http}
     if max_retries is not None:
         extra["max_retries"] = max_retries
     if timeout is not None:
@@ -41,17 +56,6 @@ def model_api(config: ProviderConfig, *, max_retries: int | None = None, timeout
 
 
 def _bedrock(config: ProviderConfig, extra: dict[str, object]) -> AsyncAnthropicBedrock:
-    try:
-        import botocore  # noqa: F401  # the SDK imports it lazily, at the first request: fail here instead
-    except ImportError as exc:
-        raise ProviderUnavailable(
-            "DEEPTHREAD_MODEL_PROVIDER=bedrock needs boto3: pip install 'deepthread[bedrock]'"
-        ) from exc
-    if not config.aws_region:
-        raise ProviderUnavailable(
-            "DEEPTHREAD_MODEL_PROVIDER=bedrock needs a region: set AWS_REGION (e.g. us-east-1), the region "
-            "where the models are enabled"
-        )
     keys = {
         "aws_access_key": config.aws_access_key,
         "aws_secret_key": config.aws_secret_key,
@@ -73,26 +77,13 @@ def _bedrock(config: ProviderConfig, extra: dict[str, object]) -> AsyncAnthropic
 
 
 def _vertex(config: ProviderConfig, extra: dict[str, object]) -> AsyncAnthropicVertex:
-    if not config.vertex_access_token:
-        try:
-            import google.auth  # noqa: F401  # application default credentials
-        except ImportError as exc:
-            raise ProviderUnavailable(
-                "DEEPTHREAD_MODEL_PROVIDER=vertex needs google-auth: pip install 'deepthread[vertex]'"
-            ) from exc
-    if not config.vertex_region:
-        raise ProviderUnavailable(
-            "DEEPTHREAD_MODEL_PROVIDER=vertex needs a region: set CLOUD_ML_REGION (e.g. us-east5, or global)"
-        )
-    if not config.vertex_project:
-        raise ProviderUnavailable(
-            "DEEPTHREAD_MODEL_PROVIDER=vertex needs a project: set ANTHROPIC_VERTEX_PROJECT_ID to the Google "
-            "Cloud project where Claude is enabled"
-        )
+    region, project = config.vertex_region, config.vertex_project
+    if not (region and project):  # model_api refused already with what is missing; this tells mypy
+        raise ProviderUnavailable("; ".join(provider_problems(config)))
     try:
         return AsyncAnthropicVertex(
-            region=config.vertex_region,
-            project_id=config.vertex_project,
+            region=region,
+            project_id=project,
             access_token=config.vertex_access_token,
             base_url=config.base_url,
             **extra,  # type: ignore[arg-type]

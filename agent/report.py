@@ -8,6 +8,8 @@ from collections.abc import Mapping, Sequence
 from pydantic import BaseModel, Field
 
 from .citations import MARKER_RE
+from .claims.models import ClaimCheck, FootnoteClaim
+from .claims.view import claim_line, footnote_claims
 from .display import domain_of, shorten
 from .events import Source
 from .figures import FigureFlag
@@ -25,11 +27,15 @@ class Section(BaseModel):
     revisions: list[Revision] = Field(default_factory=list)  # earlier bodies, oldest first
     figures_checked: int = 0  # figures in the body checked against their cited passages
     flags: list[FigureFlag] = Field(default_factory=list)  # kept although no cited passage states them
+    # Each cited sentence's anchor and verdict (agent/claims); empty when the claim check was off.
+    claims: list[ClaimCheck] = Field(default_factory=list)
 
 
 class Footnote(BaseModel):
     number: int
     source: Source
+    # The report's sentences citing this source, with the anchor quote each was checked against.
+    claims: list[FootnoteClaim] = Field(default_factory=list)
 
 
 class AssembledReport(BaseModel):
@@ -66,6 +72,9 @@ def assemble(
     new_summary = renumber(summary)
     new_sections = [(section, renumber(marked_body(section))) for section in sections]
     footnotes = [Footnote(number=n, source=sources[m]) for m, n in numbers.items()]
+    by_marker = footnote_claims(sections, numbers)
+    for note in footnotes:
+        note.claims = by_marker.get(note.source.marker, [])
     return AssembledReport(summary=new_summary, sections=new_sections, footnotes=footnotes)
 
 
@@ -75,8 +84,13 @@ SNIPPET_NOTE = "search snippet only"
 
 
 def marked_body(section: Section) -> str:
-    """The body with each flagged figure marked where its sentence states it."""
+    """The body with each flagged figure marked where its sentence states it, and each marked claim
+    (one the agent kept although its source does not support it) at its end."""
     body = section.body
+    flagged = {flag.sentence for flag in section.flags}
+    for claim in sorted(section.claims, key=lambda c: c.start, reverse=True):
+        if claim.marked and 0 <= claim.start < claim.end <= len(body) and body[claim.start : claim.end] not in flagged:
+            body = body[: claim.end] + FLAG_MARK + body[claim.end :]
     for flag in section.flags:
         at = body.find(flag.sentence)
         start = at if at >= 0 else 0
@@ -114,8 +128,25 @@ def to_markdown(title: str, report: AssembledReport, footer: str = "") -> str:
                 f"{note.number}. [{s.title}]({s.url}) · {domain_of(s.url)} · "
                 f'"{shorten(s.passage, 160)}" · fetched {s.retrieved_at:%Y-%m-%d}{kind}'
             )
+            lines += [f"   - {line}" for line in anchor_lines(note)]
         lines.append("")
-    figures = figure_line([section for section, _ in report.sections])
-    if footer or figures:
-        lines += ["---", " · ".join(part for part in (footer, figures) if part), ""]
+    checked = [section for section, _ in report.sections]
+    figures, claims = figure_line(checked), claim_line(checked)
+    if footer or figures or claims:
+        lines += ["---", " · ".join(part for part in (footer, figures, claims) if part), ""]
     return "\n".join(lines)
+
+
+# A footnote's claim in an exported file: the sentence, and the source's words it was checked against.
+CLAIM_CHARS = 160
+QUOTE_CHARS = 240
+
+
+def anchor_lines(note: Footnote) -> list[str]:
+    """One line per report sentence citing this footnote: "claim" → "anchor quote", and its mark."""
+    lines = []
+    for claim in note.claims:
+        mark = f" ⚠ {claim.why}" if claim.marked else (" (unchecked)" if claim.verdict == "unchecked" else "")
+        quote = f' → "{shorten(claim.quote, QUOTE_CHARS)}"' if claim.quote else ""
+        lines.append(f'"{shorten(claim.sentence, CLAIM_CHARS)}"{quote}{mark}')
+    return lines

@@ -5,6 +5,7 @@ from the checkpoint, runs the lead loop (loop.py) and emits the one Finished."""
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
@@ -14,11 +15,12 @@ from . import defaults
 from .activity import say
 from .backend import RunBackend
 from .budget import Clock, Ledger
-from .capacity_middleware import CapacityMiddleware
+from .capacity_middleware import CapacityMiddleware, SanePauses
 from .checkpoint import Checkpointer
 from .citations import SourceRegistry
 from .config import AgentConfig
 from .converter.fair_queue import RUN_OF_CONVERSION, ConversionAccount
+from .earlier import EarlierResearch
 from .events import Emit, Finished, Notice, Progress
 from .final_turn import Outcome
 from .loop import LastProgress, ResearchLoop
@@ -26,12 +28,14 @@ from .model import ModelClient, ModelUnavailable, Patience
 from .model_provider import ModelAPI
 from .opening import with_markers, with_stated_constraints
 from .report import Section
+from .spend_gate import SpendMiddleware
 from .task import ResearchTask
 from .task_agents import NumberedLog, TaskTeam
 from .thread_memory import roll
 from .tls import verified
 from .tools import Tool, ToolContext, default_tools, thread_tools, workspace_tools
 from .tools.base import Announced
+from .tools.earlier_research import EARLIER_SHOWN, MAX_QUERY_CHARS, EarlierResearchTool
 from .tools.mcp import list_mcp_tools
 from .tools.seen_urls import SeenUrls
 from .tools.spawn_tasks import SpawnTasks, offered
@@ -40,6 +44,8 @@ from .workspace import ThreadWorkspace
 from .workspace_search import WorkspaceSearch
 
 __all__ = ["research"]
+
+log = logging.getLogger("agent.loop")
 
 
 async def research(
@@ -54,6 +60,7 @@ async def research(
     sections: list[Section] | None = None,
     workspace: ThreadWorkspace | None = None,
     workspace_search: WorkspaceSearch | None = None,
+    earlier: EarlierResearch | None = None,
     ledger: Ledger | None = None,
     clock: Clock = time.time,
     active_until: float | None = None,
@@ -63,7 +70,8 @@ async def research(
 
     `backend` holds the stores and the run control (in memory when omitted); `registry` and
     `sections` carry what earlier runs of the thread found and wrote; `active_until` is the
-    last heartbeat of a crashed attempt, counted as spent when its checkpoint is resumed."""
+    last heartbeat of a crashed attempt, counted as spent when its checkpoint is resumed; `earlier`
+    searches the team's earlier reports (agent/earlier.py), asked once before a first run's first turn."""
     backend = backend or RunBackend()
     RUN_OF_CONVERSION.set(ConversionAccount(backend.run_id))  # conversion slots are shared fairly by run
     request_log = backend.request_log
@@ -76,6 +84,10 @@ async def research(
     client = anthropic.with_options(max_retries=config.model_max_retries)
     if backend.limiter is not None:  # every attempt, the SDK's retries too, asks the shared limiter first
         client = client.with_middleware(CapacityMiddleware(backend.limiter, team=backend.team, run=backend.run_id))
+    else:  # a provider's pause is clamped all the same before the SDK's own retries honour it
+        client = client.with_middleware(SanePauses())
+    if backend.spend_gate is not None:  # innermost: each attempt reserved against the shared budgets
+        client = client.with_middleware(SpendMiddleware(backend.spend_gate))
     emit = LastProgress(emit)
     numbered = NumberedLog(request_log) if request_log is not None else None
     model = ModelClient(
@@ -116,6 +128,9 @@ async def research(
         offer = tools if tools is not None else default_tools() + (thread_tools() if workspace is not None else [])
         if tools is None and workspace_search is not None:
             offer += workspace_tools()
+        shelf = EarlierResearchTool(earlier) if tools is None and earlier is not None else None
+        if shelf is not None:
+            offer.append(shelf)
         if tools is None and config.mcp_servers:  # the team's own tools, listed now (agent/tools/mcp.py)
             listing = await list_mcp_tools(config.mcp_servers)
             offer += listing.tools
@@ -143,6 +158,8 @@ async def research(
                 task = await with_stated_constraints(task, model, emit)
             task, ctx.files_seen = await with_markers(task, ctx.workspace, ctx.links, emit)
         loop = ResearchLoop(task, config, ctx, chosen, backend.control, clock, ledger)
+        if saved is None and shelf is not None and task.prior is None:
+            loop.opening_calls = await _earlier_opening(task.question, shelf)
         current.append(loop)
         ctx.tasks = TaskTeam(loop, client, numbered)
         if projection_seconds is not None:
@@ -165,7 +182,7 @@ async def research(
             outcome = (
                 Outcome("completed", summary, f"{exc}; {SALVAGED_NOTE}")
                 if summary
-                else Outcome("failed", "", f"the run stopped early: {exc}")
+                else Outcome("failed", "", str(exc))  # the surfaces say it ended early; this says why
             )
         await loop.announce_sources()
         await ctx.seen.save(ctx)
@@ -180,3 +197,20 @@ async def research(
         )
     )
     return outcome
+
+
+async def _earlier_opening(question: str, shelf: EarlierResearchTool) -> list[dict[str, Any]]:
+    """A first run searches the team's earlier reports for its question before it researches: when
+    something is found, the call (and its primed answer) opens the history; else nothing does."""
+    query = question.strip()
+    if len(query) > MAX_QUERY_CHARS:
+        query = query[:MAX_QUERY_CHARS].rsplit(" ", 1)[0]
+    try:
+        found = await shelf.source.search(query, limit=EARLIER_SHOWN)
+    except Exception as exc:  # the team's library is context, not the task: the run goes on without it
+        log.warning("earlier reports not searched: %s", exc)
+        return []
+    if not found:
+        return []
+    shelf.prime(query, found)
+    return [{"type": "tool_use", "id": "toolu_earlier_research_opening", "name": shelf.name, "input": {"query": query}}]

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from pydantic import BaseModel
 
+from .provider_values import token_count
+
 if TYPE_CHECKING:  # only a type here: what reads usage (the serve process) need not import the SDK
     from anthropic.types import Message
 
@@ -28,18 +30,20 @@ class Usage(BaseModel):
 
     @classmethod
     def of(cls, message: Message) -> Usage:
-        """One response's usage: the one place that reads the API's usage fields."""
+        """One response's usage: the one place that reads the API's usage fields, each held to a
+        whole count the provider could mean: a negative or non-numeric figure counts as 0 (it cannot
+        refund a budget), one past provider_values.MAX_TOKENS_PER_ANSWER as that much."""
         u = message.usage
         details = u.output_tokens_details
         server = u.server_tool_use
         return cls(
             requests=1,
-            input_tokens=u.input_tokens or 0,
-            output_tokens=u.output_tokens or 0,
-            cache_read_tokens=u.cache_read_input_tokens or 0,
-            cache_creation_tokens=u.cache_creation_input_tokens or 0,
-            thinking_tokens=(details.thinking_tokens or 0) if details is not None else 0,
-            web_search_requests=(server.web_search_requests or 0) if server is not None else 0,
+            input_tokens=token_count(u.input_tokens),
+            output_tokens=token_count(u.output_tokens),
+            cache_read_tokens=token_count(u.cache_read_input_tokens),
+            cache_creation_tokens=token_count(u.cache_creation_input_tokens),
+            thinking_tokens=token_count(details.thinking_tokens) if details is not None else 0,
+            web_search_requests=token_count(server.web_search_requests) if server is not None else 0,
         )
 
     @property

@@ -17,7 +17,7 @@ from agent import detect_language
 from .activity_words import activity_in
 from .catalogue_ja_zh import JA, NOUNS_JA_ZH, ZH
 
-__all__ = ["Words", "money", "plural", "words_for"]
+__all__ = ["Words", "money", "plural", "said_once", "words_for"]
 
 EN: dict[str, str] = {
     "researching": "Researching",
@@ -212,3 +212,13 @@ def money(usd: float, words: Words) -> str:
     """USD as the language writes it: $0.84, or 0,84 $ with a decimal comma."""
     amount = number(usd, 2, words)
     return f"{amount} $" if words.decimal == "," else f"${amount}"
+
+
+def said_once(word: str, reason: str) -> str | None:
+    """A run's end and its reason as one phrase when the reason opens by saying the end again: "Stopped"
+    with "stopped by <@U0ANA> at 10:42 UTC" reads "Stopped by <@U0ANA> at 10:42 UTC", not "Stopped · Why:
+    stopped by …". None when the reason says something else (then both are shown)."""
+    head, _, rest = reason.strip().partition(" ")
+    if not rest or head.lower() != word.lower():
+        return None
+    return f"{word} {rest}"

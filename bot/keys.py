@@ -38,6 +38,7 @@ __all__ = [
     "stream",
     "stream_refused",
     "sync_lease",
+    "thread_log",
     "told_files",
     "workspace",
 ]
@@ -173,3 +174,9 @@ def sync_lease(run_id: str) -> str:
 def told_files(team: str | None, channel: str, thread_ts: str) -> str:
     """Files of a thread the thread was already told the bot cannot open (each said once)."""
     return f"{_jobs_keys.prefix()}:told-files:{team_part(team)}:{channel}:{thread_ts}"
+
+
+def thread_log(team: str | None, channel: str, thread_ts: str) -> str:
+    """Hash: a thread's messages as their events arrived, ts -> the message (distributed apps, whose
+    thread reads Slack limits: bot/slack/thread_log.py)."""
+    return f"{_jobs_keys.prefix()}:thread-log:{team_part(team)}:{channel}:{thread_ts}"

@@ -51,6 +51,11 @@ LOOPBACK = "127.0.0.1"
 # A newly installed workspace's monthly budget (USD) unless DEEPTHREAD_NEW_WORKSPACE_BUDGET_USD says
 # otherwise: a stranger's install cannot spend the operator's model key without a bound.
 NEW_WORKSPACE_BUDGET_USD = 50.0
+# An app distributed to other organizations outside the Slack Marketplace (DEEPTHREAD_SLACK_DISTRIBUTED)
+# may call conversations.replies and conversations.history once a minute per workspace, each answer
+# holding at most 15 messages (Slack's rate-limit page, for apps created since 29 May 2025).
+DISTRIBUTED_HISTORY_SECONDS = 60.0
+DISTRIBUTED_HISTORY_OBJECTS = 15
 # conversations.info before a run starts (is the channel shared outside?): the ack is already sent, and
 # an unanswered lookup counts as shared, so a slow Slack costs only workspace results.
 AUDIENCE_LOOKUP_SECONDS = 3.0

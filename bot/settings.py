@@ -30,6 +30,7 @@ from agent import (
     ProviderConfig,
     SearchConfig,
     SearchProvider,
+    Silence,
     WorkspaceSearchMode,
 )
 from agent import defaults as agent_defaults
@@ -104,6 +105,12 @@ class Settings(BaseSettings):
     slack_signing_secret: SecretStr | None = Field(default=None, validation_alias=_env("SLACK_SIGNING_SECRET"))
     slack_app_token: SecretStr | None = Field(default=None, validation_alias=_env("SLACK_APP_TOKEN"))
     slack_api_url: str = Field(default=SLACK_DEFAULT_API_URL, validation_alias=_env("SLACK_API_URL"))
+    # The app is distributed to other organizations outside the Slack Marketplace: Slack then allows it
+    # one conversations.replies a minute of at most 15 messages, so threads are read from the events
+    # received and paged slowly (bot/slack/thread_log.py; docs/slack-app.md).
+    slack_distributed: Literal["on", "off"] = Field(
+        default="off", validation_alias=_env("DEEPTHREAD_SLACK_DISTRIBUTED")
+    )
     # Multi-workspace mode (Slack's OAuth install flow) when the app's client id and secret are set;
     # else single-token mode with SLACK_BOT_TOKEN.
     slack_client_id: str | None = Field(default=None, validation_alias=_env("SLACK_CLIENT_ID"))
@@ -144,6 +151,9 @@ class Settings(BaseSettings):
     vertex_access_token: SecretStr | None = Field(default=None, validation_alias=_env("DEEPTHREAD_VERTEX_ACCESS_TOKEN"))
     # The model thinks where the capability table allows it; "off" never.
     thinking: Literal["on", "off"] = Field(default="on", validation_alias=_env("DEEPTHREAD_THINKING"))
+    # Every cited claim held to its source (agent/claims); "off" for the whole deployment. A workspace's
+    # admins may turn it off for their workspace alone (`claim check off`, bot/desk/claim_check.py).
+    claim_check: Literal["on", "off"] = Field(default="on", validation_alias=_env("DEEPTHREAD_CLAIM_CHECK"))
 
     redis_url: str | None = Field(default=None, validation_alias=_env("REDIS_URL"))
     # Every key's prefix and the RQ queue's name (default: the prefix), so deployments can share a Redis.
@@ -204,6 +214,18 @@ class Settings(BaseSettings):
     # How long an overloaded model service is waited out before the run answers from what it has.
     model_patience_seconds: float | None = Field(
         default=None, gt=0, validation_alias=_env("DEEPTHREAD_MODEL_PATIENCE_SECONDS")
+    )
+    # A model request that gets no byte for this long is given up on (then retried): before its answer
+    # starts, and between the events of its stream (agent/silence.py).
+    model_first_byte_seconds: float = Field(
+        default=agent_defaults.MODEL_FIRST_BYTE_SECONDS,
+        gt=0,
+        validation_alias=_env("DEEPTHREAD_MODEL_FIRST_BYTE_SECONDS"),
+    )
+    model_stream_idle_seconds: float = Field(
+        default=agent_defaults.MODEL_STREAM_IDLE_SECONDS,
+        gt=0,
+        validation_alias=_env("DEEPTHREAD_MODEL_STREAM_IDLE_SECONDS"),
     )
     # After a stop, how long the loop may take to finish on its own before its job is killed.
     hard_stop_seconds: float = Field(
@@ -310,7 +332,7 @@ class Settings(BaseSettings):
         """Slack's OAuth install flow (SLACK_CLIENT_ID and SLACK_CLIENT_SECRET set) rather than one bot token."""
         return bool(self.slack_client_id) or self.slack_client_secret is not None
 
-    @field_validator("model_provider", "thinking", mode="before")
+    @field_validator("model_provider", "thinking", "claim_check", mode="before")
     @classmethod
     def _lower(cls, value: object, info: ValidationInfo) -> object:
         if isinstance(value, str):
@@ -421,11 +443,16 @@ class Settings(BaseSettings):
             small_model=self.small_model,
             provider=self.model_provider,
             thinking=self.thinking == "on",
+            claim_check=self.claim_check == "on",
             search=search,
             fetch=FetchConfig(allow=allow),
             caps=caps,
             **extra,
         )
+
+    def model_silence(self) -> Silence:
+        """How long a model request may go without a byte, first and between stream events."""
+        return Silence(first_byte=self.model_first_byte_seconds, between_events=self.model_stream_idle_seconds)
 
     def model_limits(self) -> ModelLimits:
         return ModelLimits(

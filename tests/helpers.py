@@ -26,8 +26,10 @@ CHANNEL = "C0TEST"
 
 def web_config(web_url: str) -> AgentConfig:
     """The agent's configuration against the fake web: SearXNG-shaped search, loopback allowed."""
+    # The claim check off: scripted policies write placeholder claims no source supports, and answer
+    # requests in a fixed order (tests/agent/test_claim_check.py and tests/e2e/test_claim_check.py run it on).
     return AgentConfig(search=SearchConfig(provider="searxng", searxng_url=web_url),
-                       fetch=FetchConfig(allow=["127.0.0.1"]))
+                       fetch=FetchConfig(allow=["127.0.0.1"]), claim_check=False)
 
 
 async def research_events(fake_model: Any, fake_web: Any, task: ResearchTask | str,

@@ -20,10 +20,15 @@ EXPORTS = {
         "WorkspaceError", "assemble", "cost_usd", "describe_api_error", "domain_of", "figure_line", "figures_in",
         "load_png", "research", "search_providers", "search_web", "sentences", "shorten", "to_markdown", "too_large",
         "usage_by_model", "utcnow", "SearchUnavailable", "WorkspaceHit", "WorkspaceSearch", "WorkspaceSearchMode",
+        "EarlierReport", "EarlierResearch", "EarlierSource",
         "private_sources_allowed", "McpServerConfig",
         # The model's provider and capability table (issue 28).
         "MODELS", "Capabilities", "ModelAPI", "ProviderConfig", "ProviderUnavailable", "capabilities", "model_api",
         "unknown_model_notice", "search_model", "WEB_SEARCH_TYPE", "WEB_SEARCH_BASIC_TYPE", "detect_language",
+        # A silent model service given up on in seconds; what a run waits on, for the terminal (issue 49).
+        "ModelWatch", "Silence", "Waiting", "endpoint", "provider_problems",
+        # The claim check (issue 46): each cited claim with its anchor and verdict, and the counts readers see.
+        "CitedClaim", "ClaimCounts", "FootnoteClaim", "anchor_lines", "cited_claims", "claim_counts", "claim_line",
         # The engine's activity lines as templates, so the bot says them in the team's language (issue 47).
         "ACTIVITY", "BATCH_SEPARATOR", "BRANCH_SEPARATOR", "BRANCH_STATES", "parse_activity", "FLAG_MARK",
     },

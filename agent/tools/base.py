@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from ..activity import say
 from ..budget import Ledger
 from ..citations import SourceRegistry
+from ..claims.models import ClaimCheck
 from ..config import AgentConfig
 from ..events import Emit
 from ..figures import Calculation
@@ -69,6 +70,10 @@ class ToolContext:
     # (sent again unchanged, they are saved and flagged): see figure_check.py.
     calculations: list[Calculation] = field(default_factory=list)
     figure_refusals: set[tuple[str, tuple[str, ...]]] = field(default_factory=set)
+    # Claims refused once (sent again unchanged, they are saved and marked), and verdicts already
+    # reached, so a re-sent sentence is not judged twice: see claim_check.py.
+    claim_refusals: set[str] = field(default_factory=set)
+    claim_verdicts: dict[str, ClaimCheck] = field(default_factory=dict)
     # The thread's files and earlier messages (thread tools); None outside Slack.
     workspace: ThreadWorkspace | None = None
     files_seen: set[str] = field(default_factory=set)  # thread files already announced to the model
@@ -92,6 +97,7 @@ class ToolContext:
                 "calculations": [[c.expression, c.result] for c in self.calculations],
                 "refused": [[key, list(markers)] for key, markers in sorted(self.figure_refusals)],
             },
+            "claims": {"refused": sorted(self.claim_refusals)},
         }
 
     def restore(self, snapshot: dict[str, Any]) -> None:
@@ -102,6 +108,7 @@ class ToolContext:
         figures = snapshot.get("figures", {})  # absent in checkpoints written before the figure check
         self.calculations = [Calculation(expression, result) for expression, result in figures.get("calculations", [])]
         self.figure_refusals = {(key, tuple(markers)) for key, markers in figures.get("refused", [])}
+        self.claim_refusals = set(snapshot.get("claims", {}).get("refused", []))  # absent before the claim check
 
 
 class Tool:

@@ -11,6 +11,7 @@ from ..citations import UnknownCitation
 from ..events import SectionRevised, SectionWritten
 from ..report import Revision, Section
 from .base import Tool, ToolContext, ToolResult
+from .claim_check import ClaimReport, check_claims
 from .figure_check import FigureReport, check_figures
 
 MAX_TITLE_CHARS = 120
@@ -32,9 +33,10 @@ class ReviseSectionInput(BaseModel):
 class CheckedBody:
     cited: list[str]
     figures: FigureReport
+    claims: ClaimReport
 
 
-def _check_body(body: str, ctx: ToolContext) -> ToolResult | CheckedBody:
+async def _check_body(body: str, ctx: ToolContext) -> ToolResult | CheckedBody:
     if not body.strip():
         return ToolResult("The body is empty: write the section's findings with their [sN] markers.", is_error=True)
     if len(body) > MAX_SECTION_CHARS:
@@ -56,15 +58,17 @@ def _check_body(body: str, ctx: ToolContext) -> ToolResult | CheckedBody:
     figures = check_figures(body, ctx)
     if figures.refusal is not None:
         return ToolResult(figures.refusal, is_error=True)
-    return CheckedBody(cited, figures)
+    claims = await check_claims(body, ctx, figures.flags)
+    if claims.refusal is not None:
+        return ToolResult(claims.refusal, is_error=True)
+    return CheckedBody(cited, figures, claims)
 
 
 def _flag_note(checked: CheckedBody) -> str:
     flags = checked.figures.flags
-    if not flags:
-        return ""
     shown = ", ".join(f.figure for f in flags)
-    return f"\nMarked for the reader as not found in its source: {shown}."
+    figures = f"\nMarked for the reader as not found in its source: {shown}." if flags else ""
+    return figures + checked.claims.note()
 
 
 class WriteSection(Tool):
@@ -96,17 +100,27 @@ class WriteSection(Tool):
                     "use revise_section to change it.",
                     is_error=True,
                 )
-        checked = _check_body(args.body, ctx)
+        checked = await _check_body(args.body, ctx)
         if isinstance(checked, ToolResult):
             return checked
         section_id = f"sec{len(ctx.sections) + 1}"
-        figures = checked.figures
+        figures, claims = checked.figures, checked.claims.claims
         ctx.sections[section_id] = Section(
-            section_id=section_id, title=title, body=args.body, figures_checked=figures.checked, flags=figures.flags
+            section_id=section_id,
+            title=title,
+            body=args.body,
+            figures_checked=figures.checked,
+            flags=figures.flags,
+            claims=claims,
         )
         await ctx.emit(
             SectionWritten(
-                section_id=section_id, title=title, body=args.body, figures_checked=figures.checked, flags=figures.flags
+                section_id=section_id,
+                title=title,
+                body=args.body,
+                figures_checked=figures.checked,
+                flags=figures.flags,
+                claims=claims,
             )
         )
         cited = ", ".join(f"[{m}]" for m in checked.cited)
@@ -140,7 +154,7 @@ class ReviseSection(Tool):
         refusal = ctx.ledger.correction_refusal(section.section_id) if ctx.ledger else None
         if refusal:
             return ToolResult(f"Not revised: {refusal}", is_error=True)
-        checked = _check_body(args.body, ctx)
+        checked = await _check_body(args.body, ctx)
         if isinstance(checked, ToolResult):
             return checked
         if ctx.ledger:
@@ -149,6 +163,7 @@ class ReviseSection(Tool):
         section.revisions.append(Revision(body=section.body, reason=reason))
         section.body = args.body
         section.figures_checked, section.flags = checked.figures.checked, checked.figures.flags
+        section.claims = checked.claims.claims
         await ctx.emit(
             SectionRevised(
                 section_id=section.section_id,
@@ -156,6 +171,7 @@ class ReviseSection(Tool):
                 reason=reason,
                 figures_checked=checked.figures.checked,
                 flags=checked.figures.flags,
+                claims=checked.claims.claims,
             )
         )
         return ToolResult(

@@ -10,8 +10,8 @@ from redis.exceptions import RedisError
 from agent import (
     WEB_SEARCH_BASIC_TYPE,
     WEB_SEARCH_TYPE,
-    ProviderUnavailable,
     capabilities,
+    provider_problems,
     unknown_model_notice,
 )
 from agent import defaults as agent_defaults
@@ -118,12 +118,7 @@ def model_problems(settings: Settings) -> list[str]:
         if not settings.secret("anthropic_api_key"):
             problems.append("ANTHROPIC_API_KEY is not set: create a key in the Anthropic console and export it")
     else:
-        from agent import model_api  # here: `serve` checks its settings without loading the model SDK
-
-        try:
-            model_api(settings.provider_config())
-        except ProviderUnavailable as exc:
-            problems.append(str(exc))
+        problems += provider_problems(settings.provider_config())  # every missing one at once, extras too
         for variable, value, default in (
             ("DEEPTHREAD_MODEL", settings.model, agent_defaults.MAIN_MODEL),
             ("DEEPTHREAD_SMALL_MODEL", settings.small_model, agent_defaults.SMALL_MODEL),

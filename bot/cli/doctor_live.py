@@ -22,7 +22,7 @@ from redis.sentinel import SentinelConnectionPool
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from agent import DDGSFactory, ProviderUnavailable, model_api, search_model
+from agent import DDGSFactory, ProviderUnavailable, endpoint, model_api, search_model
 from agent import search_providers as providers
 from agent import search_web as search
 from bot.settings import Settings
@@ -129,8 +129,14 @@ async def model_live_problems(settings: Settings) -> list[str]:
                     "try again later, or check the account's limits"
                 )
             except anthropic.APIConnectionError as exc:
+                said = (
+                    "did not answer in time" if isinstance(exc, anthropic.APITimeoutError) else "could not be reached"
+                )
+                cause = (
+                    f" ({_short(str(exc.__cause__), 80)})" if exc.__cause__ is not None and str(exc.__cause__) else ""
+                )
                 return [
-                    f"the model service{where} could not be reached ({type(exc).__name__}): check the network "
+                    f"The model service at {endpoint(exc.request.url)}{where} {said}{cause}: check the network "
                     f"or {BASE_URL_SETTING[provider]}"
                 ]
             except Exception as exc:  # credentials the SDK could not find or sign with (botocore, google-auth)
@@ -227,8 +233,15 @@ async def live_search_problems(settings: Settings, *, ddgs: DDGSFactory | None =
             model = search_model(api, settings)
         registry = providers(ddgs or DDGS, model) if ddgs or model else None
         answer = await search(http, config, LIVE_SEARCH_QUERY, registry=registry)
-    covered = f" ({answer.label} answered instead)" if answer.hits else ""
-    problems = [f"{chain}: {f.label} failed a test search{covered}: {f.message}" for f in answer.failures]
+    covered = f"; {answer.label} answered the test search instead" if answer.hits else ""
+    # For a person: what happened (not the advice the model is given), with the provider's own words
+    # where only they say which key or setting is wrong.
+    problems = [
+        f"{chain}: {f.plainly}"
+        + (f" ({_short(f.message)})" if f.kind in ("configuration", "refused_query") else "")
+        + covered
+        for f in answer.failures
+    ]
     if answer.answered and not answer.hits:
         problems.append(
             f'{chain}: {answer.label} returned nothing for the test search "{LIVE_SEARCH_QUERY}", '

@@ -7,7 +7,7 @@ from typing import TextIO
 
 from redis import Redis
 
-from agent import RequestRecord, assemble, cost_usd, usage_by_model
+from agent import RequestRecord, assemble, claim_line, cost_usd, usage_by_model
 from jobs import RunNotFound, RunStore
 from jobs.records.stores import load_request_body, load_request_records, refused_fetches
 
@@ -67,6 +67,16 @@ def sections(redis: Redis, run_id: str, out: TextIO) -> int:
         for n, revision in enumerate(section.revisions, 1):
             print(f"-- version {n} (replaced: {revision.reason})\n{revision.body}", file=out)
         print(f"-- current\n{section.body}\n", file=out)
+        for claim in section.claims:  # the claim check: each cited sentence, its verdict and anchor
+            mark = " (marked ⚠)" if claim.marked else ""
+            anchor = (
+                f' ← [{claim.anchor.marker}] "{claim.anchor.quote}" ({claim.anchor.score:.2f})' if claim.anchor else ""
+            )
+            print(
+                f"   {claim.verdict}{mark} by {claim.by}: {section.body[claim.start : claim.end]!r}{anchor}", file=out
+            )
+            if claim.differs:
+                print(f"      {claim.differs}", file=out)
     if not state.sections:
         print("No sections written.", file=out)
     return 0
@@ -132,6 +142,9 @@ def inspect(redis: Redis, run_id: str, request: int | None, out: TextIO) -> int:
     try:
         state = RunStore(redis).get(run_id)
         print(f"Run {run_id} · {state.status.value} · {state.run.question[:80]!r}", file=out)
+        checked = claim_line(state.sections)
+        if checked:
+            print(f"Claim check: {checked}", file=out)
     except RunNotFound:
         print(f"Run {run_id}: its run state has expired; the request log follows", file=out)
     for line in (

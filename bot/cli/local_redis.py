@@ -4,7 +4,9 @@
 restart keeps every run: a reply in an old thread still continues it. The directory is
 `$DEEPTHREAD_DATA_DIR/redis`, else `$XDG_DATA_HOME/deepthread/redis`, else
 `~/.local/share/deepthread/redis`. One `deepthread up` at a time may use a directory (a lock
-file says so); two redis-servers appending to one file would corrupt it.
+file says so); two redis-servers appending to one file would corrupt it. While it runs, its address
+is in ADDRESS_FILE there, so `deepthread inspect` and `forget` find it without REDIS_URL
+(`running_url`); the port itself is any free one, so two checkouts never clash.
 
 Without a data directory (benches, throwaway stacks) the server lives in a temporary
 directory, saves nothing and forgets everything when it stops.
@@ -27,13 +29,15 @@ from redis.exceptions import RedisError
 
 from bot.settings import DATA_DIR_VARIABLE
 
-__all__ = ["LocalRedis"]
+__all__ = ["ADDRESS_FILE", "LocalRedis", "running_url"]
 
 # Loading a large append-only file takes a while; an empty one starts in milliseconds.
 START_TIMEOUT_SECONDS = 60.0
 # On SIGTERM redis-server flushes the append-only file before exiting: give it time to.
 STOP_TIMEOUT_SECONDS = 30.0
 LOCK_FILE = "deepthread-up.lock"
+# The running server's URL, written once it answers and removed when it stops.
+ADDRESS_FILE = "address"
 # appendfsync everysec: at most one second of writes is lost if the machine dies; a clean
 # stop loses nothing. The RDB snapshots are off: the append-only file is the record.
 PERSISTENT = ["--appendonly", "yes", "--appendfsync", "everysec", "--save", ""]
@@ -86,6 +90,8 @@ class LocalRedis:
         while time.monotonic() < deadline:
             try:
                 client.ping()
+                if self.data_dir is not None:
+                    (self.data_dir / ADDRESS_FILE).write_text(self.url + "\n", encoding="utf-8")
                 return self
             except RedisError:  # refused, or still loading the append-only file
                 if self._process.poll() is not None:
@@ -112,6 +118,8 @@ class LocalRedis:
         self._lock = lock
 
     def stop(self) -> None:
+        if self.data_dir is not None and self._lock is not None:  # only the holder's address is removed
+            (self.data_dir / ADDRESS_FILE).unlink(missing_ok=True)
         if self._process and self._process.poll() is None:
             self._process.terminate()
             try:
@@ -131,3 +139,21 @@ class LocalRedis:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def running_url(data_dir: Path | str) -> str | None:
+    """The URL of the Redis a running `deepthread up` keeps its data in under `data_dir`; None when
+    none runs there (no address written, or it no longer answers)."""
+    address = Path(data_dir).expanduser() / "redis" / ADDRESS_FILE
+    try:
+        url = address.read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    client = Redis.from_url(url, socket_connect_timeout=1, socket_timeout=1)
+    try:
+        client.ping()
+    except (RedisError, ValueError):
+        return None  # `up` died without stopping its server: the address is stale
+    finally:
+        client.close()
+    return url

@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -99,7 +100,8 @@ def cmd_up(settings: Settings, _: argparse.Namespace) -> int:
         settings = settings.model_copy(update={"redis_url": local.url})
         print(
             f"Started a local redis-server at {local.url}, data in {local.data_dir} "
-            f"(set {DATA_DIR_VARIABLE} to keep it elsewhere)",
+            f"(set {DATA_DIR_VARIABLE} to keep it elsewhere); `deepthread inspect` and `forget` find it while "
+            "this runs",
             file=sys.stderr,
         )
     env = {**os.environ, "REDIS_URL": settings.redis_url or ""}
@@ -130,12 +132,17 @@ def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:
     if len(question) > MAX_QUESTION_CHARS:
         print(f"The question is {len(question):,} characters; the limit is {MAX_QUESTION_CHARS:,}.", file=sys.stderr)
         return 2
+    from .terminal import ReportFile, ask, default_output, out_problem
+
+    path = Path(args.out) if args.out else default_output(question)
+    problem = out_problem(path)  # before any work: a run must not end unable to write its report
+    if problem:
+        print(problem, file=sys.stderr)
+        return 2
     require(settings, "ask")
     from .runtime import job_runtime
-    from .terminal import ReportFile, ask, default_output
 
     gc.freeze()
-    path = Path(args.out) if args.out else default_output(question)
     report = ReportFile(path)
     try:
         return asyncio.run(ask(question, job_runtime(settings), path, args.profile, report))
@@ -145,15 +152,35 @@ def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:
         return 130
 
 
+def stored_runs_url(settings: Settings) -> str | None:
+    """Where the runs are for inspect, forget and eval --from-feedback: REDIS_URL, else the Redis of a
+    `deepthread up` running on this machine's data directory; None (said on stderr) when neither."""
+    if settings.redis_url:
+        return settings.redis_url
+    from .local_redis import running_url
+
+    url = running_url(settings.data_dir)
+    if url is None:
+        print(
+            f"REDIS_URL is not set and no `deepthread up` is running with its data in {settings.data_dir}: point "
+            f"REDIS_URL at the Redis the workers use, or start `deepthread up` (set {DATA_DIR_VARIABLE} if it "
+            "keeps its data elsewhere)",
+            file=sys.stderr,
+        )
+    else:
+        print(f"Using the Redis of `deepthread up` at {url} (data in {settings.data_dir})", file=sys.stderr)
+    return url
+
+
 def cmd_inspect(settings: Settings, args: argparse.Namespace) -> int:
-    if not settings.redis_url:
-        print("REDIS_URL is not set: point it at the Redis the workers use", file=sys.stderr)
+    url = stored_runs_url(settings)
+    if url is None:
         return 2
     from jobs.keyspace.connection import connect
 
     from .inspect import inspect, sections, sources
 
-    redis = connect(settings.redis_url)
+    redis = connect(url)
     if args.sections:
         return sections(redis, args.run_id, sys.stdout)
     if args.sources:
@@ -163,16 +190,16 @@ def cmd_inspect(settings: Settings, args: argparse.Namespace) -> int:
 
 def cmd_forget(settings: Settings, args: argparse.Namespace) -> int:
     """Delete a workspace's, a channel's or a thread's stored data now (active runs stopped first)."""
-    if not settings.redis_url:
-        print("REDIS_URL is not set: point it at the Redis the workers use", file=sys.stderr)
-        return 2
     if args.thread and not args.channel:
         print("--thread needs --channel: a thread is named by its channel and its first message's ts", file=sys.stderr)
+        return 2
+    url = stored_runs_url(settings)
+    if url is None:
         return 2
     from bot.desk.retention import retention
     from jobs.keyspace.connection import connect
 
-    keeper = retention(connect(settings.redis_url))
+    keeper = retention(connect(url))
     if args.thread:
         gone = keeper.forget_thread(args.team, args.channel, args.thread, "forget")
     elif args.channel:
@@ -193,8 +220,8 @@ def _export_feedback(settings: Settings, args: argparse.Namespace) -> int:
 
     from .evaluate.from_feedback import feedback_questions, write_questions
 
-    if not settings.redis_url:
-        print("REDIS_URL is not set: point it at the Redis the workers use", file=sys.stderr)
+    url = stored_runs_url(settings)
+    if url is None:
         return 2
     since = None
     if args.since:
@@ -205,7 +232,7 @@ def _export_feedback(settings: Settings, args: argparse.Namespace) -> int:
             return 2
         since = since if since.tzinfo else since.replace(tzinfo=UTC)
     path = Path(args.questions or f"deepthread-feedback-{datetime.now(UTC):%Y%m%d}.jsonl")
-    questions = list(feedback_questions(connect(settings.redis_url), since))
+    questions = list(feedback_questions(connect(url), since))
     write_questions(path, questions)
     print(f"{len(questions)} rated-down question(s) written to {path}; run them with: deepthread eval {path}")
     return 0
@@ -268,8 +295,17 @@ def cmd_eval(settings: Settings, args: argparse.Namespace) -> int:
     return 1 if card.totals.errors else 0
 
 
+def version() -> str:
+    """The installed release (pyproject.toml's version; CHANGELOG.md says what each one changed)."""
+    try:
+        return metadata.version("deepthread")
+    except metadata.PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown (not installed: bash scripts/install app)"
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="deepthread", description="A Slack research bot.")
+    p.add_argument("--version", action="version", version=f"deepthread {version()}")
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("serve", help="run the Slack app (Socket Mode if SLACK_APP_TOKEN is set, else HTTP on PORT)")
     w = sub.add_parser("worker", help="run an RQ worker that executes research runs")
@@ -277,7 +313,9 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("up", help="serve + worker (+ a local redis-server when REDIS_URL is unset)")
     a = sub.add_parser("ask", help="research one question in the terminal and write a Markdown report")
     a.add_argument("question", nargs="+")
-    a.add_argument("--out", help="report file (default: deepthread-report-<question>.md)")
+    a.add_argument(
+        "--out", help="report file: .md, .pdf or .docx by its suffix (default: deepthread-report-<question>.md)"
+    )
     a.add_argument("--profile", choices=["standard", "deep"], default="standard")
     d = sub.add_parser("doctor", help="check the configuration")
     d.add_argument(
@@ -336,11 +374,17 @@ COMMANDS = {
 }
 
 
+# The long-running processes log what they do; the commands a person runs and reads (ask, doctor,
+# inspect, forget, eval) print for that person, and log only warnings unless DEEPTHREAD_LOG_LEVEL says.
+SERVICES = frozenset({"serve", "worker", "up"})
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     settings = load_settings()
+    level = os.environ.get("DEEPTHREAD_LOG_LEVEL", "").strip() or ("INFO" if args.command in SERVICES else "WARNING")
     # Text or JSON lines, each naming its run and workspace; no secret ever written (observability.py).
-    setup_logging(settings, os.environ.get("DEEPTHREAD_LOG_LEVEL", "INFO"))
+    setup_logging(settings, level)
     return COMMANDS[args.command](settings, args)
 
 

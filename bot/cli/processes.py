@@ -24,6 +24,7 @@ from bot.publishing.orphans import ORPHAN_CHECK_SECONDS, post_orphans
 from bot.publishing.publisher import Publisher
 from bot.services import Services
 from bot.settings import Settings, StreamConfig
+from bot.slack.thread_log import ThreadLog
 from bot.surface.app import build_app, identify, slack_client
 from bot.surface.inflight import InFlight
 from bot.surface.oauth import INSTALL_PATH, installation_store, oauth_flow
@@ -34,6 +35,7 @@ from jobs.budgets.spend import Spend
 from jobs.keyspace.connection import connect, connect_async
 from jobs.process.background import Stop
 from jobs.process.loop_lag import watch_lag
+from jobs.records.library import Library
 from jobs.upkeep.recovery import sweep
 from jobs.workers.worker import SWEEP_INTERVAL_SECONDS, WORKER_TTL_SECONDS, DeepthreadWorker
 
@@ -63,8 +65,10 @@ async def _every(seconds: float, check: Callable[[], Awaitable[object]], stop: a
 
 
 def retention_round(redis: Any, settings: Settings) -> None:
-    """The retention round, when it is this process's turn (serve's and every worker's maintenance ask)."""
-    retention(redis).due_round(utcnow(), settings.retention_days)
+    """The retention round, when it is this process's turn (serve's and every worker's maintenance ask),
+    and on that turn the library's sweep of reports whose run expired without a forget."""
+    if retention(redis).due_round(utcnow(), settings.retention_days) is not None:
+        Library(redis).sweep()
 
 
 async def serve(settings: Settings) -> int:
@@ -108,6 +112,10 @@ async def serve(settings: Settings) -> int:
             mode=settings.progress, max_seconds=settings.stream_max_seconds, max_tasks=settings.stream_max_tasks
         ),
         workspace_search=settings.workspace_search,
+        thread_log=ThreadLog(redis, int(settings.retention_days * 86_400))
+        if settings.slack_distributed == "on"
+        else None,
+        claim_check=settings.claim_check == "on",
     )
     services.runs = AsyncRuns(Runs(store, hard_stop_seconds=settings.hard_stop_seconds))
     app = build_app(settings, services, client, identity, oauth=oauth, installations=installations)

@@ -10,18 +10,21 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from functools import partial
+from functools import cache, partial
 
+from redis import Redis
 from slack_sdk.http_retry.async_handler import AsyncRetryHandler
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
-from agent import ThreadWorkspace, WorkspaceSearch
+from agent import EarlierResearch, ThreadWorkspace, WorkspaceSearch
+from bot.desk.earlier import SlackEarlierResearch
 from bot.exceptions import TokenKeyMismatch
 from bot.settings import Settings
 from bot.slack.installations import InstallationTokens, TokenCipher
 from bot.slack.tenancy import Tenant
-from bot.slack.workspace import SlackWorkspace
+from bot.slack.thread_log import ThreadLog
+from bot.slack.workspace import PacedReading, SlackWorkspace
 from bot.slack.workspace_search import SlackWorkspaceSearch
 from jobs import JobRuntime, Run
 from jobs.keyspace.connection import connect
@@ -49,6 +52,8 @@ def job_runtime(settings: Settings) -> JobRuntime:
         bulky_retention_seconds=int(settings.bulky_retention_days * 86_400),
         search_for=partial(_search_for, settings, token_for),
         plan_expiry_seconds=settings.plan_expiry_minutes * 60,
+        model_silence=settings.model_silence(),
+        earlier_for=partial(_earlier_for, settings, token_for),
     )
 
 
@@ -78,7 +83,12 @@ def _workspace_for(settings: Settings, token_for: TokenFor, run: Run) -> ThreadW
     token = token_for(run)
     if not token:
         return None
-    return SlackWorkspace(AsyncWebClient(token=token, base_url=settings.slack_api_url), run.channel, run.thread_ts)
+    paced = None
+    if settings.slack_distributed == "on" and settings.redis_url:  # Slack allows it one thread read a minute
+        log_ = ThreadLog(connect(settings.redis_url), int(settings.retention_days * 86_400))
+        paced = PacedReading(log_, Tenant.of_run(run).team)
+    client = AsyncWebClient(token=token, base_url=settings.slack_api_url)
+    return SlackWorkspace(client, run.channel, run.thread_ts, paced=paced)
 
 
 def _search_for(settings: Settings, token_for: TokenFor, run: Run) -> WorkspaceSearch | None:
@@ -92,3 +102,21 @@ def _search_for(settings: Settings, token_for: TokenFor, run: Run) -> WorkspaceS
     retry: list[AsyncRetryHandler] = [AsyncRateLimitErrorRetryHandler(max_retry_count=SEARCH_429_RETRIES)]
     client = AsyncWebClient(token=token, base_url=settings.slack_api_url, retry_handlers=retry)
     return SlackWorkspaceSearch(client, run.action_token)
+
+
+def _earlier_for(settings: Settings, token_for: TokenFor, run: Run) -> EarlierResearch | None:
+    """The team's library as this run may use it: asked with its installation's token whether everyone in
+    its thread may read each report (none: the terminal, or the app was uninstalled)."""
+    if not (run.channel and run.thread_ts and settings.redis_url):
+        return None
+    token = token_for(run)
+    if not token:
+        return None
+    client = AsyncWebClient(token=token, base_url=settings.slack_api_url)
+    return SlackEarlierResearch(_library_redis(settings.redis_url), client, run)
+
+
+@cache
+def _library_redis(url: str) -> Redis:
+    """One connection pool per worker process for the library's reads, whatever the runs it carries."""
+    return connect(url)

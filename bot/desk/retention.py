@@ -66,6 +66,7 @@ BOT_RULES: dict[str, Rule] = {
     # A thread's.
     "session": _THREAD,
     "session_lease": _THREAD,
+    "thread_log": _THREAD,
     "told_files": _THREAD,
     # A workspace's.
     "plan_first": _WORKSPACE,
@@ -96,6 +97,7 @@ BOT_EXPIRING = frozenset(
         "stream_refused",
         "ratelimit_window",
         "ratelimit_pause",
+        "thread_log",
     }
 )
 

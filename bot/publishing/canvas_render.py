@@ -17,7 +17,17 @@ import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from agent import SNIPPET_NOTE, AssembledReport, Section, assemble, domain_of, shorten
+from agent import (
+    SNIPPET_NOTE,
+    AssembledReport,
+    Section,
+    anchor_lines,
+    assemble,
+    claim_line,
+    domain_of,
+    figure_line,
+    shorten,
+)
 from bot.slack.canvas_markdown import canvas_heading, canvas_link, canvas_text, to_canvas_markdown
 from jobs import RunState
 
@@ -98,17 +108,23 @@ def render_canvas(state: RunState, chart_links: Mapping[str, str] | None = None)
             _part(section.section_id, f"{number}. {section.title}{revised}", to_canvas_markdown(body, urls) + charts)
         )
     if report.footnotes:
-        lines = [
-            _source_line(
-                n.number,
-                n.source.url,
-                n.source.title,
-                n.source.passage,
-                f"{n.source.retrieved_at:%Y-%m-%d}",
-                n.source.kind == "snippet",
+        lines = []
+        for n in report.footnotes:
+            lines.append(
+                _source_line(
+                    n.number,
+                    n.source.url,
+                    n.source.title,
+                    n.source.passage,
+                    f"{n.source.retrieved_at:%Y-%m-%d}",
+                    n.source.kind == "snippet",
+                )
             )
-            for n in report.footnotes
-        ]
+            # Each report sentence citing it, with the source's words it was checked against (agent/claims).
+            lines += [f"    - {canvas_text(line)}" for line in anchor_lines(n)]
+        checks = " · ".join(p for p in (figure_line(state.sections), claim_line(state.sections)) if p)
+        if checks:
+            lines += ["", f"_{canvas_text(checks)}_"]
         parts.append(_part(SOURCES_KEY, "Sources", "\n".join(lines)))
     title = shorten(" ".join(state.run.question.split()), TITLE_CHARS)
     return CanvasDocument(title=f"Report: {title}", parts=parts)

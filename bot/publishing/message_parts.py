@@ -116,9 +116,10 @@ def _revised(section_revisions: int, words: Callable[..., str] | None = None) ->
 
 # The one mention our own reasons write ("stopped by <@U…>", see agent/loop.py and bot/surface/steering.py);
 # any other "<@…>" in a reason (an exception's text, say) stays inert.
-_STOPPED_BY = re.compile(r"\bstopped by &lt;@([UW][A-Z0-9]+)&gt;")
+# Either case: a status said once with its reason opens with "Stopped by <@U…>" (bot.catalogue.said_once).
+_STOPPED_BY = re.compile(r"\b(stopped by) &lt;@([UW][A-Z0-9]+)&gt;", re.IGNORECASE)
 
 
 def _with_mentions(text: str) -> str:
     """Escape everything, then let the person who stopped the run through as a mention."""
-    return _STOPPED_BY.sub(r"stopped by <@\1>", escape_text(text))
+    return _STOPPED_BY.sub(r"\1 <@\2>", escape_text(text))

@@ -4,11 +4,12 @@ sources, model requests, minutes and budget left; while running, how to steer th
 from __future__ import annotations
 
 from agent import shorten
-from bot.catalogue import Words, plural, words_for
+from bot.catalogue import Words, plural, said_once, words_for
 from bot.settings import DEFAULT_STOP_REACTION
 from bot.slack.mrkdwn_escaping import escape_text
 from jobs import RunState, RunStatus
 
+from .earlier_render import found_line
 from .message_parts import SlackMessage, _minutes, _section, _with_mentions
 from .plan_render import _render_plan
 from .reader_text import for_reader
@@ -120,11 +121,15 @@ def render_progress(state: RunState, stop_reaction: str = DEFAULT_STOP_REACTION)
         lines += _standing_lines(state, w)
     else:
         word = w("stopped") if status == RunStatus.stopped else w("ended_early")
-        lines = [
-            f"⚠️ {word} · {facts}",
-            f"{w('why')}: {_with_mentions(shorten(state.reason or 'unknown', STATUS_LINE_CHARS))}",
-            w("kept"),
-        ]
+        once = said_once(word, state.reason)  # "Stopped by …": the end and its reason said once
+        if once:
+            lines = [f"⚠️ {_with_mentions(shorten(once, STATUS_LINE_CHARS))} · {facts}", w("kept")]
+        else:
+            lines = [
+                f"⚠️ {word} · {facts}",
+                f"{w('why')}: {_with_mentions(shorten(state.reason or 'unknown', STATUS_LINE_CHARS))}",
+                w("kept"),
+            ]
     text = "\n".join(lines)
     return SlackMessage(text=text, blocks=[_section(text)])
 
@@ -137,7 +142,8 @@ def _standing_lines(state: RunState, w: Words) -> list[str]:
         listed = " · ".join(shorten(c, CONSTRAINT_CHARS) for c in state.run.constraints[:MAX_CONSTRAINTS_SHOWN])
         lines.append(f"{w('constraints')}: {escape_text(listed)} _({w('correct_them')})_")
     lines += [f"⚠️ {escape_text(shorten(notice, NOTICE_CHARS))}" for notice in state.notices[:MAX_NOTICES_SHOWN]]
-    return lines
+    found = found_line(state)
+    return lines + ([found] if found else [])
 
 
 def shows_constraints(state: RunState) -> bool:

@@ -59,6 +59,7 @@ from .agent_sessions import AgentSessions, SessionConfig
 from .assistant_status import STATUS_REFRESH_SECONDS, AssistantStatus
 from .canvas_sync import CanvasSync
 from .leases import Leases
+from .library_sync import Shelf
 from .message_sync import MessageSync, Synced
 from .rendered import remember_rendered
 from .stream_records import StreamRecords
@@ -167,6 +168,7 @@ class Publisher:
             stop_reaction=stop_reaction,
             stop_by_event=self.sessions.stop_button,
         )
+        self.shelf = Shelf(redis, store, self.client)  # a final report joins the team's library
         self._due: dict[str, float] = {}  # run id -> monotonic time its next sync may start
         self._dirty: set[str] = set()  # runs with announced changes not yet synced
         self._tasks: dict[str, asyncio.Task[None]] = {}
@@ -386,11 +388,20 @@ class Publisher:
                     await self.leases.edited(run_id)  # before the lease goes: the next claim sees it
                 if ok and state.status.finished:
                     self._final_shown(run_id)
+                    with acting_for(Tenant.of_run(state.run)):
+                        await self._shelve(state)
         finally:
             await self.leases.release(keys.sync_lease(run_id))
         if not ok:
             self._dirty.add(run_id)
             self._schedule(run_id, time.monotonic() + RETRY_SECONDS)
+
+    async def _shelve(self, state: RunState) -> None:
+        """The final report on the team's library shelf; a failure is logged, never the sync's."""
+        try:
+            await self.shelf.shelve(state)
+        except Exception:  # Redis or Slack trouble: the next sync of the run shelves it
+            log.exception("run %s: not shelved in the library", state.run.id)
 
     async def _try_lease(self, run_id: str, *, force: bool) -> float:
         """0.0: leased; -1.0: another process is syncing it; else seconds until it may be synced."""

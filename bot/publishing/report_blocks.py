@@ -10,14 +10,16 @@ from urllib.parse import urlsplit
 
 from slack_sdk.models.blocks import ContextActionsBlock, FeedbackButtonObject, FeedbackButtonsElement
 
-from agent import FLAG_MARK, AssembledReport, Footnote, domain_of, shorten
+from agent import FLAG_MARK, AssembledReport, Footnote, claim_line, domain_of, shorten
 from bot import limits
-from bot.catalogue import Words, money, plural, words_for
+from bot.catalogue import Words, money, plural, said_once, words_for
 from bot.slack.mrkdwn import to_mrkdwn
 from bot.slack.mrkdwn_escaping import escape_text, link
 from bot.slack.mrkdwn_split import shorten_mrkdwn, split_text
 from jobs import RunState, RunStatus
 
+from .claim_notes import anchor_quotes, marked_notes
+from .earlier_render import earlier_line
 from .message_parts import _bold, _context, _minutes, _requester, _section, _with_mentions
 from .progress_render import STATUS_LINE_CHARS
 
@@ -93,7 +95,7 @@ def _status_plain(state: RunState) -> str:
         finished = state.finished_at or state.updated_at
         return w("final", sections=plural(n, "section", w), time=f"{finished:%Y-%m-%d %H:%M}")
     word = w("stopped") if state.status == RunStatus.stopped else w("incomplete")
-    return f"{word}: {shorten(state.reason, STATUS_LINE_CHARS)}"
+    return shorten(said_once(word, state.reason) or f"{word}: {state.reason}", STATUS_LINE_CHARS)
 
 
 def _status_line(state: RunState) -> str:
@@ -112,6 +114,9 @@ def _footer(state: RunState) -> str:
     figures = _figure_line(state, w)
     if figures:
         parts.append(escape_text(figures))
+    claims = claim_line(state.sections)  # the claim check's counts (agent/claims)
+    if claims:
+        parts.append(escape_text(claims))
     if state.next_check is not None:  # a scheduled re-check of this report (`recheck …` in the thread)
         parts.append(w("next_check", when=f"{state.next_check:%a %-d %b, %H:%M}"))
     return " · ".join(parts)
@@ -140,10 +145,11 @@ def _source_line(note: Footnote, title_chars: int, passage_chars: int, w: Words 
     domain = _domain(s.url)
     w = w or words_for("")
     kind = f" · _{w('snippet_only')}_" if s.kind == "snippet" else ""
+    quoted = anchor_quotes(note, passage_chars) or f"“{escape_text(shorten(s.passage, passage_chars))}”"
     return (
         f"[{note.number}] {link(s.url, shorten(s.title, title_chars) or domain)} · "
-        f"{escape_text(domain)} · “{escape_text(shorten(s.passage, passage_chars))}” · "
-        f"{w('fetched', date=f'{s.retrieved_at:%Y-%m-%d}')}{kind}"
+        f"{escape_text(domain)} · {quoted} · "
+        f"{w('fetched', date=f'{s.retrieved_at:%Y-%m-%d}')}{kind}{marked_notes(note)}"
     )
 
 
@@ -182,6 +188,8 @@ def _head(state: RunState) -> _Blocks:
     head = _Blocks()
     head.text(f"📌 {_bold(shorten(state.run.question, TITLE_CHARS))}")
     head.context(_status_line(state))
+    if state.earlier:  # the team's earlier reports this research built on
+        head.context(earlier_line(state))
     return head
 
 

@@ -13,6 +13,7 @@ from bot.slack.mrkdwn_escaping import escape_text
 from jobs import RunState
 
 from .canvas_render import canvas_assembly, render_canvas
+from .export_button import EXPORT_BLOCK_CHARS, export_block
 from .message_parts import CanvasView, ReportRendering, SlackMessage, _bold, _revised
 from .report_blocks import (
     COMPACT_PASSAGE_CHARS,
@@ -64,6 +65,8 @@ def _full_layout(
         out.text("\n".join([f"*{w('sources')}*", *lines]))
     out.context(_footer(state))
     if rateable(state, report):
+        out.blocks.append(export_block())  # the report as a file (bot/desk/export.py)
+        out.chars += EXPORT_BLOCK_CHARS
         out.blocks.append(feedback_block(w))  # no text: counts toward the 50 blocks only
     return out
 

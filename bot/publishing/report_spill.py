@@ -14,6 +14,7 @@ from bot.slack.mrkdwn_split import split_text
 from bot.slack.outgoing import inert
 from jobs import RunState
 
+from .export_button import EXPORT_BLOCK_CHARS, export_block
 from .message_parts import Attachment, CanvasView, _bold, _plural, _revised
 from .report_blocks import (
     COMPACT_PASSAGE_CHARS,
@@ -156,6 +157,8 @@ def _spill_layout(
     footer = _Blocks()
     footer.context(_footer(state))
     if rateable(state, report):
+        footer.blocks.append(export_block())  # the report as a file (bot/desk/export.py)
+        footer.chars += EXPORT_BLOCK_CHARS
         footer.blocks.append(feedback_block())
     sources_total = f"*Sources*: {_plural(len(report.footnotes), 'source')} in all{where}."
     fixed_chars = head.chars + footer.chars + len(sources_total)

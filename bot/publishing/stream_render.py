@@ -24,7 +24,7 @@ from typing import Any
 
 from agent import domain_of, shorten
 from bot.activity_words import batch_in, board_in
-from bot.catalogue import words_for
+from bot.catalogue import said_once, words_for
 from bot.slack.mrkdwn_escaping import escape_markdown, escape_text
 from jobs import RunState, RunStatus
 from jobs.records.models import Step
@@ -212,7 +212,7 @@ def render_view(state: RunState, *, after_step: int = 0) -> StreamView:
 
 def _with_mentions(text: str) -> str:
     """Escaped for Markdown, then the person who stopped the run let through as a mention."""
-    return _STOPPED_BY.sub(r"stopped by <@\1>", escape_markdown(text))
+    return _STOPPED_BY.sub(r"\1 <@\2>", escape_markdown(text))
 
 
 def end_text(state: RunState) -> str:
@@ -225,8 +225,12 @@ def end_text(state: RunState) -> str:
         note = f"\nNote: {_with_mentions(shorten(state.reason, TEXT_LINE_CHARS))}" if state.reason else ""
         return f"✅ **Done** · {facts} · the pinned report is final{note}"
     word = "Stopped" if state.status == RunStatus.stopped else "Ended early"
+    kept = "Sections written so far are kept in the pinned report."
+    once = said_once(word, state.reason)  # "Stopped by …": the end and its reason said once
+    if once:
+        return f"⚠️ **{_with_mentions(shorten(once, TEXT_LINE_CHARS))}** · {facts}\n{kept}"
     why = _with_mentions(shorten(state.reason or "unknown", TEXT_LINE_CHARS))
-    return f"⚠️ **{word}** · {facts}\nWhy: {why}\nSections written so far are kept in the pinned report."
+    return f"⚠️ **{word}** · {facts}\nWhy: {why}\n{kept}"
 
 
 def controls_block(stop_reaction: str) -> Chunk:

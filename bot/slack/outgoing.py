@@ -66,6 +66,7 @@ TEXT_METHODS = MESSAGE_METHODS | frozenset(
         "agents.sessions.rename",
         "agents.conversations.setView",
         "agents.conversations.setCanvasContent",
+        "views.publish",  # the Home tab: its view's blocks, title and input placeholders
     }
 )
 
@@ -188,6 +189,10 @@ def _fields(body: dict[str, Any]) -> dict[str, Any]:
             else p
             for p in body["prompts"]
         ]
+    if "view" in body:  # views.publish: a view (its blocks, title, inputs), as JSON or an object
+        value, was_json = _json_or(body["view"])
+        walked = _node(value, "mrkdwn")
+        body["view"] = json.dumps(walked) if was_json else walked
     for key in ("blocks", "attachments", "chunks", "files"):
         if key not in body:
             continue

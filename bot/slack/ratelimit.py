@@ -59,6 +59,8 @@ CALLS_PER_WINDOW: Mapping[str, int] = {
     "canvases.create": _ours(limits.TIER_2_PER_MINUTE),
     "canvases.edit": _ours(limits.TIER_3_PER_MINUTE),
     "canvases.access.set": _ours(limits.TIER_3_PER_MINUTE),
+    # A person's Home tab (bot/desk/home.py): Tier 4, from its page.
+    "views.publish": _ours(limits.TIER_4_PER_MINUTE),
     # A read, counted all the same: a burst of sections written at once looks up one id each.
     "canvases.sections.lookup": _ours(limits.TIER_3_PER_MINUTE),
 }

@@ -24,8 +24,10 @@ async def reply(client: AsyncWebClient, channel: str, thread_ts: str | None, tex
         log.warning("could not reply in %s: %s", channel, exc)
 
 
-async def reply_privately(client: AsyncWebClient, channel: str, user: str, text: str) -> None:
+async def reply_privately(
+    client: AsyncWebClient, channel: str, user: str, text: str, thread_ts: str | None = None
+) -> None:
     try:
-        await client.chat_postEphemeral(channel=channel, user=user, text=text)
+        await client.chat_postEphemeral(channel=channel, user=user, text=text, thread_ts=thread_ts)
     except SlackApiError as exc:
         log.warning("could not answer %s privately: %s", user, exc.response.get("error"))

@@ -12,11 +12,19 @@ The bot's own messages (any with a `bot_id`, or from the bot's user) are read bu
 (agent/tools/read_thread.py). Files the bot uploaded itself (a spilled report, a chart) are not
 the thread's files: they are the model's own output, not material people shared, so read_thread
 lists none, read_file and find_in_files open none, and no citation of one makes its address seen.
+
+An app distributed outside the Slack Marketplace (DEEPTHREAD_SLACK_DISTRIBUTED) may read a thread
+once a minute, 15 messages at a time: its thread is the messages serve kept from their events
+(thread_log.py) with what `conversations.replies` gave so far, one page of 15 a minute at most, the
+oldest first; a 429 waits for its Retry-After. Numbers count the messages known so far, by time.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -25,10 +33,13 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent import MAX_FILE_BYTES, FileInfo, FileUnavailable, ThreadMessage, WorkspaceError, too_large
+from bot import limits
 
 from .mrkdwn_escaping import escape_text
+from .ratelimit import retry_after_seconds
+from .thread_log import ThreadLog
 
-__all__ = ["SLACK_FILES_ORIGIN", "SlackWorkspace", "files_origin_for"]
+__all__ = ["SLACK_FILES_ORIGIN", "PacedReading", "SlackWorkspace", "files_origin_for"]
 
 SLACK_FILES_ORIGIN = "https://files.slack.com"
 # The thread is read once per this many seconds however many tools ask: a run's parallel calls
@@ -103,6 +114,23 @@ def _too_large(name: str, size: int, cap: int) -> FileUnavailable:
     )
 
 
+@dataclass
+class PacedReading:
+    """How a distributed app reads its thread: the messages its events brought (`log`), then
+    `conversations.replies` one page of `page` messages per `pace_seconds` at most."""
+
+    log: ThreadLog
+    team: str | None
+    page: int = limits.DISTRIBUTED_HISTORY_OBJECTS
+    pace_seconds: float = limits.DISTRIBUTED_HISTORY_SECONDS
+    clock: Callable[[], float] = time.monotonic
+    # What paging found so far, and where it goes on.
+    paged: dict[str, dict[str, Any]] = field(default_factory=dict)
+    cursor: str | None = None
+    done: bool = False
+    next_page_at: float = float("-inf")
+
+
 class SlackWorkspace:
     """One thread of one channel, read with the bot's client."""
 
@@ -115,8 +143,12 @@ class SlackWorkspace:
         bot_user_id: str | None = None,
         http: httpx.AsyncClient | None = None,
         files_origin: str | None = None,
+        paced: PacedReading | None = None,
+        cache_seconds: float = THREAD_CACHE_SECONDS,
     ) -> None:
         self._client = client
+        self._paced = paced
+        self._cache_seconds = cache_seconds
         self.channel = channel
         self.thread_ts = thread_ts
         # The bot's own user id; None until known (auth.test is asked when a file's uploader matters).
@@ -134,8 +166,10 @@ class SlackWorkspace:
     # ------------------------------------------------------------ messages
 
     async def _thread(self) -> list[dict[str, Any]]:
-        if time.monotonic() - self._read_at < THREAD_CACHE_SECONDS:
+        if time.monotonic() - self._read_at < self._cache_seconds:
             return self._replies
+        if self._paced is not None:
+            return await self._paced_thread(self._paced)
         messages: list[dict[str, Any]] = []
         cursor = None
         try:
@@ -150,6 +184,30 @@ class SlackWorkspace:
         except SlackApiError as exc:
             raise _refusal(exc, "this thread's messages") from None
         self._replies, self._read_at = messages[:MAX_THREAD_MESSAGES], time.monotonic()
+        return self._replies
+
+    async def _paced_thread(self, paced: PacedReading) -> list[dict[str, Any]]:
+        """The messages kept from events, and one more page of the thread when the pace allows one."""
+        kept = await asyncio.to_thread(paced.log.messages, paced.team, self.channel, self.thread_ts)
+        if not paced.done and paced.clock() >= paced.next_page_at:
+            try:
+                response = await self._client.conversations_replies(
+                    channel=self.channel, ts=self.thread_ts, limit=paced.page, cursor=paced.cursor
+                )
+            except SlackApiError as exc:
+                if exc.response.status_code != 429 and exc.response.get("error") != "ratelimited":
+                    raise _refusal(exc, "this thread's messages") from None
+                # Another run of this workspace took the minute: go on with what is known, ask again later.
+                paced.next_page_at = paced.clock() + retry_after_seconds(exc.response.headers)
+            else:
+                page: list[dict[str, Any]] = response.get("messages") or []
+                paced.paged.update({str(m["ts"]): m for m in page if m.get("ts")})
+                paced.cursor = (response.get("response_metadata") or {}).get("next_cursor") or None
+                paced.done = paced.cursor is None
+                paced.next_page_at = paced.clock() + paced.pace_seconds
+        merged = {str(m["ts"]): m for m in kept} | paced.paged  # Slack's own copy wins (an edit)
+        self._replies = sorted(merged.values(), key=lambda m: float(m["ts"]))[:MAX_THREAD_MESSAGES]
+        self._read_at = time.monotonic()
         return self._replies
 
     def _is_own(self, raw: dict[str, Any]) -> bool:

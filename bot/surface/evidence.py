@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from agent import AssembledReport, Footnote, assemble, domain_of, shorten
+from agent import AssembledReport, Footnote, FootnoteClaim, assemble, domain_of, shorten
 from bot.catalogue import Words, words_for
 from bot.slack.mrkdwn_escaping import escape_text, link
 from jobs import RunState
@@ -21,6 +21,16 @@ PASSAGE_CHARS = 2_500
 CONTEXT_CHARS = 1_500
 SOURCES_LISTED = 60
 TITLE_CHARS = 90
+# The report's sentences citing a footnote, each with the anchor it was checked against.
+CLAIMS_LISTED = 12
+CLAIM_CHARS = 300
+ANCHOR_CHARS = 400
+_VERDICT_WORDS = {
+    "supported": "supported",
+    "partial": "partly supported",
+    "unsupported": "not supported",
+    "unchecked": "unchecked",
+}
 
 
 def _report(state: RunState) -> AssembledReport:
@@ -52,7 +62,23 @@ def source_reply(state: RunState, number: int) -> str:
     lines += [f"*{w('passage')}*", _quote(shorten(s.passage, PASSAGE_CHARS))]
     if s.context and s.context != s.passage:
         lines += [f"*{w('around_it')}*", _quote(shorten(s.context, CONTEXT_CHARS))]
+    if note.claims:
+        lines.append(
+            f"*What the report cites it for* ({len(note.claims)}), each with the words it was checked against:"
+        )
+        for claim in note.claims[:CLAIMS_LISTED]:
+            lines += _claim_lines(claim)
+        if len(note.claims) > CLAIMS_LISTED:
+            lines.append(f"… and {len(note.claims) - CLAIMS_LISTED} more sentences.")
     return "\n".join(lines)
+
+
+def _claim_lines(claim: FootnoteClaim) -> list[str]:
+    verdict = f"⚠ {claim.why}" if claim.marked else _VERDICT_WORDS[claim.verdict]
+    lines = [f"• “{escape_text(shorten(claim.sentence, CLAIM_CHARS))}” · _{escape_text(verdict)}_"]
+    if claim.quote:
+        lines.append(_quote(shorten(claim.quote, ANCHOR_CHARS)))
+    return lines
 
 
 def _listing(note: Footnote, w: Words) -> str:

@@ -94,8 +94,9 @@ class AdmittingOAuthFlow(AsyncOAuthFlow):
             enterprise_id=installation.enterprise_id, team_id=installation.team_id, is_enterprise_install=org_wide
         )
         await super().store_installation(request, installation)
-        if known is None and installation.team_id and self.new_workspace is not None:
-            await self.new_workspace(installation.team_id)
+        if known is None and self.new_workspace is not None:
+            # An org-wide install names no workspace: the org's id holds the budget its workspaces start with.
+            await self.new_workspace((installation.enterprise_id if org_wide else installation.team_id) or "")
 
 
 def _refusing(default: Callable[[AsyncFailureArgs], Awaitable[BoltResponse]]) -> Callable[..., Awaitable[BoltResponse]]:
@@ -149,7 +150,12 @@ def oauth_flow(
     if spend is not None and budget is not None:
 
         async def new_workspace(team: str) -> None:
-            if await asyncio.to_thread(spend.budget_new_workspace, team, budget):
+            if not team:
+                return
+            if team.startswith("E"):  # an Enterprise Grid org's id: each of its workspaces adopts it
+                if await asyncio.to_thread(spend.budget_new_org, team, budget):
+                    log.info("each workspace of org %s starts with a monthly budget of $%.2f", team, budget)
+            elif await asyncio.to_thread(spend.budget_new_workspace, team, budget):
                 log.info("workspace %s starts with a monthly budget of $%.2f", team, budget)
 
         flow.new_workspace = new_workspace

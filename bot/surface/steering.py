@@ -14,7 +14,10 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from agent import MAX_QUESTION_CHARS
 from bot.desk.admins import may_control, only_who_may
+from bot.desk.claim_check import claim_check_command
 from bot.desk.commands import spend_command
+from bot.desk.export import export_report
+from bot.desk.library import library_reply
 from bot.desk.recheck import handle_recheck, recheck_set_by
 from bot.desk.retention import forget_thread_command
 from bot.publishing.lifecycle import launch_and_post
@@ -86,6 +89,18 @@ async def thread_message(
     except UnreadableText as exc:
         await reply(client, channel, thread_ts, str(exc))
         return
+    if asked.library is not None:  # the team's earlier reports: only the asker sees the list in a channel
+        answer = await library_reply(
+            services, client, asked.library, team=tenant.team, enterprise=tenant.enterprise, user=user
+        )
+        if channel.startswith("D"):
+            await reply(client, channel, thread_ts, answer)
+        else:
+            await reply_privately(client, channel, user, answer, thread_ts=thread_ts)
+        return
+    if asked.export is not None:  # the report as a file in the thread: a command, never a run
+        await export_report(client, latest, asked.export, user)
+        return
     if asked.forget:  # an admin's: the thread's stored data, deleted now
         await forget_thread_command(services, client, latest, user, channel, thread_ts)
         return
@@ -111,6 +126,10 @@ async def thread_message(
                 services, client, asked.spend, team=latest.run.team, channel=channel, user=user
             )
             await reply(client, channel, thread_ts, answer)
+        return
+    if asked.claim_check is not None:  # `claim check [on|off]`: the workspace's setting, a command
+        answer = await claim_check_command(services, client, team=latest.run.team, user=user, ask=asked.claim_check)
+        await reply(client, channel, thread_ts, answer)
         return
     if asked.go_deeper:
         await go_deeper(services, client, latest, event_id, channel, user)

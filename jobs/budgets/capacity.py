@@ -3,20 +3,24 @@
 The same rules as the engine's in-memory limiter (agent/capacity.py), as Lua scripts so each
 decision is atomic on the server: token buckets per model for requests, input tokens and
 output tokens per minute (limits from the operator, else from the service's
-`anthropic-ratelimit-*` headers, else the engine's defaults), refilled continuously; waiting
-requests granted in round-robin order between workspaces, then between a workspace's runs,
-then first come first served within a run. A 429's `retry-after` holds every run off.
+`anthropic-ratelimit-*` headers held within a factor of the limit in force, else learned:
+agent/capacity_learning.py), refilled continuously; waiting requests granted in round-robin order
+between workspaces, then between a workspace's runs, then first come first served within a run.
+No answer pauses the others: a 429's `retry-after` is its own request's wait (agent/capacity_middleware.py),
+and a demand larger than a whole minute of a named limit is answered `inf` (its run is told).
 
 Keys, per model (`deepthread:capacity:{model}:…`; all under the deployment's prefix):
 
-    state           hash: bucket levels, when they were refilled, the limits the headers gave,
-                    paused_until, the grant sequence
+    state           hash: bucket levels, when they were refilled, the limits the headers gave, the
+                    learned limits and their ceiling, the answer count, the grant sequence; it
+                    expires STATE_TTL_SECONDS after the model's last request (limits are relearned)
     teams           sorted set: workspaces with waiting requests, by when each was last served
     runs:{team}     sorted set: that workspace's runs with waiting requests, by when last served
     queue:{run}     sorted set: the run's waiting tickets, in arrival order
     tickets         hash: ticket -> its demand (team, run, requests, input, output tokens)
     seen            sorted set: ticket -> when its waiter last asked (a silent one is dropped)
     granted         sorted set: tickets granted but not yet collected, by when
+    never           sorted set: tickets larger than a named limit, until their waiter hears so
     grant_numbers   hash: ticket -> its grant's number, until answered (a throttled answer to a
                     request granted before the last cut of a learned limit does not cut again)
     served:{t|r}:…  string: when a workspace or run that left the queue was last served, so
@@ -28,6 +32,7 @@ primary), as everywhere in this deployment; Redis Cluster is not a target (DESIG
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, cast
@@ -38,9 +43,6 @@ from redis.commands.core import AsyncScript
 
 from agent.capacity import (
     DIMENSIONS,
-    LEARN_DECREASE,
-    LEARN_FLOOR_REQUESTS_PER_MINUTE,
-    LEARN_RAISE_PER_ANSWER,
     LEARN_START,
     MAX_POLL_SECONDS,
     MIN_POLL_SECONDS,
@@ -53,6 +55,18 @@ from agent.capacity import (
     Observed,
     tightest,
 )
+from agent.capacity_learning import (
+    LEARN_BINDING_SHARE,
+    LEARN_CUTS_PER_REQUEST,
+    LEARN_DECREASE,
+    LEARN_DESCENT,
+    LEARN_FLOOR_REQUESTS_PER_MINUTE,
+    LEARN_GAP_SHARE,
+    LEARN_NEAR,
+    LEARN_PROBE_PER_ANSWER,
+    LEARN_RAISE_PER_ANSWER,
+)
+from agent.provider_values import LIMIT_FACTOR, MIN_LIMITS
 
 from ..keyspace import keys
 from ..keyspace.connection import text
@@ -61,24 +75,31 @@ from ..process.metrics import metrics
 __all__ = ["DIMENSIONS", "RedisModelLimiter", "limits_in_force", "model_limits", "waiting_runs_by_team"]
 
 SERVED_TTL_SECONDS = 3600
+# A model's limits, heard or learned, are kept this long after its last request: a deployment idle
+# for a day relearns them (a few throttled answers), and nothing a provider once said lasts for ever.
+STATE_TTL_SECONDS = 24 * 3600
 
 # Shared by the scripts: ARGV[1] prefix, ARGV[2] now, ARGV[3..5] configured limits (0: unset),
-# ARGV[6..8] the learned limits' start. Defines `limits`, `levels` (refilled to now) and `save()`.
+# ARGV[6..8] the learned limits' start, ARGV[9] served ttl, ARGV[10] state ttl. Defines `limits`,
+# `known` (set or heard: a demand past it can never go), `levels` (refilled to now) and `save()`.
 _PRELUDE = """
 local p = ARGV[1]
 local now = tonumber(ARGV[2])
 local dims = {'requests', 'input_tokens', 'output_tokens'}
 local state = p .. 'state'
-local limits, levels = {}, {}
+local limits, levels, known = {}, {}, {}
 local at = tonumber(redis.call('HGET', state, 'at') or '')
 for i = 1, 3 do
   local configured = tonumber(ARGV[2 + i])
   local heard = tonumber(redis.call('HGET', state, 'limit:' .. dims[i]) or '')
   local learned = tonumber(redis.call('HGET', state, 'learned:' .. dims[i]) or '')
+  known[i] = true
   if configured and configured > 0 then limits[i] = configured
   elseif heard and heard > 0 then limits[i] = heard
-  elseif learned and learned > 0 then limits[i] = learned
-  else limits[i] = tonumber(ARGV[5 + i]) end
+  else
+    known[i] = false
+    if learned and learned > 0 then limits[i] = learned else limits[i] = tonumber(ARGV[5 + i]) end
+  end
   local level = tonumber(redis.call('HGET', state, 'level:' .. dims[i]) or '')
   if level == nil then level = limits[i] end
   if at then level = math.min(limits[i], level + math.max(0, now - at) * limits[i] / 60) end
@@ -87,6 +108,7 @@ end
 local function save()
   redis.call('HSET', state, 'at', tostring(now))
   for i = 1, 3 do redis.call('HSET', state, 'level:' .. dims[i], tostring(levels[i])) end
+  redis.call('EXPIRE', state, ARGV[10])
 end
 local function leave(t, r, ticket, served)
   redis.call('ZREM', p .. 'queue:' .. r, ticket)
@@ -110,17 +132,19 @@ local function leave(t, r, ticket, served)
 end
 """
 
-# ARGV[9] served ttl, ARGV[10] ticket, [11] team, [12] run, [13..15] need, [16] waiter ttl.
-# Returns the seconds to wait as a string ('0': granted).
+# ARGV[11] ticket, [12] team, [13] run, [14..16] need, [17] waiter ttl, [18] how soon to ask
+# again while a probe is out (after a learned limit's cut, one request at a time until an answer).
+# Returns the seconds to wait as a string ('0': granted, 'inf': it can never be granted).
 _ACQUIRE = (
     _PRELUDE
     + """
-local ticket, team, run = ARGV[10], ARGV[11], ARGV[12]
-local waiter_ttl = tonumber(ARGV[16])
+local ticket, team, run = ARGV[11], ARGV[12], ARGV[13]
+local waiter_ttl = tonumber(ARGV[17])
 redis.call('ZREMRANGEBYSCORE', p .. 'granted', '-inf', now - waiter_ttl)
 if redis.call('ZREM', p .. 'granted', ticket) == 1 then save() return '0' end
+if redis.call('ZREM', p .. 'never', ticket) == 1 then save() return 'inf' end
 redis.call('ZADD', p .. 'seen', now, ticket)
-if redis.call('HSETNX', p .. 'tickets', ticket, team .. '\\n' .. run .. '\\n' .. ARGV[13] .. '\\n' .. ARGV[14] .. '\\n' .. ARGV[15]) == 1 then
+if redis.call('HSETNX', p .. 'tickets', ticket, team .. '\\n' .. run .. '\\n' .. ARGV[14] .. '\\n' .. ARGV[15] .. '\\n' .. ARGV[16]) == 1 then
   redis.call('ZADD', p .. 'queue:' .. run, redis.call('HINCRBY', state, 'qseq', 1), ticket)
   if not redis.call('ZSCORE', p .. 'runs:' .. team, run) then
     redis.call('ZADD', p .. 'runs:' .. team, tonumber(redis.call('GET', p .. 'served:r:' .. run) or '0'), run)
@@ -130,36 +154,49 @@ if redis.call('HSETNX', p .. 'tickets', ticket, team .. '\\n' .. run .. '\\n' ..
   end
 end
 local wait = 0
-local paused = tonumber(redis.call('HGET', state, 'paused_until') or '0')
-if paused > now then
-  wait = paused - now
-else
-  for _ = 1, 10000 do
-    local t = redis.call('ZRANGE', p .. 'teams', 0, 0)[1]
-    if not t then break end
-    local r = redis.call('ZRANGE', p .. 'runs:' .. t, 0, 0)[1]
-    if not r then
-      redis.call('ZREM', p .. 'teams', t)
+for _ = 1, 10000 do
+  local t = redis.call('ZRANGE', p .. 'teams', 0, 0)[1]
+  if not t then break end
+  local r = redis.call('ZRANGE', p .. 'runs:' .. t, 0, 0)[1]
+  if not r then
+    redis.call('ZREM', p .. 'teams', t)
+  else
+    local head = redis.call('ZRANGE', p .. 'queue:' .. r, 0, 0)[1]
+    if not head then
+      redis.call('ZREM', p .. 'runs:' .. t, r)
     else
-      local head = redis.call('ZRANGE', p .. 'queue:' .. r, 0, 0)[1]
-      if not head then
-        redis.call('ZREM', p .. 'runs:' .. t, r)
+      local asked = tonumber(redis.call('ZSCORE', p .. 'seen', head) or tostring(now))
+      local demand = redis.call('HGET', p .. 'tickets', head)
+      if (now - asked > waiter_ttl) or not demand then
+        leave(t, r, head, false)
       else
-        local asked = tonumber(redis.call('ZSCORE', p .. 'seen', head) or tostring(now))
-        local demand = redis.call('HGET', p .. 'tickets', head)
-        if (now - asked > waiter_ttl) or not demand then
-          leave(t, r, head, false)
-        else
-          local need, k = {}, 0
-          for part in string.gmatch(demand, '[^\\n]+') do k = k + 1; if k > 2 then need[k - 2] = tonumber(part) end end
-          local short = 0
-          for i = 1, 3 do
-            local n, level, limit = need[i], levels[i], limits[i]
-            if not (n <= level or (n > limit and level >= limit)) then
-              short = math.max(short, (math.min(n, limit) - level) / (limit / 60))
-            end
+        local need, k = {}, 0
+        for part in string.gmatch(demand, '[^\\n]+') do k = k + 1; if k > 2 then need[k - 2] = tonumber(part) end end
+        local short, never = 0, false
+        for i = 1, 3 do
+          local n, level, limit = need[i], levels[i], limits[i]
+          if n > limit and known[i] then never = true
+          elseif not (n <= level or (n > limit and level >= limit)) then
+            short = math.max(short, (math.min(n, limit) - level) / (limit / 60))
           end
-          if short > 0 then wait = short break end
+        end
+        local probe = redis.call('HGET', state, 'probe')
+        local probing = probe and probe ~= '' and now - tonumber(redis.call('HGET', state, 'probe_at') or '0') < waiter_ttl
+        if never then
+          leave(t, r, head, false)
+          redis.call('ZADD', p .. 'never', now, head)
+          redis.call('ZREMRANGEBYSCORE', p .. 'never', '-inf', now - waiter_ttl)
+        elseif short > 0 then
+          wait = short
+          break
+        elseif probing then
+          wait = tonumber(ARGV[18])
+          break
+        else
+          local cut_at = redis.call('HGET', state, 'cut_at_grant')
+          if cut_at and cut_at ~= '0' and redis.call('HGET', state, 'answers_at_cut') == (redis.call('HGET', state, 'answers') or '0') then
+            redis.call('HSET', state, 'probe', head, 'probe_at', tostring(now))
+          end
           for i = 1, 3 do levels[i] = levels[i] - need[i] end
           redis.call('ZADD', p .. 'granted', now, head)
           redis.call('HSET', p .. 'grant_numbers', head, redis.call('HINCRBY', state, 'grants', 1))
@@ -172,17 +209,20 @@ else
 end
 save()
 if redis.call('ZREM', p .. 'granted', ticket) == 1 then return '0' end
+if redis.call('ZREM', p .. 'never', ticket) == 1 then return 'inf' end
 return tostring(math.max(wait, 0.001))
 """
 )
 
-# ARGV[10] ticket: leaves the queue (or gives back a grant it will not use).
+# ARGV[11] ticket: leaves the queue (or gives back a grant it will not use).
 _WITHDRAW = (
     _PRELUDE
     + """
-local ticket = ARGV[10]
+local ticket = ARGV[11]
 redis.call('ZREM', p .. 'granted', ticket)
+redis.call('ZREM', p .. 'never', ticket)
 redis.call('HDEL', p .. 'grant_numbers', ticket)
+if redis.call('HGET', state, 'probe') == ticket then redis.call('HDEL', state, 'probe') end
 local demand = redis.call('HGET', p .. 'tickets', ticket)
 if demand then
   local parts = {}
@@ -193,63 +233,79 @@ return 1
 """
 )
 
-# ARGV[10..12] limits heard ('' unknown), [13..15] remaining heard ('' unknown), [16] retry-after ('' none),
-# [17..19] reserved but unused (a failed request's tokens, given back; '' none), [20] throttled
-# ('1'), [21] answered ('1'), [22] the answer's ticket, [23] decrease, [24] raise per answer, [25] floor.
-# Learned limits (agent.capacity.MemoryModelLimiter._learn is the same rule) move first.
+# ARGV[11..13] limits heard ('' unknown), [14..16] remaining heard ('' unknown), [17..19] reserved but
+# unused (a failed request's tokens, given back; '' none), [20] throttled ('1'), [21] answered ('1'),
+# [22] the answer's ticket, [23] how many times its request was throttled before,
+# [24..26] the smallest limits heard, [27] the factor a heard limit moves by at most, [28..35] the
+# learning rule's constants, [36] the cuts one request may make, [37] the answer count at its
+# request's previous throttle
+# (agent/capacity_learning.py; MemoryModelLimiter._learn is the same rule).
+# Learned limits move first. Returns the answer count.
 _OBSERVE = (
     _PRELUDE
     + """
 local number = tonumber(redis.call('HGET', p .. 'grant_numbers', ARGV[22]) or '')
 redis.call('HDEL', p .. 'grant_numbers', ARGV[22])
+local answers = tonumber(redis.call('HGET', state, 'answers') or '0')
+if ARGV[21] == '1' then answers = redis.call('HINCRBY', state, 'answers', 1) end
+if ARGV[21] == '1' or redis.call('HGET', state, 'probe') == ARGV[22] then redis.call('HDEL', state, 'probe') end
 local learning = {}
-for i = 1, 3 do
-  local configured = tonumber(ARGV[2 + i])
-  local heard = tonumber(redis.call('HGET', state, 'limit:' .. dims[i]) or '')
-  learning[i] = not (configured and configured > 0) and not (heard and heard > 0) and not tonumber(ARGV[9 + i])
-end
+for i = 1, 3 do learning[i] = not known[i] and not tonumber(ARGV[10 + i]) end
 if learning[1] or learning[2] or learning[3] then
-  local factor = 1
-  local floor = tonumber(ARGV[25])
+  local decrease, descent, near, gap_share = tonumber(ARGV[28]), tonumber(ARGV[29]), tonumber(ARGV[30]), tonumber(ARGV[31])
+  local probe, raise, binding, floor = tonumber(ARGV[32]), tonumber(ARGV[33]), tonumber(ARGV[34]), tonumber(ARGV[35])
+  local before = limits[1]
+  local ceiling = tonumber(redis.call('HGET', state, 'ceiling') or '0')
+  local after, cut = before, false
+  local fill = 1
+  for i = 1, 3 do if learning[i] then fill = math.min(fill, levels[i] / limits[i]) end end
   if ARGV[20] == '1' then
     local cut_at = tonumber(redis.call('HGET', state, 'cut_at_grant') or '0')
-    if not number or number > cut_at then
-      factor = math.max(tonumber(ARGV[23]), floor / math.max(limits[1], floor))
+    local attempt = tonumber(ARGV[23])
+    if (not number or number > cut_at) and (attempt == 0 or (attempt < tonumber(ARGV[36]) and answers <= tonumber(ARGV[37]))) then
+      local at_cut = tonumber(redis.call('HGET', state, 'answers_at_cut') or '0')
+      local factor = decrease
+      if answers == at_cut then factor = descent end
+      after, ceiling, cut = math.max(floor, before * factor), before, true
       redis.call('HSET', state, 'cut_at_grant', redis.call('HGET', state, 'grants') or '0')
+      redis.call('HSET', state, 'answers_at_cut', tostring(answers))
+      redis.call('HSET', state, 'ceiling', tostring(ceiling))
     end
-  elseif ARGV[21] == '1' then
-    factor = 1 + tonumber(ARGV[24]) / math.max(limits[1], floor)
+  elseif ARGV[21] == '1' and fill < binding then
+    local target = ceiling * near
+    if before < target then after = before + math.max(probe, (target - before) * gap_share)
+    elseif ceiling > 0 then after = before + probe
+    else after = before + raise end
   end
-  if factor ~= 1 then
+  if after ~= before then
+    local factor = after / before
     for i = 1, 3 do
       if learning[i] then
         limits[i] = math.min(tonumber(ARGV[5 + i]), limits[i] * factor)
         redis.call('HSET', state, 'learned:' .. dims[i], tostring(limits[i]))
-        if factor < 1 then levels[i] = 0 end
+        if cut then levels[i] = 0 end
         levels[i] = math.min(levels[i], limits[i])
       end
     end
   end
 end
+local span = tonumber(ARGV[27])
 for i = 1, 3 do
-  local heard = tonumber(ARGV[9 + i])
-  if heard and heard > 0 then
+  local configured = tonumber(ARGV[2 + i])
+  local heard = tonumber(ARGV[10 + i])
+  if heard and heard > 0 and not (configured and configured > 0) then
+    heard = math.max(heard, tonumber(ARGV[23 + i]))
+    heard = math.min(math.max(heard, limits[i] / span), limits[i] * span)
     redis.call('HSET', state, 'limit:' .. dims[i], tostring(heard))
-    local configured = tonumber(ARGV[2 + i])
-    if not (configured and configured > 0) then limits[i] = heard end
+    limits[i] = heard
   end
   local unused = tonumber(ARGV[16 + i])
-  if unused then levels[i] = math.min(limits[i], levels[i] + unused) end
-  local remaining = tonumber(ARGV[12 + i])
+  if unused and not (ARGV[20] == '1' and not known[i]) then levels[i] = math.min(limits[i], levels[i] + unused) end
+  local remaining = tonumber(ARGV[13 + i])
   if remaining then levels[i] = math.min(levels[i], remaining) end
 end
-local retry = tonumber(ARGV[16])
-if retry and retry > 0 then
-  local paused = tonumber(redis.call('HGET', state, 'paused_until') or '0')
-  if now + retry > paused then redis.call('HSET', state, 'paused_until', tostring(now + retry)) end
-end
 save()
-return 1
+return answers
 """
 )
 
@@ -288,6 +344,7 @@ class RedisModelLimiter:
             *_limit_args(self.configured),
             *_limit_args(LEARN_START),
             SERVED_TTL_SECONDS,
+            STATE_TTL_SECONDS,
         ]
 
     async def try_acquire(self, demand: Demand) -> float:
@@ -305,9 +362,13 @@ class RedisModelLimiter:
                 demand.input_tokens,
                 demand.output_tokens,
                 WAITER_TTL_SECONDS,
+                MAX_POLL_SECONDS,
             ],
         )
         wait = float(text(answer))
+        if wait == math.inf:
+            self._waiting_since.pop(demand.ticket, None)
+            return math.inf
         if wait <= 0:
             since = self._waiting_since.pop(demand.ticket, None)
             metrics().capacity_wait.labels(team=demand.team).observe(
@@ -323,25 +384,35 @@ class RedisModelLimiter:
             keys=[keys.capacity(demand.model) + "state"], args=[*self._args(demand.model), demand.ticket]
         )
 
-    async def observe(self, model: str, seen: Observed) -> None:
-        if seen.retry_after is not None:
+    async def observe(self, model: str, seen: Observed) -> int:
+        if seen.throttled:
             metrics().model_rate_limited.labels(model=model).inc()
-        await self._observe(
+        answers = await self._observe(
             keys=[keys.capacity(model) + "state"],
             args=[
                 *self._args(model),
                 *(_optional(seen.limits.get(d)) for d in DIMENSIONS),
                 *(_optional(seen.remaining.get(d)) for d in DIMENSIONS),
-                _optional(seen.retry_after),
                 *(_optional(seen.unused.get(d)) for d in DIMENSIONS),
                 "1" if seen.throttled else "0",
                 "1" if seen.answered else "0",
                 seen.ticket,
+                seen.attempt,
+                *(MIN_LIMITS[d] for d in DIMENSIONS),
+                LIMIT_FACTOR,
                 LEARN_DECREASE,
+                LEARN_DESCENT,
+                LEARN_NEAR,
+                LEARN_GAP_SHARE,
+                LEARN_PROBE_PER_ANSWER,
                 LEARN_RAISE_PER_ANSWER,
+                LEARN_BINDING_SHARE,
                 LEARN_FLOOR_REQUESTS_PER_MINUTE,
+                LEARN_CUTS_PER_REQUEST,
+                seen.since,
             ],
         )
+        return int(answers)
 
     async def limits_of(self, model: str) -> tuple[ModelLimits, dict[str, str]]:
         """The limits in force for `model` and where each came from (set, headers or learned)."""

@@ -76,8 +76,10 @@ def is_direct(channel: str | None) -> bool:
 
 
 _RECORD = """
--- KEYS: run record, month hash, month runs zset, the channel's runs zset. ARGV: run json, ttl, micros,
---       requests, channel, user, day, run id, "1" when asked in a direct message
+-- KEYS: run record, month hash, month runs zset, the channel's runs zset, the live spend (reservations.py).
+--       ARGV: run json, ttl, micros, requests, channel, user, day, run id, "1" when asked in a direct message
+-- The run's live reservations go in the same step as its total comes in: never counted twice, never lost.
+redis.call('HDEL', KEYS[5], 'run:' .. ARGV[8], 'at:' .. ARGV[8], 'in:' .. ARGV[8])
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) then return 0 end
 local dims = {'total', 'channel:' .. ARGV[5], 'user:' .. ARGV[6], 'day:' .. ARGV[7]}
 if ARGV[9] == '1' then table.insert(dims, 'person:' .. ARGV[6]) end
@@ -105,6 +107,30 @@ class BudgetDefaults(BaseModel):
 
 
 _configured = BudgetDefaults()
+# The month part of the live spend's key (jobs/budgets/reservations.py): the runs still going.
+LIVE = "live"
+
+
+def configured_defaults() -> BudgetDefaults:
+    """This process's defaults from the environment (configure)."""
+    return _configured
+
+
+def budget_field(channel: str | None, user: str | None, defaults: BudgetDefaults) -> tuple[str, float | None]:
+    """The budget a run counts against besides its workspace's, as its field and default: a person's
+    in a direct message (or with no channel), else the channel's ("" when neither)."""
+    if user and (channel is None or is_direct(channel)):
+        return f"person:{user}", defaults.person_usd
+    if channel:
+        return f"channel:{channel}", defaults.channel_usd
+    return "", None
+
+
+def label_of(field: str, limit_micros: int) -> str:
+    """A budget's name in a run's reason ("channel budget ($50.00/month)"), from its field."""
+    scope = field.partition(":")[0]
+    name = {"person": "personal", "total": "workspace"}.get(scope, scope)
+    return f"{name} budget ({usd(limit_micros)}/month)"
 
 
 def configure(defaults: BudgetDefaults) -> None:
@@ -231,6 +257,7 @@ class Spend:
                 keys.spend_month(run.team, month),
                 keys.spend_month(run.team, month) + ":runs",
                 keys.spend_month(run.team, month) + f":runs:{spent.channel or '-'}",
+                keys.spend_month(run.team, LIVE),
             ],
             args=[
                 spent.model_dump_json(),
@@ -314,6 +341,18 @@ class Spend:
         """A newly installed workspace's monthly budget, unless it already has one of its own (a reinstall
         keeps what its admins set, "off" included). True when this set it."""
         return bool(self.redis.hsetnx(keys.budgets(team), "workspace", str(round(usd_per_month * MICROS))))
+
+    def budget_new_org(self, enterprise: str, usd_per_month: float) -> bool:
+        """An org-wide (Enterprise Grid) install: the budget each of its workspaces starts with, kept under
+        the org's id until a workspace of it first asks (adopt_org_budget). True when this set it."""
+        return bool(self.redis.hsetnx(keys.budgets(enterprise), "workspace", str(round(usd_per_month * MICROS))))
+
+    def adopt_org_budget(self, enterprise: str, team: str) -> None:
+        """A workspace of an org-wide install starts with the org's new-workspace budget, as a workspace
+        install does (unless it has one of its own, "off" included)."""
+        budget = self.redis.hget(keys.budgets(enterprise), "workspace")
+        if budget is not None:
+            self.redis.hsetnx(keys.budgets(team), "workspace", budget)
 
     def caps(self, team: str | None, channel: str | None, user: str | None = None) -> list[CapState]:
         """The budgets in force for a run in this channel (or, in a direct message or with no channel,

@@ -128,6 +128,11 @@ def budgets(team: str | None) -> str:
     return f"{_deployment.prefix}:budgets:{team or NO_TEAM}"
 
 
+def workspace_settings(team: str | None) -> str:
+    """Hash: settings a workspace's admins chose (`claim_check` → "off"; jobs/records/workspace_settings.py)."""
+    return f"{_deployment.prefix}:settings:{team or NO_TEAM}"
+
+
 def recheck_schedule(team: str | None, channel: str, thread_ts: str) -> str:
     """String: a thread's re-check schedule."""
     return f"{_deployment.prefix}:recheck:{team_part(team)}:{channel}:{thread_ts}"
@@ -315,6 +320,29 @@ def file_refusal(team: str | None, version_key: str) -> str:
     return f"{_deployment.prefix}:file-refusal:{team_part(team)}:{version_key}"
 
 
+def library_doc(run_id: str) -> str:
+    """Hash: a finished report as the team's library keeps it (jobs/records/library.py): where and by
+    whom it was asked, its title, summary, headings and sources, and the words it was indexed under."""
+    return f"{_deployment.prefix}:library:run:{run_id}"
+
+
+def library_term(team: str | None, term: str) -> str:
+    """String: one word's postings in a workspace's library, fixed-width records (report number, the
+    word's count in it, the report's length), appended as reports are shelved."""
+    return f"{_deployment.prefix}:library:{team_part(team)}:term:{term}"
+
+
+def library_docs(team: str | None) -> str:
+    """Hash: a workspace's report numbers -> the run each indexes (the postings name reports by number)."""
+    return f"{_deployment.prefix}:library:{team_part(team)}:docs"
+
+
+def library_stats(team: str | None) -> str:
+    """Hash: a workspace's library totals: the next report number and the words of every report (BM25's
+    average length)."""
+    return f"{_deployment.prefix}:library:{team_part(team)}:stats"
+
+
 def capacity(model: str) -> str:
     """Prefix of one model's shared capacity records (jobs/budgets/capacity.py lists them)."""
     return f"{_deployment.prefix}:capacity:{model}:"
@@ -328,6 +356,10 @@ REQUEST_LOG_TTL_SECONDS = 30 * 24 * 3600
 SEEN_URLS_TTL_SECONDS = 90 * 24 * 3600
 # A refused file stays refused as long as a thread's report is kept (a new version is tried afresh).
 FILE_REFUSAL_TTL_SECONDS = 90 * 24 * 3600
+# A report stays in the library as long as its run (RUN_TTL_SECONDS, jobs/records/store.py), plus this
+# grace: a run whose state expired by its TTL is found by the library's sweep while the report still
+# says which words to take out of the index.
+LIBRARY_GRACE_SECONDS = 7 * 24 * 3600
 # A checkpoint only matters until the run ends or its retries give up.
 CHECKPOINT_TTL_SECONDS = 7 * 24 * 3600
 # Stops, upgrades and notes for a run, its heartbeat and its current job: a week covers the

@@ -16,8 +16,8 @@ __all__ = ["model_client", "model_limiter"]
 
 
 def model_client(runtime: JobRuntime) -> ModelAPI:
-    """The SDK client of the configured provider."""
-    return model_api(runtime.provider_config())
+    """The SDK client of the configured provider, giving up on a service that sends nothing."""
+    return model_api(runtime.provider_config(), silence=runtime.model_silence, watch=runtime.model_watch)
 
 
 def model_limiter(async_redis: AsyncRedis, runtime: JobRuntime) -> RedisModelLimiter:

@@ -8,16 +8,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from agent import AgentConfig
 from agent.capacity import ModelLimits
-from agent.provider_config import ProviderConfig
+from agent.earlier import EarlierResearch
+from agent.provider_config import ProviderConfig, Silence
 from agent.workspace import ThreadWorkspace
 from agent.workspace_search import WorkspaceSearch
 
 from ..control.ownership import LEASE_SECONDS
 from ..keyspace import keys
 from ..records.models import Run
+
+if TYPE_CHECKING:  # the SDK's HTTP client is loaded only where a run starts
+    from agent.silence import ModelWatch
 
 
 @dataclass
@@ -43,8 +48,15 @@ class JobRuntime:
     # The team's Slack as a search acting as the requester (the run's action token); None when
     # DEEPTHREAD_WORKSPACE_SEARCH=off, in the terminal, or without a thread.
     search_for: Callable[[Run], WorkspaceSearch | None] | None = field(default=None, repr=False)
+    # The team's earlier reports a run may build on, kept to what everyone in its thread may read
+    # (agent/earlier.py); None in the terminal or without a thread.
+    earlier_for: Callable[[Run], EarlierResearch | None] | None = field(default=None, repr=False)
     # Plan first: how long a posted plan waits for approval before the run ends unresearched.
     plan_expiry_seconds: float = 120 * 60
+    # How long a model request may go without a byte (DEEPTHREAD_MODEL_FIRST_BYTE_SECONDS and
+    # DEEPTHREAD_MODEL_STREAM_IDLE_SECONDS), and who is told of the requests in flight (the terminal).
+    model_silence: Silence = field(default_factory=Silence)
+    model_watch: ModelWatch | None = field(default=None, repr=False)
 
     def provider_config(self) -> ProviderConfig:
         """Where the models are bought, with what credentials."""

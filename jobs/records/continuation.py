@@ -71,6 +71,7 @@ def create_successor(store: RunStore, parent: RunState, run: Run) -> RunState:
         charts=[c.model_copy(update={"run_id": c.drawn_by(parent.run.id)}) for c in parent.charts],
         after=parent.run.id,
         next_check=parent.next_check,  # a scheduled re-check belongs to the thread: the footer keeps it
+        earlier=parent.earlier,  # the report's opening keeps naming the team's earlier reports it built on
     )
 
 

@@ -10,7 +10,7 @@ from pydantic import AliasChoices, BaseModel, Field, SecretStr
 
 from agent import Section, Source
 from agent.charts import Chart
-from agent.events import utcnow
+from agent.events import EarlierRef, utcnow
 from agent.planning import Plan
 from agent.thread_memory import ThreadSummary
 from agent.usage import Usage
@@ -89,6 +89,8 @@ class BudgetLeft(BaseModel):
 
 # The run's last steps kept in its state (older ones scroll off: the stream showed them already).
 STEPS_KEPT = 60
+# Earlier reports a run names in its report's opening, at most.
+EARLIER_KEPT = 5
 # Source markers remembered per step: enough for a task card's source list.
 SOURCES_PER_STEP = 8
 
@@ -143,6 +145,8 @@ class RunState(BaseModel):
     finished_at: datetime | None = None
     # When the thread's report is re-checked next (jobs/upkeep/recheck.py); shown in the report footer.
     next_check: datetime | None = None
+    # The team's earlier reports the run was shown (agent/earlier.py): the report's opening names them.
+    earlier: list[EarlierRef] = Field(default_factory=list)
     # Plan first (jobs/lifecycle/planning.py): the plan awaiting approval, when it expires, and who approved it.
     plan: Plan | None = None
     plan_expires_at: datetime | None = None

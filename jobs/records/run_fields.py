@@ -19,7 +19,16 @@ from agent import (
     SourceAdded,
 )
 from agent.charts import Chart
-from agent.events import ChartDrawn, ConstraintsFound, FileUnreadable, Notice, SearchDegraded, utcnow
+from agent.events import (
+    ChartDrawn,
+    ConstraintsFound,
+    EarlierFound,
+    EarlierRef,
+    FileUnreadable,
+    Notice,
+    SearchDegraded,
+    utcnow,
+)
 from agent.planning import Plan
 from agent.thread_memory import ThreadSummary
 
@@ -88,6 +97,8 @@ def write_for(state: RunState, event: RunEvent, before_steps: int | None = None)
         change.fields["notices"] = json.dumps(state.notices)
     elif isinstance(event, ChartDrawn):
         change.fields["charts"] = _charts(state)
+    elif isinstance(event, EarlierFound):
+        change.fields["earlier"] = json.dumps([r.model_dump(mode="json") for r in state.earlier])
     else:
         change.status = state.status
         change.fields.update(
@@ -137,6 +148,7 @@ def _assemble(
             "file_notices": json.loads(h.get("file_notices") or "[]"),
             "constraints_changed": bool(h.get("constraints_changed")),
             "charts": [Chart.model_validate(c) for c in json.loads(h.get("charts") or "[]")],
+            "earlier": [EarlierRef.model_validate(r) for r in json.loads(h.get("earlier") or "[]")],
             # Runs written before steps had a list of their own kept them in the hash.
             "steps": [json.loads(step) for step in steps] if steps else json.loads(h.get("steps") or "[]"),
             "next_check": h.get("next_check") or None,

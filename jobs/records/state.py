@@ -21,6 +21,7 @@ from agent.events import (
     ConflictSettled,
     ConstraintsFound,
     Disagreement,
+    EarlierFound,
     FileUnreadable,
     Notice,
     SearchDegraded,
@@ -28,7 +29,7 @@ from agent.events import (
 )
 from agent.report import Revision
 
-from .models import SOURCES_PER_STEP, STEPS_KEPT, BudgetLeft, FileNotice, RunState, RunStatus, Step, Usage
+from .models import EARLIER_KEPT, SOURCES_PER_STEP, STEPS_KEPT, BudgetLeft, FileNotice, RunState, RunStatus, Step, Usage
 
 __all__ = ["apply_event", "apply_in_place"]
 
@@ -74,6 +75,7 @@ def apply_in_place(state: RunState, event: RunEvent) -> RunState:
                 body=event.body,
                 figures_checked=event.figures_checked,
                 flags=event.flags,
+                claims=event.claims,
             )
         ]
     elif isinstance(event, SectionRevised):
@@ -84,6 +86,7 @@ def apply_in_place(state: RunState, event: RunEvent) -> RunState:
                         "body": event.body,
                         "figures_checked": event.figures_checked,
                         "flags": event.flags,
+                        "claims": event.claims,
                         "revisions": [*s.revisions, Revision(body=s.body, reason=event.reason)],
                     }
                 )
@@ -101,6 +104,10 @@ def apply_in_place(state: RunState, event: RunEvent) -> RunState:
         else:
             charts[at] = event.chart
         state.charts = charts
+    elif isinstance(event, EarlierFound):  # in the order shown, each report once
+        known = {(r.permalink, r.title) for r in state.earlier}
+        new = [r for r in event.reports if (r.permalink, r.title) not in known]
+        state.earlier = [*state.earlier, *new][:EARLIER_KEPT]
     elif isinstance(event, Finished):
         state.status = RunStatus(event.status)
         state.summary = event.summary

@@ -37,7 +37,7 @@ from agent import (
     Source,
 )
 from agent.charts import Chart
-from agent.events import utcnow
+from agent.events import EarlierRef, utcnow
 from agent.planning import Plan
 
 from ..exceptions import LeaseLost, RunNotFound, ThreadMoved
@@ -81,6 +81,7 @@ class RunStore:
         after: str | None = None,
         next_check: datetime | None = None,
         charts: Iterable[Chart] = (),
+        earlier: Iterable[EarlierRef] = (),
     ) -> RunState:
         """Store a new run and link it to its thread (and the active set).
 
@@ -91,7 +92,7 @@ class RunStore:
         return durably(
             self.redis,
             keys.run_state(run.id),
-            lambda: self._create(run, sections, sources, after, next_check, charts),
+            lambda: self._create(run, sections, sources, after, next_check, charts, list(earlier)),
             f"run {run.id}",
         )
 
@@ -103,6 +104,7 @@ class RunStore:
         after: str | None,
         next_check: datetime | None,
         charts: Iterable[Chart],
+        earlier: list[EarlierRef] | None = None,
     ) -> RunState:
         state = RunState(
             run=run,
@@ -110,6 +112,7 @@ class RunStore:
             sources={s.marker: s for s in sources},
             next_check=next_check,
             charts=list(charts),
+            earlier=earlier or [],
         )
         self._store_new(state)
         linked = (
@@ -180,6 +183,7 @@ class RunStore:
             "file_notices": _file_notices(state),
             "constraints_changed": "1" if state.constraints_changed else "",
             "charts": _charts(state),
+            "earlier": json.dumps([r.model_dump(mode="json") for r in state.earlier]),
             "thread_summary": _thread_summary(state),
             "next_check": _time(state.next_check),
             "plan": state.plan.model_dump_json() if state.plan is not None else "",

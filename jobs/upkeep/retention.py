@@ -52,6 +52,7 @@ from ..exceptions import RunNotFound
 from ..keyspace import keys
 from ..keyspace.connection import text
 from ..process.metrics import metrics
+from ..records.library import unshelve_run
 from ..records.models import RunStatus
 from .forgotten import Forgotten, held
 from .rq_records import delete_recheck_jobs, delete_run_jobs
@@ -250,6 +251,7 @@ JOBS_RULES: dict[str, Rule] = {
     "recheck_run": _RUN,
     "recheck_digest_lease": _RUN,
     "spend_run": Rule(Owner.RUN, delete=_delete_spend_run),
+    "library_doc": Rule(Owner.RUN, delete=unshelve_run),  # the report on the team's shelf, and its postings
     "dedupe": _MARK,  # a run's once-only marks ("1"), at most keys.CONTROL_TTL_SECONDS
     # A run's messages.
     "message_run": _MESSAGE,
@@ -265,8 +267,12 @@ JOBS_RULES: dict[str, Rule] = {
     # A workspace's.
     "spend_month": _WORKSPACE,  # the ledger's totals: kept after their runs go, deleted with the workspace
     "budgets": _WORKSPACE,
+    "workspace_settings": _WORKSPACE,  # what its admins chose (the claim check off)
     "file_refusal": _WORKSPACE,  # why a file version could not be read
     "seen": _WORKSPACE,  # events already handled, a day
+    "library_term": _WORKSPACE,  # the library's index (jobs/records/library.py): word -> report numbers
+    "library_docs": _WORKSPACE,
+    "library_stats": _WORKSPACE,
 }
 
 JOBS_CATALOGUE = Catalogue(
@@ -394,10 +400,8 @@ class Retention:
     def _unstream(self) -> None:
         from ..records.store import RunStore  # the stream's owner
 
-        pending, self._unstreamed = self._unstreamed, {}
-        for key, run_ids in pending.items():
-            if key == keys.UPDATES_STREAM:
-                RunStore(self.redis).forget_updates(run_ids)
+        pending, self._unstreamed = self._unstreamed.get(keys.UPDATES_STREAM, set()), {}
+        RunStore(self.redis).forget_updates(pending)  # the one stream of xdel entries
 
     def _thread_keys(self, subject: Subject) -> int:
         self._remove_entries(Owner.THREAD, subject)

@@ -26,6 +26,7 @@ from agent.config import Caps, budget_for
 from agent.task import PriorRun
 from agent.visibility import is_requester_dm
 
+from ..budgets.reservations import RedisSpendGate
 from ..budgets.spend import Spend, record_spend
 from ..control import ownership
 from ..control.control import RedisRunControl, upgraded_profile
@@ -45,6 +46,7 @@ from ..records.continuation import prior_of
 from ..records.models import RunState
 from ..records.store import RunStore
 from ..records.stores import RedisCheckpointStore, RedisFileRefusals, RedisRequestLog, RedisResultStore, RedisSeenUrls
+from ..records.workspace_settings import config_for
 
 log = logging.getLogger(__name__)
 
@@ -126,11 +128,14 @@ async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime, tenur
     control = RedisRunControl(async_redis, run_id, caps, for_this_loop(runtime.redis_url))
     handing_back = asyncio.Event()
 
+    # The claim check: on for the deployment (DEEPTHREAD_CLAIM_CHECK) unless the workspace's admins turned it off.
+    config = config_for(store.redis, state.run.team, runtime.agent)
+
     async def work() -> None:
         async with model_client(runtime) as client:
             await research(
                 task_for(state, runtime, upgraded_profile(store.redis, run_id), prior_of(store, state), caps),
-                runtime.agent,
+                config,
                 anthropic=client,
                 emit=emit,
                 backend=RunBackend(
@@ -145,6 +150,15 @@ async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime, tenur
                     limiter=model_limiter(async_redis, runtime),
                     team=state.run.team or "",
                     run_id=run_id,
+                    # Each request reserved against the budgets this run shares with its channel's and
+                    # workspace's other runs (jobs/budgets/reservations.py).
+                    spend_gate=RedisSpendGate(
+                        async_redis,
+                        team=state.run.team,
+                        channel=state.run.channel,
+                        user=state.run.requester,
+                        run_id=run_id,
+                    ),
                 ),
                 registry=SourceRegistry(state.sources.values()),
                 sections=state.sections,
@@ -154,6 +168,7 @@ async def run_agent(store: RunStore, state: RunState, runtime: JobRuntime, tenur
                 workspace_search=(
                     runtime.search_for(state.run) if runtime.search_for and not state.run.shared_audience else None
                 ),
+                earlier=runtime.earlier_for(state.run) if runtime.earlier_for else None,
             )
         await checkpoints.clear()
 

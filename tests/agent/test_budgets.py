@@ -39,7 +39,7 @@ async def run(fake_model: FakeAnthropic, fake_web, *, budget: Budget | None = No
         events.append(event)
 
     config = AgentConfig(search=SearchConfig(provider="searxng", searxng_url=fake_web.url),
-                         fetch=FetchConfig(allow=["127.0.0.1"]))
+                         fetch=FetchConfig(allow=["127.0.0.1"]), claim_check=False)  # scripted in a fixed order
     async with AsyncAnthropic(api_key="k", base_url=fake_model.url) as client:
         outcome = await research(ResearchTask(question=question, budget=budget or Budget()), config,
                                  anthropic=client, emit=emit, backend=RunBackend(control=control or MemoryControl()),

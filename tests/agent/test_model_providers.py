@@ -56,7 +56,7 @@ async def test_bedrock_requests_are_signed_and_carry_the_model_in_the_path(fake_
     assert (c1, c2) == ("bedrock", "bedrock")
     # The main turn is streamed (AWS event-stream framing back), the small call is not.
     assert turn_path == f"/model/{BEDROCK_MODEL}/invoke-with-response-stream"
-    assert small_path == f"/model/{BEDROCK_SMALL}/invoke"
+    assert small_path == f"/model/{BEDROCK_SMALL}/invoke-with-response-stream", "side requests stream too"
     assert SIGV4.match(turn_headers["Authorization"]) and turn_headers["X-Amz-Date"]
     for body in (turn_body, small_body):
         assert body["anthropic_version"] and "model" not in body and "stream" not in body
@@ -90,7 +90,8 @@ async def test_vertex_requests_carry_the_token_and_route_by_project_region_and_m
     await turn_and_small(vertex(fake_model.url), VERTEX_MODEL, VERTEX_SMALL)
     base = f"/v1/projects/{clouds.VERTEX_PROJECT}/locations/us-east5/publishers/anthropic/models"
     (_, turn_path, headers, turn_body), (_, small_path, _, small_body) = fake_model.cloud_requests
-    assert turn_path == f"{base}/{VERTEX_MODEL}:streamRawPredict" and small_path == f"{base}/{VERTEX_SMALL}:rawPredict"
+    assert turn_path == f"{base}/{VERTEX_MODEL}:streamRawPredict"
+    assert small_path == f"{base}/{VERTEX_SMALL}:streamRawPredict", "side requests stream too"
     assert headers["Authorization"] == f"Bearer {clouds.VERTEX_TOKEN}"
     assert turn_body["anthropic_version"] and "model" not in turn_body and turn_body["stream"] is True
     assert turn_body["thinking"] == {"type": "adaptive"}
@@ -135,6 +136,8 @@ async def test_a_whole_research_run_works_through_each_cloud(provider: str, fake
     (ProviderConfig(provider="bedrock"), "AWS_REGION"),
     (ProviderConfig(provider="vertex", vertex_project="p"), "CLOUD_ML_REGION"),
     (ProviderConfig(provider="vertex", vertex_region="us-east5"), "ANTHROPIC_VERTEX_PROJECT_ID"),
+    # every missing setting at once, not the first alone
+    (ProviderConfig(provider="vertex", vertex_access_token="t"), "CLOUD_ML_REGION .*; ANTHROPIC_VERTEX_PROJECT_ID"),
     (ProviderConfig(provider="bedrock", aws_region="us-east-1", bedrock_api_key="k", aws_profile="p"), None),
 ])
 def test_a_provider_missing_a_setting_says_which(config: ProviderConfig, says: str | None) -> None:

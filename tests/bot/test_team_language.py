@@ -131,9 +131,10 @@ def _shown(state: RunState) -> dict[str, str]:
 @given(data=st.data())
 def test_every_word_the_bot_shows_comes_from_the_catalogue_in_the_teams_language(code: str, data: st.DataObject) -> None:
     state = data.draw(reports(QUESTIONS[code]))
-    # The question's tickers, the requester's id, the stop reaction's name and the budget profile's are
-    # not the bot's words.
-    allowed = _own_words(code) | {"vti", "itot", "schb", "ana", "octagonal", "sign", "standard"}
+    # The question's tickers, the requester's id, the stop reaction's name, the budget profile's and the
+    # export buttons' file formats (PDF, Word, Markdown) are names, not the bot's words.
+    allowed = _own_words(code) | {"vti", "itot", "schb", "ana", "octagonal", "sign", "standard", "pdf", "word",
+                                  "markdown"}
     for where, text in _shown(state).items():
         english = sorted(_words(text) & ENGLISH - allowed)
         assert not english, f"{code} {where}: English words {english} in {text[:400]!r}"

@@ -295,3 +295,25 @@ def install(base: str, team: str | None = None) -> httpx.Response:
     localhost over plain HTTP where httpx's cookie jar would not."""
     cookie, back = begin_install(base, team)
     return httpx.get(back, headers={"Cookie": cookie}, timeout=10)
+
+
+# --- Socket Mode: what Slack delivers and what the app answered --------------------------------------
+
+
+def deliver(slack: FakeSlack, envelope: dict) -> str:
+    """An Events API envelope over Socket Mode, its message seeded as Slack holds it (when it has one);
+    waits for the ack; returns the event's ts (or "")."""
+    ts = slack.seed_event(envelope) if "ts" in envelope.get("event", {}) else ""
+    envelope_id = slack.send_socket_event(envelope)
+    wait_for(lambda: envelope_id in slack.socket_acks, 5, "the ack")
+    return ts
+
+
+def interact(slack: FakeSlack, payload: dict) -> None:
+    """An interaction (a button, Enter in a dispatching input) over Socket Mode; waits for the ack."""
+    import uuid
+
+    envelope_id = str(uuid.uuid4())
+    slack.send_socket_frame({"envelope_id": envelope_id, "payload": payload, "type": "interactive",
+                             "accepts_response_payload": False})
+    wait_for(lambda: envelope_id in slack.socket_acks, 5, "the ack")

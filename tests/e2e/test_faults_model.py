@@ -53,7 +53,7 @@ class GoneAfterSection:
         if self.gone and not is_extraction(request):
             raise FakeAPIError(self.status)
         reply = self.inner(request)
-        self.gone = any(b.get("name") == "write_section" for b in reply.content)
+        self.gone = self.gone or any(b.get("name") == "write_section" for b in reply.content)  # for good
         return reply
 
 

@@ -126,7 +126,7 @@ def test_a_restarted_serve_forces_a_stop_requested_before_the_crash(tmp_path, re
             wait_for(lambda: "forced after" in report(fake_slack, report_ts), 20, "the forced stop in the report")
             wait_for(lambda: "Stopped" in block_text(fake_slack.message(CHANNEL, progress)), 10, "the progress line")
     text = report(fake_slack, report_ts)
-    assert re.search(rf"Stopped: stopped by (<@|&lt;@)U0ANA(>|&gt;) \(forced after {GRACE_SECONDS} s\)", text), text
+    assert re.search(rf"Stopped by (<@|&lt;@)U0ANA(>|&gt;) \(forced after {GRACE_SECONDS} s\)", text), text
     assert "Fees" in text and "VTI charges the lowest fee" in text, "the report keeps its sections"
     state = _runs(redis).get(run_id)
     assert state.status == RunStatus.stopped and state.reason.endswith(f"(forced after {GRACE_SECONDS} s)")

@@ -35,9 +35,9 @@ def test_the_session_stop_button_ends_the_run_with_its_report_and_moves_the_sess
     assert post_event(stack, clicked, headers={"X-Slack-Retry-Num": "1"}).status_code == 200  # Slack's retry
     wait_for(lambda: "Stopped" in block_text(fake_slack.message(CHANNEL, progress)), 15, "the stop")
     assert fake_web.slow_served == 0, "stopped during the 40 s page, not after it"
-    text = wait_for(lambda: "Stopped: stopped by" in report(fake_slack, report_ts) and report(fake_slack, report_ts),
+    text = wait_for(lambda: "Stopped by" in report(fake_slack, report_ts) and report(fake_slack, report_ts),
                     10, "the report to say who stopped it")
-    assert re.search(r"Stopped: stopped by (<@|&lt;@)U0ANA", text) and "Fees" in text, text
+    assert re.search(r"Stopped by (<@|&lt;@)U0ANA", text) and "Fees" in text, text
     wait_for(lambda: statuses(fake_slack, thread)[-1:] == ["active"], 10, "the session moved on")
     assert statuses(fake_slack, thread) == ["processing", "active"], "moved once, by us: Slack never moves it"
     assert not fake_slack.calls_of("assistant.threads.setStatus"), "the session is the run's only indicator"
@@ -96,7 +96,7 @@ def test_in_stream_mode_the_stop_button_stops_the_streams_and_the_run_and_the_en
         clicked = slack_sessions.press_stop(fake_slack, CHANNEL, thread, user="U0ANA")
         assert clicked["event"]["streaming_message_ts"], "Slack stopped the run's live stream"
         assert post_event(stack, clicked).status_code == 200
-        wait_for(lambda: "Stopped: stopped by" in report(fake_slack, report_ts), 20, "the report's stop line")
+        wait_for(lambda: "Stopped by" in report(fake_slack, report_ts), 20, "the report's stop line")
 
         def ended() -> bool:
             shown = slack_streaming.streams_in(fake_slack, CHANNEL, thread)

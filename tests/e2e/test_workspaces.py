@@ -17,8 +17,8 @@ from rq.job import Job
 
 from jobs import RunStatus, RunStore
 from jobs import keys as job_keys
-from jobs.upkeep.recheck import Rechecks
 from jobs.budgets.spend import Spend
+from jobs.upkeep.recheck import Rechecks
 from tests.e2e.stack import (
     APP_TOKEN,
     begin_install,
@@ -399,3 +399,27 @@ def test_an_org_wide_install_serves_each_workspace_of_the_org_with_its_own_recor
 
         assert post_event(s, fake_slack.uninstall(org)).status_code == 200
         wait_for(lambda: not redis.exists(f"deepthread:installation:{org}:-"), 20, "the org's token to be deleted")
+
+
+def test_an_org_wide_install_gives_each_of_its_workspaces_the_new_workspace_budget(
+        tmp_path: Path, redis_url: str, fake_slack: FakeSlack, fake_model, fake_web) -> None:
+    """Enterprise Grid: the install names no workspace, yet each workspace of the org that asks starts
+    with the same monthly budget a workspace install gets (DEEPTHREAD_NEW_WORKSPACE_BUDGET_USD)."""
+    org, teams = "E0ORG", {"T0EAST": "C0EAST", "T0WEST": "C0WEST"}
+    for team, channel in teams.items():
+        fake_slack.add_workspace(team, channels=(channel,), enterprise_id=org)
+    bot = fake_slack.orgs[org].bot_user_id
+    redis = Redis.from_url(redis_url)
+    with workspaces_stack(tmp_path, fake_slack, redis_url=redis_url, model_url=fake_model.url,
+                          web_url=fake_web.url, DEEPTHREAD_NEW_WORKSPACE_BUDGET_USD="25") as (base, s):
+        assert "Thank you!" in install(base, org).text
+        Spend(redis).set_budget("T0WEST", "workspace", None)  # an admin of one workspace lifted it already
+        for team, channel in teams.items():
+            envelope = app_mention_event("expense ratio VTI SCHB ITOT", channel=channel, team_id=team,
+                                         bot_user_id=bot, enterprise_id=org, is_enterprise_install=True)
+            ts = fake_slack.seed_event(envelope)
+            assert post_event(s, envelope).status_code == 200
+            finished_report(fake_slack, channel, ts)
+    east = Spend(redis).caps("T0EAST", "C0EAST")
+    assert [(c.scope, c.limit_micros) for c in east] == [("workspace", 25_000_000)], "the same default as an install"
+    assert Spend(redis).caps("T0WEST", "C0WEST") == [], "a workspace's own choice is kept"

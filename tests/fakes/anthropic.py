@@ -183,6 +183,10 @@ class FakeAnthropic:
         self.limits = OrganizationLimits()
         # False: an endpoint (a proxy, a gateway) that sends no `anthropic-ratelimit-*` headers.
         self.reports_limits = True
+        # A provider that answers some requests its own way, before its quota counts them: for a body,
+        # None (answered as usual) or (status, headers): a 429 rate_limit_error with these headers, or
+        # an answer (2xx) whose headers these replace (a hostile or garbled provider, per request).
+        self.answer_with: Callable[[dict[str, Any]], tuple[int, dict[str, str]] | None] | None = None
         # Thinking: when a request enables it and `thinker` is set, each answer begins with a thinking
         # block of thinker(request)'s text, signed by this fake; blocks sent back are checked against it.
         self.thinker: Callable[[dict[str, Any]], str | None] | None = None
@@ -382,8 +386,10 @@ class FakeAnthropic:
         fail = error or _error
         reports = limit_headers and self.reports_limits
 
+        extra: dict[str, str] = {}  # answer_with's headers, replacing the limits' on this answer
+
         def limit_headers_of(model: str) -> dict[str, str]:
-            return self.limits.headers(model) if reports else {}
+            return {**(self.limits.headers(model) if reports else {}), **extra}
 
         if self.delay:
             await asyncio.sleep(self.delay)
@@ -407,6 +413,14 @@ class FakeAnthropic:
                 self._rejected.append((body, message))
             return fail(400, "invalid_request_error", message)
         model = str(body["model"])
+        special = self.answer_with(body) if self.answer_with is not None else None
+        if special is not None and special[0] == 429:
+            with self._lock:
+                self._served_failures.append(429)
+            return fail(429, "rate_limit_error", "This request would exceed your organization's rate limit.",
+                        special[1])
+        if special is not None:
+            extra.update(special[1])
         wait = self.limits.admit(model, usage.input_tokens + usage.cache_creation_input_tokens)
         if wait is not None:
             with self._lock:

@@ -124,6 +124,9 @@ class McpTestServer:
             while self.export_sent < self.export_bytes and not gone.is_set():
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
                 self.export_sent += len(chunk)
+                # Once the client is gone uvicorn's send returns without suspending, so without a
+                # yield here the watcher never runs and this loop "sends" every byte into nothing.
+                await asyncio.sleep(0)
             await send({"type": "http.response.body", "body": ('"' + after).encode(), "more_body": False})
         except Exception:  # the client hung up on the answer: what a bounded client does
             return

@@ -46,9 +46,25 @@ def is_constraints(request: dict[str, Any]) -> bool:
     return "the constraints it states" in " ".join(_system_text(request).split())
 
 
+def is_claim_check(request: dict[str, Any]) -> bool:
+    """The small model judging a section's cited claims (agent/prompts/claim_check.md)."""
+    return _system_text(request).startswith("You check claims")
+
+
+CLAIM_ITEM = re.compile(r'<claim n="(\d+)">')
+
+
+def claim_verdicts(request: dict[str, Any], verdict: str = "supported") -> Reply:
+    """The judge's answer: `verdict` for every claim it was sent (the scripted judge trusts the rules'
+    anchor; tests that need another answer script one of their own)."""
+    numbers = [int(n) for n in CLAIM_ITEM.findall(_text(request["messages"][-1]))]
+    differs = "" if verdict == "supported" else "scripted: the source says something else"
+    return text_reply(json.dumps({"verdicts": [{"n": n, "verdict": verdict, "differs": differs} for n in numbers]}))
+
+
 def is_extraction(request: dict[str, Any]) -> bool:
-    """A small-model side request (page reading, or the constraints pass), not a turn of the loop."""
-    return "You read one web page" in _system_text(request) or is_constraints(request)
+    """A small-model side request (page reading, the constraints pass, the claim check), not a turn of the loop."""
+    return "You read one web page" in _system_text(request) or is_constraints(request) or is_claim_check(request)
 
 
 def question_of(request: dict[str, Any]) -> str:
@@ -61,6 +77,8 @@ def extract(request: dict[str, Any], *, fabricate: bool = False) -> Reply:
     """Answer a read_page extraction: sentences of the page sharing words with the goal."""
     if is_constraints(request):
         return text_reply('{"constraints": []}')  # scripted requests state none
+    if is_claim_check(request):
+        return claim_verdicts(request)
     prompt = _text(request["messages"][-1])
     goal = re.search(r"<goal>(.*?)</goal>", prompt, re.S)
     page = re.search(r"<page[^>]*>\n(.*)\n</page>", prompt, re.S)
@@ -96,7 +114,7 @@ class ResearchPolicy:
         question = question_of(request)
         if forced:
             return self.final(messages)
-        if not previous_calls:
+        if not previous_calls or previous_calls == ["earlier_research"]:  # the run's own opening search
             return tool_reply(("web_search", {"query": " ".join(question.split()[:5])}))
         if previous_calls[0] == "web_search":
             urls = URL.findall(results)[: self.pages_per_search]
@@ -171,6 +189,8 @@ class LongRunPolicy:
     def __call__(self, request: dict[str, Any]) -> Reply:
         if is_summary_request(request):
             return self.summary(request)
+        if is_claim_check(request):
+            return claim_verdicts(request)
         forced = (request.get("tool_choice") or {}).get("type") == "none"
         self.turn += 1
         k = self.turn

@@ -53,6 +53,7 @@ METHOD_SCOPES: dict[str, tuple[str, ...]] = {
     "conversations.history": ("<history>",),
     "conversations.info": ("<read>",),
     "conversations.members": ("<read>",),
+    "views.publish": (),  # the Home tab: the bot token alone
 }
 # Called with the app-level token (xapp-…), whose scope is set on the app, not in the bot list.
 APP_LEVEL_SCOPES = {"apps.connections.open": "connections:write"}

@@ -35,6 +35,7 @@ from tests.fakes import (
     slack_search,
     slack_sessions,
     slack_streaming,
+    slack_views,
 )
 from tests.fakes.slack_events import (
     app_mention_event,
@@ -98,6 +99,11 @@ APP_LEVEL_METHODS = frozenset({"apps.connections.open"})
 CLIENT_CREDENTIAL_METHODS = frozenset({"oauth.v2.access"})
 
 
+# Slack's rate-limit page: what an app distributed outside the Marketplace may read of a conversation.
+HISTORY_METHODS = ("conversations.replies", "conversations.history")
+DISTRIBUTED_HISTORY_OBJECTS = 15
+
+
 @dataclass
 class _Failure:
     times: int
@@ -143,6 +149,8 @@ class FakeSlack(WebApiMethods, SocketMode, Workspaces):
         self._count_429: dict[str, int] = {}
         self._limited_until = 0.0  # monotonic: until then every method answers 429 (rate_limit_everything)
         self._limited_retry_after = 1
+        # An app distributed outside the Marketplace (distributed_app): messages a history read returns at most.
+        self.history_cap: int | None = None
         self._origin = ""  # scheme://host of the current request, for upload URLs
         # Socket Mode
         self._tickets: set[str] = set()  # issued by apps.connections.open, not yet used
@@ -186,6 +194,7 @@ class FakeSlack(WebApiMethods, SocketMode, Workspaces):
         slack_streaming.register(self)  # chat.startStream / appendStream / stopStream
         slack_sessions.register(self)  # agents.sessions.setStatus / rename, the stop button
         slack_search.register(self)  # assistant.search.context, as the acting user
+        slack_views.register(self)  # views.publish: each person's Home tab
         self._init_workspaces(team_id, TEAM_NAME, bot_user_id, bot_id)
 
     # ---------------------------------------------------------------- server
@@ -378,6 +387,16 @@ class FakeSlack(WebApiMethods, SocketMode, Workspaces):
         for method, per_minute in TIERS.items():
             self.set_rate_limit(method, per_minute, window=window)
 
+    def distributed_app(self, *, window: float = 60.0) -> None:
+        """Answer as Slack answers an app distributed to other organizations outside the Marketplace
+        (created since 29 May 2025): conversations.replies and conversations.history once per `window`
+        (a minute) per workspace, each 429 with the Retry-After left, and at most 15 messages an answer
+        whatever `limit` asks (a cursor for the rest)."""
+        for method in HISTORY_METHODS:
+            self.set_rate_limit(method, 1, window=window)
+        with self._lock:
+            self.history_cap = DISTRIBUTED_HISTORY_OBJECTS
+
     def set_rate_limit(self, method: str, per_minute: int | None, *, window: float = 60.0) -> None:
         """Cap `method` at `per_minute` calls per sliding `window` seconds (None removes the cap)."""
         with self._lock:
@@ -434,12 +453,13 @@ class FakeSlack(WebApiMethods, SocketMode, Workspaces):
             return [p for m, p in self._calls if m == method]
 
     def add_user(self, user: str, *, name: str | None = None, team_id: str | None = None, admin: bool = False,
-                 owner: bool = False, enterprise_id: str | None = None) -> None:
+                 owner: bool = False, enterprise_id: str | None = None, guest: bool = False) -> None:
         """A person as users.info reports them: `team_id` another workspace's for a Slack Connect guest,
-        whose `is_admin` is about their own organization."""
+        whose `is_admin` is about their own organization; `guest` a guest account of this workspace
+        (`is_restricted`: they see only the channels they are in)."""
         with self._lock:
             self.users[user] = {"name": name or user.lower(), "team_id": team_id or self.team_id, "is_admin": admin,
-                                "is_owner": owner, "enterprise_id": enterprise_id}
+                                "is_owner": owner, "enterprise_id": enterprise_id, "guest": guest}
 
     def add_conversation(self, channel: str, *, name: str | None = None, private: bool | None = None,
                          members: list[str] | None = None, ext_shared: bool = False) -> None:

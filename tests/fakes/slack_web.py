@@ -53,6 +53,7 @@ class WebApiMethods(_Base):
             "id": user, "team_id": known.get("team_id", self._caller.team_id), "name": name, "real_name": name.title(),
             "deleted": False, "is_admin": known.get("is_admin", user in self.admins),
             "is_owner": known.get("is_owner", False), "is_bot": user == self._caller.bot_user_id,
+            "is_restricted": known.get("guest", False), "is_ultra_restricted": False,
             "profile": {"display_name": name, "real_name": name.title(), "team": known.get("team_id", self._caller.team_id)},
         }
         if known.get("team_id", self._caller.team_id) != self._caller.team_id:
@@ -249,7 +250,7 @@ class WebApiMethods(_Base):
         msgs = [self._render(m, with_metadata=with_metadata) for m in self.thread(channel, ts)]
         if not msgs:
             raise SlackError("thread_not_found")
-        return _paginate(msgs, p, "messages")
+        return _paginate(msgs, self._capped(p), "messages")
 
     def _conversations_history(self, p: dict[str, Any]) -> dict[str, Any]:
         channel = _str(p.get("channel"))
@@ -258,7 +259,19 @@ class WebApiMethods(_Base):
         # Top-level messages only, newest first, like Slack.
         top = [m for m in self.messages(channel) if not m.thread_ts or m.thread_ts == m.ts]
         with_metadata = _flag(p.get("include_all_metadata"))
-        return _paginate([self._render(m, with_metadata=with_metadata) for m in reversed(top)], p, "messages")
+        return _paginate([self._render(m, with_metadata=with_metadata) for m in reversed(top)], self._capped(p),
+                         "messages")
+
+    def _capped(self, p: dict[str, Any]) -> dict[str, Any]:
+        """A history read's `limit` as Slack applies it: a distributed app gets at most history_cap."""
+        cap = self.history_cap
+        if cap is None:
+            return p
+        try:
+            asked = int(p.get("limit") or cap)
+        except ValueError:
+            asked = cap
+        return {**p, "limit": min(asked, cap)}
 
     def _set_status(self, p: dict[str, Any]) -> dict[str, Any]:
         channel, thread_ts = _str(p.get("channel_id")), _str(p.get("thread_ts"))

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from redis.asyncio import Redis as AsyncRedis
 
 from agent.capacity import Demand, MemoryModelLimiter, ModelLimiter, ModelLimits, Observed, observed
+from agent.provider_values import MAX_PAUSE_SECONDS
 from jobs.budgets.capacity import RedisModelLimiter, waiting_runs_by_team
 
 
@@ -100,15 +101,14 @@ async def test_limits_come_from_the_service_headers_unless_the_operator_set_them
     assert await operator.try_acquire(demand("t", "r")) > 0
 
 
-async def test_a_429_holds_every_run_off_for_its_retry_after(make_limiter: LimiterFactory) -> None:
+async def test_a_429_holds_only_its_own_request_and_no_answer_pauses_the_others(make_limiter: LimiterFactory) -> None:
     clock = Clock()
     limiter = make_limiter(ModelLimits(requests=600, input_tokens=10**9, output_tokens=10**9), clock)
-    await limiter.observe("m", observed({"retry-after": "7"}, 429))
-    assert await limiter.try_acquire(demand("a", "1")) > 0
-    assert await limiter.try_acquire(demand("b", "2")) > 0
-    clock.now += 7.5
-    assert await limiter.try_acquire(demand("a", "1b")) == 0
-    assert await limiter.try_acquire(demand("b", "2b")) == 0
+    hostile = observed({"retry-after": "1000000000", "anthropic-ratelimit-requests-reset": "2999-01-01T00:00:00Z"}, 429)
+    assert hostile.retry_after == MAX_PAUSE_SECONDS, "its own request waits a few minutes at most"
+    await limiter.observe("m", hostile)
+    assert await limiter.try_acquire(demand("a", "1")) == 0, "another workspace's request goes at once"
+    assert await limiter.try_acquire(demand("b", "2")) == 0
 
 
 async def test_the_tokens_of_a_request_the_service_failed_are_given_back(make_limiter: LimiterFactory) -> None:
@@ -188,6 +188,7 @@ async def drive(limiter: ModelLimiter, quota: HiddenQuota, clock: Clock, *, minu
     end = clock.now + minutes * 60
     ready = {f"r{n}": clock.now for n in range(runs)}  # run -> when it asks next
     pending = {run: demand("t", run) for run in ready}
+    attempt, since = dict.fromkeys(ready, 0), dict.fromkeys(ready, 0)
     while clock.now < end:
         run = min(ready, key=lambda r: ready[r])
         clock.now = max(clock.now, ready[run])
@@ -196,8 +197,9 @@ async def drive(limiter: ModelLimiter, quota: HiddenQuota, clock: Clock, *, minu
         if wait > 0:
             ready[run] = clock.now + wait
             continue
-        seen = replace(quota.answer(), ticket=wanted.ticket)
-        await limiter.observe("m", seen)
+        seen = replace(quota.answer(), ticket=wanted.ticket, attempt=attempt[run], since=since[run])
+        since[run] = await limiter.observe("m", seen)
+        attempt[run] = 0 if seen.answered else attempt[run] + 1  # a throttled request asks again, as the middleware does
         pending[run] = demand("t", run)
         ready[run] = clock.now + (latency if seen.answered else 0.0)
 
@@ -216,7 +218,8 @@ async def test_a_limit_no_one_names_is_learned_near_the_hidden_quota_with_few_th
 
 async def test_a_learned_limit_is_cut_once_per_throttled_round_and_rises_while_answers_succeed(
         make_limiter: LimiterFactory) -> None:
-    from agent.capacity import LEARN_DECREASE, LEARN_START_REQUESTS_PER_MINUTE
+    from agent.capacity import LEARN_START_REQUESTS_PER_MINUTE
+    from agent.capacity_learning import LEARN_DESCENT
 
     clock = Clock()
     limiter = make_limiter(ModelLimits(), clock)
@@ -225,13 +228,19 @@ async def test_a_learned_limit_is_cut_once_per_throttled_round_and_rises_while_a
         assert await limiter.try_acquire(d) == 0, "a new deployment starts permissive"
     for d in flight:  # all three throttled: sent before the first cut, they make one cut, not three
         await limiter.observe("m", Observed(ModelLimits(), ModelLimits(), throttled=True, ticket=d.ticket))
-    cut = LEARN_START_REQUESTS_PER_MINUTE * LEARN_DECREASE
+    cut = LEARN_START_REQUESTS_PER_MINUTE * LEARN_DESCENT  # no answer yet: far above the quota, a deep cut
     assert await learned_requests(limiter) == pytest.approx(cut)
-    clock.now += 60
+    clock.now += 1  # a second's refill: the limit still holds requests back
     after = demand("t", "r9")
     assert await limiter.try_acquire(after) == 0
     await limiter.observe("m", Observed(ModelLimits(), ModelLimits(), answered=True, ticket=after.ticket))
-    assert await learned_requests(limiter) > cut, "an answer raises it again"
+    raised = await learned_requests(limiter)
+    assert raised > cut, "an answer raises it again"
+    clock.now += 120  # the bucket is full again: the deployment asks less than its limit
+    idle = demand("t", "r10")
+    assert await limiter.try_acquire(idle) == 0
+    await limiter.observe("m", Observed(ModelLimits(), ModelLimits(), answered=True, ticket=idle.ticket))
+    assert await learned_requests(limiter) == pytest.approx(raised), "nothing learned above what is asked"
 
 
 async def learned_requests(limiter: ModelLimiter) -> float:
@@ -275,5 +284,5 @@ async def test_a_waiting_request_is_told_which_limit_holds_it(make_limiter: Limi
     assert await limiter.try_acquire(Demand(team="t", run="r", model="m", input_tokens=10, output_tokens=1_000)) == 0
     waiting = Demand(team="t", run="r", model="m", input_tokens=10, output_tokens=1_000)
     assert await limiter.try_acquire(waiting) > 0
-    holding = getattr(limiter, "holding")
+    holding = limiter.holding
     assert await holding(waiting) == ("output_tokens", 1_000, "set")

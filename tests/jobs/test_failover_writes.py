@@ -15,11 +15,10 @@ again."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
-
 import asyncio
 import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from redis import Redis
@@ -30,8 +29,8 @@ from rq.job import Job
 
 from jobs import RunStore, keys
 from jobs.keyspace.connection import connect, connect_async, on_primary
-from jobs.records.models import Run, RunStatus
 from jobs.lifecycle.runs import Runs
+from jobs.records.models import Run, RunStatus
 from tests.processes import SentinelTopology, wait_for
 
 TEAM, CHANNEL, THREAD = "T0SPLIT", "C0SPLIT", "1700000000.000100"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from redis import Redis
 
 from jobs import Run, Runs, RunStore, keys
-from jobs.upkeep.recheck import Rechecks, Schedule
 from jobs.records.models import utcnow
+from jobs.upkeep.recheck import Rechecks, Schedule
 
 TEAM, OTHER = "T0TEST", "T0OTHER"
 

@@ -18,9 +18,9 @@ from agent import Progress, SectionWritten
 from agent.results import Locator, StoredResult
 from jobs import Run, Runs, RunStore, keys
 from jobs.control import ownership
-from jobs.keyspace.connection import connect_async
-from jobs.exceptions import LeaseLost
 from jobs.control.ownership import Tenure
+from jobs.exceptions import LeaseLost
+from jobs.keyspace.connection import connect_async
 from jobs.lifecycle.queue import enqueue
 from jobs.records.stores import RedisCheckpointStore, RedisResultStore
 

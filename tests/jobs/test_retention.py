@@ -19,9 +19,9 @@ from agent.events import utcnow
 from bot import keys as bot_keys
 from bot.desk.retention import BOT_CATALOGUE, retention
 from jobs import JobRuntime, Run, Runs, RunStatus, RunStore, enqueue, keys
+from jobs.budgets.spend import Spend
 from jobs.process.metrics import metrics
 from jobs.upkeep.retention import JOBS_CATALOGUE, Catalogue, Owner, Subject
-from jobs.budgets.spend import Spend
 from tests.helpers import keys_holding, web_config
 
 QUESTION = "expense ratio VTI SCHB ITOT"

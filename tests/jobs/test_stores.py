@@ -8,7 +8,13 @@ from redis.asyncio import Redis as AsyncRedis
 
 from agent.context.requestlog import RequestRecord
 from agent.results import Locator, StoredResult
-from jobs.records.stores import RedisCheckpointStore, RedisRequestLog, RedisResultStore, load_request_body, load_request_records
+from jobs.records.stores import (
+    RedisCheckpointStore,
+    RedisRequestLog,
+    RedisResultStore,
+    load_request_body,
+    load_request_records,
+)
 
 STEP = {"index": 0, "assistant": [{"type": "text", "text": "looking"}], "results": [], "extra": ["<budget>"]}
 

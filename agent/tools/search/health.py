@@ -27,13 +27,6 @@ UNCERTAIN_EMPTY_STREAK = 2
 _ALTERNATIVES = {name: f"{p.label} ({p.setting})" for name, p in OPERATOR_PROVIDERS.items()} | {
     "anthropic": "Anthropic web search (anthropic: the model key alone, billed per search)"
 }
-_WHAT = {
-    "blocked": "is blocking automated searches (bot-check page)",
-    "rate_limited": "is rate-limiting searches",
-    "timeout": "is not answering in time",
-    "configuration": "cannot be used as configured",
-    "unavailable": "is failing (server errors or unreachable)",
-}
 
 
 def operator_advice(chain: Sequence[str]) -> str:
@@ -63,10 +56,7 @@ class SearchHealth:
             if failure.kind in TRANSIENT_KINDS and answer.answered:
                 continue  # a slow moment covered by the next provider is not worth a human's eye
             if failure.kind in DEGRADING and self._first(f"{failure.provider}:{failure.kind}"):
-                notices.append(
-                    f"Search degraded: {failure.label} {_WHAT[failure.kind]}{instead}. "
-                    f"{_capital(operator_advice(chain))}."
-                )
+                notices.append(f"Search degraded: {failure.plainly}{instead}. {_capital(operator_advice(chain))}.")
         if answer.uncertain_empty:
             self.empty_streak += 1
             if self.empty_streak >= UNCERTAIN_EMPTY_STREAK and self._first(f"{answer.provider}:uncertain_empty"):

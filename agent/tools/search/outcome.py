@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 # here too because every provider module takes what a search gives back from this one place.
 from ...exceptions import FailureKind, SearchFailed
 
-__all__ = ["DEGRADING", "FailureKind", "ProviderFailure", "SearchAnswer", "SearchFailed", "SearchHit"]
+__all__ = ["DEGRADING", "FAILURE_WORDS", "FailureKind", "ProviderFailure", "SearchAnswer", "SearchFailed", "SearchHit"]
 
 # The kinds of failure (FailureKind) worth telling a human about: search is weaker until
 # someone acts or waits. The chain tries the next provider on every kind.
@@ -28,12 +28,28 @@ class SearchHit:
     date: str | None = None
 
 
+# What each kind of failure means, in words for a person (the message is written for the model).
+FAILURE_WORDS: dict[str, str] = {
+    "blocked": "is blocking automated searches (bot-check page)",
+    "rate_limited": "is rate-limiting searches",
+    "timeout": "is not answering in time",
+    "configuration": "cannot be used as configured",
+    "unavailable": "is failing (server errors or unreachable)",
+    "refused_query": "refused the query",
+}
+
+
 @dataclass(frozen=True)
 class ProviderFailure:
     provider: str  # the DEEPTHREAD_SEARCH name: "duckduckgo"
     label: str  # how people call it: "DuckDuckGo"
     kind: FailureKind
-    message: str
+    message: str  # for the model: what went wrong and what to do instead
+
+    @property
+    def plainly(self) -> str:
+        """What happened, for a person: "DuckDuckGo is rate-limiting searches"."""
+        return f"{self.label} {FAILURE_WORDS[self.kind]}"
 
 
 @dataclass

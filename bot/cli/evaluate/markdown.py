@@ -44,6 +44,10 @@ def headline(t: Totals, wall_seconds: float) -> list[str]:
         ),
         f"| Reference facts stated | {t.facts_stated} of {t.facts} ({t.facts_contradicted} contradicted) |",
         f"| Figure check | {t.figures_checked} figures checked against their sources · {t.figures_flagged} flagged |",
+        (
+            f"| Claim check (the runs' own) | {pct(t.claims.share_supported)} of {t.claims.checked} cited claims "
+            f"supported ({t.claims.partial} partly, {t.claims.unsupported} not, {t.claims.unchecked} unchecked) |"
+        ),
         f"| Rubric against reference | {rubric} |",
         f"| Cost | est. ${t.cost_usd:.2f} research + ${t.judge_cost_usd:.2f} judging |",
         f"| Model requests | {t.requests} ({per_question:.0f} per question) · {t.thinking_tokens:,} thinking tokens |",
@@ -62,8 +66,9 @@ def _row(r: QuestionResult) -> str:
         facts = "not graded"
     if "rubric" in r.ungraded:
         rubric = "not graded"
+    claims = f"{pct(r.claims.share_supported)} of {r.claims.checked}" if r.claims.checked else "–"
     return (
-        f"| {_cell(r.id)} | {_cell(r.kind or '')} | {r.status} | {support} | {facts} | "
+        f"| {_cell(r.id)} | {_cell(r.kind or '')} | {r.status} | {claims} | {support} | {facts} | "
         f"{len(r.flags)} of {r.figures_checked} | {rubric} | {r.requests} | ${r.cost_usd:.2f} | "
         f"{duration(r.seconds)} | {_cell(r.report_file)} |"
     )
@@ -85,8 +90,9 @@ def scorecard_markdown(card: Scorecard) -> list[str]:
     lines += [
         "## Per question",
         "",
-        "| id | kind | run | citation support | facts | flagged figures | rubric | requests | cost | time | report |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| id | kind | run | claim check | citation support | facts | flagged figures | rubric | requests | cost | time "
+        "| report |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     lines += [_row(r) for r in card.results] + [""]
     unsupported = [(r, s) for r in card.results for s in r.sentences if s.verdict != "supported"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from agent import ModelAPI, cost_usd
+from agent import ModelAPI, claim_counts, cost_usd
 from bot.cli.terminal import report_markdown
 from bot.exceptions import JudgeFailed
 from jobs import JobRuntime, Run, RunState, run_inline
@@ -14,7 +14,7 @@ from .claims import cited_sentences
 from .judge import Judge
 from .progress import ProgressBar
 from .questions import EvalQuestion
-from .scorecard import FactGrade, QuestionResult, Rubric, SentenceGrade
+from .scorecard import ClaimTally, FactGrade, QuestionResult, Rubric, SentenceGrade
 
 __all__ = ["measure", "research_cost"]
 
@@ -61,6 +61,8 @@ async def measure(
             "sources": len(state.sources),
             "figures_checked": sum(s.figures_checked for s in state.sections),
             "flags": [f for s in state.sections for f in s.flags],
+            # The run's own claim check (agent/claims), beside the judge's grades below.
+            "claims": ClaimTally.model_validate(claim_counts(state.sections).model_dump()),
             "report_file": str(report_path.relative_to(reports_dir.parent)),
         }
     )

@@ -12,7 +12,7 @@ from agent import FigureFlag, utcnow
 
 from .judge import RubricScores
 
-__all__ = ["FactGrade", "QuestionResult", "Rubric", "Scorecard", "SentenceGrade", "Totals", "totals_of"]
+__all__ = ["ClaimTally", "FactGrade", "QuestionResult", "Rubric", "Scorecard", "SentenceGrade", "Totals", "totals_of"]
 
 SCORECARD_VERSION = 1
 
@@ -48,6 +48,23 @@ class Rubric(BaseModel):
         return round(mean(shares), 4)
 
 
+class ClaimTally(BaseModel):
+    """What the run's own claim check found in its report (agent/claims), to set beside the judge's grades."""
+
+    checked: int = 0
+    supported: int = 0
+    partial: int = 0
+    unsupported: int = 0
+    unchecked: int = 0
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def share_supported(self) -> float | None:
+        """Cited claims the check found supported, of those it judged (unchecked ones left out)."""
+        judged = self.checked - self.unchecked
+        return self.supported / judged if judged else None
+
+
 class QuestionResult(BaseModel):
     id: str
     question: str
@@ -68,6 +85,7 @@ class QuestionResult(BaseModel):
     facts: list[FactGrade] = Field(default_factory=list)
     figures_checked: int = 0
     flags: list[FigureFlag] = Field(default_factory=list)
+    claims: ClaimTally = Field(default_factory=ClaimTally)  # the run's claim check, absent in older scorecards
     rubric: Rubric | None = None
     report_file: str = ""
 
@@ -100,6 +118,7 @@ class Totals(BaseModel):
     facts_contradicted: int = 0
     figures_checked: int = 0
     figures_flagged: int = 0
+    claims: ClaimTally = Field(default_factory=ClaimTally)  # the runs' own claim check, pooled
     rubric_graded: int = 0
     rubric_relative: float | None = None
     cost_usd: float = 0.0
@@ -124,6 +143,8 @@ def totals_of(results: list[QuestionResult]) -> Totals:
         t.facts_contradicted += sum(1 for f in r.facts if f.verdict == "contradicted")
         t.figures_checked += r.figures_checked
         t.figures_flagged += len(r.flags)
+        for name in ("checked", "supported", "partial", "unsupported", "unchecked"):
+            setattr(t.claims, name, getattr(t.claims, name) + getattr(r.claims, name))
         t.cost_usd += r.cost_usd
         t.judge_cost_usd += r.judge_cost_usd
         t.requests += r.requests

@@ -7,7 +7,7 @@ from slack_sdk.oauth.installation_store.async_installation_store import AsyncIns
 
 from bot.services import Services
 
-from . import actions, commands, feedback, mentions, messages, reactions, sessions, uninstall
+from . import actions, commands, feedback, home, mentions, messages, reactions, sessions, uninstall
 
 
 def register(app: AsyncApp, services: Services, installations: AsyncInstallationStore | None = None) -> None:
@@ -18,4 +18,5 @@ def register(app: AsyncApp, services: Services, installations: AsyncInstallation
     actions.register(app, services)
     feedback.register(app, services)
     commands.register(app, services)
+    home.register(app, services)
     uninstall.register(app, services, installations)

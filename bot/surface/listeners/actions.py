@@ -7,6 +7,8 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.desk.export import export_report
+from bot.publishing.export_button import EXPORT_ACTION
 from bot.publishing.plan_render import APPROVE_PLAN_ACTION, CHANGE_PLAN_ACTION
 from bot.publishing.progress_render import GO_DEEPER_ACTION
 from bot.services import Services
@@ -35,6 +37,20 @@ def register(app: AsyncApp, services: Services) -> None:
         if found is not None:
             state, channel = found
             await approve_plan(services, client, state, (body.get("user") or {}).get("id", ""), channel)
+
+    @app.action(EXPORT_ACTION)
+    async def on_export(ack: Any, body: dict[str, Any], client: AsyncWebClient, context: dict[str, Any]) -> None:
+        await ack()
+        found = await run_of(services, body, context)
+        if found is None:
+            return
+        state, _ = found
+        run = state.run
+        latest = await services.runs.latest_in_thread(run.team, run.channel or "", run.thread_ts or "") or state
+        action: dict[str, Any] = next(iter(body.get("actions") or []), {})
+        pressed = EXPORT_ACTION.match(str(action.get("action_id") or ""))
+        fmt = pressed.group(1) if pressed else "md"
+        await export_report(client, latest, fmt, str((body.get("user") or {}).get("id") or ""))
 
     @app.action(CHANGE_PLAN_ACTION)
     async def on_change_plan(ack: Any, body: dict[str, Any], client: AsyncWebClient, context: dict[str, Any]) -> None:

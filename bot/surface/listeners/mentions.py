@@ -13,14 +13,16 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from agent import MAX_QUESTION_CHARS, private_sources_allowed
 from bot.catalogue import Words, words_for
+from bot.desk.claim_check import claim_check_command
 from bot.desk.commands import spend_command
+from bot.desk.library import library_reply
 from bot.desk.plan_first import channel_plans_first, plan_first_command
 from bot.publishing.lifecycle import launch_and_post
 from bot.publishing.progress_render import render_help
 from bot.services import EVENT_DEDUPE_TTL_SECONDS, Services
 from bot.slack.audience import shared_externally
 from bot.slack.events import MentionEvent, action_token_of, question_of
-from bot.slack.replies import reply
+from bot.slack.replies import reply, reply_privately
 from bot.slack.tenancy import Tenant
 from bot.surface.reading import read_question, too_long
 from bot.surface.steering import thread_message
@@ -96,6 +98,7 @@ async def handle_mention(
     if not await services.runs.claim_event(tenant.team, f"event:{event_id}", EVENT_DEDUPE_TTL_SECONDS):
         log.info("dropped a repeated delivery of %s", event_id)
         return
+    await keep_for_slow_reads(services, tenant, mention.channel, mention.thread, event)
     question = question_of(mention.text, bot_user_id)
     if (
         mention.thread_ts
@@ -140,6 +143,16 @@ async def team_words(services: Services, team: str | None, channel: str, thread_
     return words_for(newest.question if newest is not None else "")
 
 
+async def keep_for_slow_reads(
+    services: Services, tenant: Tenant, channel: str, thread_ts: str, event: dict[str, Any]
+) -> None:
+    """A distributed app (DEEPTHREAD_SLACK_DISTRIBUTED) keeps the messages its events bring to it, so its
+    runs read their thread from them rather than from conversations.replies, which Slack allows it once a
+    minute (bot/slack/thread_log.py)."""
+    if services.thread_log is not None:
+        await asyncio.to_thread(services.thread_log.record, tenant.team, channel, thread_ts, event)
+
+
 async def handle_question(
     services: Services,
     client: AsyncWebClient,
@@ -167,6 +180,15 @@ async def handle_question(
     except UnreadableText as exc:
         await reply(client, channel, thread_ts, str(exc))
         return
+    if asked.library is not None:  # `library <words>`: a command, never a paid run; private in a channel
+        answer = await library_reply(
+            services, client, asked.library, team=team, enterprise=tenant.enterprise, user=user
+        )
+        if direct:
+            await reply(client, channel, thread_ts, answer)
+        else:
+            await reply_privately(client, channel, user, answer, thread_ts=thread_ts)
+        return
     if asked.spend is not None:  # `usage`, `budget …`: a command, not a question (DMs too)
         answer = await spend_command(services, client, asked.spend, team=team, channel=channel, user=user)
         await reply(client, channel, thread_ts, answer)
@@ -175,6 +197,10 @@ async def handle_question(
         answer = await plan_first_command(
             services, client, team=team, channel=channel, user=user, on=asked.plan_first_switch
         )
+        await reply(client, channel, thread_ts, answer)
+        return
+    if asked.claim_check is not None:  # `claim check [on|off]`: the workspace's setting
+        answer = await claim_check_command(services, client, team=team, user=user, ask=asked.claim_check)
         await reply(client, channel, thread_ts, answer)
         return
     if direct and not services.dms:
@@ -189,6 +215,8 @@ async def handle_question(
     if len(question) > MAX_QUESTION_CHARS:
         await reply(client, channel, thread_ts, too_long(question))
         return
+    if tenant.enterprise_install and tenant.enterprise and team:  # the org's new-workspace budget, as an install's
+        await asyncio.to_thread(services.spend.adopt_org_budget, tenant.enterprise, team)
     over_budget = await asyncio.to_thread(services.spend.cap_refusal, team, channel, user)
     if over_budget:  # the channel's or workspace's monthly budget is spent: start nothing
         await reply(client, channel, thread_ts, over_budget)

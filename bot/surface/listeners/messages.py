@@ -20,7 +20,7 @@ from bot.slack.events import MessageEvent, action_token_of
 from bot.slack.tenancy import Tenant
 from bot.surface.steering import thread_message
 
-from .mentions import bot_user, handle_question, storage_down
+from .mentions import bot_user, handle_question, keep_for_slow_reads, storage_down
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +64,9 @@ async def handle_message(
     event_id = body.get("event_id") or f"{message.channel}:{message.ts}"
     if not await services.runs.claim_event(tenant.team, f"event:{event_id}", EVENT_DEDUPE_TTL_SECONDS):
         return
+    if message.thread_ts and services.thread_log is not None:  # a reply in one of our threads: kept
+        if await services.runs.latest_in_thread(tenant.team, message.channel, message.thread_ts) is not None:
+            await keep_for_slow_reads(services, tenant, message.channel, message.thread_ts, event)
     if message.thread_ts is None:  # a direct message to the bot is a question
         await handle_question(
             services,

@@ -96,7 +96,7 @@ async def run(fake_model: FakeAnthropic, *, tools: list[Tool] | None = None, eve
                         constraints=["Only sources after 2020"], budget=budget or Budget())
     # No SDK retries: a scripted API error reaches the task agent at once.
     async with AsyncAnthropic(api_key="k", base_url=fake_model.url) as client:
-        outcome = await research(task, config or AgentConfig(model_max_retries=0), anthropic=client, emit=emit,
+        outcome = await research(task, config or AgentConfig(model_max_retries=0, claim_check=False), anthropic=client, emit=emit,
                                  tools=tools if tools is not None else team_tools(), **kwargs)
     return events, outcome
 

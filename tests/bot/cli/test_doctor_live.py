@@ -186,11 +186,11 @@ def test_refused_cloud_credentials_get_one_line_saying_what_to_fix(provider, wro
 
 
 @pytest.mark.parametrize(("env", "says"), [
-    ({"DEEPTHREAD_MODEL_PROVIDER": "bedrock"}, "needs a region: set AWS_REGION"),
+    ({"DEEPTHREAD_MODEL_PROVIDER": "bedrock"}, "AWS_REGION is not set: DEEPTHREAD_MODEL_PROVIDER=bedrock needs the region"),
     ({"DEEPTHREAD_MODEL_PROVIDER": "bedrock", "AWS_REGION": "us-east-1"},
      "DEEPTHREAD_MODEL is not set: DEEPTHREAD_MODEL_PROVIDER=bedrock needs the model id in Bedrock's form"),
     ({"DEEPTHREAD_MODEL_PROVIDER": "vertex", "CLOUD_ML_REGION": "us-east5", "DEEPTHREAD_VERTEX_ACCESS_TOKEN": "t"},
-     "needs a project: set ANTHROPIC_VERTEX_PROJECT_ID"),
+     "ANTHROPIC_VERTEX_PROJECT_ID is not set: DEEPTHREAD_MODEL_PROVIDER=vertex needs the Google Cloud project"),
     ({"DEEPTHREAD_MODEL_PROVIDER": "azure"}, "DEEPTHREAD_MODEL_PROVIDER"),
     ({"DEEPTHREAD_THINKING": "sometimes"}, "DEEPTHREAD_THINKING: Input should be 'on' or 'off'"),
 ])

@@ -29,7 +29,7 @@ def test_inspect_lists_requests_and_prints_one_in_full(redis: Redis, redis_url: 
 
     listing = inspect(state.run.id)
     assert listing.returncode == 0, listing.stderr
-    rows = [line for line in listing.stdout.splitlines() if re.match(r"^\s*\d+\s+(turn|extract|summary)\s", line)]
+    rows = [line for line in listing.stdout.splitlines() if re.match(r"^\s*\d+\s+(turn|extract|summary|claim_check)\s", line)]
     assert len(rows) == len(fake_model.requests), "one row per model request, extraction calls included"
     assert {"turn", "extract"} <= {row.split()[1] for row in rows}
     assert "Model requests:" in listing.stdout, "each turn shows its budget block"

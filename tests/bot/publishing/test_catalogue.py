@@ -58,7 +58,7 @@ def test_the_report_headings_status_and_footer_follow_the_question(code: str, su
                      Finished(status="completed", summary="0.03% [s1].", reason=""))
     message = render_report(state)
     texts = [b["text"]["text"] if b["type"] == "section" else b["elements"][0]["text"] for b in message.blocks
-             if b["type"] != "context_actions"]
+             if b["type"] not in ("context_actions", "actions")]
     joined = "\n".join(texts)
     assert summary in joined and sources in joined
     assert texts[-1].startswith(footer) and cost in texts[-1]

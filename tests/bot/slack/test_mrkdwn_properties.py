@@ -215,4 +215,4 @@ def test_a_reason_carrying_foreign_text_pings_no_one(status: str, reason: str) -
 def test_the_person_who_stopped_the_run_is_still_named_as_a_mention() -> None:
     state = _state("q", "Body.", "https://x.test/a", "T", "reading")
     state = apply_event(state, Finished(status="stopped", summary="", reason="stopped by <@U0BOB> at 10:42 UTC"))
-    assert "Why: stopped by <@U0BOB> at 10:42 UTC" in render_progress(state).text
+    assert "Stopped by <@U0BOB> at 10:42 UTC" in render_progress(state).text

@@ -440,8 +440,9 @@ async def test_the_live_check_names_each_provider_that_failed_a_real_search(fake
 
     [problem] = await live_search_problems(settings, ddgs=Script(DDGS_RESULTS).ddgs())
 
-    assert problem.startswith("DEEPTHREAD_SEARCH=brave,duckduckgo: Brave failed a test search (DuckDuckGo answered "
-                              "instead): Brave rejected the API key")
+    assert problem.startswith("DEEPTHREAD_SEARCH=brave,duckduckgo: Brave cannot be used as configured (Brave "
+                              "rejected the API key")
+    assert problem.endswith("; DuckDuckGo answered the test search instead"), problem
     assert WRONG_BRAVE_KEY not in problem
     assert await live_search_problems(Settings(), ddgs=Script(DDGS_RESULTS).ddgs()) == []
     [empty] = await live_search_problems(Settings(), ddgs=Script([]).ddgs())
