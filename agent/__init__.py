@@ -15,6 +15,8 @@ from .lazy import lazy_exports
 
 # Imported when first used (lazy.py): what the serve process needs must not load the model SDK.
 if TYPE_CHECKING:
+    from .activity import ACTIVITY, BATCH_SEPARATOR, BRANCH_SEPARATOR, BRANCH_STATES
+    from .activity import parse as parse_activity
     from .capacity import ModelLimits
     from .charts import Chart
     from .charts.blobs import load_png
@@ -49,6 +51,7 @@ if TYPE_CHECKING:
     from .pricing import cost_usd
     from .provider_config import ProviderConfig, ProviderUnavailable, Silence, provider_problems
     from .report import (
+        FLAG_MARK,
         SNIPPET_NOTE,
         AssembledReport,
         Footnote,
@@ -78,6 +81,12 @@ if TYPE_CHECKING:
     from .workspace_search import SearchUnavailable, WorkspaceHit, WorkspaceSearch
 
 __all__ = [
+    "ACTIVITY",
+    "BATCH_SEPARATOR",
+    "BRANCH_SEPARATOR",
+    "BRANCH_STATES",
+    "FLAG_MARK",
+    "parse_activity",
     "MODELS",
     "WEB_SEARCH_BASIC_TYPE",
     "WEB_SEARCH_TYPE",

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from . import defaults
+from .activity import say
 from .answer import final_answer
 from .budget import Clock, Ledger
 from .citations import SourceRegistry, UnknownCitation, strip_unknown_markers
@@ -97,7 +98,7 @@ class FinalTurn:
     async def after_stop(self, stop: StopRequest, history: History, ledger: Ledger) -> Outcome:
         """A short, bounded finalization from what the run has; sections already written stay."""
         reason = f"stopped by {stop.by} at {stop.at:%H:%M} UTC"
-        await self.emit(Progress(phase="finishing", activity=f"Stopping ({reason}): writing the summary"))
+        await self.emit(Progress(phase="finishing", activity=say("stopping", reason=reason)))
         if ledger.requests >= ledger.budget.max_requests:
             return Outcome("stopped", "", reason)
         history.add_text(

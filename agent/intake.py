@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 
+from .activity import say
 from .budget import Ledger
 from .context.history import History
 from .control import RunControl, StopRequest
@@ -59,7 +60,7 @@ class Intake:
             await self.emit(
                 Progress(
                     phase="researching",
-                    activity=f"Budget raised to {update.budget.profile} (revision {ledger.revision})",
+                    activity=say("upgraded", profile=update.budget.profile, revision=ledger.revision),
                 )
             )
         for note in update.notes:

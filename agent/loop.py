@@ -18,12 +18,14 @@ from typing import Any, TypeVar
 from anthropic.types import ToolUseBlock
 
 from . import defaults
+from .activity import say
 from .budget import Clock, Ledger
 from .capacity import CAPACITY_NOTE, CAPACITY_WAIT, WAITING_FOR_CAPACITY
 from .checkpoint import Checkpointer
 from .config import AgentConfig
 from .context.history import History
 from .context.manager import ContextManager
+from .context.tokens import CHARS_PER_TOKEN, estimate_chars
 from .control import RunControl, StopRequest
 from .events import Emit, Progress, RunEvent
 from .exceptions import Interrupted
@@ -113,6 +115,7 @@ class ResearchLoop:
             ctx.emit,
             may_summarise=self._may_summarise,
             enabled=config.manage_context,
+            fixed_chars=estimate_chars(self.turn.system) + estimate_chars(self.turn.tool_schemas),
         )
         # Seconds spent building each request (elision, projection; not summaries): must not grow with history.
         self.projection_seconds: list[float] = []
@@ -173,6 +176,23 @@ class ResearchLoop:
             return {}
         return {"wrap_up_advice": "Finish the key question you are on, then hand back your findings."}
 
+    def _budget_block(self, finalize: str | None) -> str:
+        """The budget block, its context figure the size of the request it is sent in (itself included)."""
+        before = self.context.tokens()
+
+        def block(tokens: int) -> str:
+            return self.ledger.block(
+                self.clock(),
+                len(self.ctx.registry),
+                self._sections(),
+                finalize,
+                **self._wrap_up_advice(),
+                context=(tokens, self.context.budget),
+                thinking=self.ctx.model.thinking,
+            )
+
+        return block(before + estimate_chars(block(before)) // CHARS_PER_TOKEN)
+
     def _sections(self) -> list[str]:
         return [f"{s.section_id} {s.title}" for s in self.ctx.sections.values()]
 
@@ -223,7 +243,7 @@ class ResearchLoop:
 
     async def _run(self) -> Outcome:
         emit = self.ctx.emit
-        await emit(Progress(phase="researching", activity="Planning the research"))
+        await emit(Progress(phase="researching", activity=say("planning")))
         if self.opening_calls:
             opening, self.opening_calls = self.opening_calls, []
             self.history.add_assistant(opening)
@@ -258,19 +278,9 @@ class ResearchLoop:
                     notes=self.notes,
                     sections=self._sections(),
                 )
-            self.history.add_text(
-                self.ledger.block(
-                    self.clock(),
-                    len(self.ctx.registry),
-                    self._sections(),
-                    finalize,
-                    **self._wrap_up_advice(),
-                    context=(self.context.tokens(), self.context.budget),
-                    thinking=self.ctx.model.thinking,
-                )
-            )
+            self.history.add_text(self._budget_block(finalize))
             if finalize:
-                await emit(Progress(phase="finishing", activity=f"Writing the summary ({finalize})"))
+                await emit(Progress(phase="finishing", activity=say("summarising", reason=finalize)))
             self.context.sent()
             messages = self.history.messages()
             if finalize is None and self.context.compaction.done + self.context.compaction.failures == compactions:

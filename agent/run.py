@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 
 from . import defaults
+from .activity import say
 from .backend import RunBackend
 from .budget import Clock, Ledger
 from .capacity_middleware import CapacityMiddleware, SanePauses
@@ -176,7 +177,7 @@ async def research(
         loop.checkpoints = checkpointer
         if checkpointer is not None and saved is not None:
             await checkpointer.restore(loop, *saved, results=ctx.results, active_until=active_until)
-            await emit(Progress(phase="researching", activity="Resuming from the last checkpoint"))
+            await emit(Progress(phase="researching", activity=say("resuming")))
         try:
             outcome = await loop.run()
         except ModelUnavailable as exc:

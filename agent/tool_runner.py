@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from .activity import BATCH_SEPARATOR
 from .budget import Clock, Ledger
 from .context.history import ResultRecord
 from .events import Progress, SourceAdded
@@ -53,7 +54,7 @@ class ToolRunner:
     async def run(self, calls: list[Any], step: int) -> list[ResultRecord]:
         """Run one batch of calls concurrently; answer them together, in call order."""
         prepared = [self._prepare(call) for call in calls]
-        activity = "; ".join(tool.progress(args) for _, tool, args, err in prepared if tool and err is None)
+        activity = BATCH_SEPARATOR.join(tool.progress(args) for _, tool, args, err in prepared if tool and err is None)
         if activity:
             await self.ctx.emit(Progress(phase="researching", activity=activity))
         results = await asyncio.gather(*(self._timed(call.id, tool, args, err) for call, tool, args, err in prepared))

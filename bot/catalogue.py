@@ -4,14 +4,18 @@ The research model writes the report and the summary in the question's language 
 tells it which, agent/language.py); what the bot adds around them comes from here: the progress
 message's words (phases, "Now:", "Checking:", how to steer, done / stopped / ended early, the
 budget left), the report's status line, its "Summary" and "Sources" headings and its footer.
-English and German are translated; any other language gets English words with its own decimal
-mark. Names of things (`go deeper`, the stop reaction, run ids, tool progress lines the engine
+English, German, Japanese and Chinese are translated (Japanese and Chinese in catalogue_ja_zh.py,
+the engine's activity lines in activity_words.py); any other language gets English words with its
+own decimal mark. Names of things (`go deeper`, the stop reaction, run ids, tool progress lines the engine
 writes) stay as they are.
 """
 
 from __future__ import annotations
 
 from agent import detect_language
+
+from .activity_words import activity_in
+from .catalogue_ja_zh import JA, NOUNS_JA_ZH, ZH
 
 __all__ = ["Words", "money", "plural", "said_once", "words_for"]
 
@@ -44,6 +48,44 @@ EN: dict[str, str] = {
     "summary": "Summary",
     "sources": "Sources",
     "min": "min",
+    # The report's status line before it runs, its footer's figure check and next re-check, its source
+    # and chart lines, and the `source N` / `sources` replies about them.
+    "fills_in": "The report fills in here as the research finds answers.",
+    "helpful_label": "This report was helpful",
+    "unhelpful_label": "This report was not helpful",
+    "queued_status": "Queued",
+    "plan_status": "Plan awaiting approval: nothing researched yet",
+    "figures_checked": "{figures} checked against their sources",
+    "not_found": "{n} not found in its source",
+    "next_check": "next check {when} UTC",
+    "fetched": "fetched {date}",
+    "fetched_at": "Fetched {time} UTC",
+    "snippet_only": "search snippet only",
+    "snippet_unread": "search snippet only (the page itself was not read)",
+    "excerpt": "excerpt",
+    "excerpt_verified": "page excerpt, verified word for word against the page",
+    "cited_as": "cited as {marker}",
+    "passage": "The passage:",
+    "around_it": "Around it on the page:",
+    "page_hash": "Page text SHA-256: {hash} (to tell whether the page has changed since)",
+    "no_footnote": "The report has no footnote {number} (footnotes: {known}). Reply `sources` for the list.",
+    "none_yet": "none yet",
+    "sources_cited": "Sources cited in the report",
+    "source_n_hint": "reply `source N` for a footnote's full passage.",
+    "more_sources": "… and {n} more: `source N` opens any of them.",
+    "no_sources": "The report cites no sources yet.",
+    "chart_posted": "chart, posted in this thread",
+    "chart_updated": "updated ×{n}",
+    "chart_sources": "Chart sources:",
+    "revised": "revised ×{n}",
+    # The progress message's plan-first line and pinned constraints; the task agents' board.
+    "drafting_plan": "Drafting a plan first: nothing is researched until it is approved",
+    "constraints": "Constraints",
+    "correct_them": "reply to correct them",
+    "task_agents": "Task agents: {done} done, {running} running",
+    # The answer to a mention with no question in it.
+    "help": "Ask me a research question and I will dig into it and keep a cited report pinned in this thread, "
+    "e.g. `@deepthread compare the fees and tracking error of VTI, ITOT and SCHB`.",
 }
 DE: dict[str, str] = {
     "researching": "Recherche läuft",
@@ -75,6 +117,40 @@ DE: dict[str, str] = {
     "summary": "Zusammenfassung",
     "sources": "Quellen",
     "min": "Min.",
+    "fills_in": "Der Bericht füllt sich hier, während die Recherche Antworten findet.",
+    "helpful_label": "Dieser Bericht war hilfreich",
+    "unhelpful_label": "Dieser Bericht war nicht hilfreich",
+    "queued_status": "In der Warteschlange",
+    "plan_status": "Plan wartet auf Freigabe: noch nichts recherchiert",
+    "figures_checked": "{figures} mit ihren Quellen abgeglichen",
+    "not_found": "{n} nicht in der Quelle gefunden",
+    "next_check": "nächste Prüfung {when} UTC",
+    "fetched": "abgerufen {date}",
+    "fetched_at": "Abgerufen {time} UTC",
+    "snippet_only": "nur Suchausschnitt",
+    "snippet_unread": "nur Suchausschnitt (die Seite selbst wurde nicht gelesen)",
+    "excerpt": "Auszug",
+    "excerpt_verified": "Auszug der Seite, Wort für Wort mit der Seite abgeglichen",
+    "cited_as": "zitiert als {marker}",
+    "passage": "Die Stelle:",
+    "around_it": "Drumherum auf der Seite:",
+    "page_hash": "SHA-256 des Seitentexts: {hash} (zeigt, ob sich die Seite seither geändert hat)",
+    "no_footnote": "Der Bericht hat keine Fußnote {number} (Fußnoten: {known}). Antworte `sources` für die Liste.",
+    "none_yet": "noch keine",
+    "sources_cited": "Im Bericht zitierte Quellen",
+    "source_n_hint": "antworte `source N` für die ganze Stelle einer Fußnote.",
+    "more_sources": "… und {n} weitere: `source N` öffnet jede davon.",
+    "no_sources": "Der Bericht zitiert noch keine Quellen.",
+    "chart_posted": "Diagramm, in diesem Thread gepostet",
+    "chart_updated": "aktualisiert ×{n}",
+    "chart_sources": "Quellen des Diagramms:",
+    "revised": "überarbeitet ×{n}",
+    "drafting_plan": "Zuerst wird ein Plan entworfen: recherchiert wird erst nach seiner Freigabe",
+    "constraints": "Vorgaben",
+    "correct_them": "antworten, um sie zu korrigieren",
+    "task_agents": "Teilaufgaben: {done} fertig, {running} laufen",
+    "help": "Stell mir eine Recherchefrage: ich gehe ihr nach und halte in diesem Thread einen Bericht mit "
+    "Quellen angeheftet, z. B. `@deepthread vergleiche die Kosten und den Tracking-Fehler von VTI, ITOT und SCHB`.",
 }
 # Singular and plural of the nouns the bot counts.
 NOUNS: dict[str, dict[str, tuple[str, str]]] = {
@@ -82,14 +158,17 @@ NOUNS: dict[str, dict[str, tuple[str, str]]] = {
         "model request": ("model request", "model requests"),
         "source": ("source", "sources"),
         "section": ("section", "sections"),
+        "figure": ("figure", "figures"),
     },
     "de": {
         "model request": ("Modellanfrage", "Modellanfragen"),
         "source": ("Quelle", "Quellen"),
         "section": ("Abschnitt", "Abschnitte"),
+        "figure": ("Zahl", "Zahlen"),
     },
+    **NOUNS_JA_ZH,
 }
-CATALOGUES = {"en": EN, "de": DE}
+CATALOGUES = {"en": EN, "de": DE, "ja": JA, "zh": ZH}
 
 
 class Words:
@@ -102,6 +181,10 @@ class Words:
 
     def __call__(self, key: str, **values: object) -> str:
         return self._words[key].format(**values)
+
+    def activity(self, line: str) -> str:
+        """One of the engine's activity lines (agent/activity.py) in this language."""
+        return activity_in(line, self.code)
 
     def noun(self, word: str, n: int) -> str:
         one, many = NOUNS[self.code].get(word, (word, word + "s"))

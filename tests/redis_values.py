@@ -1,6 +1,10 @@
 """Everything a copy of Redis would hand out: every key and every value, of every type."""
 from __future__ import annotations
 
+import base64
+import binascii
+import zlib
+
 from redis import Redis
 
 
@@ -37,3 +41,58 @@ def every_value(redis: Redis) -> list[bytes]:
 def holding(redis: Redis, secret: str) -> list[bytes]:
     """The keys' names and values that contain `secret` (to show in a failure)."""
     return [v for v in every_value(redis) if secret.encode() in v]
+
+
+def _unpacked(value: bytes) -> list[bytes]:
+    """A value as stored and, where RQ packed it, unpacked: a job's arguments are a zlib-compressed
+    pickle (strings stay readable inside), a result's return value a base64 pickle."""
+    found = [value]
+    for unpack in (zlib.decompress, lambda v: zlib.decompress(base64.b64decode(v, validate=True)),
+                   lambda v: base64.b64decode(v, validate=True)):
+        try:
+            found.append(unpack(value))
+        except (zlib.error, binascii.Error, ValueError):
+            pass
+    return found
+
+
+def records_naming(redis: Redis, needles: list[str]) -> list[str]:
+    """Every record that names one of `needles`: key names, every value of every type (stream entries
+    included), RQ's job hashes and results with their packed arguments and return values opened, and
+    every job id in RQ's queue and registries (queued, scheduled, started, finished, failed, deferred,
+    canceled) with its job's arguments and description. Each as `key: needle` (or `registry: job id`)."""
+    from rq import Queue
+    from rq.exceptions import DeserializationError, NoSuchJobError
+    from rq.job import Job
+    from rq.registry import (
+        CanceledJobRegistry,
+        DeferredJobRegistry,
+        FailedJobRegistry,
+        FinishedJobRegistry,
+        ScheduledJobRegistry,
+        StartedJobRegistry,
+    )
+
+    from jobs import keys
+
+    wanted = [n for n in needles if n]
+    found: list[str] = []
+    for raw in redis.scan_iter(count=500):
+        key = raw.decode()
+        values = [key.encode(), *(u for v in values_of(redis, raw) for u in _unpacked(v or b""))]
+        found += [f"{key}: {n}" for n in wanted if any(n.encode() in v for v in values)]
+    queue = Queue(keys.QUEUE, connection=redis)
+    kinds = (ScheduledJobRegistry, StartedJobRegistry, FinishedJobRegistry, FailedJobRegistry, DeferredJobRegistry,
+             CanceledJobRegistry)
+    listed = {"queued": queue.get_job_ids()} | {kind.__name__: kind(queue=queue).get_job_ids(cleanup=False)
+                                               for kind in kinds}
+    for where, job_ids in listed.items():
+        for job_id in job_ids:
+            words = [job_id]
+            try:
+                job = Job.fetch(job_id, connection=redis)
+                words += [str(a) for a in job.args] + [job.description or ""]
+            except (NoSuchJobError, DeserializationError):
+                pass
+            found += [f"{where}: {job_id} ({n})" for n in wanted if any(n in w for w in words)]
+    return found

@@ -29,6 +29,8 @@ EXPORTS = {
         "ModelWatch", "Silence", "Waiting", "endpoint", "provider_problems",
         # The claim check (issue 46): each cited claim with its anchor and verdict, and the counts readers see.
         "CitedClaim", "ClaimCounts", "FootnoteClaim", "anchor_lines", "cited_claims", "claim_counts", "claim_line",
+        # The engine's activity lines as templates, so the bot says them in the team's language (issue 47).
+        "ACTIVITY", "BATCH_SEPARATOR", "BRANCH_SEPARATOR", "BRANCH_STATES", "parse_activity", "FLAG_MARK",
     },
     "jobs": {
         "AsyncRuns", "Continuation", "JobRuntime", "Run", "RunNotFound", "RunState", "RunStatus", "RunStore", "Runs",

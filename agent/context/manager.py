@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .. import defaults
+from ..activity import say
 from ..events import Progress, RunEvent
 from ..model import ModelClient, ModelUnavailable
 from ..usage import Usage
@@ -34,6 +35,7 @@ class ContextManager:
         emit: Callable[[RunEvent], Awaitable[None]],
         may_summarise: Callable[[], bool],
         enabled: bool = True,
+        fixed_chars: int = 0,
     ) -> None:
         self.history = history
         self.model = model
@@ -46,8 +48,15 @@ class ContextManager:
         self.compaction = CompactionState()
         self.elided = 0
         self._chars_sent = 0
+        # The tools and the system prompt, sent before the history in every request: until a response
+        # says how big the request was, the estimate counts them too (a first turn is mostly them).
+        self.fixed_chars = fixed_chars
 
     def tokens(self) -> int:
+        """The request's size: the last response's count plus what was added since, or, before any
+        response, an estimate of the whole request (tools, system prompt and history)."""
+        if not self.meter.last_actual:
+            return (self.fixed_chars + self.history.chars()) // CHARS_PER_TOKEN
         return self.meter.estimate(self.history.chars())
 
     def snapshot(self) -> dict[str, Any]:
@@ -123,7 +132,7 @@ class ContextManager:
         if start == 0 or not self.may_summarise():
             state.failures += 1  # nothing settled to summarise, or no request to spend on it
             return
-        await self.emit(Progress(phase="compacting", activity="Compacting notes before continuing"))
+        await self.emit(Progress(phase="compacting", activity=say("compacting")))
         try:
             # The same prefix as the last turn, so the summary request reads it from cache.
             message = await self.model.turn(

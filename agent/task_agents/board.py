@@ -7,11 +7,12 @@ turned into its branch's state and the whole board is shown instead.
 from __future__ import annotations
 
 from .. import defaults
+from ..activity import BRANCH_SEPARATOR, BRANCH_STATES, say
 from ..display import shorten
 from ..events import Emit, Progress, RunEvent
 from .report import TaskReport
 
-DONE_MARK = {"completed": "done", "incomplete": "stopped at its budget", "failed": "failed"}
+DONE_MARK = {status: BRANCH_STATES[status] for status in ("completed", "incomplete", "failed")}
 # Each branch's current activity is shortened to this, so the line stays readable in Slack.
 TASK_ACTIVITY_CHARS = 60
 
@@ -20,7 +21,7 @@ class Board:
     def __init__(self, emit: Emit, labels: dict[int, str]) -> None:
         self._emit = emit
         self._labels = {n: shorten(label, defaults.TASK_LABEL_CHARS) for n, label in labels.items()}
-        self._running: dict[int, str] = {n: "starting" for n in labels}
+        self._running: dict[int, str] = {n: BRANCH_STATES["starting"] for n in labels}
         self._done: dict[int, str] = {}
         self._last = ""
 
@@ -29,8 +30,8 @@ class Board:
         branches = []
         for number, label in self._labels.items():
             state = self._done.get(number) or self._running.get(number, "")
-            branches.append(f"{number}. {label}: {state}")
-        return f"Tasks: {done} done, {running} running — " + " · ".join(branches)
+            branches.append(say("branch", number=number, label=label, state=state))
+        return say("board", done=done, running=running, branches=BRANCH_SEPARATOR.join(branches))
 
     async def show(self) -> None:
         line = self.line()

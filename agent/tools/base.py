@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import httpx
 from pydantic import BaseModel
 
+from ..activity import say
 from ..budget import Ledger
 from ..citations import SourceRegistry
 from ..claims.models import ClaimCheck
@@ -149,7 +150,7 @@ class Tool:
 
     def progress(self, args: BaseModel) -> str:
         """One line for the thread's progress message while this call runs."""
-        return f"Running {self.name}"
+        return say("running", tool=self.name)
 
     def snapshot(self) -> Any:
         """Per-run memory to carry across a crash (JSON-able), or None."""

@@ -6,6 +6,7 @@ from datetime import date
 
 from pydantic import BaseModel, Field
 
+from ..activity import say
 from ..figures import Calculation
 from .base import Tool, ToolContext, ToolResult
 from .calc_engine import MAX_DEPTH, MAX_EXPRESSION_CHARS, CalculationError, clean, evaluate
@@ -65,7 +66,7 @@ class Calculator(Tool):
         shown = clean(args.expression)
         if len(shown) > PROGRESS_CHARS:
             shown = shown[: PROGRESS_CHARS - 1] + "…"
-        return f"Calculating {shown}"
+        return say("calculating", expression=shown)
 
     async def run(self, args: BaseModel, ctx: ToolContext | None = None) -> ToolResult:
         assert isinstance(args, CalculatorInput)

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from .. import offload
+from ..activity import say
 from ..charts import Chart, ChartKind, ChartRow, blob_id, check_table
 from ..charts.blobs import save_png
 from ..citations import UnknownCitation
@@ -86,7 +87,7 @@ class ChartTool(Tool):
 
     def progress(self, args: BaseModel) -> str:
         assert isinstance(args, ChartInput)
-        return f"Drawing a chart: {args.title}"
+        return say("charting", title=args.title)
 
     def snapshot(self) -> Any:
         return {chart_id: chart.model_dump(mode="json") for chart_id, chart in self.charts.items()}

@@ -6,6 +6,7 @@ import re
 
 from pydantic import BaseModel, Field
 
+from ..activity import say
 from .base import Tool, ToolContext, ToolResult
 
 # Characters returned per call by default (~2.5k tokens): enough to read on, small enough to skim.
@@ -39,7 +40,7 @@ class FetchResult(Tool):
 
     def progress(self, args: BaseModel) -> str:
         assert isinstance(args, FetchResultInput)
-        return f"Re-reading stored result {args.id}"
+        return say("rereading_result", id=args.id)
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
         assert isinstance(args, FetchResultInput)

@@ -13,6 +13,7 @@ import logging
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
+from ..activity import say
 from ..json_text import json_object_text
 from ..model import ModelUnavailable
 from ..prompts import load
@@ -76,7 +77,7 @@ class FindInFiles(Tool):
 
     def progress(self, args: BaseModel) -> str:
         assert isinstance(args, FindInFilesInput)
-        return f"Searching the thread's files for: {args.query}"
+        return say("searching_files", query=args.query)
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
         assert isinstance(args, FindInFilesInput)

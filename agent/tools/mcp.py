@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict
 
 from .. import defaults
+from ..activity import say
 from ..config import McpServerConfig
 from ..display import shorten
 from .base import Tool, ToolContext, ToolResult
@@ -184,7 +185,7 @@ class McpTool(Tool):
         return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
 
     def progress(self, args: BaseModel) -> str:
-        return f"Asking {self.server.name}: {self.tool}"
+        return say("asking", server=self.server.name, tool=self.tool)
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
         arguments = args.model_dump()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from ..activity import say
 from .base import Tool, ToolContext, ToolResult
 
 # Earlier versions shown with a section (newest first); the rest are counted.
@@ -27,7 +28,7 @@ class OpenSection(Tool):
 
     def progress(self, args: BaseModel) -> str:
         assert isinstance(args, OpenSectionInput)
-        return f"Re-reading report section {args.section_id}"
+        return say("rereading_section", section=args.section_id)
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
         assert isinstance(args, OpenSectionInput)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from ..activity import say
 from ..markers import MARKER_RE
 from .base import Tool, ToolContext, ToolResult
 
@@ -32,7 +33,7 @@ class OpenSource(Tool):
 
     def progress(self, args: BaseModel) -> str:
         assert isinstance(args, OpenSourceInput)
-        return f"Re-reading source {args.marker.strip()}"
+        return say("rereading_source", marker=args.marker.strip())
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
         assert isinstance(args, OpenSourceInput)

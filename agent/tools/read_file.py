@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from .. import defaults
+from ..activity import say
 from ..counters import counters
 from ..model import ModelUnavailable
 from ..prompts import load
@@ -102,7 +103,7 @@ class ReadFile(Tool):
 
     def progress(self, args: BaseModel) -> str:
         assert isinstance(args, ReadFileInput)
-        return f"Reading file {args.file}: {args.goal}"
+        return say("reading_file", file=args.file, goal=args.goal)
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
         assert isinstance(args, ReadFileInput)

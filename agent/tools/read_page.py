@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from .. import defaults, offload
+from ..activity import say
 from ..display import domain_of
 from ..json_text import json_object_text
 from ..model import ModelUnavailable
@@ -177,7 +178,7 @@ class ReadPage(Tool):
     def progress(self, args: BaseModel) -> str:
         assert isinstance(args, ReadPageInput)
         target = args.url if parse_link_id(args.url) is None else f"link {args.url}"
-        return f"Reading {domain_of(target) if '://' in target else target}: {args.goal}"
+        return say("reading", target=domain_of(target) if "://" in target else target, goal=args.goal)
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
         assert isinstance(args, ReadPageInput)

@@ -6,6 +6,7 @@ import re
 
 from pydantic import BaseModel, Field
 
+from ..activity import say
 from ..exceptions import NO_WORKSPACE
 from ..workspace import ThreadMessage, WorkspaceError
 from .base import Tool, ToolContext, ToolResult
@@ -75,7 +76,7 @@ class ReadThread(Tool):
 
     def progress(self, args: BaseModel) -> str:
         assert isinstance(args, ReadThreadInput)
-        return f"Reading the thread's messages ({args.range})"
+        return say("reading_thread", range=args.range)
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
         assert isinstance(args, ReadThreadInput)

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
+from ..activity import say
 from ..citations import UnknownCitation
 from ..events import SectionRevised, SectionWritten
 from ..report import Revision, Section
@@ -85,7 +86,7 @@ class WriteSection(Tool):
 
     def progress(self, args: BaseModel) -> str:
         assert isinstance(args, WriteSectionInput)
-        return f"Writing section: {args.title}"
+        return say("writing_section", title=args.title)
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
         assert isinstance(args, WriteSectionInput)
@@ -138,7 +139,7 @@ class ReviseSection(Tool):
 
     def progress(self, args: BaseModel) -> str:
         assert isinstance(args, ReviseSectionInput)
-        return f"Revising {args.section_id}: {args.reason}"
+        return say("revising", section=args.section_id, reason=args.reason)
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
         assert isinstance(args, ReviseSectionInput)

@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
+from ..activity import say
 from ..display import shorten
 from ..events import Notice
 from ..workspace_search import SearchUnavailable, WorkspaceHit
@@ -90,7 +91,7 @@ class SearchWorkspace(Tool):
 
     def progress(self, args: BaseModel) -> str:
         assert isinstance(args, SearchWorkspaceInput)
-        return f"Searching the team's Slack: {args.query}"
+        return say("searching_slack", query=args.query)
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
         assert isinstance(args, SearchWorkspaceInput)

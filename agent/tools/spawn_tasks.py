@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from .. import defaults
+from ..activity import say
 from ..config import AgentConfig
 from ..task_agents.brief import TaskBrief
 from ..task_agents.budget import TaskRefused
@@ -94,7 +95,7 @@ class SpawnTasks(Tool):
     def progress(self, args: BaseModel) -> str:
         assert isinstance(args, SpawnTasksInput)
         names = "; ".join(t.objective[:PROGRESS_OBJECTIVE_CHARS] for t in args.tasks)
-        return f"Starting {len(args.tasks)} task agent(s): {names}"
+        return say("starting_tasks", count=len(args.tasks), names=names)
 
     def partial_result(self, call_id: str) -> str:
         finished = self._finished.pop(call_id, {})

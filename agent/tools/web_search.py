@@ -12,6 +12,7 @@ from typing import Any
 from ddgs import DDGS
 from pydantic import BaseModel, Field, field_validator
 
+from ..activity import say
 from ..display import domain_of
 from ..events import SearchDegraded
 from .base import Tool, ToolContext, ToolResult
@@ -79,7 +80,7 @@ class WebSearch(Tool):
 
     def progress(self, args: BaseModel) -> str:
         assert isinstance(args, WebSearchInput)
-        return f"Searching: {args.query}"
+        return say("searching", query=args.query)
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
         assert isinstance(args, WebSearchInput)

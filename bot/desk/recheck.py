@@ -38,7 +38,14 @@ from jobs.upkeep.recheck import (
 
 from .recheck_digest import digest
 
-__all__ = ["RECHECK_CHECK_SECONDS", "RecheckCommand", "handle_recheck", "parse_recheck", "post_recheck_news"]
+__all__ = [
+    "RECHECK_CHECK_SECONDS",
+    "RecheckCommand",
+    "handle_recheck",
+    "parse_recheck",
+    "post_recheck_news",
+    "recheck_set_by",
+]
 
 log = logging.getLogger(__name__)
 
@@ -116,6 +123,13 @@ def describe(schedule: Schedule) -> str:
     if every in named:
         return named[every]
     return f"every {every // DAY_SECONDS} days" if every % DAY_SECONDS == 0 else f"every {every // 3600} hours"
+
+
+async def recheck_set_by(services: Services, latest: RunState) -> str | None:
+    """Who set the thread's re-check schedule (they may switch it off, as the requester and admins may)."""
+    run = latest.run
+    schedule = await asyncio.to_thread(Rechecks(services.redis).get, run.team, run.channel or "", run.thread_ts or "")
+    return schedule.set_by if schedule is not None else None
 
 
 async def handle_recheck(

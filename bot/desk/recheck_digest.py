@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from agent import MARKER_RE, Figure, figures_in, sentences, shorten
 from bot.publishing.link_policy import shown
+from bot.publishing.reader_text import for_reader
 from bot.slack.mrkdwn_escaping import escape_text, link
 from jobs import RunState, RunStatus
 from jobs.upkeep.recheck import RecheckRun, Schedule, next_check_words, verified
@@ -81,7 +82,7 @@ def _change_line(state: RunState, title: str, old_body: str, new_body: str, reas
         where = f" ({', '.join(cited)})" if cited else ""
         parts.append(f"{escape_text(change.old)} → {escape_text(change.new)}{where}")
     what = "; ".join(parts) if parts else "revised"
-    why = f" — {escape_text(shorten(reason, REASON_CHARS))}" if reason else ""
+    why = f" — {escape_text(shorten(for_reader(state, reason, plain=True), REASON_CHARS))}" if reason else ""
     return f"• *{escape_text(title)}*: {what}{why}"
 
 

@@ -17,6 +17,7 @@ from bot.publishing.agent_sessions import idle_member
 from bot.services import Services
 from bot.slack.replies import reply, reply_privately
 from jobs import RunState
+from jobs.exceptions import RunNotFound
 from jobs.upkeep.key_audit import JOBS_EXPIRING, MAX_KEYS, KeyAudit, audit_keys
 from jobs.upkeep.retention import JOBS_CATALOGUE, Catalogue, Entry, Forgotten, Owner, Retention, Rule
 
@@ -144,23 +145,35 @@ async def forget_thread_command(
     await reply(client, channel, thread_ts, f"{gone.summary()} {SLACK_STAYS}")
 
 
-def _thread_of_deleted(services: Services, team: str | None, channel: str, deleted_ts: str) -> str | None:
-    """The thread whose question (its first message) or report `deleted_ts` was, if it is ours."""
+def _thread_of_deleted(
+    services: Services, team: str | None, channel: str, deleted_ts: str, in_thread: str | None
+) -> str | None:
+    """The thread whose question (its first message), report, or a run's question or follow-up
+    asked in it (a reply in the thread, `in_thread`) `deleted_ts` was, if it is ours."""
     if services.store.thread_run_ids(team, channel, deleted_ts):
         return deleted_ts
     state = services.runs.sync.run_of_message(team, channel, deleted_ts)
-    if state is None or state.run.report_message != deleted_ts or state.run.channel != channel:
-        return None
-    return state.run.thread_ts
+    if state is not None and state.run.report_message == deleted_ts and state.run.channel == channel:
+        return state.run.thread_ts
+    if in_thread and in_thread != deleted_ts:
+        # Every later run of the thread carries a question's words (its memory, its openings): the
+        # thread goes, as with its first question. A question of an older design has no ts: kept.
+        for run_id in services.store.thread_run_ids(team, channel, in_thread):
+            try:
+                if services.store.get(run_id).run.question_ts == deleted_ts:
+                    return in_thread
+            except RunNotFound:
+                continue  # expired meanwhile
+    return None
 
 
 async def forget_deleted_message(
-    services: Services, team: str | None, channel: str, deleted_ts: str
+    services: Services, team: str | None, channel: str, deleted_ts: str, *, in_thread: str | None = None
 ) -> Forgotten | None:
-    """A question or report deleted in Slack: its thread's records go too (its runs stopped first)."""
+    """A question, follow-up or report deleted in Slack: its thread's records go too (its runs stopped first)."""
 
     def forget() -> Forgotten | None:
-        thread_ts = _thread_of_deleted(services, team, channel, deleted_ts)
+        thread_ts = _thread_of_deleted(services, team, channel, deleted_ts, in_thread)
         if thread_ts is None:
             return None
         return retention(services.redis).forget_thread(team, channel, thread_ts, "message_deleted")

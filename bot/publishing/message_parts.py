@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -106,8 +107,11 @@ def _requester(state: RunState) -> str:
     return escape_text(user)
 
 
-def _revised(section_revisions: int) -> str:
-    return f"  _revised ×{section_revisions}_" if section_revisions else ""
+def _revised(section_revisions: int, words: Callable[..., str] | None = None) -> str:
+    """`  _revised ×2_`, in the report's language when given its words (bot/catalogue.py)."""
+    if not section_revisions:
+        return ""
+    return f"  _{words('revised', n=section_revisions) if words else f'revised ×{section_revisions}'}_"
 
 
 # The one mention our own reasons write ("stopped by <@U…>", see agent/loop.py and bot/surface/steering.py);

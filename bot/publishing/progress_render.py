@@ -4,7 +4,7 @@ sources, model requests, minutes and budget left; while running, how to steer th
 from __future__ import annotations
 
 from agent import shorten
-from bot.catalogue import plural, said_once, words_for
+from bot.catalogue import Words, plural, said_once, words_for
 from bot.settings import DEFAULT_STOP_REACTION
 from bot.slack.mrkdwn_escaping import escape_text
 from jobs import RunState, RunStatus
@@ -13,6 +13,7 @@ from .earlier_render import found_line
 from .link_policy import shown
 from .message_parts import SlackMessage, _minutes, _section, _with_mentions
 from .plan_render import _render_plan
+from .reader_text import for_reader
 
 __all__ = [
     "CONSTRAINT_CHARS",
@@ -87,18 +88,20 @@ def render_progress(state: RunState, stop_reaction: str = DEFAULT_STOP_REACTION)
     if status == RunStatus.planned and state.plan is not None:
         return _render_plan(state)
     if status == RunStatus.queued and state.run.plan_first and not state.approved_by:
-        lines = ["📝 Drafting a plan first: nothing is researched until it is approved"]
+        lines = [f"📝 {w('drafting_plan')}"]
     elif status == RunStatus.queued:
         lines = [w("queued")]
     elif status == RunStatus.running:
         icon, phase_words = PHASES.get(state.phase, ("🔎", ""))
         said = w(state.phase) if phase_words else escape_text(state.phase.capitalize() or w("researching"))
         lines = [f"{icon} {said} · {facts}" + (f" · {budget}" if budget else "")]
-        if state.activity:
-            lines.append(f"{w('now')}: {escape_text(shorten(state.activity, STATUS_LINE_CHARS))}")
+        if state.activity:  # the engine's words may quote the model's (a revision's reason): markers as footnotes
+            activity = for_reader(state, w.activity(state.activity), plain=True)
+            lines.append(f"{w('now')}: {escape_text(shorten(activity, STATUS_LINE_CHARS))}")
         if state.checking:
-            lines.append(f"{w('checking')}: {escape_text(shorten(state.checking, STATUS_LINE_CHARS))}")
-        lines += _standing_lines(state)
+            checking = for_reader(state, state.checking, plain=True)
+            lines.append(f"{w('checking')}: {escape_text(shorten(checking, STATUS_LINE_CHARS))}")
+        lines += _standing_lines(state, w)
         reaction = escape_text(stop_reaction.strip(":"))
         lines.append(f":{reaction}: {w('steer')}")
         text = "\n".join(lines)
@@ -117,7 +120,7 @@ def render_progress(state: RunState, stop_reaction: str = DEFAULT_STOP_REACTION)
         lines = [f"✅ {w('done')} · {facts} · {w('final_report')}"]
         if state.reason:
             lines.append(f"{w('note')}: {_with_mentions(shorten(state.reason, STATUS_LINE_CHARS))}")
-        lines += _standing_lines(state)
+        lines += _standing_lines(state, w)
     else:
         word = w("stopped") if status == RunStatus.stopped else w("ended_early")
         once = said_once(word, state.reason)  # "Stopped by …": the end and its reason said once
@@ -133,13 +136,13 @@ def render_progress(state: RunState, stop_reaction: str = DEFAULT_STOP_REACTION)
     return SlackMessage(text=text, blocks=[_section(text)])
 
 
-def _standing_lines(state: RunState) -> list[str]:
+def _standing_lines(state: RunState, w: Words) -> list[str]:
     """What stays on the progress message once said: the pinned constraints (so the requester can
     correct them) and notices such as degraded search."""
     lines = []
     if shows_constraints(state):
         listed = " · ".join(shorten(c, CONSTRAINT_CHARS) for c in state.run.constraints[:MAX_CONSTRAINTS_SHOWN])
-        lines.append(f"Constraints: {escape_text(listed)} _(reply to correct them)_")
+        lines.append(f"{w('constraints')}: {escape_text(listed)} _({w('correct_them')})_")
     lines += [f"⚠️ {escape_text(shorten(notice, NOTICE_CHARS))}" for notice in state.notices[:MAX_NOTICES_SHOWN]]
     found = found_line(state)
     return lines + ([found] if found else [])
@@ -162,8 +165,6 @@ def render_status(state: RunState) -> str:
     return STATUS_BY_PHASE.get(state.phase) or shorten(f"is {state.phase or 'researching'}…", STATUS_CHARS)
 
 
-def render_help() -> str:
-    return (
-        "Ask me a research question and I will dig into it and keep a cited report pinned in "
-        "this thread, e.g. `@deepthread compare the fees and tracking error of VTI, ITOT and SCHB`."
-    )
+def render_help(words: Words | None = None) -> str:
+    """The answer to a mention with no question, in the team's language (`words`; English without)."""
+    return (words or words_for(""))("help")

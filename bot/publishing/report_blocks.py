@@ -9,9 +9,9 @@ from typing import Any
 
 from slack_sdk.models.blocks import ContextActionsBlock, FeedbackButtonObject, FeedbackButtonsElement
 
-from agent import SNIPPET_NOTE, AssembledReport, Footnote, claim_line, domain_of, figure_line, shorten
+from agent import FLAG_MARK, AssembledReport, Footnote, claim_line, domain_of, shorten
 from bot import limits
-from bot.catalogue import money, plural, said_once, words_for
+from bot.catalogue import Words, money, plural, said_once, words_for
 from bot.slack.mrkdwn import to_mrkdwn
 from bot.slack.mrkdwn_escaping import escape_text, link
 from bot.slack.mrkdwn_split import shorten_mrkdwn, split_text
@@ -57,18 +57,20 @@ def rateable(state: RunState, report: AssembledReport) -> bool:
     return state.status.finished and bool(report.sections or report.summary)
 
 
-def feedback_block() -> dict[str, Any]:
-    """Slack's own controls for rating an AI answer: 👍 / 👎 in a context_actions block."""
+def feedback_block(w: Words | None = None) -> dict[str, Any]:
+    """Slack's own controls for rating an AI answer: 👍 / 👎 in a context_actions block (their labels,
+    read out by screen readers, in the report's language)."""
+    w = w or words_for("")
     return ContextActionsBlock(
         block_id="report_feedback",
         elements=[
             FeedbackButtonsElement(
                 action_id=FEEDBACK_ACTION,
                 positive_button=FeedbackButtonObject(
-                    text="👍", accessibility_label="This report was helpful", value=FEEDBACK_HELPFUL
+                    text="👍", accessibility_label=w("helpful_label"), value=FEEDBACK_HELPFUL
                 ),
                 negative_button=FeedbackButtonObject(
-                    text="👎", accessibility_label="This report was not helpful", value=FEEDBACK_UNHELPFUL
+                    text="👎", accessibility_label=w("unhelpful_label"), value=FEEDBACK_UNHELPFUL
                 ),
             )
         ],
@@ -82,9 +84,9 @@ def _status_plain(state: RunState) -> str:
     n = len(state.sections)
     w = words_for(state.run.question)
     if state.status == RunStatus.queued:
-        return "Queued"
+        return w("queued_status")
     if state.status == RunStatus.planned:
-        return "Plan awaiting approval: nothing researched yet"
+        return w("plan_status")
     if state.status == RunStatus.running:
         updated = w("updated", time=f"{state.report_updated_at:%H:%M}") if state.report_updated_at else ""
         return w("in_progress", sections=plural(n, "section", w), updated=updated)
@@ -109,15 +111,25 @@ def _footer(state: RunState) -> str:
     parts.append(w("run", id=state.run.id))
     if state.run.parent_run_id:
         parts.append(w("continues", id=escape_text(state.run.parent_run_id)))
-    figures = figure_line(state.sections)
+    figures = _figure_line(state, w)
     if figures:
         parts.append(escape_text(figures))
     claims = claim_line(state.sections)  # the claim check's counts (agent/claims)
     if claims:
         parts.append(escape_text(claims))
     if state.next_check is not None:  # a scheduled re-check of this report (`recheck …` in the thread)
-        parts.append(f"next check {state.next_check:%a %-d %b, %H:%M} UTC")
+        parts.append(w("next_check", when=f"{state.next_check:%a %-d %b, %H:%M}"))
     return " · ".join(parts)
+
+
+def _figure_line(state: RunState, w: Words) -> str:
+    """'31 figures checked against their sources · 1 not found in its source ⚠', in the report's language."""
+    checked = sum(s.figures_checked for s in state.sections)
+    flagged = sum(len(s.flags) for s in state.sections)
+    if not checked and not flagged:
+        return ""
+    line = w("figures_checked", figures=plural(checked, "figure", w))
+    return line + (f" · {w('not_found', n=flagged)}{FLAG_MARK}" if flagged else "")
 
 
 def _domain(url: str) -> str:
@@ -128,15 +140,16 @@ def _domain(url: str) -> str:
         return shorten(url, SOURCE_TITLE_CHARS)
 
 
-def _source_line(note: Footnote, title_chars: int, passage_chars: int) -> str:
+def _source_line(note: Footnote, title_chars: int, passage_chars: int, w: Words | None = None) -> str:
     s = note.source
     domain = _domain(s.url)
-    kind = f" · _{SNIPPET_NOTE}_" if s.kind == "snippet" else ""
+    w = w or words_for("")
+    kind = f" · _{w('snippet_only')}_" if s.kind == "snippet" else ""
     quoted = anchor_quotes(note, passage_chars) or f"“{escape_text(shorten(s.passage, passage_chars))}”"
     return (
         f"[{note.number}] {link(s.url, shorten(s.title, title_chars) or domain)} · "
         f"{escape_text(domain)} · {quoted} · "
-        f"fetched {s.retrieved_at:%Y-%m-%d}{kind}{marked_notes(note)}"
+        f"{w('fetched', date=f'{s.retrieved_at:%Y-%m-%d}')}{kind}{marked_notes(note)}"
     )
 
 
@@ -192,6 +205,7 @@ def _summary_text(
 def _chart_lines(state: RunState, report: AssembledReport, section_id: str, links: Mapping[str, str]) -> str:
     """Under a section: each of its charts, linked to its file in the thread, with the table's sources."""
     numbers = {note.source.marker: note.number for note in report.footnotes}
+    w = words_for(state.run.question)
     lines = []
     for chart in state.charts:
         if chart.section_id != section_id:
@@ -200,10 +214,8 @@ def _chart_lines(state: RunState, report: AssembledReport, section_id: str, link
         permalink = links.get(
             chart.key(state.run.id), ""
         )  # its file in the thread, once uploaded (bot/publishing/chart_sync.py)
-        shown = (
-            link(permalink, f"📊 {title}") if permalink else f"📊 {escape_text(title)} _(chart, posted in this thread)_"
-        )
-        updated = f" _updated ×{chart.version - 1}_" if chart.version > 1 else ""
+        shown = link(permalink, f"📊 {title}") if permalink else f"📊 {escape_text(title)} _({w('chart_posted')})_"
+        updated = f" _{w('chart_updated', n=chart.version - 1)}_" if chart.version > 1 else ""
         sources = []
         for marker in chart.sources:
             source = state.sources.get(marker)
@@ -211,5 +223,5 @@ def _chart_lines(state: RunState, report: AssembledReport, section_id: str, link
                 continue
             number = numbers.get(marker)  # cited in the report: its footnote; else a link of its own
             sources.append(f"[{number}]" if number else link(source.url, _domain(source.url)))
-        lines.append(f"{shown}{updated}" + (f"\n_Chart sources:_ {' '.join(sources)}" if sources else ""))
+        lines.append(f"{shown}{updated}" + (f"\n_{w('chart_sources')}_ {' '.join(sources)}" if sources else ""))
     return "\n".join(lines)

@@ -50,25 +50,25 @@ def _full_layout(
     if summary:
         out.text(summary)
     elif not report.sections:
-        out.text("_The report fills in here as the research finds answers._")
+        out.text(f"_{w('fills_in')}_")
     for index, (section, body) in enumerate(report.sections, 1):
         title = _bold(f"{index}. {section.title}")
         charts = _chart_lines(state, report, section.section_id, chart_links or {}) if state.charts else ""
         out.text(
-            f"{title}{_revised(len(section.revisions))}\n{to_mrkdwn(body, urls, allowed)}"
+            f"{title}{_revised(len(section.revisions), w)}\n{to_mrkdwn(body, urls, allowed)}"
             + (f"\n{charts}" if charts else "")
         )
     if report.footnotes:
         title_chars, passage_chars = (
             (COMPACT_SOURCE_TITLE_CHARS, COMPACT_PASSAGE_CHARS) if compact else (SOURCE_TITLE_CHARS, PASSAGE_CHARS)
         )
-        lines = [_source_line(n, title_chars, passage_chars) for n in report.footnotes]
+        lines = [_source_line(n, title_chars, passage_chars, w) for n in report.footnotes]
         out.text("\n".join([f"*{w('sources')}*", *lines]))
     out.context(_footer(state))
     if rateable(state, report):
         out.blocks.append(export_block())  # the report as a file (bot/desk/export.py)
         out.chars += EXPORT_BLOCK_CHARS
-        out.blocks.append(feedback_block())  # no text: counts toward the 50 blocks only
+        out.blocks.append(feedback_block(w))  # no text: counts toward the 50 blocks only
     return out
 
 

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent import domain_of, shorten
-from bot.catalogue import said_once
+from bot.activity_words import batch_in, board_in
+from bot.catalogue import said_once, words_for
 from bot.slack.mrkdwn_escaping import escape_markdown, escape_text
 from jobs import RunState, RunStatus
 from jobs.records.models import Step
@@ -31,6 +32,7 @@ from jobs.records.models import Step
 from .link_policy import shown
 from .message_parts import _STOPPED_BY, _minutes, _plural
 from .progress_render import GO_DEEPER_ACTION, PHASES, _budget_left, shows_constraints
+from .reader_text import for_reader
 
 __all__ = [
     "Chunk",
@@ -133,10 +135,16 @@ def _lines(text: str, limit: int) -> str:
 
 
 def _card(state: RunState, step: Step, card_id: str, status: str, sources: list[str]) -> Chunk:
-    if step.activity.startswith(TASK_AGENTS_PREFIX):
-        title, details = _board(step.activity)
+    activity = for_reader(state, step.activity, plain=True)  # a reason the model gave: markers as footnotes
+    w = words_for(state.run.question)  # the engine's lines in the team's language (bot/activity_words.py)
+    board = board_in(activity, w.code)
+    if board is not None:
+        counts, branches = board
+        title, details = w("task_agents", **counts), "\n".join(b.strip() for b in branches if b.strip())
+    elif activity.startswith(TASK_AGENTS_PREFIX):
+        title, details = _board(activity)
     else:
-        first, *others = step.activity.split(ACTIVITY_SEPARATOR)
+        first, *others = batch_in(activity, w.code)
         title, details = first, "\n".join(others)
     # What the model asked for (goals, queries, URLs) is text, escaped like every other field.
     card: Chunk = {
@@ -182,15 +190,18 @@ def _cards(state: RunState, after: int) -> dict[str, Chunk]:
 def _texts(state: RunState) -> dict[str, str]:
     """Text lines worth a line of their own, keyed so each is sent once per run."""
     texts: dict[str, str] = {}
+    w = words_for(state.run.question)
     # The team's constraints and the model's "Checking:" lines are text: escaped, never markup.
     if shows_constraints(state):
         listed = " · ".join(shorten(c, 120) for c in state.run.constraints[:8])
-        texts["constraints:" + digest(listed)] = f"Constraints: {escape_markdown(listed)} _(reply to correct them)_"
+        texts["constraints:" + digest(listed)] = (
+            f"{w('constraints')}: {escape_markdown(listed)} _({w('correct_them')})_"
+        )
     for notice in state.notices:
         texts["notice:" + digest(notice)] = f"⚠️ {escape_markdown(shorten(notice, TEXT_LINE_CHARS))}"
     if state.checking:
-        checking = escape_markdown(shorten(state.checking, TEXT_LINE_CHARS))
-        texts["checking:" + digest(state.checking)] = f"**Checking:** {checking}"
+        checking = escape_markdown(shorten(for_reader(state, state.checking, plain=True), TEXT_LINE_CHARS))
+        texts["checking:" + digest(state.checking)] = f"**{w('checking')}:** {checking}"
     return texts
 
 

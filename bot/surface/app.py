@@ -28,6 +28,7 @@ from jobs.keyspace.connection import connect_async
 from jobs.process.logcontext import log_context
 
 from .listeners import register
+from .self_events import IgnoringOwnEventsButDeletions
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +114,8 @@ def build_app(
         "signing_secret": secret or "",
         # Socket Mode frames are not signed (the bot opened the connection); HTTP requests always are.
         "request_verification_enabled": not settings.socket_mode,
-        "ignoring_self_events_enabled": True,
+        # Our own filter instead (self_events.py): Bolt's drops a person's deletion of our report.
+        "ignoring_self_events_enabled": False,
     }
     if oauth is not None:
         app = AsyncApp(oauth_flow=oauth, **common)  # type: ignore[arg-type]
@@ -124,6 +126,7 @@ def build_app(
             return identity  # one workspace, one token: no auth.test per event
 
         app = AsyncApp(authorize=authorize, **common)  # type: ignore[arg-type]
+    app.use(IgnoringOwnEventsButDeletions())
     if isinstance(client, LimitedWebClient):
         app.use(limit_every_write(client))  # Bolt gives each listener a fresh client: make it a limited one
     app.use(_name_the_workspace)

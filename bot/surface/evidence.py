@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from agent import AssembledReport, Footnote, FootnoteClaim, assemble, domain_of, shorten
+from bot.catalogue import Words, words_for
 from bot.slack.mrkdwn_escaping import escape_text, link
 from jobs import RunState
 
@@ -41,27 +42,26 @@ def _quote(text: str) -> str:
 
 
 def source_reply(state: RunState, number: int) -> str:
+    """One footnote's evidence, in the report's language (bot/catalogue.py)."""
+    w = words_for(state.run.question)
     notes = _report(state).footnotes
     note = next((n for n in notes if n.number == number), None)
     if note is None:
-        known = f"1–{len(notes)}" if notes else "none yet"
-        return f"The report has no footnote {number} (footnotes: {known}). Reply `sources` for the list."
+        known = f"1–{len(notes)}" if notes else w("none_yet")
+        return w("no_footnote", number=number, known=known)
     s = note.source
-    kind = (
-        "page excerpt, verified word for word against the page"
-        if s.kind == "excerpt"
-        else "search snippet only (the page itself was not read)"
-    )
+    kind = w("excerpt_verified") if s.kind == "excerpt" else w("snippet_unread")
+    cited = w("cited_as", marker=f"`[{escape_text(s.marker)}]`")
     lines = [
         f"*[{number}]* {link(s.url, shorten(s.title, TITLE_CHARS) or domain_of(s.url))} · "
         f"{escape_text(domain_of(s.url))}",
-        f"Fetched {s.retrieved_at:%Y-%m-%d %H:%M} UTC · {kind} · cited as `[{escape_text(s.marker)}]`",
+        f"{w('fetched_at', time=f'{s.retrieved_at:%Y-%m-%d %H:%M}')} · {kind} · {cited}",
     ]
     if s.page_sha256:
-        lines.append(f"Page text SHA-256: `{s.page_sha256[:16]}…` (to tell whether the page has changed since)")
-    lines += ["*The passage:*", _quote(shorten(s.passage, PASSAGE_CHARS))]
+        lines.append(w("page_hash", hash=f"`{s.page_sha256[:16]}…`"))
+    lines += [f"*{w('passage')}*", _quote(shorten(s.passage, PASSAGE_CHARS))]
     if s.context and s.context != s.passage:
-        lines += ["*Around it on the page:*", _quote(shorten(s.context, CONTEXT_CHARS))]
+        lines += [f"*{w('around_it')}*", _quote(shorten(s.context, CONTEXT_CHARS))]
     if note.claims:
         lines.append(
             f"*What the report cites it for* ({len(note.claims)}), each with the words it was checked against:"
@@ -81,21 +81,23 @@ def _claim_lines(claim: FootnoteClaim) -> list[str]:
     return lines
 
 
-def _listing(note: Footnote) -> str:
+def _listing(note: Footnote, w: Words) -> str:
     s = note.source
-    kind = "excerpt" if s.kind == "excerpt" else "snippet only"
+    kind = w("excerpt") if s.kind == "excerpt" else w("snippet_only")
     return (
         f"[{note.number}] {link(s.url, shorten(s.title, TITLE_CHARS) or domain_of(s.url))} · "
-        f"{escape_text(domain_of(s.url))} · {kind} · fetched {s.retrieved_at:%Y-%m-%d}"
+        f"{escape_text(domain_of(s.url))} · {kind} · {w('fetched', date=f'{s.retrieved_at:%Y-%m-%d}')}"
     )
 
 
 def sources_reply(state: RunState) -> str:
+    """The report's footnotes, one line each, in the report's language."""
+    w = words_for(state.run.question)
     notes = _report(state).footnotes
     if not notes:
-        return "The report cites no sources yet."
-    lines = [f"*Sources cited in the report* ({len(notes)}): reply `source N` for a footnote's full passage."]
-    lines += [_listing(n) for n in notes[:SOURCES_LISTED]]
+        return w("no_sources")
+    lines = [f"*{w('sources_cited')}* ({len(notes)}): {w('source_n_hint')}"]
+    lines += [_listing(n, w) for n in notes[:SOURCES_LISTED]]
     if len(notes) > SOURCES_LISTED:
-        lines.append(f"… and {len(notes) - SOURCES_LISTED} more: `source N` opens any of them.")
+        lines.append(w("more_sources", n=len(notes) - SOURCES_LISTED))
     return "\n".join(lines)

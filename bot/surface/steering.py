@@ -17,10 +17,11 @@ from bot.desk.claim_check import claim_check_command
 from bot.desk.commands import spend_command
 from bot.desk.export import export_report
 from bot.desk.library import library_reply
-from bot.desk.recheck import handle_recheck
+from bot.desk.recheck import handle_recheck, recheck_set_by
 from bot.desk.retention import forget_thread_command
 from bot.publishing.lifecycle import launch_and_post
 from bot.publishing.link_policy import link_policy, shown
+from bot.publishing.reader_text import footnote_numbers, for_reader
 from bot.services import Services
 from bot.slack.audience import shared_externally
 from bot.slack.mrkdwn import to_mrkdwn
@@ -109,6 +110,14 @@ async def thread_message(
             # Each re-check is a run: scheduling them raises what the thread costs.
             await reply_privately(client, channel, user, only_who_may(latest, "schedule re-checks of this report"))
             return
+        if (
+            recheck.action == "off"
+            and not await may_control(services, client, latest, user)
+            and user != await recheck_set_by(services, latest)
+        ):
+            # The schedule is the requester's: a stranger's `off` would cancel what they asked for.
+            await reply_privately(client, channel, user, only_who_may(latest, "switch off this report's re-checks"))
+            return
         await handle_recheck(services, client, latest, recheck, user)
         return
     if asked.spend is not None:  # `usage`, `budget …`: only where questions are taken
@@ -158,16 +167,18 @@ def section_history(state: RunState, section_id: str | None) -> str:
             else f"{escape_text(section_id)} has not been revised."
         )
     lines = []
+    numbers = footnote_numbers(state)  # markers become the report's own [n] (bot/publishing/reader_text.py)
+    urls = {n: state.sources[m].url for m, n in numbers.items()}  # each [n] links to its source, as in the report
     for section in revised:
         # Model text: escaped like every other field the bot sends (no mention through a reason).
         lines.append(f"*{section.section_id} {escape_text(section.title)}*: revised ×{len(section.revisions)}")
         for n, revision in reversed(list(enumerate(section.revisions, 1))):
             if len(section.revisions) - n >= HISTORY_REVISIONS_SHOWN:
                 break
-            quoted = "\n".join(
-                "> " + line for line in shorten_mrkdwn(to_mrkdwn(revision.body, None, allowed), 300).split("\n")
-            )
-            lines.append(f"• version {n}, replaced because: {escape_text(revision.reason)}\n{quoted}")
+            body = to_mrkdwn(for_reader(state, revision.body, numbers), urls, allowed)
+            quoted = "\n".join("> " + line for line in shorten_mrkdwn(body, 300).split("\n"))
+            reason = to_mrkdwn(for_reader(state, " ".join(revision.reason.split()), numbers), urls, allowed)
+            lines.append(f"• version {n}, replaced because: {reason}\n{quoted}")
     return "\n".join(lines)
 
 
@@ -225,6 +236,7 @@ async def continue_thread(
         event_id=event_id,
         action_token=action_token,
         shared_audience=shared,
+        question_ts=ts,
     )
     if continuation is None:
         return  # a repeated delivery

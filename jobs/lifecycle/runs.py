@@ -231,6 +231,7 @@ class Runs:
         event_id: str,
         action_token: SecretStr | None = None,
         shared_audience: bool = False,
+        question_ts: str | None = None,
     ) -> Continuation | None:
         """A reply after `parent` ended. Exactly one of several replies racing each other starts
         the continuation (a compare-and-set on the thread); the others become its notes.
@@ -238,7 +239,15 @@ class Runs:
         if not self.store.claim_event(parent.run.team, f"continue:{event_id}", CONTINUE_DEDUPE_TTL_SECONDS):
             return None
         for _ in range(MAX_CONTINUE_TRIES):
-            run = successor(self.store, parent, request, requester, action_token, shared_audience=shared_audience)
+            run = successor(
+                self.store,
+                parent,
+                request,
+                requester,
+                action_token,
+                shared_audience=shared_audience,
+                question_ts=question_ts,
+            )
             self._mark_unposted(run)
             try:
                 return Continuation(create_successor(self.store, parent, run), started=True)
@@ -379,6 +388,7 @@ class AsyncRuns:
         event_id: str,
         action_token: SecretStr | None = None,
         shared_audience: bool = False,
+        question_ts: str | None = None,
     ) -> Continuation | None:
         return await asyncio.to_thread(
             lambda: self.sync.continue_from(
@@ -389,6 +399,7 @@ class AsyncRuns:
                 event_id=event_id,
                 action_token=action_token,
                 shared_audience=shared_audience,
+                question_ts=question_ts,
             )
         )
 

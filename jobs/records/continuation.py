@@ -28,6 +28,7 @@ def successor(
     action_token: SecretStr | None = None,
     *,
     shared_audience: bool = False,
+    question_ts: str | None = None,
 ) -> Run:
     """The next run in the thread: the original question and constraints (with the notes
     given along the way), the new request verbatim, the same pinned report."""
@@ -55,6 +56,7 @@ def successor(
         # Once shared with another organization, the thread's later runs stay outside too.
         shared_audience=run.shared_audience or shared_audience,
         action_token=action_token,  # the reply's own: the parent's has expired or will soon
+        question_ts=question_ts,
     )
 
 

@@ -1,7 +1,10 @@
 """Verdicts on finished reports: one per person per run (a second click changes it), with the
 note a 👎 is asked for, and which sections (and their revisions) the person was rating.
 
-Kept in a hash named by the run (`keys.feedback`), so it goes with the run (jobs/upkeep/retention.py).
+Kept in a hash named by the run (`keys.feedback`), so it goes with the run (jobs/upkeep/retention.py),
+and written only while the run's state exists, with the run's own time to live: a click that lands
+after the run was forgotten (or a run that expired before the maintenance round reached it) leaves
+no verdict behind it.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from redis import Redis
 from agent import utcnow
 
 from ..keyspace import keys
+from .store import RUN_TTL_SECONDS
 
 __all__ = ["REASONS", "FeedbackStore", "Tally", "Verdict"]
 
@@ -30,6 +34,17 @@ REASONS: dict[str, str] = {
     "other": "Something else",
 }
 NOTE_CHARS = 500  # a "free line": longer notes are cut, so one person cannot fill the run's record
+
+# KEYS: run state, feedback. ARGV: user, verdict JSON, the fallback TTL (s). The verdict lives as long
+# as the run does, and not at all once the run is gone. Sent whole (EVAL): no script cache to miss
+# after a failover.
+_RECORD = """
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl == -2 then return 0 end
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) else redis.call('EXPIRE', KEYS[2], ARGV[3]) end
+return 1
+"""
 
 
 class Verdict(BaseModel):
@@ -60,7 +75,8 @@ class FeedbackStore:
         self, run_id: str, user: str, verdict: Kind, sections: Mapping[str, int], where: str = "private"
     ) -> bool:
         """Set `user`'s verdict on the run; True when it is new or changed (a re-click of the same
-        button is no new verdict). A changed verdict drops the note given for the old one."""
+        button is no new verdict; nothing is written for a run that is gone). A changed verdict drops the
+        note given for the old one."""
         old = self.verdict(run_id, user)
         if old is not None and old.verdict == verdict:
             return False
@@ -71,8 +87,14 @@ class FeedbackStore:
             sections=dict(sections),
             where=where if where in ("public", "direct") else "private",  # type: ignore[arg-type]
         )
-        self._redis.hset(keys.feedback(run_id), user, new.model_dump_json())
-        return True
+        return self._write(run_id, user, new)
+
+    def _write(self, run_id: str, user: str, verdict: Verdict) -> bool:
+        """False when the run is gone: nothing is written."""
+        written = self._redis.eval(
+            _RECORD, 2, keys.run_state(run_id), keys.feedback(run_id), user, verdict.model_dump_json(), RUN_TTL_SECONDS
+        )
+        return bool(written)
 
     def note(self, run_id: str, user: str, reason: str | None, note: str) -> Verdict | None:
         """The reason and free line of `user`'s 👎; None when they have no 👎 on this run."""
@@ -82,8 +104,7 @@ class FeedbackStore:
         updated = old.model_copy(
             update={"reason": reason if reason in REASONS else None, "note": " ".join(note.split())[:NOTE_CHARS]}
         )
-        self._redis.hset(keys.feedback(run_id), user, updated.model_dump_json())
-        return updated
+        return updated if self._write(run_id, user, updated) else None
 
     def verdict(self, run_id: str, user: str) -> Verdict | None:
         raw = self._redis.hget(keys.feedback(run_id), user)

@@ -53,6 +53,9 @@ class Run(BaseModel):
     parent_run_id: str | None = None
     # A continuation's new request, verbatim (ResearchTask.follow_up). Stored as "request" before.
     follow_up: str | None = Field(default=None, validation_alias=AliasChoices("follow_up", "request"))
+    # The message that asked this run's question or follow-up (a Slack ts; opaque to jobs/): deleting
+    # it forgets the thread, as deleting the thread's first message does (bot/desk/retention.py).
+    question_ts: str | None = None
     recheck: bool = False  # a scheduled re-check (jobs/upkeep/recheck.py): its request is the fixed brief
     # Plan first: a plan is drafted and posted, and the research starts only once someone approves it.
     plan_first: bool = False

@@ -25,7 +25,7 @@ import json
 import logging
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from pydantic import SecretStr
 from redis import Redis
@@ -60,6 +60,8 @@ RUN_TTL_SECONDS = 90 * 24 * 3600
 # A writer whose copy went stale re-reads and re-applies its event; more conflicts than this
 # in a row means something is writing in a loop: give up loudly rather than spin.
 MAX_CAS_RETRIES = 8
+# Updates-stream entries read per XRANGE while a forget looks for a run's entries.
+_STREAM_PAGE = 1000
 
 
 class RunStore:
@@ -256,6 +258,22 @@ class RunStore:
             return self.get(run_id).run.team
         except RunNotFound:
             return None
+
+    def forget_updates(self, run_ids: Iterable[str]) -> int:
+        """Take the runs' entries out of the updates stream (they name the run: a forget leaves
+        none); returns the entries deleted. One pass over the stream, capped at UPDATES_MAXLEN."""
+        forgotten = {run_id.encode() for run_id in run_ids}
+        if not forgotten:
+            return 0
+        deleted, start = 0, "-"
+        while True:
+            page = cast(list[Any], self.redis.xrange(keys.UPDATES_STREAM, min=start, count=_STREAM_PAGE))
+            naming = [entry for entry, fields in page if fields.get(b"run_id") in forgotten]
+            if naming:
+                deleted += int(self.redis.xdel(keys.UPDATES_STREAM, *naming))
+            if len(page) < _STREAM_PAGE:
+                return deleted
+            start = "(" + text(page[-1][0])
 
     def claim_event(self, team: str | None, event_id: str, ttl_seconds: int) -> bool:
         """True the first time this workspace's event id is seen (Slack retries deliver it again)."""

@@ -36,16 +36,15 @@ import fnmatch
 import inspect
 import json
 import logging
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from types import ModuleType
 from typing import Literal, cast
 
 from redis import Redis
-from rq.exceptions import NoSuchJobError
-from rq.job import Job
 
 from agent.events import utcnow
 
@@ -55,6 +54,8 @@ from ..keyspace.connection import text
 from ..process.metrics import metrics
 from ..records.library import unshelve_run
 from ..records.models import RunStatus
+from .forgotten import Forgotten, held
+from .rq_records import delete_recheck_jobs, delete_run_jobs
 
 __all__ = [
     "JOBS_CATALOGUE",
@@ -118,7 +119,7 @@ class Subject:
 class Entry:
     """A shared record's entries of one run (`of` RUN) or thread (`of` THREAD), and how one goes."""
 
-    op: Literal["srem", "zrem", "hdel"]
+    op: Literal["srem", "zrem", "hdel", "xdel"]  # xdel: a stream's entries whose `run_id` is the run
     of: Owner = Owner.RUN
     member: Callable[[Subject], str] = lambda s: s.run_id
 
@@ -164,15 +165,6 @@ class Catalogue:
         return cast(str, value(**{p: subject.argument(p) for p in parameters}))
 
 
-def _delete_rq_job(redis: Redis, subject: Subject) -> int:
-    """RQ's record of the run's job (its arguments name the run), out of RQ's registries too."""
-    try:
-        Job.fetch(keys.job_id(subject.run_id), connection=redis).delete()
-    except NoSuchJobError:
-        return 0
-    return 1
-
-
 def _delete_capacity_marks(redis: Redis, subject: Subject) -> int:
     """A run's, or a workspace's, "last served" marks in each model's capacity records (an hour
     each, jobs/budgets/capacity.py), and a workspace's queue of waiting runs."""
@@ -212,8 +204,10 @@ _MARK = Rule(Owner.MARK)
 
 JOBS_RULES: dict[str, Rule] = {
     # Per deployment.
-    "QUEUE": _DEPLOYMENT,  # RQ's queue: job ids; each run's job goes with the run (job_id)
-    "UPDATES_STREAM": _DEPLOYMENT,  # run ids and versions only, capped at keys.UPDATES_MAXLEN
+    # RQ's queue and registries: a run's jobs go with the run (job_id), a thread's re-check jobs with it.
+    "QUEUE": Rule(Owner.DEPLOYMENT, delete=delete_recheck_jobs),
+    # Run ids and versions, capped at keys.UPDATES_MAXLEN: a run's entries go with it (one pass a forget).
+    "UPDATES_STREAM": Rule(Owner.DEPLOYMENT, Entry("xdel")),
     "ACTIVE_RUNS": Rule(Owner.DEPLOYMENT, Entry("srem")),
     "HARD_STOPS": Rule(Owner.DEPLOYMENT, Entry("zrem")),
     "HARD_STOP_REASONS": Rule(Owner.DEPLOYMENT, Entry("hdel")),
@@ -246,7 +240,7 @@ JOBS_RULES: dict[str, Rule] = {
     "alive": _RUN,
     "attempts": _RUN,
     "current_job": _RUN,
-    "job_id": Rule(Owner.RUN, delete=_delete_rq_job),
+    "job_id": Rule(Owner.RUN, delete=delete_run_jobs),  # every job of the run, out of RQ's registries too
     "posting": _RUN,
     "result": _RUN,  # page and file texts, tool results
     "action_token": _RUN,
@@ -289,37 +283,6 @@ JOBS_CATALOGUE = Catalogue(
 )
 
 
-@dataclass
-class Forgotten:
-    """What a forget or a round deleted."""
-
-    runs: list[str] = field(default_factory=list)
-    keys: int = 0
-    threads: int = 0
-    stopped: list[str] = field(default_factory=list)  # active runs stopped first
-    kept_active: list[str] = field(default_factory=list)  # active runs the round left alone
-
-    def add(self, other: Forgotten) -> None:
-        self.runs += other.runs
-        self.keys += other.keys
-        self.threads += other.threads
-        self.stopped += other.stopped
-        self.kept_active += other.kept_active
-
-    def summary(self) -> str:
-        """What went, in a sentence (`forget this thread`, `deepthread forget`)."""
-        if not self.runs and not self.keys:
-            return "Nothing was stored for that, so nothing was deleted."
-        runs = f"{len(self.runs)} run{'s' if len(self.runs) != 1 else ''}"
-        threads = f"{self.threads} thread{'s' if self.threads != 1 else ''}"
-        stopped = f" ({len(self.stopped)} stopped first)" if self.stopped else ""
-        return (
-            f"Deleted {runs}{stopped} in {threads}: {self.keys} stored record{'s' if self.keys != 1 else ''} "
-            "(questions, reports, sources, page and file texts, request logs, the thread's memory and settings). "
-            "The workspace's spend totals keep their sums."
-        )
-
-
 def _time(value: bytes | str | None) -> datetime | None:
     raw = text(value) if value else ""
     return datetime.fromisoformat(raw) if raw else None
@@ -337,6 +300,9 @@ class Retention:
         self.redis = redis
         self.catalogues = catalogues
         self.clock = clock  # when a stopped run was forgotten (FORGOTTEN); the round takes its `now`
+        self._unstreamed: dict[str, set[str]] = {}  # stream key -> runs whose entries go (one pass: _unstream)
+        self._batching = 0
+        self._holding = False  # within a forget that waits for its deletions to reach a replica (`held`)
 
     # --- deleting by owner ------------------------------------------------------------------
 
@@ -375,6 +341,10 @@ class Retention:
             key, member = catalogue.key(name, subject), rule.entry.member(subject)
             if key is None:
                 continue
+            if rule.entry.op == "xdel":  # read through once for every run forgotten together
+                if "*" not in member:
+                    self._unstreamed.setdefault(key, set()).add(member)
+                continue
             remove = getattr(self.redis, rule.entry.op)
             if "*" not in member:
                 remove(key, member)
@@ -411,7 +381,27 @@ class Retention:
             if name == "run_state":
                 continue
             deleted += self._delete_rule(catalogue, name, rule, subject)
-        return deleted + int(self.redis.delete(keys.run_state(run_id)))
+        deleted += int(self.redis.delete(keys.run_state(run_id)))
+        if not self._batching:
+            self._unstream()
+        return deleted
+
+    @contextmanager
+    def _batched(self) -> Iterator[None]:
+        """Runs forgotten together: their stream entries go in one pass at the end."""
+        self._batching += 1
+        try:
+            yield
+        finally:
+            self._batching -= 1
+            if not self._batching:
+                self._unstream()
+
+    def _unstream(self) -> None:
+        from ..records.store import RunStore  # the stream's owner
+
+        pending, self._unstreamed = self._unstreamed.get(keys.UPDATES_STREAM, set()), {}
+        RunStore(self.redis).forget_updates(pending)  # the one stream of xdel entries
 
     def _thread_keys(self, subject: Subject) -> int:
         self._remove_entries(Owner.THREAD, subject)
@@ -437,9 +427,10 @@ class Retention:
             except RunNotFound:
                 pass
             gone.stopped.append(run_id)
-        for run_id in ids:
-            gone.keys += self.forget_run(run_id)
-            gone.runs.append(run_id)
+        with self._batched():
+            for run_id in ids:
+                gone.keys += self.forget_run(run_id)
+                gone.runs.append(run_id)
         if active:  # listed after the forget (which removes a run's every entry): deleted once more later
             self.redis.zadd(keys.FORGOTTEN, {run_id: self.clock().timestamp() for run_id in active})
         return gone, True
@@ -456,6 +447,7 @@ class Retention:
         ids = [text(i) for i in self.redis.lrange(keys.thread_runs(team, channel, thread_ts), 0, -1)]
         return ids + [text(i) for i in self.redis.lrange(keys.legacy_thread_runs(channel, thread_ts), 0, -1)]
 
+    @held
     def forget_thread(
         self, team: str | None, channel: str, thread_ts: str, reason: Reason, *, stop: bool = True
     ) -> Forgotten:
@@ -478,6 +470,7 @@ class Retention:
                 found.append((parts[1], parts[2]))
         return found
 
+    @held
     def forget_channel(self, team: str | None, channel: str, reason: Reason) -> Forgotten:
         """Every thread of the channel (its active runs stopped first), and the channel's other records."""
         gone = Forgotten()
@@ -489,6 +482,7 @@ class Retention:
         gone.add(rest)
         return gone
 
+    @held
     def forget_team(self, team: str, reason: Reason) -> Forgotten:
         """Every thread, channel and record of the workspace (its installation's tokens are the
         installation store's to delete)."""
@@ -519,6 +513,10 @@ class Retention:
         """Delete every run that finished more than `days` before `now` (a thread whose run is
         active is left for a later round), a thread with it once its last run is gone, and what a
         forgotten run's killed job wrote after its forget."""
+        with self._batched():
+            return self._round(now, days, limit)
+
+    def _round(self, now: datetime, days: float, limit: int) -> Forgotten:
         gone = Forgotten()
         cutoff = now - timedelta(days=days)
         due = self.redis.zrangebyscore(keys.FORGOTTEN, "-inf", now.timestamp() - FORGET_AGAIN_SECONDS)

@@ -14,7 +14,7 @@ from jobs import RunStore, keys
 from jobs.budgets.spend import Spend
 from tests.e2e.stack import CHANNEL, bot_replies, post_event, start
 from tests.fakes.slack import FakeSlack, message_event
-from tests.fakes.slack_events import app_uninstalled_event, channel_deleted_event, message_deleted_event
+from tests.fakes.slack_events import app_uninstalled_event, channel_deleted_event
 from tests.fakes.slack_records import TEAM_ID
 from tests.helpers import keys_holding
 from tests.processes import Stack, wait_for
@@ -59,10 +59,10 @@ def test_forget_by_an_admin_only_and_deleted_questions_and_reports_delete_their_
     assert _forgotten(redis, runs[forget_me], forget_me)
 
     # The question deleted: it has replies, so Slack tombstones it (message_changed).
-    assert post_event(stack, message_deleted_event(question_gone, replies=True)).status_code == 200
+    assert post_event(stack, fake_slack.deletion_event(CHANNEL, question_gone)).status_code == 200
     wait_for(lambda: _forgotten(redis, runs[question_gone], question_gone), 10, "the deleted question's thread gone")
-    # The report deleted (message_deleted in the thread).
-    assert post_event(stack, message_deleted_event(report_ts, thread_ts=report_gone)).status_code == 200
+    # The report deleted by a person (message_deleted in the thread, the bot named as its author).
+    assert post_event(stack, fake_slack.deletion_event(CHANNEL, report_ts)).status_code == 200
     wait_for(lambda: _forgotten(redis, runs[report_gone], report_gone), 10, "the deleted report's thread gone")
     assert not keys_holding(redis, "expense ratio"), "no question is kept anywhere"
 

@@ -27,7 +27,16 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.fakes import scopes, slack_canvases, slack_files, slack_search, slack_sessions, slack_streaming, slack_views
+from tests.fakes import (
+    scopes,
+    slack_canvases,
+    slack_events,
+    slack_files,
+    slack_search,
+    slack_sessions,
+    slack_streaming,
+    slack_views,
+)
 from tests.fakes.slack_events import (
     app_mention_event,
     app_uninstalled_event,
@@ -414,6 +423,22 @@ class FakeSlack(WebApiMethods, SocketMode, Workspaces):
                                thread_ts=ev.get("thread_ts"), user=ev.get("user", ""), bot_id=ev.get("bot_id"))
             self._store(msg)
             return msg.ts
+
+    def deletion_event(self, channel: str, ts: str) -> dict[str, Any]:
+        """A person deletes the message (theirs, or as an admin the bot's): it goes (a thread's first
+        message with replies becomes a tombstone), and the returned event is the one Slack sends about
+        it, its `previous_message` the message as Slack held it (a bot's with its user and bot id)."""
+        with self._lock:
+            message = self._find(channel, ts)
+            previous = self._render(message)
+            replies = bool(previous.get("reply_count"))
+            for name in ("reply_count", "reply_users_count", "latest_reply", "reply_users", "pinned_to"):
+                previous.pop(name, None)
+            if not replies:
+                message.deleted = True
+            return slack_events.message_deleted_event(ts, channel=channel, replies=replies, previous=previous,
+                                                      team_id=message.team or self.team_id,
+                                                      bot_user_id=self.bot_user_id)
 
     # -------------------------------------------------------- introspection
 

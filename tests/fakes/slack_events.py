@@ -148,14 +148,16 @@ def message_event(
 
 def message_deleted_event(deleted_ts: str, *, channel: str = "C0TEST", thread_ts: str | None = None,
                           replies: bool = False, user: str = "U0ANA", team_id: str = TEAM_ID,
-                          bot_user_id: str = "UBOT") -> dict[str, Any]:
+                          bot_user_id: str = "UBOT", previous: dict[str, Any] | None = None) -> dict[str, Any]:
     """A message deleted, as Slack tells the channel's members: `message_deleted` with the
-    `deleted_ts` and the message as it was (`previous_message`); a thread's first message that has
-    replies (`replies`) is not removed but replaced by a tombstone, sent as `message_changed`."""
+    `deleted_ts` and the message as it was (`previous_message`: `previous` when given, as the fake
+    Slack held it, its author a bot's user and bot id for a bot's message); a thread's first message
+    that has replies (`replies`) is not removed but replaced by a tombstone, sent as `message_changed`."""
     ts = new_ts()
-    previous: dict[str, Any] = {"type": "message", "user": user, "text": "", "ts": deleted_ts}
-    if thread_ts:
-        previous["thread_ts"] = thread_ts
+    if previous is None:
+        previous = {"type": "message", "user": user, "text": "", "ts": deleted_ts}
+        if thread_ts:
+            previous["thread_ts"] = thread_ts
     if replies:
         tombstone = {**previous, "subtype": "tombstone", "text": "This message was deleted.", "hidden": True,
                      "thread_ts": deleted_ts, "user": "USLACKBOT"}

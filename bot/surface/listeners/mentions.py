@@ -12,6 +12,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent import MAX_QUESTION_CHARS, private_sources_allowed
+from bot.catalogue import Words, words_for
 from bot.desk.claim_check import claim_check_command
 from bot.desk.commands import spend_command
 from bot.desk.library import library_reply
@@ -115,11 +116,23 @@ async def handle_mention(
         client,
         channel=mention.channel,
         thread_ts=mention.thread,
+        ts=mention.ts,
         user=mention.user,
         question=question,
         tenant=tenant,
         action_token=action_token_of(event),
     )
+
+
+async def team_words(services: Services, team: str | None, channel: str, thread_ts: str) -> Words:
+    """The team's language where no question says it (a mention with nothing after it): the thread's
+    own runs' language, else that of the channel's latest question this month, else English."""
+    latest = await services.runs.latest_in_thread(team, channel, thread_ts)
+    if latest is not None:
+        return words_for(latest.run.question)
+    asked = await asyncio.to_thread(services.spend.channel_runs, team, channel)
+    newest = max(asked, key=lambda r: r.finished_at, default=None)
+    return words_for(newest.question if newest is not None else "")
 
 
 async def keep_for_slow_reads(
@@ -142,8 +155,10 @@ async def handle_question(
     question: str,
     tenant: Tenant,
     action_token: SecretStr | None = None,
+    ts: str | None = None,
 ) -> None:
-    """A new question, from a mention or a direct message: help, refuse with advice, or start."""
+    """A new question, from a mention or a direct message (`ts`: the message that asks it): help,
+    refuse with advice, or start."""
     direct = channel.startswith("D")
     if not direct and not services.takes_questions_in(channel):  # commands too: nothing is answered here
         await reply(client, channel, thread_ts, NOT_ENABLED)
@@ -187,7 +202,7 @@ async def handle_question(
     plan_first = planned is not None or await asyncio.to_thread(channel_plans_first, services, team, channel)
     question = planned if planned is not None else question
     if not question:
-        await reply(client, channel, thread_ts, render_help())
+        await reply(client, channel, thread_ts, render_help(await team_words(services, team, channel, thread_ts)))
         return
     if len(question) > MAX_QUESTION_CHARS:
         await reply(client, channel, thread_ts, too_long(question))
@@ -213,6 +228,7 @@ async def handle_question(
             shared_audience=shared,
             action_token=action_token,
             plan_first=plan_first,
+            question_ts=ts,
         )
     )
     await launch_and_post(services, client, state)

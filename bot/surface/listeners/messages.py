@@ -48,7 +48,9 @@ async def handle_message(
 ) -> None:
     deleted = deleted_ts(event)
     if deleted is not None:
-        await forget_deleted_message(services, tenant.team, str(event.get("channel") or ""), deleted)
+        await forget_deleted_message(
+            services, tenant.team, str(event.get("channel") or ""), deleted, in_thread=deleted_from_thread(event)
+        )
         return
     try:
         message = MessageEvent.model_validate(event)
@@ -74,6 +76,7 @@ async def handle_message(
             client,
             channel=message.channel,
             thread_ts=thread_ts or message.ts,
+            ts=message.ts,
             user=message.user,
             question=message.text.strip(),
             tenant=tenant,
@@ -104,3 +107,10 @@ def deleted_ts(event: dict[str, Any]) -> str | None:
     if event.get("subtype") == "message_changed" and changed.get("subtype") == "tombstone":
         return changed.get("ts") or None
     return None
+
+
+def deleted_from_thread(event: dict[str, Any]) -> str | None:
+    """The thread the deleted message was a reply in (a follow-up, a mention in someone's thread), if it was."""
+    previous = event.get("previous_message") or {}
+    thread_ts = previous.get("thread_ts") if isinstance(previous, dict) else None
+    return str(thread_ts) if thread_ts else None

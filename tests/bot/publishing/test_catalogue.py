@@ -36,7 +36,7 @@ def test_a_german_question_gets_german_progress_words() -> None:
     first = text.splitlines()[0]
     assert first.startswith("🔎 Recherche läuft · ") and "3 Modellanfragen · 1 Quelle" in first
     assert "Budget standard · noch 54 Min. · 77 Modellanfragen" in first
-    assert "\nJetzt: Reading example.org: the fee" in text  # the engine's own activity line stays as written
+    assert "\nJetzt: Lese example.org: the fee" in text  # the engine's line in German, its goal as written
     assert DE["steer"] in text and EN["steer"] not in text
 
 

@@ -44,6 +44,7 @@ NOT_SENDERS = {
     "recheck.describe": "fixed words ('weekly', 'every 3 days')",
     "mentions.bot_user": "the bot's user id in the event's workspace, compared with, never sent",
     "usage.conversation_kind": "public, private or direct: a conversation's kind, compared with, never sent",
+    "recheck.recheck_set_by": "who set a thread's re-checks: a user id, compared with, never sent",
 }
 # Senders that need Redis and Slack to answer (they read spend and budgets): what they send goes out
 # through the wire's rule (bot/slack/outgoing.py) and their renderers are driven below.
