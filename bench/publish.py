@@ -54,15 +54,16 @@ from bot import keys
 from bot.cli.local_redis import LocalRedis
 from bot.publishing.canvas_render import render_canvas
 from bot.publishing.canvas_sync import CanvasRecord
-from bot.publishing.publisher import Publisher, remember_rendered
 from bot.publishing.message_parts import CanvasView
 from bot.publishing.progress_render import render_progress
+from bot.publishing.publisher import Publisher, remember_rendered
 from bot.publishing.report_render import render_report, render_report_parts
 from bot.publishing.stream_records import StreamRecords
 from bot.publishing.stream_render import end_text
 from bot.publishing.stream_sync import open_stream
 from bot.settings import DEFAULT_STOP_REACTION, StreamConfig
 from bot.slack.client import LimitedWebClient
+from bot.slack.outgoing import guard
 from bot.slack.ratelimit import SlackRateLimiter
 from bot.surface.app import SLACK_429_RETRIES
 from jobs import Run, RunState, RunStore
@@ -211,8 +212,8 @@ class Expected:
                           title=record.title if record else "")
         parts, progress = render_report_parts(state, canvas=view), render_progress(state)
         canvas = [p.markdown for p in render_canvas(state).parts] if parts.canvas is not None else None
-        return cls(state, (parts.message.text, parts.message.blocks), (progress.text, progress.blocks), canvas,
-                   streamed)
+        return cls(state, _as_sent(parts.message.text, parts.message.blocks), _as_sent(progress.text, progress.blocks),
+                   canvas, streamed)
 
     def shown_by(self, slack: FakeSlack) -> bool:
         """A person sees the run's end: the report (and its canvas), and the progress's end state."""
@@ -264,6 +265,13 @@ def _where(task: asyncio.Task[None]) -> str:
             chain.append(repr(awaited)[:120])
         awaited = nxt
     return " -> ".join(chain)
+
+
+def _as_sent(text: str, blocks: object) -> tuple[str, object]:
+    """A rendered message as the client puts it on the wire (bot/slack/outgoing.py: every mrkdwn text
+    object verbatim, every text inert), which is what Slack then shows."""
+    body, _, _ = guard("chat.update", {"text": text, "blocks": blocks}, None, None)
+    return body["text"], body["blocks"]
 
 
 def _diff(shown: tuple[str, object], wanted: tuple[str, object]) -> str:

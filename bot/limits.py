@@ -40,6 +40,7 @@ STREAM_MAX_CHARS = 10_000
 
 # --- Web API rate tiers, per workspace and method ---------------------------------------
 
+TIER_1_PER_MINUTE = 1  # apps.uninstall
 TIER_2_PER_MINUTE = 20  # pins.add, chat.startStream, chat.stopStream, canvases.create
 # chat.update, files.delete, agents.sessions.setStatus, canvases.edit, canvases.access.set
 TIER_3_PER_MINUTE = 50

@@ -63,6 +63,9 @@ CALLS_PER_WINDOW: Mapping[str, int] = {
     "views.publish": _ours(limits.TIER_4_PER_MINUTE),
     # A read, counted all the same: a burst of sections written at once looks up one id each.
     "canvases.sections.lookup": _ours(limits.TIER_3_PER_MINUTE),
+    # A refused install removing the app (bot/surface/oauth.py): Tier 1, once per workspace. No
+    # headroom taken: a share of one call is none.
+    "apps.uninstall": limits.TIER_1_PER_MINUTE,
 }
 # A method missing from the table, when a caller counts it anyway, gets the strictest tier we use.
 DEFAULT_CALLS_PER_WINDOW = _ours(limits.TIER_3_PER_MINUTE)

@@ -731,7 +731,9 @@ def _stream_events(message: dict[str, Any]) -> list[dict[str, Any]]:
         deltas: list[dict[str, Any]] = []
         if kind == "text":
             head = {"type": "text", "text": ""}
-            deltas = [{"type": "text_delta", "text": c} for c in _chunks(block.get("text", ""))]
+            # A cited text block: its citations arrive first, one citations_delta each, as the API sends them.
+            deltas = [{"type": "citations_delta", "citation": c} for c in block.get("citations") or []]
+            deltas += [{"type": "text_delta", "text": c} for c in _chunks(block.get("text", ""))]
         elif kind == "tool_use":
             head = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
             raw = json.dumps(block.get("input", {}))
