@@ -7,9 +7,6 @@ with BATCH_SEPARATOR; the task agents' board is one line of BOARD form with a BR
 
 from __future__ import annotations
 
-import re
-from functools import cache
-
 __all__ = ["ACTIVITY", "BATCH_SEPARATOR", "BRANCH_SEPARATOR", "BRANCH_STATES", "parse", "say"]
 
 ACTIVITY: dict[str, str] = {
@@ -58,24 +55,60 @@ def say(kind: str, **values: object) -> str:
     return ACTIVITY[kind].format(**values)
 
 
-@cache
-def _patterns() -> list[tuple[str, re.Pattern[str]]]:
-    """Each template as a pattern, the most literal first (`Reading file …` before `Reading …`)."""
-    found = []
-    for kind, template in ACTIVITY.items():
-        pieces = re.split(r"\{(\w+)\}", template)
-        regex = "".join(re.escape(p) if i % 2 == 0 else f"(?P<{p}>.*?)" for i, p in enumerate(pieces))
-        literal = sum(len(p) for p in pieces[::2])
-        found.append((literal, kind, re.compile(regex + r"\Z", re.DOTALL)))
-    return [(kind, pattern) for _, kind, pattern in sorted(found, key=lambda f: -f[0])]
+Template = tuple[tuple[str, ...], tuple[str, ...]]  # its literal pieces, and the names between them
+
+
+def _template(text: str) -> Template:
+    """A template's literal pieces and the names of the values between them: `Reading {target}: {goal}`
+    is ("Reading ", ": ", "") and ("target", "goal")."""
+    pieces, names = [], []
+    rest = text
+    while "{" in rest:
+        before, _, after = rest.partition("{")
+        name, _, rest = after.partition("}")
+        pieces.append(before)
+        names.append(name)
+    pieces.append(rest)
+    return tuple(pieces), tuple(names)
+
+
+# Each template read once at import, the most literal first (`Reading file …` before `Reading …`).
+_TEMPLATES: list[tuple[str, Template]] = sorted(
+    ((kind, _template(text)) for kind, text in ACTIVITY.items()),
+    key=lambda entry: -sum(len(piece) for piece in entry[1][0]),
+)
+
+
+def _values(line: str, template: Template) -> dict[str, str] | None:
+    """The values of `line` read against one template, each value as short as the line allows (as a
+    lazy pattern reads it), or None. Read with str.find, one pass per piece, where a pattern of lazy
+    groups would try every split of a long line."""
+    pieces, names = template
+    if not names:
+        return {} if line == pieces[0] else None
+    last = len(line) - len(pieces[-1])
+    if not line.startswith(pieces[0]) or not line.endswith(pieces[-1]) or last < len(pieces[0]):
+        return None
+    values: dict[str, str] = {}
+    cursor = len(pieces[0])
+    # The earliest place of each middle piece leaves the most line to the ones after it, so a line
+    # that fits the template at all fits it this way.
+    for name, piece in zip(names[:-1], pieces[1:-1], strict=True):
+        found = line.find(piece, cursor, last)
+        if found == -1:
+            return None
+        values[name] = line[cursor:found]
+        cursor = found + len(piece)
+    values[names[-1]] = line[cursor:last]
+    return values
 
 
 def parse(line: str, kinds: frozenset[str] | None = None) -> tuple[str, dict[str, str]] | None:
     """The kind and values of one English line (of `kinds`, or any); None for a line of no known form."""
-    for kind, pattern in _patterns():
+    for kind, template in _TEMPLATES:
         if kinds is not None and kind not in kinds:
             continue
-        match = pattern.match(line)
-        if match:
-            return kind, match.groupdict()
+        values = _values(line, template)
+        if values is not None:
+            return kind, values
     return None

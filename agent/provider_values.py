@@ -43,7 +43,8 @@ MIN_LIMITS = {"requests": 1.0, "input_tokens": 1_000.0, "output_tokens": 1_000.0
 # past it the figure is garbled, and counting it would end a run's budget for nothing.
 MAX_TOKENS_PER_ANSWER = 10_000_000
 # A plain non-negative decimal, as the specifications write numbers (no sign, exponent, inf or nan).
-_DECIMAL = re.compile(r"[ \t]*([0-9]{1,15})(\.[0-9]{1,9})?[ \t]*")
+# A whole value (\A): searched, it is tried at one place, not again from each space of a run.
+_DECIMAL = re.compile(r"\A[ \t]*+([0-9]{1,15})(\.[0-9]{1,9})?[ \t]*")
 
 
 def count(value: object) -> float | None:

@@ -59,16 +59,18 @@ _ABBREVIATIONS: dict[str, frozenset[str]] = {
     "nl": frozenset("dhr mevr dr prof bijv enz nr ca blz o.a".split()),
 }
 # Candidate sentence ends: . ! ? … (with closing quotes or brackets) before a space; CJK full stops;
-# line breaks (trafilatura writes one paragraph, list item or table row per line).
-_END = re.compile(r"[.!?…]+[\"'”’»)\]]*(?=\s)|[。！？]+|\n")
+# line breaks (trafilatura writes one paragraph, list item or table row per line). Every pattern here
+# starts a match only at the start of a run (a lookbehind) and takes the run whole (possessive), so a
+# page's long run of dots or spaces is read once, not once from every position in it.
+_END = re.compile(r"(?<![.!?…])[.!?…]++[\"'”’»)\]]*+(?=\s)|[。！？]+|\n")
 _CLAUSE = re.compile(r"[;:]\s|\s[–—|]\s")
-_WORD_BEFORE = re.compile(r"([\w.-]+)$")
 _WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
 _LEADING_MARKERS = re.compile(r"^((?:\s*\[s\d+\])+)")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")  # agent/figures.py's rule for a report's sentences
-_MARKDOWN = re.compile(r"\*\*|__|`|^\s*(?:[-*+]|\d+[.)])\s+|^#+\s*|\|", re.MULTILINE)
-_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
-_SPACE_BEFORE_STOP = re.compile(r"\s+([.,;:!?])(?=\s|$)")
+# A bullet's indent is the spaces of its own line: from the start of a run of blank lines it would be
+# tried again at each line of the run (the blank lines only become a space either way).
+_MARKDOWN = re.compile(r"\*\*|__|`|^[^\S\n]*+(?:[-*+]|\d+[.)])\s+|^#+\s*|\|", re.MULTILINE)
+_SPACE_BEFORE_STOP = re.compile(r"(?<!\s)\s++([.,;:!?])(?=\s|$)")
 # Day numbers beside a month name are figures, however small ("on 3 March", "am 3. März").
 _MONTHS = (
     "january february march april may june july august september october november december "
@@ -95,14 +97,24 @@ def _is_abbreviation(text: str, at: int, lang: str) -> bool:
     """Whether the full stop ending at `at` closes an abbreviation or an initial, not a sentence."""
     if text[at - 1] != ".":
         return False
-    found = _WORD_BEFORE.search(text, 0, at - 1)
-    if not found:
+    word = _word_before(text, at - 1).lower().rstrip(".")
+    if not word:
         return False
-    word = found.group(1).lower().rstrip(".")
     if len(word) == 1 and word.isalpha():
         return True  # an initial: "J. R. R. Tolkien", "S. 12"
     known = _ABBREVIATIONS.get(lang, frozenset()) | _ABBREVIATIONS["en"]
     return word in known or word.replace(".", "") in known
+
+
+def _word_before(text: str, end: int) -> str:
+    """The run of word characters, dots and hyphens that ends at `end` (past one line break just
+    before it), read back from `end`: a pattern searched for it would scan from every position before."""
+    if end > 0 and text[end - 1] == "\n":
+        end -= 1
+    start = end
+    while start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_.-"):
+        start -= 1
+    return text[start:end]
 
 
 def sentence_spans(text: str, language: Language | None = None) -> list[Span]:
@@ -181,9 +193,33 @@ def claim_spans(body: str) -> list[Span]:
 def plain_claim(sentence: str) -> str:
     """The sentence as a reader takes it: markers, Markdown emphasis, bullets and link targets gone."""
     text = MARKER_RE.sub(" ", sentence)
-    text = _LINK.sub(r"\1", text)
+    text = _unlink(text)
     text = _MARKDOWN.sub(" ", text)
     return _SPACE_BEFORE_STOP.sub(r"\1", " ".join(text.split()))
+
+
+def _unlink(text: str) -> str:
+    """Markdown links `[words](target)` as their words. Read with str.find, not a pattern: from each
+    "[" of a long run without a "]" a pattern scans to the end again; here a failed "[" passes the
+    scan on past every "[" that would fail the same way."""
+    out: list[str] = []
+    done = 0  # text before this is in `out`
+    opening = text.find("[")
+    while opening != -1:
+        closing = text.find("]", opening + 1)
+        if closing == -1:
+            break  # no "]" after this "[", so after none that follows
+        if text.startswith("(", closing + 1):
+            end = text.find(")", closing + 2)
+            if end == -1:
+                break  # no ")" after this "(", so after none that follows
+            out += [text[done:opening], text[opening + 1 : closing]]
+            done = end + 1
+            opening = text.find("[", done)
+        else:  # every "[" before this "]" finds the same "]"
+            opening = text.find("[", closing + 1)
+    out.append(text[done:])
+    return "".join(out)
 
 
 # --- terms ------------------------------------------------------------------------------------

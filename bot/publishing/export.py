@@ -63,7 +63,9 @@ VERDICT_WORDS = {
     "unsupported": "not found in",
     "unchecked": "not checked against",
 }
-_MARKER = re.compile(r"\s*\[s\d+\]")
+# A marker with the spaces before it, matched from the start of their run only: a long run of spaces
+# is then read once, not from each of its positions.
+_MARKER = re.compile(r"(?<!\s)\s*+\[s\d+\]")
 FILENAME_CHARS = 60
 
 

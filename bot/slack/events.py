@@ -118,6 +118,7 @@ class SessionStoppedEvent(BaseModel):
 
 # A person's id as Slack writes it: what a Home tab is published for (views.publish names the viewer).
 SLACK_USER_ID = r"^[UW][A-Z0-9]{2,40}$"
+SLACK_USER_ID_PATTERN = re.compile(SLACK_USER_ID)  # for checks outside a model, compiled once
 
 
 class HomeOpenedEvent(BaseModel):

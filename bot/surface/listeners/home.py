@@ -5,7 +5,6 @@ Each publish is for the person who acted only (bot/desk/home.py)."""
 from __future__ import annotations
 
 import logging
-import re
 from typing import Any
 
 from pydantic import ValidationError
@@ -15,7 +14,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.desk.home import HOME_SEARCH_ACTION, HOME_STOP_ACTION, publish_home
 from bot.desk.library import MAX_QUERY_CHARS
 from bot.services import Services
-from bot.slack.events import SLACK_USER_ID, HomeOpenedEvent, logged_id, malformed
+from bot.slack.events import SLACK_USER_ID_PATTERN, HomeOpenedEvent, logged_id, malformed
 from bot.slack.tenancy import Tenant
 from bot.surface.steering import stop_run
 from jobs import RunNotFound
@@ -73,7 +72,7 @@ def _viewer(body: dict[str, Any]) -> str | None:
     """Who clicked on their Home tab: a Slack user id, or None (logged by its ids) for anything else."""
     person, team = body.get("user"), body.get("team")
     user = person.get("id") if isinstance(person, dict) else None
-    if isinstance(user, str) and re.fullmatch(SLACK_USER_ID, user):
+    if isinstance(user, str) and SLACK_USER_ID_PATTERN.fullmatch(user):
         return user
     team = team if isinstance(team, dict) else {}
     log.warning("ignored a Home tab action without a person's id (team %s)", logged_id(team.get("id")))
