@@ -38,6 +38,11 @@ SWEEP_INTERVAL_SECONDS = 10
 # often, not at every sweep: nothing of ours waits on it, and every 10 s it was most of a worker's
 # own Redis traffic (RQ's default is 10 minutes).
 RQ_MAINTENANCE_SECONDS = 60.0
+# RQ reads its worker's channel (stop and kill commands) in a thread that waits up to 60 s for each
+# message, and redis-py 8's PubSubWorkerThread.stop() joins that thread: a warm shutdown hung up to a
+# minute after its last job, past a platform's SIGTERM grace (10-30 s), and was killed. Waiting this
+# long at a time bounds the shutdown; it sends Redis nothing more (the wait is on the socket).
+PUBSUB_WAIT_SECONDS = 0.5
 
 
 class Upkeep:
@@ -47,6 +52,12 @@ class Upkeep:
 
     connection: Any
     last_cleaned_at: Any  # RQ's: when its maintenance round last ran
+    # RQ's, for its command channel (see subscribe)
+    pubsub: Any
+    pubsub_thread: Any
+    pubsub_channel_name: str
+    handle_payload: Callable[[dict[str, Any]], None]
+    _pubsub_exception_handler: Callable[..., None]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -81,6 +92,16 @@ class Upkeep:
         super().handle_warm_shutdown_request()  # type: ignore[misc]
         for callback in self.on_shutdown:
             callback()
+
+    def subscribe(self) -> None:
+        """RQ's subscription to this worker's command channel, its thread waiting at most
+        PUBSUB_WAIT_SECONDS at a time, so that it ends that soon once the worker stops."""
+        log.info("worker %s: subscribing to channel %s", getattr(self, "name", "?"), self.pubsub_channel_name)
+        self.pubsub = self.connection.pubsub()
+        self.pubsub.subscribe(**{self.pubsub_channel_name: self.handle_payload})
+        self.pubsub_thread = self.pubsub.run_in_thread(
+            sleep_time=PUBSUB_WAIT_SECONDS, daemon=True, exception_handler=self._pubsub_exception_handler
+        )
 
 
 class DeepthreadWorker(Upkeep, Worker):
