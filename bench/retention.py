@@ -19,7 +19,7 @@ import sys
 from datetime import timedelta
 
 from redis import Redis
-from rq import Queue, SimpleWorker
+from rq import Queue
 
 import jobs
 from agent import AgentConfig, FetchConfig, SearchConfig, utcnow
@@ -31,6 +31,7 @@ from tests.fakes.policies import ResearchPolicy
 from tests.fakes.server import ServerThread
 from tests.fakes.web import FakeWeb
 from tests.paths import ROOT
+from tests.helpers import BurstWorker
 
 GOAL_BYTES_PER_RUN = 1_000_000
 DEFAULT_FOLLOW_UPS = 10
@@ -73,7 +74,7 @@ def held_bytes(redis: Redis) -> dict[str, tuple[int, list[str]]]:
 
 def thread(redis: Redis, follow_ups: int) -> list[str]:
     runs = Runs(RunStore(redis))
-    worker = SimpleWorker([Queue(keys.QUEUE, connection=redis)], connection=redis)
+    worker = BurstWorker([Queue(keys.QUEUE, connection=redis)], connection=redis)
     state = runs.start(Run(question=QUESTION, team="T1", channel="C1", thread_ts="1.0", requester="U1"))
     runs.attach_messages(state.run.id, progress="1.1", report="1.2")
     ids = [state.run.id]

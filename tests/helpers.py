@@ -14,7 +14,10 @@ from anthropic import AsyncAnthropic
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agent import AgentConfig, FetchConfig, Outcome, ResearchTask, RunEvent, SearchConfig, research
+from rq import SimpleWorker
+
 from jobs import Run, RunState, RunStore
+from jobs.workers.worker import QuickCommandChannel
 from tests.paths import ROOT
 from tests.redis_values import values_of
 
@@ -222,3 +225,8 @@ def keys_holding(redis: Any, needle: str) -> list[str]:
 
 def _values(redis: Any, key: str) -> list[Any]:
     return values_of(redis, key, streams=False)  # the updates stream holds run ids and versions only
+
+
+class BurstWorker(QuickCommandChannel, SimpleWorker):
+    """RQ's in-process worker for tests that run the queue in burst mode, with our command channel:
+    RQ's own waited up to 60 s on its way out (jobs/workers/worker.py, PUBSUB_WAIT_SECONDS)."""

@@ -45,19 +45,36 @@ RQ_MAINTENANCE_SECONDS = 60.0
 PUBSUB_WAIT_SECONDS = 0.5
 
 
-class Upkeep:
+class QuickCommandChannel:
+    """RQ's worker with its command channel's thread waiting at most PUBSUB_WAIT_SECONDS at a time:
+    every worker of ours, and any RQ worker a test or bench runs in burst mode."""
+
+    connection: Any
+    # RQ's, for its command channel
+    pubsub: Any
+    pubsub_thread: Any
+    pubsub_channel_name: str
+    handle_payload: Callable[[dict[str, Any]], None]
+    _pubsub_exception_handler: Callable[..., None]
+
+    def subscribe(self) -> None:
+        """RQ's subscription to this worker's command channel, its thread waiting at most
+        PUBSUB_WAIT_SECONDS at a time, so that it ends that soon once the worker stops."""
+        log.info("worker %s: subscribing to channel %s", getattr(self, "name", "?"), self.pubsub_channel_name)
+        self.pubsub = self.connection.pubsub()
+        self.pubsub.subscribe(**{self.pubsub_channel_name: self.handle_payload})
+        self.pubsub_thread = self.pubsub.run_in_thread(
+            sleep_time=PUBSUB_WAIT_SECONDS, daemon=True, exception_handler=self._pubsub_exception_handler
+        )
+
+
+class Upkeep(QuickCommandChannel):
     """What both of our worker classes add to RQ's: the sweeps in its maintenance round (and
     `maintenance` callbacks, e.g. the bot's retention round), and `on_shutdown` callbacks run at
     the first SIGTERM (e.g. to turn the health check unready)."""
 
     connection: Any
     last_cleaned_at: Any  # RQ's: when its maintenance round last ran
-    # RQ's, for its command channel (see subscribe)
-    pubsub: Any
-    pubsub_thread: Any
-    pubsub_channel_name: str
-    handle_payload: Callable[[dict[str, Any]], None]
-    _pubsub_exception_handler: Callable[..., None]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -92,16 +109,6 @@ class Upkeep:
         super().handle_warm_shutdown_request()  # type: ignore[misc]
         for callback in self.on_shutdown:
             callback()
-
-    def subscribe(self) -> None:
-        """RQ's subscription to this worker's command channel, its thread waiting at most
-        PUBSUB_WAIT_SECONDS at a time, so that it ends that soon once the worker stops."""
-        log.info("worker %s: subscribing to channel %s", getattr(self, "name", "?"), self.pubsub_channel_name)
-        self.pubsub = self.connection.pubsub()
-        self.pubsub.subscribe(**{self.pubsub_channel_name: self.handle_payload})
-        self.pubsub_thread = self.pubsub.run_in_thread(
-            sleep_time=PUBSUB_WAIT_SECONDS, daemon=True, exception_handler=self._pubsub_exception_handler
-        )
 
 
 class DeepthreadWorker(Upkeep, Worker):

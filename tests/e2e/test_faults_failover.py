@@ -47,7 +47,10 @@ def test_a_run_survives_its_primary_dying_and_a_new_mention_works_after_the_fail
         assert "*1. Fees*  _revised ×1_" in text and "*2. Tracking*" in text, "both sections, the revision counted"
 
         redis = connect(sentinels.url)
-        assert redis.connection_pool.get_master_address()[1] == new_primary, "everyone moved to the new primary"
+        # The primary the sentinels name now: on a loaded machine they may have moved it again since
+        # (the revived server is a replica like any other), and the client follows whichever it is.
+        assert redis.connection_pool.get_master_address()[1] == sentinels.primary()[1], "everyone follows the sentinels"
+        assert new_primary != killed[0]
         state = RunStore(redis).get(RunStore(redis).thread_run_ids(TEAM_ID, "C0TEST", thread)[0])
         assert state.status == RunStatus.completed
         seen = {m.strip("[]") for r in fake_model.requests for m in MARKER.findall(json.dumps(r["messages"]))}

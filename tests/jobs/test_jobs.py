@@ -5,7 +5,7 @@ import asyncio
 
 from redis import Redis
 from redis.asyncio import Redis as AsyncRedis
-from rq import Queue, SimpleWorker
+from rq import Queue
 
 import jobs
 from agent import PROFILES, AgentConfig, FetchConfig, SearchConfig, SectionRevised, SectionWritten
@@ -14,6 +14,7 @@ from jobs import JobRuntime, Run, RunStatus, RunStore, enqueue, keys
 from jobs.records.models import RunState
 from jobs.records.state import apply_event
 from jobs.records.stores import RedisResultStore
+from tests.helpers import BurstWorker
 
 
 def runtime(fake_model, fake_web, redis_url: str) -> JobRuntime:
@@ -25,7 +26,7 @@ def runtime(fake_model, fake_web, redis_url: str) -> JobRuntime:
 
 
 def work(redis: Redis) -> None:
-    SimpleWorker([Queue(keys.QUEUE, connection=redis)], connection=redis).work(burst=True)
+    BurstWorker([Queue(keys.QUEUE, connection=redis)], connection=redis).work(burst=True)
 
 
 def test_job_timeout_comes_from_the_run_budget(redis: Redis) -> None:

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from redis import Redis
-from rq import Queue, SimpleWorker
+from rq import Queue
 
 import jobs
 from agent.events import utcnow
@@ -22,7 +22,7 @@ from jobs import JobRuntime, Run, Runs, RunStatus, RunStore, enqueue, keys
 from jobs.budgets.spend import Spend
 from jobs.process.metrics import metrics
 from jobs.upkeep.retention import JOBS_CATALOGUE, Catalogue, Owner, Subject
-from tests.helpers import keys_holding, web_config
+from tests.helpers import BurstWorker, keys_holding, web_config
 
 QUESTION = "expense ratio VTI SCHB ITOT"
 CATALOGUES = [JOBS_CATALOGUE, BOT_CATALOGUE]
@@ -46,7 +46,7 @@ def test_a_key_family_added_to_a_module_is_in_its_catalogue() -> None:
 
 
 def _work(redis: Redis) -> None:
-    SimpleWorker([Queue(keys.QUEUE, connection=redis)], connection=redis).work(burst=True)
+    BurstWorker([Queue(keys.QUEUE, connection=redis)], connection=redis).work(burst=True)
 
 
 def _finished_thread(redis: Redis, redis_url: str, fake_model, fake_web, team: str, channel: str = "C1",

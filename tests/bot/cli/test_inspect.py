@@ -6,12 +6,13 @@ import re
 import subprocess
 
 from redis import Redis
-from rq import Queue, SimpleWorker
+from rq import Queue
 
 import jobs
 from agent import AgentConfig, FetchConfig, SearchConfig
 from jobs import JobRuntime, Run, RunStore, enqueue, keys
 from tests.processes import DEEPTHREAD, ROOT, environment
+from tests.helpers import BurstWorker
 
 
 def test_inspect_lists_requests_and_prints_one_in_full(redis: Redis, redis_url: str, fake_model, fake_web) -> None:
@@ -21,7 +22,7 @@ def test_inspect_lists_requests_and_prints_one_in_full(redis: Redis, redis_url: 
         anthropic_api_key="k", anthropic_base_url=fake_model.url, redis_url=redis_url))
     state = RunStore(redis).create(Run(question="expense ratio VTI SCHB ITOT"))
     enqueue(redis, state.run)
-    SimpleWorker([Queue(keys.QUEUE, connection=redis)], connection=redis).work(burst=True)
+    BurstWorker([Queue(keys.QUEUE, connection=redis)], connection=redis).work(burst=True)
 
     def inspect(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(DEEPTHREAD + ["inspect", *args], env=environment(REDIS_URL=redis_url), cwd=ROOT,
@@ -76,7 +77,7 @@ def test_inspect_counts_the_fetches_read_page_refused(redis: Redis, redis_url: s
     state = RunStore(redis).create(Run(question="VTI expense ratio for our private plan",
                                        channel="C0TEST", thread_ts="1700000000.000100"))
     enqueue(redis, state.run)
-    SimpleWorker([Queue(keys.QUEUE, connection=redis)], connection=redis).work(burst=True)
+    BurstWorker([Queue(keys.QUEUE, connection=redis)], connection=redis).work(burst=True)
     assert RunStore(redis).get(state.run.id).status.value == "completed"
     assert not [p for _, p in fake_web.requests if p.startswith("/collect")], "nothing was sent out"
     listing = subprocess.run(DEEPTHREAD + ["inspect", state.run.id], env=environment(REDIS_URL=redis_url), cwd=ROOT,
