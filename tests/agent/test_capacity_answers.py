@@ -50,8 +50,11 @@ def config_for(web_url: str) -> AgentConfig:
 
 @pytest.mark.parametrize("limiter", [True, False], ids=["shared limiter", "no limiter"])
 async def test_a_request_throttled_again_and_again_is_retried_a_bounded_number_of_times_and_the_run_ends(
-        limiter: bool, fake_model: FakeAnthropic, fake_web) -> None:
+        limiter: bool, fake_model: FakeAnthropic, fake_web, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_model.fail_always(429)  # every request, for ever (no retry-after: nothing tells us to wait)
+    # What is counted here is the attempts, not the waits between them: the backoff's doubling from
+    # 0.5 s made each request wait ~64 s in all. Its first wait is cut (capacity_middleware.backoff).
+    monkeypatch.setattr("agent.capacity_middleware.REPEAT_FIRST_WAIT_SECONDS", 0.01)
     # The operator's limits: this is about the retries, not what a learned limit makes of them (test_capacity.py).
     shared = MemoryModelLimiter(ModelLimits(requests=600, input_tokens=10**9, output_tokens=10**9))
     backend = RunBackend(control=MemoryControl(), limiter=shared if limiter else None, team="T1", run_id="r1")
