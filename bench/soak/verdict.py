@@ -26,7 +26,9 @@ GOAL_SLACK_CALLS_RATIO = 1.5  # Slack calls per model answer, the whole soak aga
 GOAL_REQUESTS_PER_ANSWER = 1.5  # model requests (refused ones included) per answered turn
 # A progress message whose run has ended says so; one still showing a working phase was left behind.
 WORKING_PHASES = ("Researching", "Compacting notes", "Writing the summary", "Queued")
-STATUS_LINE = re.compile(r"(In progress ·|Final ·|Stopped:|Incomplete:|Plan awaiting approval)")
+# A report's or progress message's status line, as the renderers write it (the end said once with its
+# reason reads "Stopped by …", "Incomplete after …"): tests/bench/test_soak_verdicts.py renders each.
+STATUS_LINE = re.compile(r"^(?:[^\w\s]+ )?(In progress ·|Final ·|Stopped\b|Incomplete\b|Plan awaiting approval)", re.MULTILINE)
 BOT_USER = "UBOT"
 
 Check = tuple[str, str, bool, str]
@@ -51,7 +53,9 @@ def _text(slack: SoakSlack, channel: str, ts: str | None) -> str:
     return block_text(message) if message is not None else ""
 
 
-END_WORDS = {"completed": "Final ·", "stopped": "Stopped:", "failed": "Incomplete:"}
+# The report's status line opens with its end: "Final · …", "Stopped by <@U…> at …" (the end said once
+# with its reason, bot.catalogue.said_once) or "Stopped: <reason>", "Incomplete: …".
+END_WORDS = {"completed": "Final ·", "stopped": "Stopped", "failed": "Incomplete"}
 
 
 def _report_shows_end(slack: SoakSlack, c: Conversation, last: RunState) -> bool:

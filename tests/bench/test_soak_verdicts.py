@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from bench.soak.chaos import KINDS, schedule
 from bench.soak.sampling import WATCHED, Samples, moved, p99_of, watched
 from bench.soak.topology import ROLES
@@ -54,3 +56,31 @@ def test_the_time_to_show_an_end_is_judged_by_its_slowest_thread() -> None:
     assert (value, met, goal) == ("p50 6 s, p90 9 s, max 40 s over 10 threads", True, "max ≤ 120 s")
     assert end_shown_checks([1.0, 121.0])[0][2] is False, "one end shown past two minutes misses"
     assert end_shown_checks([])[0][2] is False, "a soak where no end was shown shows nothing"
+
+
+@pytest.mark.parametrize(("status", "reason"), [
+    ("completed", ""),
+    ("stopped", "stopped by <@U0ANA> at 10:42 UTC"),  # said once: "Stopped by <@U0ANA> at 10:42 UTC"
+    ("stopped", "the run's budget of 80 requests was spent"),  # "Stopped: the run's budget …"
+    ("failed", "the model service kept failing (HTTP 529)"),
+    ("failed", "incomplete after the model refused to go on"),  # said once
+])
+def test_the_soak_knows_every_end_as_the_report_shows_it(status: str, reason: str) -> None:
+    """The words the soak looks for are the ones the renderer writes, however a reason is phrased:
+    a report's status line said once as "Stopped by …" was counted as a lost run (9 of 59)."""
+    from agent import Finished, SectionWritten
+    from bench.soak.verdict import END_WORDS, STATUS_LINE
+    from bot.publishing.report_render import render_report
+    from jobs import Run, RunState
+    from jobs.records.state import apply_event
+    from tests.e2e.stack import block_text
+
+    state = RunState(run=Run(channel="C0", thread_ts="1700000000.000001", requester="U0ANA",
+                             question="soak-q001 expense ratio VTI SCHB ITOT", team="T0"))
+    for event in (SectionWritten(section_id="1", title="Fees", body="VTI's expense ratio is 0.03%."),
+                  Finished(status=status, summary="In short: 0.03%.", reason=reason)):  # type: ignore[arg-type]
+        state = apply_event(state, event)  # type: ignore[arg-type]
+    message = render_report(state)
+    text = block_text(message)
+    assert END_WORDS[status] in text, text[:300]
+    assert STATUS_LINE.search(text), "a second report message like this one would be counted as a double"
