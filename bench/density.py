@@ -40,8 +40,8 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import ExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,7 +57,7 @@ from jobs.control.ownership import ALIVE_EVERY_SECONDS, LEASE_SECONDS
 from jobs.lifecycle.queue import enqueue
 from jobs.process.loop_lag import INTERVAL_SECONDS as LAG_INTERVAL_SECONDS
 from jobs.records.models import Run
-from tests.fakes.anthropic import FakeAnthropic, Reply, tool_reply
+from tests.fakes.anthropic import FakeAnthropic, Reply, stream_events, tool_reply
 from tests.fakes.policies import MARKER, ResearchPolicy, is_extraction, side_reply, turn_of
 from tests.fakes.server import ServerThread, free_port
 from tests.fakes.web import FakeWeb, Page
@@ -67,6 +67,8 @@ FIXTURE_PAGES = ROOT.parent / "shared" / "fixtures" / "pages"
 SMALL_PAGES = ROOT / "tests" / "pages"
 PAGES_PER_RUN = 2
 QUICK_TURN_SECONDS = 0.3  # the model's answer before the idle turn
+# The API pings a stream while the model thinks; the idle turn's answer does too, this often.
+PING_SECONDS = 5.0
 IDLE_TURN = 4  # 1-2: read a page each, 3: write a section, 4: the slow answer, 5: the final answer
 SAMPLE_SECONDS = 1.0
 WINDOW_MARGIN_SECONDS = 3.0
@@ -119,18 +121,49 @@ class DensityModel(FakeAnthropic):
 
         turn = 1 + sum(1 for m in body.get("messages", []) if m.get("role") == "assistant")
         idle = bool(body.get("tools")) and turn == IDLE_TURN and not is_extraction(body)
-        if idle:
-            self.idle_waiting += 1
-            began = time.monotonic()
-            self.idle_since.append(began)
-            try:
+        if idle and body.get("stream"):
+            request["think_seconds"] = self.idle_seconds  # the answer streams, slow: see _stream
+        elif idle:
+            async with self._waiting():
                 await asyncio.sleep(self.idle_seconds)
-            finally:
-                self.idle_waiting -= 1
-                self.idle_since.remove(began)
         else:
             await asyncio.sleep(QUICK_TURN_SECONDS)
         return await super().answer(request, body, **kwargs)
+
+    async def _stream(self, request: web.Request, message: dict[str, Any], failure: Any,
+                      limit_headers: dict[str, str]) -> web.StreamResponse:
+        """A slow answer as the API streams one: its message_start at once, then a ping every few
+        seconds while the model thinks (a run's silence watch, agent/silence.py, sees them), then the rest."""
+        import asyncio
+
+        think = float(request.get("think_seconds", 0.0))
+        if not think or failure is not None:
+            return await super()._stream(request, message, failure, limit_headers)
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream; charset=utf-8",
+                                           "Cache-Control": "no-cache", **limit_headers})
+        await resp.prepare(request)
+        first, *rest = stream_events(message)
+        await resp.write(f"event: {first['type']}\ndata: {json.dumps(first)}\n\n".encode())
+        async with self._waiting():
+            deadline = time.monotonic() + think
+            while (left := deadline - time.monotonic()) > 0:
+                await asyncio.sleep(min(PING_SECONDS, left))
+                await resp.write(b'event: ping\ndata: {"type": "ping"}\n\n')
+        for event in rest:
+            await resp.write(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode())
+        await resp.write_eof()
+        return resp
+
+    @asynccontextmanager
+    async def _waiting(self) -> AsyncIterator[None]:
+        self.idle_waiting += 1
+        began = time.monotonic()
+        self.idle_since.append(began)
+        try:
+            yield
+        finally:
+            self.idle_waiting -= 1
+            self.idle_since.remove(began)
 
     def app(self) -> web.Application:
         application = super().app()
